@@ -1,0 +1,104 @@
+//! `toolhost call TOOL 'JSON'`: one call, its output and what it consumed.
+
+use super::format;
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+use std::io::Read;
+use std::process::ExitCode;
+use toolhost::{ByteSize, CallReport, Host, HumanDuration, LimitOverrides, ToolOutput};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The tool to call (see `toolhost tools`)
+    tool: String,
+
+    /// Arguments as a JSON object; `-` reads them from stdin [default: {}]
+    arguments: Option<String>,
+
+    /// Fuel (instructions) this call may use, e.g. 500000000
+    #[arg(long, value_name = "N")]
+    fuel: Option<u64>,
+
+    /// Memory this call may use, e.g. 64MiB
+    #[arg(long, value_name = "SIZE")]
+    memory: Option<ByteSize>,
+
+    /// Wall-clock time this call may take, e.g. 5s or 500ms
+    #[arg(long, value_name = "DURATION")]
+    timeout: Option<HumanDuration>,
+
+    /// Output this call may return, e.g. 256KiB
+    #[arg(long, value_name = "SIZE")]
+    max_output: Option<ByteSize>,
+
+    /// Print one JSON object with the outcome, usage and captured output
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn run(host: &Host, args: Args) -> Result<ExitCode> {
+    let arguments = match args.arguments.as_deref() {
+        Some("-") => {
+            let mut text = String::new();
+            std::io::stdin().read_to_string(&mut text).context("could not read the arguments from stdin")?;
+            text
+        }
+        Some(text) => text.to_owned(),
+        None => "{}".to_owned(),
+    };
+    let overrides = LimitOverrides {
+        fuel: args.fuel,
+        memory: args.memory,
+        timeout: args.timeout,
+        output: args.max_output,
+    };
+    let report = host.call(&args.tool, &arguments, &overrides).await;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&as_json(&report))?);
+    } else {
+        show(&report);
+    }
+    Ok(if report.outcome.is_ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn show(report: &CallReport) {
+    match &report.outcome {
+        Ok(ToolOutput::Text(text)) => println!("{text}"),
+        Ok(ToolOutput::Json(text)) => match serde_json::from_str::<Value>(text) {
+            Ok(value) => println!("{}", serde_json::to_string_pretty(&value).unwrap_or_else(|_| text.clone())),
+            Err(_) => println!("{text}"),
+        },
+        Err(toolhost::CallError::UnknownTool { .. }) => {}
+        Err(err) => eprintln!("error: {}: {err}", report.tool),
+    }
+    if let Err(err @ toolhost::CallError::UnknownTool { .. }) = &report.outcome {
+        eprintln!("error: {err}");
+        return;
+    }
+    let usage = &report.usage;
+    let status = if report.outcome.is_ok() { "ok" } else { "failed" };
+    eprintln!(
+        "{status} · {} · {} · fuel {} · memory {}",
+        report.tool,
+        format::duration(usage.wall),
+        format::thousands(usage.fuel),
+        ByteSize(usage.memory_peak),
+    );
+}
+
+fn as_json(report: &CallReport) -> Value {
+    let mut value = json!({
+        "tool": report.tool,
+        "plugin": report.plugin,
+        "ok": report.outcome.is_ok(),
+        "usage": report.usage,
+        "stdout": report.stdout,
+        "stderr": report.stderr,
+        "logs": report.logs,
+    });
+    match &report.outcome {
+        Ok(output) => value["output"] = json!(output),
+        Err(err) => value["error"] = json!({ "kind": err.kind(), "message": err.to_string() }),
+    }
+    value
+}

@@ -1,0 +1,108 @@
+//! `toolhost inspect FILE.wasm`: what a file is and whether it loads.
+
+use super::format;
+use anyhow::Result;
+use serde_json::json;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use toolhost::cache::Origin;
+use toolhost::{ByteSize, Host, HumanDuration, Inspection};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The .wasm file to inspect
+    file: PathBuf,
+
+    /// Print one JSON object
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn run(host: &Host, args: &Args) -> Result<ExitCode> {
+    let found = host.inspect(&args.file).await;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&as_json(&found))?);
+    } else {
+        show(&found);
+    }
+    Ok(if found.error.is_none() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn show(found: &Inspection) {
+    println!("{}", found.path.display());
+    if let (Some(size), Some(sha256)) = (found.size, &found.sha256) {
+        println!("  size      {} bytes ({})", format::thousands(size), ByteSize(size));
+        println!("  sha256    {sha256}");
+    }
+    if let Some((origin, took)) = found.compile {
+        let how = match origin {
+            Origin::Cached => "loaded from the compile cache",
+            Origin::Compiled => "compiled",
+        };
+        println!("  compile   {how} in {}", format::duration(took));
+    }
+    if let Some(contract) = found.contract {
+        println!("  contract  toolhost:plugin@{contract}");
+    }
+    if let Some(shape) = &found.shape {
+        println!("  imports");
+        for import in &shape.imports {
+            println!("    {import}");
+        }
+        println!("  exports");
+        for (export, functions) in &shape.exports {
+            if functions.is_empty() {
+                println!("    {export}");
+            } else {
+                println!("    {export}: {}", functions.join(", "));
+            }
+        }
+    }
+    let limits = &found.limits;
+    println!(
+        "  limits    fuel {} · memory {} · timeout {} · output {}",
+        format::thousands(limits.fuel),
+        limits.memory,
+        HumanDuration(limits.timeout),
+        limits.output
+    );
+    if !found.tools.is_empty() {
+        println!("  tools");
+        for tool in &found.tools {
+            let summary = tool.description.lines().next().unwrap_or_default();
+            println!("    {}  {summary}", tool.name);
+        }
+    }
+    if let Some(error) = &found.error {
+        eprintln!("error: {}: {error}", found.path.display());
+    }
+}
+
+fn as_json(found: &Inspection) -> serde_json::Value {
+    json!({
+        "path": found.path.display().to_string(),
+        "size": found.size,
+        "sha256": found.sha256,
+        "compile": found.compile.map(|(origin, took)| json!({
+            "cached": origin == Origin::Cached,
+            "ms": took.as_secs_f64() * 1_000.0,
+        })),
+        "contract": found.contract,
+        "imports": found.shape.as_ref().map(|shape| &shape.imports),
+        "exports": found.shape.as_ref().map(|shape| shape.exports.iter().map(|(name, functions)| {
+            json!({ "name": name, "functions": functions })
+        }).collect::<Vec<_>>()),
+        "limits": {
+            "fuel": found.limits.fuel,
+            "memory": found.limits.memory.bytes(),
+            "timeout_ms": found.limits.timeout.as_millis() as u64,
+            "output": found.limits.output.bytes(),
+        },
+        "tools": found.tools.iter().map(|tool| json!({
+            "name": tool.name,
+            "description": tool.description,
+            "input_schema": tool.schema,
+        })).collect::<Vec<_>>(),
+        "error": found.error,
+    })
+}

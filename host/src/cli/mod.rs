@@ -1,0 +1,121 @@
+//! The command line. Only this module knows about clap and the terminal: it
+//! turns flags into library values, runs a command, and prints the result.
+
+mod call;
+mod format;
+mod inspect;
+mod tools;
+
+use anyhow::{Context, Result};
+use clap::{ArgAction, Parser, Subcommand};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use toolhost::{Config, Host};
+
+/// The plugins folder used when neither `--plugins` nor the config names one.
+const DEFAULT_PLUGINS_DIR: &str = "plugins/dist";
+
+#[derive(Parser)]
+#[command(
+    name = "toolhost",
+    version,
+    about = "Run LLM tools as sandboxed WebAssembly components",
+    after_help = "Exit status: 0 success, 1 the call (or a plugin) failed, 2 toolhost could not run."
+)]
+struct Cli {
+    /// Folder of plugin .wasm files [default: `plugins_dir` from the config, else ./plugins/dist]
+    #[arg(long, global = true, env = "TOOLHOST_PLUGINS", value_name = "DIR")]
+    plugins: Option<PathBuf>,
+
+    /// Config file [default: ./toolhost.toml when it exists]
+    #[arg(long, global = true, env = "TOOLHOST_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
+
+    /// More logging on stderr: -v info, -vv debug (plugin output), -vvv trace
+    #[arg(short, long, global = true, action = ArgAction::Count)]
+    verbose: u8,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List every loaded tool with its plugin, description and input schema
+    #[command(visible_alias = "list")]
+    Tools(tools::Args),
+    /// Call one tool in a fresh sandbox and print its output and usage
+    Call(call::Args),
+    /// Show what a .wasm file imports, exports and offers, and whether it loads
+    Inspect(inspect::Args),
+}
+
+/// Runs the command line and maps the result to an exit status.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("error: could not start the async runtime: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<ExitCode> {
+    let config = Config::discover(cli.config.as_deref())?;
+    match cli.command {
+        Command::Tools(args) => {
+            let host = load(config, cli.plugins.as_deref()).await?;
+            tools::run(&host, &args)
+        }
+        Command::Call(args) => {
+            let host = load(config, cli.plugins.as_deref()).await?;
+            call::run(&host, args).await
+        }
+        Command::Inspect(args) => {
+            let host = Host::new(config)?;
+            inspect::run(&host, &args).await
+        }
+    }
+}
+
+/// Makes a host and loads the plugins folder, printing what could not load.
+async fn load(config: Config, flag: Option<&Path>) -> Result<Host> {
+    let dir = flag
+        .map(Path::to_path_buf)
+        .or_else(|| config.plugins_dir.clone())
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_PLUGINS_DIR));
+    let mut host = Host::new(config)?;
+    host.load_dir(&dir).await.with_context(|| "could not load plugins".to_owned())?;
+    for problem in host.problems() {
+        eprintln!("warning: skipped {problem}");
+    }
+    Ok(host)
+}
+
+fn init_tracing(verbose: u8) {
+    use tracing_subscriber::EnvFilter;
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    // TOOLHOST_LOG takes tracing's directive syntax, e.g. `toolhost::plugin=debug`.
+    let filter = EnvFilter::try_from_env("TOOLHOST_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(verbose >= 3)
+        .without_time()
+        .try_init();
+}

@@ -1,0 +1,83 @@
+//! `toolhost tools`: what the loaded plugins offer.
+
+use anyhow::Result;
+use serde_json::{Value, json};
+use std::process::ExitCode;
+use toolhost::Host;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Print a JSON array: name, plugin, description, input_schema, path
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(host: &Host, args: &Args) -> Result<ExitCode> {
+    let tools = host.tools();
+    if args.json {
+        let listed: Vec<Value> = tools
+            .iter()
+            .map(|(tool, plugin)| {
+                json!({
+                    "name": tool.name,
+                    "plugin": &*plugin.name,
+                    "description": tool.description,
+                    "input_schema": tool.schema,
+                    "path": plugin.path.display().to_string(),
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&listed)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if tools.is_empty() {
+        eprintln!("no tools loaded");
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (tool, plugin) in &tools {
+        println!("{}  (plugin {})", tool.name, plugin.name);
+        for line in tool.description.lines() {
+            println!("    {line}");
+        }
+        for line in arguments(&tool.schema) {
+            println!("    · {line}");
+        }
+        println!();
+    }
+    eprintln!("{} tools from {} plugins", tools.len(), host.plugins().len());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One line per top-level argument: `name: type (required) — description`.
+fn arguments(schema: &Value) -> Vec<String> {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return vec!["no arguments".to_owned()];
+    };
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    properties
+        .iter()
+        .map(|(name, property)| {
+            let kind = match property.get("type") {
+                Some(Value::String(kind)) => kind.clone(),
+                Some(Value::Array(kinds)) => {
+                    kinds.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" | ")
+                }
+                _ if property.get("enum").is_some() => "enum".to_owned(),
+                _ => "any".to_owned(),
+            };
+            let mut line = format!("{name}: {kind}");
+            if required.contains(&name.as_str()) {
+                line.push_str(" (required)");
+            }
+            if let Some(description) = property.get("description").and_then(Value::as_str) {
+                line.push_str(" — ");
+                line.push_str(description.lines().next().unwrap_or_default());
+            }
+            line
+        })
+        .collect()
+}

@@ -1,0 +1,153 @@
+//! `toolhost.toml`: the operator's settings, parsed once into typed values.
+//!
+//! ```toml
+//! plugins_dir = "plugins/dist"      # relative to this file
+//! cache_dir = "/var/cache/toolhost" # compiled plugins; default: the user cache dir
+//! max_concurrent_calls = 16
+//!
+//! [limits]                          # every plugin's defaults
+//! fuel = 2_000_000_000
+//! memory = "128MiB"
+//! timeout = "10s"
+//! output = "1MiB"
+//!
+//! [plugins.calc.limits]             # one plugin (the file stem) overrides some
+//! fuel = 100_000_000
+//! ```
+
+use crate::limits::LimitOverrides;
+use anyhow::{Context, Result};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The file name looked for in the current directory when `--config` is not given.
+pub const DEFAULT_FILE: &str = "toolhost.toml";
+
+/// Concurrent calls allowed when the config does not say.
+pub const DEFAULT_MAX_CONCURRENT_CALLS: usize = 16;
+
+/// The parsed config file. `Default` is what toolhost does with no file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Folder whose `*.wasm` files are loaded; relative paths are resolved
+    /// against the config file's folder.
+    pub plugins_dir: Option<PathBuf>,
+    /// Folder for compiled plugins; relative paths as above.
+    pub cache_dir: Option<PathBuf>,
+    /// Calls that may run at once; further calls wait their turn.
+    pub max_concurrent_calls: Option<usize>,
+    /// Limits for every plugin.
+    #[serde(default)]
+    pub limits: LimitOverrides,
+    /// Settings per plugin, keyed by the plugin's file stem (`calc` for `calc.wasm`).
+    #[serde(default)]
+    pub plugins: BTreeMap<String, PluginConfig>,
+}
+
+/// Settings for one plugin.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginConfig {
+    /// Limits for this plugin's calls, over the global ones.
+    #[serde(default)]
+    pub limits: LimitOverrides,
+}
+
+impl Config {
+    /// Reads and parses `path`; relative paths inside are made relative to its folder.
+    pub fn load(path: &Path) -> Result<Config> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("could not read config file {}", path.display()))?;
+        let mut config = Config::parse(&text)
+            .with_context(|| format!("config file {} is not valid", path.display()))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        config.plugins_dir = config.plugins_dir.map(|dir| base.join(dir));
+        config.cache_dir = config.cache_dir.map(|dir| base.join(dir));
+        Ok(config)
+    }
+
+    /// Parses config text.
+    pub fn parse(text: &str) -> Result<Config> {
+        let config: Config = toml::from_str(text).map_err(|err| {
+            anyhow::anyhow!("{}", err.to_string().trim_end())
+        })?;
+        if config.max_concurrent_calls == Some(0) {
+            anyhow::bail!("`max_concurrent_calls` must be at least 1");
+        }
+        Ok(config)
+    }
+
+    /// Finds the config: `explicit` if given (it must exist), else `toolhost.toml`
+    /// in the current folder if there is one, else the defaults.
+    pub fn discover(explicit: Option<&Path>) -> Result<Config> {
+        match explicit {
+            Some(path) => Config::load(path),
+            None if Path::new(DEFAULT_FILE).is_file() => Config::load(Path::new(DEFAULT_FILE)),
+            None => Ok(Config::default()),
+        }
+    }
+
+    /// The limit overrides for `plugin`: global ones, then the plugin's own.
+    pub fn limits_for(&self, plugin: &str) -> LimitOverrides {
+        match self.plugins.get(plugin) {
+            Some(own) => self.limits.then(&own.limits),
+            None => self.limits,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::{ByteSize, HumanDuration};
+    use std::time::Duration;
+
+    #[test]
+    fn accepts_full_config() {
+        let config = Config::parse(
+            r#"
+            plugins_dir = "dist"
+            max_concurrent_calls = 4
+            [limits]
+            fuel = 1_000
+            memory = "64MiB"
+            timeout = "2s"
+            output = 4096
+            [plugins.calc.limits]
+            fuel = 50
+            "#,
+        )
+        .unwrap();
+        assert_eq!(config.max_concurrent_calls, Some(4));
+        let calc = config.limits_for("calc");
+        assert_eq!(calc.fuel, Some(50));
+        assert_eq!(calc.memory, Some(ByteSize(64 << 20)));
+        assert_eq!(calc.timeout, Some(HumanDuration(Duration::from_secs(2))));
+        assert_eq!(config.limits_for("other").fuel, Some(1_000));
+    }
+
+    #[test]
+    fn accepts_empty_config() {
+        let config = Config::parse("").unwrap();
+        assert!(config.plugins.is_empty());
+    }
+
+    #[test]
+    fn rejects_unknown_keys_naming_them() {
+        let err = Config::parse("[limits]\nfule = 5\n").unwrap_err().to_string();
+        assert!(err.contains("unknown field `fule`"), "{err}");
+        assert!(err.contains("fuel"), "{err}");
+    }
+
+    #[test]
+    fn rejects_bad_values_with_accepted_form() {
+        let err = Config::parse("[limits]\nmemory = \"lots\"\n").unwrap_err().to_string();
+        assert!(err.contains("64MiB"), "{err}");
+        let err = Config::parse("[limits]\ntimeout = \"5\"\n").unwrap_err().to_string();
+        assert!(err.contains("500ms"), "{err}");
+        let err = Config::parse("max_concurrent_calls = 0").unwrap_err().to_string();
+        assert!(err.contains("at least 1"), "{err}");
+    }
+}

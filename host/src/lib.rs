@@ -1,0 +1,28 @@
+//! toolhost runs LLM tools as sandboxed WebAssembly components.
+//!
+//! A plugin is a WASI preview-2 component implementing the contract in
+//! `wit/`. A [`Host`] loads a folder of them (compiling each once, through an
+//! on-disk cache), learns their tools, and runs every call in a fresh instance
+//! under per-call [`Limits`]: fuel, memory, wall-clock time and output size,
+//! with no filesystem, environment or network unless granted. Whatever a
+//! plugin does, the call ends in a [`CallReport`] whose outcome is the output
+//! or a typed [`CallError`], and the host carries on.
+//!
+//! The `toolhost` binary (module `cli`) is a thin layer over this library.
+
+pub mod cache;
+pub mod config;
+pub mod engine;
+mod host;
+pub mod inspect;
+pub mod limits;
+pub mod outcome;
+pub mod plugin;
+mod sandbox;
+
+pub use config::Config;
+pub use host::{Host, LoadProblem};
+pub use inspect::Inspection;
+pub use limits::{ByteSize, HumanDuration, LimitOverrides, Limits};
+pub use outcome::{CallError, CallReport, LogRecord, ToolOutput, Usage};
+pub use plugin::{Plugin, Tool};

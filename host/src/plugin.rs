@@ -1,0 +1,275 @@
+//! Loading one plugin file: from bytes to a checked, ready-to-call plugin.
+//!
+//! The stages are separate so that `toolhost inspect` can show how far a
+//! broken file got: [`read`] the file, [`compile`] it (through the cache),
+//! [`contract_of`] its exports, [`prepare`] it against the host's linker and
+//! [`list_tools`] under the plugin's limits, checking every name and schema.
+
+use crate::cache::{Cache, Origin};
+use crate::limits::{ByteSize, Limits};
+use crate::outcome::CallError;
+use crate::sandbox::{self, HostState, Request, Response, Sandbox, v0_1_0};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use wasmtime::Engine;
+use wasmtime::component::{Component, Linker};
+
+/// A loaded plugin.
+pub struct Plugin {
+    /// The file stem, used in config (`[plugins.NAME]`) and messages.
+    pub name: Arc<str>,
+    /// Where it was loaded from.
+    pub path: PathBuf,
+    /// Hex SHA-256 of the file.
+    pub sha256: String,
+    /// File size in bytes.
+    pub size: u64,
+    /// The contract version it was built against, e.g. `0.1.0`.
+    pub contract: &'static str,
+    /// Whether it was compiled now or loaded from the cache.
+    pub origin: Origin,
+    /// The limits its calls run under unless a call overrides them.
+    pub limits: Limits,
+    /// Its tools, in the order it listed them.
+    pub tools: Vec<Tool>,
+    pub(crate) sandbox: Sandbox,
+}
+
+/// One tool of a loaded plugin.
+pub struct Tool {
+    /// The tool's name.
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// The JSON Schema of its arguments.
+    pub schema: Value,
+    pub(crate) validator: jsonschema::Validator,
+}
+
+/// The bytes of a plugin file and what they are.
+pub struct WasmFile {
+    /// The file's content.
+    pub bytes: Arc<[u8]>,
+    /// Hex SHA-256 of the content.
+    pub sha256: String,
+}
+
+/// Reads `path` and checks that it holds a WebAssembly component.
+pub fn read(path: &Path) -> Result<WasmFile, String> {
+    let bytes = std::fs::read(path).map_err(|err| format!("could not read the file: {err}"))?;
+    const MAGIC: &[u8] = b"\0asm";
+    if bytes.len() < 8 || &bytes[..4] != MAGIC {
+        return Err("not a WebAssembly file (no `\\0asm` header)".to_owned());
+    }
+    // Byte 4..8: a core module has version 1 and layer 0; a component has layer 1.
+    if bytes[6..8] == [0, 0] {
+        return Err("a core WebAssembly module, not a component: build it for `wasm32-wasip2`, \
+                    or wrap it with `wasm-tools component new`"
+            .to_owned());
+    }
+    let sha256 = crate::cache::sha256_hex(&bytes);
+    Ok(WasmFile { bytes: bytes.into(), sha256 })
+}
+
+/// Compiles (or loads from `cache`) the component in `wasm`.
+pub async fn compile(engine: &Engine, cache: Option<&Cache>, wasm: &WasmFile) -> Result<(Component, Origin), String> {
+    let engine = engine.clone();
+    let cache = cache.cloned();
+    let bytes = wasm.bytes.clone();
+    let sha256 = wasm.sha256.clone();
+    let compiled = tokio::task::spawn_blocking(move || match &cache {
+        Some(cache) => cache.load_or_compile(&engine, &bytes, &sha256),
+        None => crate::cache::compile(&engine, &bytes).map(|component| (component, Origin::Compiled)),
+    })
+    .await
+    .map_err(|err| format!("the compiler thread failed: {err}"))?;
+    compiled.map_err(|err| format!("not a valid component: {err:#}"))
+}
+
+/// The names a component imports and exports (with each exported instance's functions).
+pub struct Shape {
+    /// Imported interfaces and functions.
+    pub imports: Vec<String>,
+    /// Exported interfaces, each with the functions it exports.
+    pub exports: Vec<(String, Vec<String>)>,
+}
+
+/// Lists what `component` imports and exports.
+pub fn shape(engine: &Engine, component: &Component) -> Shape {
+    use wasmtime::component::types::ComponentItem;
+    let ty = component.component_type();
+    let imports = ty.imports(engine).map(|(name, _)| name.to_owned()).collect();
+    let exports = ty
+        .exports(engine)
+        .map(|(name, item)| {
+            let functions = match item.ty {
+                ComponentItem::ComponentInstance(instance) => {
+                    instance.exports(engine).map(|(name, _)| name.to_owned()).collect()
+                }
+                _ => Vec::new(),
+            };
+            (name.to_owned(), functions)
+        })
+        .collect();
+    Shape { imports, exports }
+}
+
+/// The contract version `component` was built against, or why it is not a plugin.
+pub fn contract_of(engine: &Engine, component: &Component) -> Result<&'static str, String> {
+    let ty = component.component_type();
+    let exports: Vec<&str> = ty.exports(engine).map(|(name, _)| name).collect();
+    if exports.contains(&sandbox::TOOLS_EXPORT_V0_1_0) {
+        return Ok("0.1.0");
+    }
+    if let Some(other) = exports.iter().find(|name| name.starts_with("toolhost:plugin/tools")) {
+        let version = other.split('@').nth(1).unwrap_or("(unversioned)");
+        return Err(format!(
+            "built against toolhost:plugin@{version}, but this toolhost supports 0.1.0: rebuild it \
+             against wit/v0.1.0 or upgrade toolhost"
+        ));
+    }
+    let shown = if exports.is_empty() { "nothing".to_owned() } else { exports.join(", ") };
+    Err(format!(
+        "not a toolhost plugin: it does not export `{}` (it exports {shown})",
+        sandbox::TOOLS_EXPORT_V0_1_0
+    ))
+}
+
+/// Links `component` (of `contract`) against the host's imports.
+pub(crate) fn prepare(
+    linker: &Linker<HostState>,
+    component: &Component,
+    contract: &'static str,
+) -> Result<Sandbox, String> {
+    let pre = linker.instantiate_pre(component).map_err(|err| {
+        format!("it imports something toolhost does not provide: {:#}", anyhow::Error::from(err))
+    })?;
+    match contract {
+        "0.1.0" => v0_1_0::PluginPre::new(pre).map(Sandbox::V0_1_0).map_err(|err| {
+            format!("its exports do not match toolhost:plugin@0.1.0: {:#}", anyhow::Error::from(err))
+        }),
+        other => Err(format!("contract version {other} is not supported")),
+    }
+}
+
+/// Calls `list-tools` in a fresh instance under `limits` and checks every tool.
+pub(crate) async fn list_tools(sandbox: &Sandbox, name: &Arc<str>, limits: &Limits) -> Result<Vec<Tool>, String> {
+    let invocation = sandbox.invoke(name, limits, Request::ListTools).await;
+    let listed = match invocation.result {
+        Ok(Response::Tools(tools)) => tools,
+        Ok(Response::Called(_)) => return Err("answered the wrong request".to_owned()),
+        Err(err) => return Err(format!("listing its tools failed: it {}", describe_failure(&err))),
+    };
+    let size: usize = listed
+        .iter()
+        .map(|tool| tool.name.len() + tool.description.len() + tool.input_schema.len())
+        .sum();
+    if size as u64 > limits.output.bytes() {
+        return Err(format!(
+            "its tool list is {} long, over the output limit of {}",
+            ByteSize(size as u64),
+            limits.output
+        ));
+    }
+    if listed.is_empty() {
+        return Err("it offers no tools".to_owned());
+    }
+    let mut tools: Vec<Tool> = Vec::with_capacity(listed.len());
+    for tool in listed {
+        check_name(&tool.name)?;
+        if tools.iter().any(|seen| seen.name == tool.name) {
+            return Err(format!("it lists the tool `{}` twice", tool.name));
+        }
+        let (schema, validator) = check_schema(&tool.name, &tool.input_schema)?;
+        tools.push(Tool { name: tool.name, description: tool.description, schema, validator });
+    }
+    Ok(tools)
+}
+
+fn describe_failure(err: &CallError) -> String {
+    err.to_string()
+}
+
+/// Checks a tool name against `^[a-zA-Z0-9_-]{1,64}$`, what model APIs accept.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let valid = !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-');
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "tool name `{}` is not allowed: names must be 1 to 64 characters of a-z, A-Z, 0-9, `_` \
+             and `-` (what model APIs accept)",
+            name.escape_debug()
+        ))
+    }
+}
+
+/// Parses a tool's input schema, checks it is a JSON Schema for an object and
+/// compiles its validator.
+pub fn check_schema(tool: &str, text: &str) -> Result<(Value, jsonschema::Validator), String> {
+    let schema: Value = serde_json::from_str(text)
+        .map_err(|err| format!("the input schema of tool `{tool}` is not JSON: {err}"))?;
+    let Some(object) = schema.as_object() else {
+        return Err(format!("the input schema of tool `{tool}` must be a JSON object"));
+    };
+    if object.get("type").and_then(Value::as_str) != Some("object") {
+        return Err(format!(
+            "the input schema of tool `{tool}` must describe an object (`\"type\": \"object\"`), \
+             since models always send an arguments object"
+        ));
+    }
+    if let Err(err) = jsonschema::meta::validate(&schema) {
+        return Err(format!("the input schema of tool `{tool}` is not valid JSON Schema: {err}"));
+    }
+    let validator = jsonschema::validator_for(&schema)
+        .map_err(|err| format!("the input schema of tool `{tool}` cannot be used: {err}"))?;
+    Ok((schema, validator))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_tool_names() {
+        for name in ["a", "sha256", "json_query", "regex-find", "A1", &"x".repeat(64)] {
+            assert!(check_name(name).is_ok(), "{name}");
+        }
+    }
+
+    #[test]
+    fn rejects_tool_names() {
+        for name in ["", "has space", "dot.ted", "ünï", "semi;colon", &"x".repeat(65)] {
+            let err = check_name(name).unwrap_err();
+            assert!(err.contains("1 to 64 characters"), "{name}: {err}");
+        }
+    }
+
+    #[test]
+    fn accepts_object_schemas() {
+        let (_, validator) = check_schema(
+            "t",
+            r#"{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}"#,
+        )
+        .unwrap();
+        assert!(validator.is_valid(&serde_json::json!({"text": "hi"})));
+        assert!(!validator.is_valid(&serde_json::json!({"text": 5})));
+    }
+
+    #[test]
+    fn rejects_bad_schemas() {
+        let cases = [
+            ("not json", "is not JSON"),
+            ("[1]", "must be a JSON object"),
+            (r#"{"type":"string"}"#, "must describe an object"),
+            (r#"{"type":"object","properties":{"a":{"type":"nonsense"}}}"#, "not valid JSON Schema"),
+        ];
+        for (text, expected) in cases {
+            let err = check_schema("t", text).unwrap_err();
+            assert!(err.contains(expected), "{text}: {err}");
+        }
+    }
+}

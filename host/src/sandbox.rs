@@ -1,0 +1,411 @@
+//! One call in one fresh instance: the store, its limits and what it captured.
+//!
+//! A [`Sandbox`] holds a plugin's pre-instantiated component. Each
+//! [`Sandbox::invoke`] builds a new [`Store`] whose WASI context grants
+//! nothing (no files, no env, no network, stdout and stderr captured into
+//! bounded buffers), meters it with fuel, bounds its memory through a
+//! [`ResourceLimiter`] and its wall time through the epoch deadline and a
+//! host-side deadline, then classifies whatever happened into a
+//! [`CallError`].
+
+use crate::limits::{ByteSize, Limits};
+use crate::outcome::{CallError, LogRecord, Usage};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Instant;
+use wasmtime::component::{HasSelf, Linker, ResourceTable};
+use wasmtime::{Engine, ResourceLimiter, Store, Trap, UpdateDeadline};
+use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+/// Bytes of stdout and of stderr kept per call; the rest is counted and dropped.
+pub const CAPTURE_LIMIT: usize = 64 << 10;
+/// Instructions between two cooperative yields of a busy guest.
+pub const FUEL_YIELD_INTERVAL: u64 = 10_000_000;
+/// Log records kept per call.
+pub const LOG_RECORDS_LIMIT: usize = 256;
+/// Bytes kept of one log message.
+pub const LOG_MESSAGE_LIMIT: usize = 4 << 10;
+
+/// Bindings for each contract version this host understands.
+pub(crate) mod v0_1_0 {
+    wasmtime::component::bindgen!({
+        path: "../wit/v0.1.0",
+        world: "toolhost:plugin/plugin@0.1.0",
+        exports: { default: async },
+    });
+}
+
+/// The export this host looks for, per contract version.
+pub const TOOLS_EXPORT_V0_1_0: &str = "toolhost:plugin/tools@0.1.0";
+
+use v0_1_0::toolhost::plugin::log::{Field, Level};
+pub(crate) use v0_1_0::toolhost::plugin::types::{
+    CallError as WitCallError, Tool as WitTool, ToolOutput as WitToolOutput,
+};
+
+/// The per-call store state.
+pub(crate) struct HostState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    limiter: MemoryLimiter,
+    logs: LogSink,
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+impl v0_1_0::toolhost::plugin::types::Host for HostState {}
+
+impl v0_1_0::toolhost::plugin::log::Host for HostState {
+    fn log(&mut self, level: Level, message: String, fields: Vec<Field>) {
+        self.logs.record(level, message, fields);
+    }
+}
+
+/// Builds the linker every plugin is instantiated with: WASI p2 (with an
+/// empty context, so it grants nothing) and the host's `log` import.
+pub(crate) fn linker(engine: &Engine) -> anyhow::Result<Linker<HostState>> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
+    v0_1_0::Plugin::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |state| state)
+        .map_err(anyhow::Error::from)?;
+    Ok(linker)
+}
+
+/// Bounds linear memory, summed over the instance's memories, and records the peak.
+struct MemoryLimiter {
+    limit: u64,
+    total: u64,
+    peak: u64,
+    refused: Option<u64>,
+}
+
+impl ResourceLimiter for MemoryLimiter {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let after = self.total - current as u64 + desired as u64;
+        if after > self.limit {
+            self.refused = Some(after);
+            return Ok(false);
+        }
+        self.total = after;
+        self.peak = self.peak.max(after);
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        // Tables hold function references; a million is far beyond any real plugin.
+        Ok(desired <= 1_000_000)
+    }
+}
+
+/// Plugin log records for one call: kept (bounded) and forwarded to `tracing`.
+struct LogSink {
+    plugin: Arc<str>,
+    records: Vec<LogRecord>,
+    dropped: usize,
+}
+
+impl LogSink {
+    fn record(&mut self, level: Level, mut message: String, fields: Vec<Field>) {
+        if self.records.len() >= LOG_RECORDS_LIMIT {
+            self.dropped += 1;
+            return;
+        }
+        truncate(&mut message, LOG_MESSAGE_LIMIT);
+        let fields: Vec<(String, String)> = fields
+            .into_iter()
+            .map(|Field { mut key, mut value }| {
+                truncate(&mut key, 256);
+                truncate(&mut value, LOG_MESSAGE_LIMIT);
+                (key, value)
+            })
+            .collect();
+        let plugin = &*self.plugin;
+        let shown: String = fields.iter().map(|(key, value)| format!(" {key}={value:?}")).collect();
+        let level = match level {
+            Level::Trace => {
+                tracing::trace!(target: "toolhost::plugin", plugin, "{message}{shown}");
+                "trace"
+            }
+            Level::Debug => {
+                tracing::debug!(target: "toolhost::plugin", plugin, "{message}{shown}");
+                "debug"
+            }
+            Level::Info => {
+                tracing::info!(target: "toolhost::plugin", plugin, "{message}{shown}");
+                "info"
+            }
+            Level::Warn => {
+                tracing::warn!(target: "toolhost::plugin", plugin, "{message}{shown}");
+                "warn"
+            }
+            Level::Error => {
+                tracing::error!(target: "toolhost::plugin", plugin, "{message}{shown}");
+                "error"
+            }
+        };
+        self.records.push(LogRecord { level, message, fields });
+    }
+}
+
+fn truncate(text: &mut String, limit: usize) {
+    if text.len() > limit {
+        let cut = text.floor_char_boundary(limit);
+        text.truncate(cut);
+        text.push('…');
+    }
+}
+
+/// A bounded in-memory stdout/stderr: keeps the first [`CAPTURE_LIMIT`]
+/// bytes and silently drops the rest, so a chatty plugin never fails (or
+/// traps) because its output is full.
+#[derive(Clone)]
+struct Capture(Arc<Mutex<CaptureBuffer>>);
+
+struct CaptureBuffer {
+    bytes: Vec<u8>,
+    dropped: u64,
+}
+
+impl Capture {
+    fn new() -> Capture {
+        Capture(Arc::new(Mutex::new(CaptureBuffer { bytes: Vec::new(), dropped: 0 })))
+    }
+
+    fn push(&self, bytes: &[u8]) {
+        let mut buffer = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let room = CAPTURE_LIMIT.saturating_sub(buffer.bytes.len());
+        let kept = room.min(bytes.len());
+        buffer.bytes.extend_from_slice(&bytes[..kept]);
+        buffer.dropped += (bytes.len() - kept) as u64;
+    }
+
+    fn text(&self) -> String {
+        let buffer = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut text = String::from_utf8_lossy(&buffer.bytes).into_owned();
+        if buffer.dropped > 0 {
+            text.push_str(&format!("\n… ({} more bytes dropped)", buffer.dropped));
+        }
+        text
+    }
+}
+
+impl IsTerminal for Capture {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl StdoutStream for Capture {
+    fn p2_stream(&self) -> Box<dyn OutputStream> {
+        Box::new(self.clone())
+    }
+
+    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
+        Box::new(self.clone())
+    }
+}
+
+#[wasmtime_wasi::async_trait]
+impl Pollable for Capture {
+    async fn ready(&mut self) {}
+}
+
+impl OutputStream for Capture {
+    fn write(&mut self, bytes: bytes::Bytes) -> StreamResult<()> {
+        self.push(&bytes);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> StreamResult<()> {
+        Ok(())
+    }
+
+    fn check_write(&mut self) -> StreamResult<usize> {
+        Ok(64 << 10)
+    }
+}
+
+impl tokio::io::AsyncWrite for Capture {
+    fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        self.push(buf);
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// What the sandbox is asked to run.
+pub(crate) enum Request<'a> {
+    /// `list-tools`.
+    ListTools,
+    /// `call-tool(name, arguments)`.
+    CallTool { name: &'a str, arguments: &'a str },
+}
+
+/// What the guest returned.
+pub(crate) enum Response {
+    Tools(Vec<WitTool>),
+    Called(Result<WitToolOutput, WitCallError>),
+}
+
+/// The raw result of one invocation, before output limits are applied.
+pub(crate) struct Invocation {
+    pub result: Result<Response, CallError>,
+    pub usage: Usage,
+    pub stdout: String,
+    pub stderr: String,
+    pub logs: Vec<LogRecord>,
+}
+
+/// A plugin ready to be instantiated, per contract version.
+pub(crate) enum Sandbox {
+    V0_1_0(v0_1_0::PluginPre<HostState>),
+}
+
+impl Sandbox {
+    /// Runs `request` in a fresh instance under `limits`.
+    pub(crate) async fn invoke(&self, plugin: &Arc<str>, limits: &Limits, request: Request<'_>) -> Invocation {
+        let stdout = Capture::new();
+        let stderr = Capture::new();
+        let wasi = WasiCtxBuilder::new().stdout(stdout.clone()).stderr(stderr.clone()).build();
+        let state = HostState {
+            wasi,
+            table: ResourceTable::new(),
+            limiter: MemoryLimiter { limit: limits.memory.bytes(), total: 0, peak: 0, refused: None },
+            logs: LogSink { plugin: plugin.clone(), records: Vec::new(), dropped: 0 },
+        };
+        let engine = match self {
+            Sandbox::V0_1_0(pre) => pre.engine(),
+        };
+        let mut store = Store::new(engine, state);
+        store.limiter(|state| &mut state.limiter);
+        // Fuel is always configured on our engine, so these cannot fail.
+        let _ = store.set_fuel(limits.fuel);
+        // Yielding every so many instructions keeps a busy guest from holding
+        // an executor thread, and writes its fuel count back to the store, so
+        // the usage of a call stopped by the timeout is still accurate.
+        let _ = store.fuel_async_yield_interval(Some(FUEL_YIELD_INTERVAL));
+        let start = Instant::now();
+        let deadline = start + limits.timeout;
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |_| {
+            Ok(if Instant::now() >= deadline { UpdateDeadline::Interrupt } else { UpdateDeadline::Yield(1) })
+        });
+
+        let outcome = {
+            let run = self.run(&mut store, request);
+            // The epoch callback stops guest code; this also stops a guest
+            // that is blocked in the host (a WASI sleep or poll).
+            tokio::time::timeout_at(deadline.into(), run).await
+        };
+        let wall = start.elapsed();
+        let fuel = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
+        let state = store.into_data();
+        let stderr = stderr.text();
+        let result = match outcome {
+            Ok(Ok(response)) => Ok(response),
+            Ok(Err(err)) => Err(classify(err, limits, state.limiter.refused, &stderr)),
+            Err(_elapsed) => Err(CallError::Timeout { limit: limits.timeout }),
+        };
+        let mut logs = state.logs.records;
+        if state.logs.dropped > 0 {
+            logs.push(LogRecord {
+                level: "warn",
+                message: format!("{} more log records dropped", state.logs.dropped),
+                fields: Vec::new(),
+            });
+        }
+        Invocation {
+            result,
+            usage: Usage { fuel, memory_peak: state.limiter.peak, wall },
+            stdout: stdout.text(),
+            stderr,
+            logs,
+        }
+    }
+
+    async fn run(&self, store: &mut Store<HostState>, request: Request<'_>) -> wasmtime::Result<Response> {
+        match self {
+            Sandbox::V0_1_0(pre) => {
+                let instance = pre.instantiate_async(&mut *store).await?;
+                let tools = instance.toolhost_plugin_tools();
+                Ok(match request {
+                    Request::ListTools => Response::Tools(tools.call_list_tools(&mut *store).await?),
+                    Request::CallTool { name, arguments } => {
+                        Response::Called(tools.call_call_tool(&mut *store, name, arguments).await?)
+                    }
+                })
+            }
+        }
+    }
+}
+
+/// Turns a wasmtime error from instantiation or a call into its outcome.
+fn classify(err: wasmtime::Error, limits: &Limits, refused: Option<u64>, stderr: &str) -> CallError {
+    tracing::debug!("guest error: {err:?}");
+    let trap = err.downcast_ref::<Trap>().copied();
+    match trap {
+        Some(Trap::OutOfFuel) => return CallError::OutOfFuel { limit: limits.fuel },
+        Some(Trap::Interrupt) => return CallError::Timeout { limit: limits.timeout },
+        Some(Trap::StackOverflow) => return CallError::StackOverflow,
+        _ => {}
+    }
+    // A refused grow makes Rust (and most languages) abort, which shows up as
+    // some trap: the refusal is the real cause.
+    if let Some(requested) = refused {
+        return CallError::MemoryLimit { limit: limits.memory, requested: ByteSize(requested) };
+    }
+    let said = guest_said(stderr);
+    match trap {
+        Some(trap) if said.is_empty() => CallError::Trap { message: trap.to_string() },
+        Some(trap) => CallError::Trap { message: format!("{trap}; the plugin wrote: {said}") },
+        None => {
+            if err.downcast_ref::<wasmtime::PoolConcurrencyLimitError>().is_some() {
+                return CallError::Host(format!("{err}"));
+            }
+            let chain = format!("{:#}", anyhow::Error::from(err));
+            if said.is_empty() {
+                CallError::Trap { message: chain }
+            } else {
+                CallError::Trap { message: format!("{chain}; the plugin wrote: {said}") }
+            }
+        }
+    }
+}
+
+/// The last few meaningful lines a guest wrote to stderr before it trapped
+/// (for Rust, the panic location and message), on one line.
+fn guest_said(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("note: run with `RUST_BACKTRACE"))
+        .collect();
+    let tail = &lines[lines.len().saturating_sub(4)..];
+    let mut said = tail.join(" ");
+    truncate(&mut said, 1_000);
+    said
+}
