@@ -91,7 +91,7 @@ pub async fn compile(engine: &Engine, cache: Option<&Cache>, wasm: &WasmFile) ->
 pub struct Shape {
     /// Imported interfaces and functions.
     pub imports: Vec<String>,
-    /// Exported interfaces, each with the functions it exports.
+    /// Exported interfaces, each with the functions it exports (types left out).
     pub exports: Vec<(String, Vec<String>)>,
 }
 
@@ -104,9 +104,11 @@ pub fn shape(engine: &Engine, component: &Component) -> Shape {
         .exports(engine)
         .map(|(name, item)| {
             let functions = match item.ty {
-                ComponentItem::ComponentInstance(instance) => {
-                    instance.exports(engine).map(|(name, _)| name.to_owned()).collect()
-                }
+                ComponentItem::ComponentInstance(instance) => instance
+                    .exports(engine)
+                    .filter(|(_, item)| matches!(item.ty, ComponentItem::ComponentFunc(_)))
+                    .map(|(name, _)| name.to_owned())
+                    .collect(),
                 _ => Vec::new(),
             };
             (name.to_owned(), functions)

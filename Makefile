@@ -1,0 +1,41 @@
+# The two commands a fresh machine needs (see README.md):
+#   make demo   build everything and show the host working on the bundled plugins
+#   make test   build everything and run the whole test suite
+# Both install what they need themselves (the wasm32-wasip2 Rust target).
+
+CARGO ?= cargo
+TOOLHOST := target/debug/toolhost
+
+.PHONY: demo test plugins host bench
+
+plugins:
+	bash plugins/build.sh
+
+# The dev profile builds wasmtime optimized (see Cargo.toml), so the demo and
+# the tests share one build of the host.
+host:
+	$(CARGO) build -p toolhost
+
+demo: plugins host
+	@echo; echo "== the bundled plugins' tools"
+	$(TOOLHOST) tools
+	@echo; echo "== calling tools, each in a fresh sandbox"
+	$(TOOLHOST) call sha256 '{"text":"hello"}'
+	$(TOOLHOST) call calculate '{"expression":"2^10 + sqrt(16) * 3"}'
+	$(TOOLHOST) call json_query '{"document":{"books":[{"title":"Dune","price":9},{"title":"Emma","price":5}]},"path":".books[*].title"}'
+	$(TOOLHOST) call regex_replace '{"text":"2024-01-31","pattern":"(\\d+)-(\\d+)-(\\d+)","replacement":"$$3/$$2/$$1"}'
+	@echo; echo "== a runaway plugin is stopped, and the host carries on"
+	-$(TOOLHOST) --plugins plugins/dist-test call spin_forever --fuel 200000000
+	-$(TOOLHOST) --plugins plugins/dist-test call spin_forever --fuel 100000000000 --timeout 500ms
+	-$(TOOLHOST) --plugins plugins/dist-test call grow_memory --memory 32MiB
+	-$(TOOLHOST) --plugins plugins/dist-test call panics
+	$(TOOLHOST) --plugins plugins/dist-test call echo '{"text":"still here"}'
+	@echo; echo "== a plugin that breaks the contract is refused at load, with the reason"
+	-$(TOOLHOST) inspect plugins/dist-broken/list_traps.wasm
+
+test: plugins
+	$(CARGO) test --workspace
+	$(CARGO) test --manifest-path plugins/Cargo.toml --workspace --exclude not_a_plugin
+
+bench: plugins
+	$(CARGO) bench -p toolhost --bench per_call

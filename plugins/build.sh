@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Builds every plugin in this folder from source for wasm32-wasip2 and copies
+# the components where the host and the tests look for them:
+#   plugins/dist/          the example plugins (the default plugins directory)
+#   plugins/dist-test/     test plugins that misbehave on purpose when called
+#   plugins/dist-broken/   test plugins that break the contract and must not load
+# Usage: bash plugins/build.sh
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$here"
+
+if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2; then
+    echo "installing the wasm32-wasip2 Rust target" >&2
+    rustup target add wasm32-wasip2
+fi
+
+cargo build --release --target wasm32-wasip2 --workspace --locked
+
+out="$here/target/wasm32-wasip2/release"
+rm -rf dist dist-test dist-broken
+mkdir -p dist dist-test dist-broken
+for manifest in */Cargo.toml; do
+    name="$(dirname "$manifest")"
+    cp "$out/$name.wasm" dist/
+done
+for manifest in misbehaving/*/Cargo.toml; do
+    name="$(basename "$(dirname "$manifest")")"
+    cp "$out/$name.wasm" dist-test/
+done
+for manifest in broken/*/Cargo.toml; do
+    name="$(basename "$(dirname "$manifest")")"
+    cp "$out/$name.wasm" dist-broken/
+done
+# echo is the trivial tool the tests and benchmarks lean on: keep a copy with the test plugins.
+cp dist/echo.wasm dist-test/
+echo "built $(ls dist | wc -l) plugins into plugins/dist, $(ls dist-test | wc -l) into plugins/dist-test and $(ls dist-broken | wc -l) into plugins/dist-broken" >&2

@@ -1,0 +1,78 @@
+//! Shared helpers for the integration tests: where the built plugins are,
+//! fresh folders to load them from, and a host or CLI pointed at them.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use toolhost::{Config, Host};
+
+/// `plugins/` in the repository.
+pub fn plugins_src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins")
+}
+
+/// A built plugin by file stem, from `plugins/dist`, `dist-test` or `dist-broken`.
+pub fn plugin(name: &str) -> PathBuf {
+    for dir in ["dist", "dist-test", "dist-broken"] {
+        let path = plugins_src().join(dir).join(format!("{name}.wasm"));
+        if path.is_file() {
+            return path;
+        }
+    }
+    panic!("plugin {name}.wasm is not built: run `bash plugins/build.sh` first (the README's test command does)");
+}
+
+/// A compile cache shared by the tests of one run, so each plugin compiles once.
+pub fn shared_cache() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("toolhost-cache")
+}
+
+/// A fresh folder holding copies of the named plugins.
+pub fn plugin_dir(names: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for name in names {
+        std::fs::copy(plugin(name), dir.path().join(format!("{name}.wasm"))).expect("copy plugin");
+    }
+    dir
+}
+
+/// A config using the shared cache.
+pub fn config() -> Config {
+    Config { cache_dir: Some(shared_cache()), ..Config::default() }
+}
+
+/// A host with the named plugins loaded.
+pub async fn host_with(names: &[&str]) -> (Host, tempfile::TempDir) {
+    host_with_config(names, config()).await
+}
+
+/// A host made from `config` with the named plugins loaded.
+pub async fn host_with_config(names: &[&str], config: Config) -> (Host, tempfile::TempDir) {
+    let dir = plugin_dir(names);
+    let mut host = Host::new(config).expect("host");
+    host.load_dir(dir.path()).await.expect("load");
+    (host, dir)
+}
+
+/// Runs the real `toolhost` binary with `args`, in `cwd`, with the shared cache.
+pub fn toolhost(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(args)
+        .current_dir(cwd)
+        .env("TOOLHOST_CACHE_DIR", shared_cache())
+        .env_remove("TOOLHOST_PLUGINS")
+        .env_remove("TOOLHOST_CONFIG")
+        .env_remove("TOOLHOST_LOG")
+        .output()
+        .expect("run toolhost")
+}
+
+/// stdout as text.
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// stderr as text.
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
