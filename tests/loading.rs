@@ -59,6 +59,7 @@ async fn a_tool_name_offered_twice_loads_neither_and_names_both_files() {
     let names: Vec<&str> = host.tools().iter().map(|(tool, _)| tool.name.as_str()).collect();
     assert_eq!(names, ["keeps_state"], "the colliding name is not callable from either file");
     let problem = &host.problems()[0];
+    assert_eq!(problem.kind, toolhost::ProblemKind::Collision);
     assert_eq!(problem.paths.len(), 2);
     assert!(problem.paths[0].ends_with("echo.wasm") && problem.paths[1].ends_with("echo_copy.wasm"));
     assert!(problem.to_string().contains("both offer a tool named `echo`"), "{problem}");

@@ -211,3 +211,31 @@ async fn two_hundred_concurrent_calls_mixing_good_and_bad_plugins() {
     }
     assert_eq!(good, (0..200).filter(|i| i % 6 < 3).count());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_gets_no_env_files_or_network_unless_granted() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let secret = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(secret.path(), "the host's secret").unwrap();
+
+    let (host, _dir) = host_with(&["snoops"]).await;
+    let arguments = serde_json::json!({ "port": port, "file": secret.path() }).to_string();
+    let report = host.call("snoops", &arguments, &LimitOverrides::default()).await;
+    let Ok(ToolOutput::Json(found)) = &report.outcome else {
+        panic!("snoops should report, got {:?}", report.outcome);
+    };
+    let found: serde_json::Value = serde_json::from_str(found).unwrap();
+    assert_eq!(found["env"], serde_json::json!([]), "no environment variables: {found}");
+    assert_eq!(found["args"], serde_json::json!([]), "no arguments: {found}");
+    for denied in ["read_root", "read_file", "connect"] {
+        assert!(found[denied].get("Err").is_some(), "{denied} must fail: {found}");
+    }
+    assert!(!found.to_string().contains("the host's secret"));
+    assert_eq!(
+        listener.accept().map_err(|err| err.kind()).err(),
+        Some(std::io::ErrorKind::WouldBlock),
+        "nothing connected to the listener"
+    );
+}

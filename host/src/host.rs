@@ -20,10 +20,23 @@ use wasmtime::component::Linker;
 /// A plugin file that could not be loaded (or a tool that was dropped), and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadProblem {
+    /// What kind of problem it is.
+    pub kind: ProblemKind,
     /// The file (or files) concerned.
     pub paths: Vec<PathBuf>,
     /// What is wrong, and what to do about it.
     pub reason: String,
+}
+
+/// What a [`LoadProblem`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProblemKind {
+    /// The file is not a loadable plugin; none of its tools are loaded.
+    Plugin,
+    /// Two plugins offer the same tool name; that tool is loaded from neither.
+    Collision,
+    /// The config names a plugin that has no file.
+    Config,
 }
 
 impl fmt::Display for LoadProblem {
@@ -131,7 +144,7 @@ impl Host {
                 Ok(plugin) => self.plugins.push(Arc::new(plugin)),
                 Err(reason) => {
                     tracing::debug!(path = %path.display(), "skipped plugin: {reason}");
-                    self.problems.push(LoadProblem { paths: vec![path], reason });
+                    self.problems.push(LoadProblem { kind: ProblemKind::Plugin, paths: vec![path], reason });
                 }
             }
         }
@@ -140,6 +153,7 @@ impl Host {
                 && !self.problems.iter().any(|problem| problem.paths.iter().any(|path| stem(path) == *name))
             {
                 self.problems.push(LoadProblem {
+                    kind: ProblemKind::Config,
                     paths: vec![dir.join(format!("{name}.wasm"))],
                     reason: format!("the config has settings for plugin `{name}`, but there is no such file"),
                 });
@@ -195,6 +209,7 @@ impl Host {
                 tools.insert(name.to_owned(), entries.remove(0));
             } else {
                 problems.push(LoadProblem {
+                    kind: ProblemKind::Collision,
                     paths: entries.iter().map(|entry| entry.plugin.path.clone()).collect(),
                     reason: format!(
                         "both offer a tool named `{name}`, so neither is loaded: remove or rename one"
@@ -203,7 +218,7 @@ impl Host {
             }
         }
         self.tools = tools;
-        self.problems.retain(|problem| !problem.reason.contains("so neither is loaded"));
+        self.problems.retain(|problem| problem.kind != ProblemKind::Collision);
         self.problems.extend(problems);
     }
 

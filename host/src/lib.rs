@@ -21,7 +21,7 @@ pub mod plugin;
 mod sandbox;
 
 pub use config::Config;
-pub use host::{Host, LoadProblem};
+pub use host::{Host, LoadProblem, ProblemKind};
 pub use inspect::Inspection;
 pub use limits::{ByteSize, HumanDuration, LimitOverrides, Limits};
 pub use outcome::{CallError, CallReport, LogRecord, ToolOutput, Usage};

@@ -409,3 +409,37 @@ fn guest_said(stderr: &str) -> String {
     truncate(&mut said, 1_000);
     said
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capture_keeps_the_first_bytes_and_counts_the_rest() {
+        let capture = Capture::new();
+        capture.push(&vec![b'a'; CAPTURE_LIMIT - 1]);
+        capture.push(b"bc");
+        capture.push(b"def");
+        let text = capture.text();
+        assert!(text.starts_with("aaa"));
+        assert!(text.contains("ab\n"), "the first byte of the overflow is kept");
+        assert!(text.ends_with("(4 more bytes dropped)"), "{}", &text[text.len() - 40..]);
+    }
+
+    #[test]
+    fn guest_said_keeps_the_panic_and_drops_the_backtrace_hint() {
+        let stderr = "thread '<unnamed>' panicked at src/lib.rs:14:5:\nboom\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
+        assert_eq!(guest_said(stderr), "thread '<unnamed>' panicked at src/lib.rs:14:5: boom");
+        assert_eq!(guest_said(""), "");
+    }
+
+    #[test]
+    fn the_memory_limiter_sums_memories_and_refuses_past_the_limit() {
+        let mut limiter = MemoryLimiter { limit: 100, total: 0, peak: 0, refused: None };
+        assert!(limiter.memory_growing(0, 60, None).unwrap());
+        assert!(limiter.memory_growing(0, 30, None).unwrap());
+        assert!(!limiter.memory_growing(30, 50, None).unwrap());
+        assert_eq!(limiter.refused, Some(110));
+        assert_eq!(limiter.peak, 90);
+    }
+}

@@ -44,3 +44,52 @@ pub fn call_tool(tools: Vec<Tool>, name: &str, arguments: &str) -> Result<WitOut
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Json, ToolError};
+    use schemars::JsonSchema;
+    use serde::Deserialize;
+
+    #[derive(Deserialize, JsonSchema)]
+    struct Add {
+        /// First term.
+        a: i64,
+        /// Second term.
+        b: i64,
+    }
+
+    fn add(args: Add) -> Result<Json<i64>, ToolError> {
+        args.a.checked_add(args.b).map(Json).ok_or_else(|| ToolError::failed("overflow"))
+    }
+
+    fn refuse(_: Add) -> Result<String, ToolError> {
+        Err(ToolError::invalid_arguments("no thanks"))
+    }
+
+    fn tools() -> Vec<Tool> {
+        vec![Tool::new("add", "Adds two integers.", add), Tool::new("refuse", "Refuses.", refuse)]
+    }
+
+    #[test]
+    fn lists_each_tool_with_a_derived_object_schema() {
+        let listed = list_tools(tools());
+        assert_eq!(listed.len(), 2);
+        assert_eq!(listed[0].name, "add");
+        let schema: serde_json::Value = serde_json::from_str(&listed[0].input_schema).unwrap();
+        assert_eq!(schema["type"], "object");
+        assert_eq!(schema["properties"]["a"]["description"], "First term.");
+        assert_eq!(schema["required"], serde_json::json!(["a", "b"]));
+    }
+
+    #[test]
+    fn calls_deserialize_and_map_results_and_errors() {
+        let call = |name: &str, args: &str| call_tool(tools(), name, args);
+        assert!(matches!(call("add", r#"{"a":2,"b":3}"#), Ok(WitOutput::Json(text)) if text == "5"));
+        assert!(matches!(call("add", r#"{"a":"x"}"#), Err(WitError::InvalidArguments(_))));
+        assert!(matches!(call("add", &format!(r#"{{"a":{},"b":1}}"#, i64::MAX)), Err(WitError::Failed(m)) if m == "overflow"));
+        assert!(matches!(call("refuse", r#"{"a":1,"b":1}"#), Err(WitError::InvalidArguments(m)) if m == "no thanks"));
+        assert!(matches!(call("nope", "{}"), Err(WitError::Failed(m)) if m.contains("no tool named `nope`")));
+    }
+}
