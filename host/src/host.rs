@@ -240,6 +240,11 @@ impl Host {
         tools
     }
 
+    /// The tool named `name` and its plugin, if loaded.
+    pub fn find(&self, name: &str) -> Option<(&Tool, &Plugin)> {
+        self.tools.get(name).map(|entry| (&entry.plugin.tools[entry.index], &*entry.plugin))
+    }
+
     /// Calls `tool` with `arguments` (a JSON object as text; blank means `{}`)
     /// in a fresh instance, under the plugin's limits with `overrides` on top.
     /// Waits for a free slot when `max_concurrent_calls` calls are running.

@@ -10,15 +10,20 @@
 //!
 //! The `toolhost` binary (module `cli`) is a thin layer over this library.
 
+pub mod agent;
+pub mod approval;
 pub mod cache;
 pub mod config;
 pub mod engine;
+pub mod events;
 mod host;
 pub mod inspect;
 pub mod limits;
+pub mod model;
 pub mod outcome;
 pub mod plugin;
 mod sandbox;
+pub mod transcript;
 
 pub use config::Config;
 pub use host::{Host, LoadProblem, ProblemKind};

@@ -2,6 +2,8 @@
 //! fresh folders to load them from, and a host or CLI pointed at them.
 #![allow(dead_code)]
 
+pub mod model_server;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use toolhost::{Config, Host};

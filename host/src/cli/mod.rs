@@ -2,8 +2,12 @@
 //! turns flags into library values, runs a command, and prints the result.
 
 mod call;
+mod chat;
 mod format;
 mod inspect;
+mod run;
+mod session;
+mod terminal;
 mod tools;
 
 use anyhow::{Context, Result};
@@ -20,7 +24,7 @@ const DEFAULT_PLUGINS_DIR: &str = "plugins/dist";
     name = "toolhost",
     version,
     about = "Run LLM tools as sandboxed WebAssembly components",
-    after_help = "Exit status: 0 success, 1 the call (or a plugin) failed, 2 toolhost could not run."
+    after_help = "Exit status: 0 success; 1 the call failed, or the run ended without an answer; 2 toolhost could not run; 130 cancelled."
 )]
 struct Cli {
     /// Folder of plugin .wasm files [default: `plugins_dir` from the config, else ./plugins/dist]
@@ -48,6 +52,10 @@ enum Command {
     Call(call::Args),
     /// Show what a .wasm file imports, exports and offers, and whether it loads
     Inspect(inspect::Args),
+    /// Ask a model something and let it call the tools until it answers
+    Run(run::Args),
+    /// Talk with a model over several prompts, letting it call the tools
+    Chat(chat::Args),
 }
 
 /// Runs the command line and maps the result to an exit status.
@@ -85,6 +93,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             let host = Host::new(config)?;
             inspect::run(&host, &args).await
         }
+        Command::Run(args) => run::run(load(config, cli.plugins.as_deref()).await?, args).await,
+        Command::Chat(args) => chat::run(load(config, cli.plugins.as_deref()).await?, args).await,
     }
 }
 

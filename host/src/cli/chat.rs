@@ -1,0 +1,69 @@
+//! `toolhost chat`: a conversation over several prompts. Each line read from
+//! stdin is a prompt; `/reset` starts over, `/exit` (or end of input) ends.
+//! Ctrl-C cancels the reply in progress and ends the chat.
+
+use super::session::{self, ModelArgs, Session};
+use anyhow::Result;
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use tokio_util::sync::CancellationToken;
+use toolhost::Host;
+use toolhost::events::RunStatus;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    model: ModelArgs,
+}
+
+pub async fn run(host: Host, args: Args) -> Result<ExitCode> {
+    let mut session = Session::start(host, &args.model)?;
+    let cancel = CancellationToken::new();
+    session::cancel_on_ctrl_c(cancel.clone());
+    let interactive = std::io::stdin().is_terminal();
+    if interactive {
+        eprintln!("chatting with {} · /reset starts over · /exit or Ctrl-D ends", session.agent.model_name());
+    }
+    let mut status = ExitCode::SUCCESS;
+    loop {
+        if interactive {
+            eprint!("\n> ");
+            let _ = std::io::stderr().flush();
+        }
+        let line = tokio::select! {
+            line = tokio::task::spawn_blocking(read_line) => line.ok().flatten(),
+            () = cancel.cancelled() => None,
+        };
+        let Some(line) = line else { break };
+        let prompt = line.trim();
+        match prompt {
+            "" => continue,
+            "/exit" | "/quit" => break,
+            "/reset" => {
+                session.conversation.messages.clear();
+                eprintln!("(the conversation starts over)");
+                continue;
+            }
+            _ => {}
+        }
+        let outcome = session.agent.run(&mut session.conversation, prompt, &cancel).await;
+        session.save()?;
+        if outcome.status != RunStatus::Answered {
+            status = session::report(&outcome, "--max-turns or `max_turns` in [model]");
+        }
+        if outcome.status == RunStatus::Cancelled {
+            break;
+        }
+    }
+    session.save()?;
+    session.finish().await?;
+    Ok(status)
+}
+
+fn read_line() -> Option<String> {
+    let mut line = String::new();
+    match std::io::stdin().read_line(&mut line) {
+        Ok(0) | Err(_) => None,
+        Ok(_) => Some(line),
+    }
+}

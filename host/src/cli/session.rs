@@ -1,0 +1,184 @@
+//! What `run` and `chat` share: flags for the model, building the agent,
+//! the event display and `--events` file, and saving the transcript.
+
+use super::terminal::{Terminal, TerminalApprover};
+use anyhow::{Context, Result};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use toolhost::agent::{Agent, AgentOptions, RunOutcome};
+use toolhost::approval::{ApproveAll, Approver, NobodyToAsk};
+use toolhost::events::{Event, Record, RunStatus};
+use toolhost::model::providers;
+use toolhost::model::{Conversation, ModelClient, RequestOptions};
+use toolhost::transcript::{self, Transcript};
+use toolhost::{ByteSize, Host};
+
+#[derive(clap::Args)]
+pub struct ModelArgs {
+    /// PROVIDER/MODEL, e.g. openai/gpt-4.1, anthropic/claude-sonnet-4-5, ollama/qwen3
+    /// [default: $TOOLHOST_MODEL, else [model] default in the config, else by which API key is set]
+    #[arg(long, short = 'm', value_name = "PROVIDER/MODEL")]
+    model: Option<String>,
+
+    /// The provider's base URL, e.g. http://127.0.0.1:8080/v1 (overrides the config)
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
+
+    /// A system prompt [default: [model] system in the config]
+    #[arg(long, value_name = "TEXT")]
+    system: Option<String>,
+
+    /// Model turns before the run is stopped [default: 20]
+    #[arg(long, value_name = "N")]
+    max_turns: Option<u32>,
+
+    /// Approve every tool call, whatever its policy
+    #[arg(long, short = 'y')]
+    yes: bool,
+
+    /// Ask for whole responses instead of streaming them
+    #[arg(long)]
+    no_stream: bool,
+
+    /// Save the conversation as JSON to FILE (written atomically, also on Ctrl-C)
+    #[arg(long, value_name = "FILE")]
+    transcript: Option<PathBuf>,
+
+    /// Write every event as JSON Lines to FILE
+    #[arg(long, value_name = "FILE")]
+    events: Option<PathBuf>,
+}
+
+/// A ready agent and what surrounds it.
+pub struct Session {
+    pub agent: Agent,
+    pub conversation: Conversation,
+    transcript: Option<PathBuf>,
+    display: JoinHandle<Result<()>>,
+}
+
+impl Session {
+    pub fn start(host: Host, args: &ModelArgs) -> Result<Session> {
+        let config = host.config().clone();
+        let spec = match &args.model {
+            Some(spec) => spec.clone(),
+            None => providers::default_spec(&config)?,
+        };
+        let endpoint = providers::resolve(&spec, &config, args.base_url.as_deref())?;
+        let settings = &config.model;
+        let options = RequestOptions {
+            stream: !args.no_stream && settings.stream.unwrap_or(true),
+            timeout: settings.request_timeout.map(|t| t.0).unwrap_or(RequestOptions::default().timeout),
+            max_retries: settings.max_retries.unwrap_or(RequestOptions::default().max_retries),
+            max_tokens: settings.max_tokens,
+        };
+        let client = ModelClient::new(endpoint, options)?;
+        let agent_options = AgentOptions {
+            max_turns: args.max_turns.or(settings.max_turns).unwrap_or(AgentOptions::DEFAULT_MAX_TURNS),
+            max_concurrent_tools: settings.max_concurrent_tools.unwrap_or(AgentOptions::DEFAULT_MAX_CONCURRENT_TOOLS),
+            output_budget: settings
+                .output_budget
+                .map(|size: ByteSize| size.bytes() as usize)
+                .unwrap_or(AgentOptions::DEFAULT_OUTPUT_BUDGET),
+        };
+        if agent_options.max_turns == 0 {
+            anyhow::bail!("--max-turns must be at least 1");
+        }
+        let events_file = match &args.events {
+            Some(path) => Some(
+                std::fs::File::create(path)
+                    .with_context(|| format!("could not create the events file {}", path.display()))?,
+            ),
+            None => None,
+        };
+        let terminal = Terminal::new();
+        let approver: Arc<dyn Approver> = if args.yes {
+            Arc::new(ApproveAll)
+        } else if std::io::stdin().is_terminal() {
+            Arc::new(TerminalApprover::new(terminal.clone()))
+        } else {
+            Arc::new(NobodyToAsk)
+        };
+        let (events, receiver) = mpsc::unbounded_channel();
+        let display = tokio::spawn(display(receiver, terminal, events_file));
+        let agent = Agent::new(Arc::new(host), client, spec, approver).with_options(agent_options).with_events(events);
+        let conversation = Conversation { system: args.system.clone().or_else(|| settings.system.clone()), messages: Vec::new() };
+        Ok(Session { agent, conversation, transcript: args.transcript.clone(), display })
+    }
+
+    /// Saves the transcript, if asked for.
+    pub fn save(&self) -> Result<()> {
+        if let Some(path) = &self.transcript {
+            let transcript = Transcript {
+                version: 1,
+                model: self.agent.model_name().to_owned(),
+                conversation: self.conversation.clone(),
+            };
+            transcript::save(path, &transcript)?;
+        }
+        Ok(())
+    }
+
+    /// Closes the event stream and waits for the display and events file.
+    pub async fn finish(self) -> Result<()> {
+        let Session { agent, display, .. } = self;
+        drop(agent);
+        display.await.context("the event display failed")?
+    }
+}
+
+async fn display(
+    mut receiver: mpsc::UnboundedReceiver<Event>,
+    terminal: Terminal,
+    file: Option<std::fs::File>,
+) -> Result<()> {
+    let mut file = file.map(std::io::BufWriter::new);
+    while let Some(event) = receiver.recv().await {
+        terminal.show(&event);
+        if let Some(file) = &mut file
+            && !matches!(event, Event::TextDelta { .. })
+        {
+            serde_json::to_writer(&mut *file, &Record::now(&event))?;
+            file.write_all(b"\n")?;
+            file.flush().context("could not write the events file")?;
+        }
+    }
+    Ok(())
+}
+
+/// Cancels `cancel` on every Ctrl-C.
+pub fn cancel_on_ctrl_c(cancel: tokio_util::sync::CancellationToken) {
+    tokio::spawn(async move {
+        while tokio::signal::ctrl_c().await.is_ok() {
+            cancel.cancel();
+        }
+    });
+}
+
+/// Says how a run ended, if it did not answer, and picks the exit status.
+pub fn report(outcome: &RunOutcome, max_turns_hint: &str) -> ExitCode {
+    match outcome.status {
+        RunStatus::Answered => return ExitCode::SUCCESS,
+        RunStatus::MaxTurns => eprintln!(
+            "error: the model was still calling tools after {} turns, the limit; raise it with {max_turns_hint}",
+            outcome.turns
+        ),
+        RunStatus::Length => eprintln!(
+            "error: the answer was cut off: the model hit its output token limit (raise `max_tokens` in [model])"
+        ),
+        RunStatus::ContentFilter => eprintln!("error: the provider filtered or refused the answer"),
+        RunStatus::Failed => match &outcome.error {
+            Some(err) => eprintln!("error: {err}"),
+            None => eprintln!("error: the model request failed"),
+        },
+        RunStatus::Cancelled => {
+            eprintln!("cancelled");
+            return ExitCode::from(130);
+        }
+    }
+    ExitCode::FAILURE
+}

@@ -1,0 +1,285 @@
+//! The OpenAI Chat Completions protocol, as spoken by OpenAI and by
+//! compatible servers (Ollama, vLLM, llama.cpp, …) with their quirks.
+
+use super::sse::Events;
+use super::{Conversation, Endpoint, Failure, Message, ModelError, Reply, RequestOptions, StopReason, TokenUsage, ToolCall, ToolSpec};
+use serde_json::{Value, json};
+
+/// The URL and body of a request.
+pub(super) fn request(
+    endpoint: &Endpoint,
+    options: &RequestOptions,
+    conversation: &Conversation,
+    tools: &[ToolSpec],
+) -> (String, Value) {
+    let mut messages = Vec::with_capacity(conversation.messages.len() + 1);
+    if let Some(system) = &conversation.system {
+        messages.push(json!({ "role": "system", "content": system }));
+    }
+    for message in &conversation.messages {
+        match message {
+            Message::User { content } => messages.push(json!({ "role": "user", "content": content })),
+            Message::Assistant { content, tool_calls } => {
+                let mut message = json!({
+                    "role": "assistant",
+                    "content": if content.is_empty() && !tool_calls.is_empty() { Value::Null } else { json!(content) },
+                });
+                if !tool_calls.is_empty() {
+                    message["tool_calls"] = tool_calls
+                        .iter()
+                        .map(|call| {
+                            json!({
+                                "id": call.id,
+                                "type": "function",
+                                "function": { "name": call.name, "arguments": call.arguments },
+                            })
+                        })
+                        .collect();
+                }
+                messages.push(message);
+            }
+            Message::Tool { results } => {
+                for result in results {
+                    let content =
+                        if result.is_error { format!("Error: {}", result.content) } else { result.content.clone() };
+                    messages.push(json!({ "role": "tool", "tool_call_id": result.call_id, "content": content }));
+                }
+            }
+        }
+    }
+    let mut body = json!({ "model": endpoint.model, "messages": messages, "stream": options.stream });
+    if options.stream {
+        body["stream_options"] = json!({ "include_usage": true });
+    }
+    if !tools.is_empty() {
+        body["tools"] = tools
+            .iter()
+            .map(|tool| {
+                json!({
+                    "type": "function",
+                    "function": { "name": tool.name, "description": tool.description, "parameters": tool.schema },
+                })
+            })
+            .collect();
+    }
+    if let Some(max_tokens) = options.max_tokens {
+        body["max_tokens"] = json!(max_tokens);
+    }
+    (format!("{}/chat/completions", endpoint.base_url.trim_end_matches('/')), body)
+}
+
+fn protocol(message: impl Into<String>) -> Failure {
+    Failure::Protocol(message.into())
+}
+
+fn usage(value: &Value) -> TokenUsage {
+    TokenUsage {
+        input: value.pointer("/usage/prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
+        output: value.pointer("/usage/completion_tokens").and_then(Value::as_u64).unwrap_or(0),
+    }
+}
+
+/// Arguments as text: some servers send an object instead of a string.
+fn arguments_text(arguments: Option<&Value>) -> String {
+    match arguments {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+fn mid_stream_error(value: &Value) -> Option<Failure> {
+    let error = value.get("error")?;
+    let message = error.get("message").and_then(Value::as_str).map(str::to_owned).unwrap_or_else(|| error.to_string());
+    Some(Failure::Retryable { error: ModelError::Unavailable { status: 200, attempts: 0, message }, retry_after: None })
+}
+
+/// A complete (non-streamed) response.
+pub(super) fn parse_reply(value: &Value) -> Result<Reply, Failure> {
+    if let Some(failure) = mid_stream_error(value) {
+        return Err(failure);
+    }
+    let choice = value
+        .pointer("/choices/0")
+        .ok_or_else(|| protocol("the answer has no `choices[0]`"))?;
+    let message = choice.get("message").ok_or_else(|| protocol("`choices[0]` has no `message`"))?;
+    let content = message.get("content").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let mut tool_calls = Vec::new();
+    for (n, call) in message.get("tool_calls").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        let function = call.get("function").ok_or_else(|| protocol("a tool call has no `function`"))?;
+        let name = function.get("name").and_then(Value::as_str).ok_or_else(|| protocol("a tool call has no name"))?;
+        tool_calls.push(ToolCall {
+            id: call.get("id").and_then(Value::as_str).filter(|id| !id.is_empty()).map(str::to_owned)
+                .unwrap_or_else(|| format!("call_{n}")),
+            name: name.to_owned(),
+            arguments: arguments_text(function.get("arguments")),
+        });
+    }
+    let stop = match choice.get("finish_reason").and_then(Value::as_str) {
+        Some(reason) => StopReason::from_openai(reason),
+        None if !tool_calls.is_empty() => StopReason::ToolUse,
+        None => StopReason::Done,
+    };
+    Ok(Reply { content, tool_calls, stop, usage: usage(value) })
+}
+
+/// Tool calls being assembled from stream chunks.
+///
+/// Servers differ: OpenAI sends the id once per call and continues it by
+/// `index`; some repeat the full id in every chunk; some reuse index 0 for
+/// several parallel calls with different ids; some send a whole call in one
+/// chunk. A chunk's id, when present, decides which call it continues.
+#[derive(Default)]
+struct Assembler {
+    calls: Vec<ToolCall>,
+    by_index: Vec<(u64, usize)>,
+}
+
+impl Assembler {
+    fn add(&mut self, delta: &Value) {
+        let index = delta.get("index").and_then(Value::as_u64);
+        let id = delta.get("id").and_then(Value::as_str).filter(|id| !id.is_empty());
+        let function = delta.get("function");
+        let name = function.and_then(|f| f.get("name")).and_then(Value::as_str).unwrap_or_default();
+        let arguments = arguments_text(function.and_then(|f| f.get("arguments")));
+
+        let existing_by_id = id.and_then(|id| self.calls.iter().position(|call| call.id == id));
+        let by_index = index.and_then(|index| {
+            self.by_index.iter().rev().find(|(i, _)| *i == index).map(|(_, position)| *position)
+        });
+        let position = match (id, existing_by_id) {
+            (_, Some(position)) => position,
+            (Some(id), None) => {
+                self.calls.push(ToolCall { id: id.to_owned(), name: String::new(), arguments: String::new() });
+                self.calls.len() - 1
+            }
+            (None, None) => match by_index.or_else(|| self.calls.len().checked_sub(1)) {
+                Some(position) => position,
+                None => {
+                    let id = format!("call_{}", self.calls.len());
+                    self.calls.push(ToolCall { id, name: String::new(), arguments: String::new() });
+                    self.calls.len() - 1
+                }
+            },
+        };
+        if let Some(index) = index {
+            self.by_index.push((index, position));
+        }
+        let call = &mut self.calls[position];
+        if !name.is_empty() && call.name != name {
+            call.name.push_str(name);
+        }
+        call.arguments.push_str(&arguments);
+    }
+}
+
+/// A streamed response.
+pub(super) async fn read_stream(mut events: Events, on_text: &mut (dyn FnMut(&str) + Send)) -> Result<Reply, Failure> {
+    let mut content = String::new();
+    let mut calls = Assembler::default();
+    let mut stop = None;
+    let mut tokens = TokenUsage::default();
+    let mut done = false;
+    while let Some(event) = events.next().await {
+        let event = event?;
+        if event.data.trim() == "[DONE]" {
+            done = true;
+            break;
+        }
+        let chunk: Value = serde_json::from_str(&event.data)
+            .map_err(|_| protocol(format!("a stream event is not JSON: {:?}", super::preview(&event.data))))?;
+        if let Some(failure) = mid_stream_error(&chunk) {
+            return Err(failure);
+        }
+        if chunk.get("usage").is_some_and(Value::is_object) {
+            tokens = usage(&chunk);
+        }
+        for choice in chunk.get("choices").and_then(Value::as_array).into_iter().flatten() {
+            if let Some(delta) = choice.get("delta") {
+                if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|text| !text.is_empty()) {
+                    content.push_str(text);
+                    on_text(text);
+                }
+                for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+                    calls.add(call);
+                }
+            }
+            if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+                stop = Some(StopReason::from_openai(reason));
+            }
+        }
+    }
+    if !done && stop.is_none() {
+        return Err(events.ended_early());
+    }
+    let tool_calls = calls.calls;
+    let stop = stop.unwrap_or(if tool_calls.is_empty() { StopReason::Done } else { StopReason::ToolUse });
+    Ok(Reply { content, tool_calls, stop, usage: tokens })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assemble(deltas: &[Value]) -> Vec<ToolCall> {
+        let mut assembler = Assembler::default();
+        for delta in deltas {
+            assembler.add(delta);
+        }
+        assembler.calls
+    }
+
+    fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
+        ToolCall { id: id.into(), name: name.into(), arguments: arguments.into() }
+    }
+
+    #[test]
+    fn accepts_openai_style_chunks() {
+        let calls = assemble(&[
+            json!({"index":0,"id":"a","type":"function","function":{"name":"sha256","arguments":""}}),
+            json!({"index":0,"function":{"arguments":"{\"te"}}),
+            json!({"index":1,"id":"b","function":{"name":"echo","arguments":"{}"}}),
+            json!({"index":0,"function":{"arguments":"xt\":\"x\"}"}}),
+        ]);
+        assert_eq!(calls, [call("a", "sha256", r#"{"text":"x"}"#), call("b", "echo", "{}")]);
+    }
+
+    #[test]
+    fn accepts_the_full_id_repeated_in_every_chunk() {
+        let calls = assemble(&[
+            json!({"index":0,"id":"a","function":{"name":"echo","arguments":"{\"text\":"}}),
+            json!({"index":0,"id":"a","function":{"name":"echo","arguments":"\"hi\"}"}}),
+        ]);
+        assert_eq!(calls, [call("a", "echo", r#"{"text":"hi"}"#)]);
+    }
+
+    #[test]
+    fn accepts_index_zero_reused_for_parallel_calls() {
+        let calls = assemble(&[
+            json!({"index":0,"id":"a","function":{"name":"echo","arguments":"{\"text\":\"1\"}"}}),
+            json!({"index":0,"id":"b","function":{"name":"echo","arguments":"{\"text\":"}}),
+            json!({"index":0,"function":{"arguments":"\"2\"}"}}),
+        ]);
+        assert_eq!(calls, [call("a", "echo", r#"{"text":"1"}"#), call("b", "echo", r#"{"text":"2"}"#)]);
+    }
+
+    #[test]
+    fn accepts_calls_without_ids_or_with_object_arguments() {
+        let reply = parse_reply(&json!({
+            "choices":[{"message":{"content":null,"tool_calls":[
+                {"function":{"name":"echo","arguments":{"text":"x"}}}
+            ]},"finish_reason":"tool_calls"}],
+            "usage":{"prompt_tokens":3,"completion_tokens":4}
+        }))
+        .unwrap();
+        assert_eq!(reply.tool_calls, [call("call_0", "echo", r#"{"text":"x"}"#)]);
+        assert_eq!(reply.stop, StopReason::ToolUse);
+        assert_eq!(reply.usage, TokenUsage { input: 3, output: 4 });
+    }
+
+    #[test]
+    fn rejects_answers_in_another_protocol() {
+        assert!(matches!(parse_reply(&json!({"message":"hello"})), Err(Failure::Protocol(_))));
+        assert!(matches!(parse_reply(&json!({"error":{"message":"overloaded"}})), Err(Failure::Retryable { .. })));
+    }
+}
