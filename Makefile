@@ -32,6 +32,8 @@ demo: plugins host
 	$(TOOLHOST) --plugins plugins/dist-test call echo '{"text":"still here"}'
 	@echo; echo "== a plugin that breaks the contract is refused at load, with the reason"
 	-$(TOOLHOST) inspect plugins/dist-broken/list_traps.wasm
+	@echo; echo "== a model uses the tools"
+	@bash plugins/demo-model.sh $(TOOLHOST)
 
 test: plugins
 	$(CARGO) test --workspace

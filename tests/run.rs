@@ -333,3 +333,63 @@ fn no_model_configured_says_how_to_point_at_one() {
     let text = stderr(&output);
     assert!(text.contains("no model is configured") && text.contains("ollama/qwen3"), "{text}");
 }
+
+/// Starts a run, waits until `ready` says so, then presses Ctrl-C.
+fn interrupt(script: Script, server: &ModelServer, plugins: &str, args: &[&str], ready: impl Fn() -> bool) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+    command
+        .args(["--plugins", plugins])
+        .args(args)
+        .args(["--model", script.model(), "--base-url", &script.base_url(server)])
+        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+        .env("OPENAI_API_KEY", "test-key")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = command.spawn().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !ready() {
+        assert!(std::time::Instant::now() < deadline, "the run never got there");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    // SAFETY: sending SIGINT to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn ctrl_c_cancels_the_request_or_the_tools_and_still_writes_the_transcript() {
+    let script = ALL[1];
+    let dir = tempfile::tempdir().unwrap();
+
+    // During the model request.
+    let transcript = dir.path().join("waiting.json");
+    let server = ModelServer::start(vec![common::model_server::hang()]);
+    let output = interrupt(script, &server, &bundled(), &["run", "hi", "--transcript", transcript.to_str().unwrap()], || {
+        !server.requests().is_empty()
+    });
+    assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
+    let saved: Value = serde_json::from_slice(&std::fs::read(&transcript).unwrap()).unwrap();
+    assert_eq!(saved["messages"][0]["content"], "hi");
+
+    // During a tool call: the call gets its result, so the transcript stays valid.
+    let plugins = common::plugin_dir(&["sleep_forever"]);
+    let transcript = dir.path().join("tools.json");
+    let server = ModelServer::start(vec![script.calls(&[("zz", "sleep_forever", "{}")])]);
+    let events = dir.path().join("e.jsonl");
+    let output = interrupt(
+        script,
+        &server,
+        &plugins.path().display().to_string(),
+        &["run", "sleep", "--yes", "--transcript", transcript.to_str().unwrap(), "--events", events.to_str().unwrap()],
+        || std::fs::read_to_string(&events).is_ok_and(|text| text.contains("tool_call_started")),
+    );
+    assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
+    let saved: Value = serde_json::from_slice(&std::fs::read(&transcript).unwrap()).unwrap();
+    let result = &saved["messages"][2]["results"][0];
+    assert_eq!(result["call_id"], "zz");
+    assert!(result["content"].as_str().unwrap().contains("cancelled"), "{result}");
+    let last = std::fs::read_to_string(&events).unwrap().lines().last().unwrap().to_owned();
+    assert!(last.contains("\"status\":\"cancelled\""), "{last}");
+}

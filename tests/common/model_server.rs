@@ -24,6 +24,8 @@ pub enum Body {
     /// Server-sent events, each the `data:` of one event (and an optional `event:` name).
     Events(Vec<(Option<String>, String)>),
     Raw(String),
+    /// Never answers (until the server is dropped or 30 seconds pass).
+    Hang,
 }
 
 /// A request the server received.
@@ -135,6 +137,10 @@ fn serve(stream: TcpStream, requests: &Mutex<Vec<Request>>, script: &Mutex<std::
         head.push_str(&format!("{name}: {value}\r\n"));
     }
     match &response.body {
+        Body::Hang => {
+            std::thread::sleep(std::time::Duration::from_secs(30));
+            return;
+        }
         Body::Json(value) => {
             let text = value.to_string();
             head.push_str(&format!("content-type: application/json\r\ncontent-length: {}\r\n\r\n", text.len()));
@@ -165,6 +171,10 @@ fn serve(stream: TcpStream, requests: &Mutex<Vec<Request>>, script: &Mutex<std::
 
 /// A tool call to script: id, tool name, arguments text.
 pub type Call<'a> = (&'a str, &'a str, &'a str);
+
+pub fn hang() -> Response {
+    Response { status: 200, headers: Vec::new(), body: Body::Hang }
+}
 
 pub fn status(status: u16, headers: &[(&str, &str)], body: Value) -> Response {
     Response {
