@@ -24,13 +24,16 @@ pub fn build(max_instances: u32) -> Result<Engine> {
     // Instances come from pre-reserved slots, so creating one per call is
     // cheap; memory and table sizes are bounded per call by the store's
     // limiter, so the pool only has to cover the largest allowed size.
+    // Slots are virtual address space reserved up front and committed only
+    // when used; components from other toolchains (Python, JavaScript) have
+    // many core instances and tables, hence the generous ratios.
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(max_instances);
-    pool.total_core_instances(max_instances * 8);
-    pool.total_memories(max_instances * 2);
-    pool.total_tables(max_instances * 8);
+    pool.total_core_instances(max_instances * 32);
+    pool.total_memories(max_instances * 4);
+    pool.total_tables(max_instances * 16);
+    pool.table_elements(100_000);
     pool.total_stacks(max_instances);
-    pool.max_memories_per_component(4);
     config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     Ok(Engine::new(&config).map_err(anyhow::Error::from)?)
 }
