@@ -4,15 +4,17 @@
 //! `wit/`. A [`Host`] loads a folder of them (compiling each once, through an
 //! on-disk cache), learns their tools, and runs every call in a fresh instance
 //! under per-call [`Limits`]: fuel, memory, wall-clock time and output size,
-//! with no filesystem, environment or network unless granted. Whatever a
-//! plugin does, the call ends in a [`CallReport`] whose outcome is the output
-//! or a typed [`CallError`], and the host carries on.
+//! with no filesystem, environment or network unless granted ([`grants`]:
+//! hosts over `wasi:http`, folders, environment variables, set per plugin in
+//! the config). Whatever a plugin does, the call ends in a [`CallReport`]
+//! whose outcome is the output or a typed [`CallError`], and the host carries on.
 //!
 //! The `toolhost` binary (module `cli`) is a thin layer over this library.
 
 pub mod cache;
 pub mod config;
 pub mod engine;
+pub mod grants;
 mod host;
 pub mod inspect;
 pub mod limits;
@@ -23,6 +25,8 @@ mod sandbox;
 pub use config::Config;
 pub use host::{Host, LoadProblem, ProblemKind};
 pub use inspect::Inspection;
-pub use limits::{ByteSize, HumanDuration, LimitOverrides, Limits};
+pub use grants::Grants;
+pub use grants::manifest::Manifest;
+pub use limits::{ByteSize, HumanDuration, LimitOverrides, Limits, Oversized};
 pub use outcome::{CallError, CallReport, LogRecord, ToolOutput, Usage};
 pub use plugin::{Plugin, Tool};

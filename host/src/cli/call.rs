@@ -51,6 +51,7 @@ pub async fn run(host: &Host, args: Args) -> Result<ExitCode> {
         memory: args.memory,
         timeout: args.timeout,
         output: args.max_output,
+        ..LimitOverrides::default()
     };
     let report = host.call(&args.tool, &arguments, &overrides).await;
     if args.json {
