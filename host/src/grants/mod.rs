@@ -172,7 +172,7 @@ pub fn review(name: &str, wasm: &Path, grants: &Grants, lookup: impl Fn(&str) ->
         for unmet in asks.unmet(grants) {
             notices.push(format!(
                 "asks for {unmet}, which is not granted, so it is denied (grant it under \
-                 `[plugins.{name}]` in toolhost.toml if the plugin should have it)"
+                 `[plugins.{name}]` in the config, toolhost.toml, if the plugin should have it)"
             ));
         }
     }
