@@ -369,6 +369,29 @@ fn only_granted_env_vars_are_visible_and_secret_values_never_show() {
 }
 
 #[test]
+fn a_secret_put_in_a_refused_host_name_is_scrubbed_from_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = plugin_dir(&["fetch"]);
+    std::fs::write(
+        dir.path().join("toolhost.toml"),
+        format!("plugins_dir = {:?}\n[plugins.fetch]\nsecrets = [\"TOOLHOST_TEST_SECRET\"]\n", plugins.path().display().to_string()),
+    )
+    .unwrap();
+    let secret = "secret-label-4242";
+    let url = format!("http://{secret}.example.com/");
+    let output = toolhost_with_env(
+        dir.path(),
+        &["-vv", "call", "fetch", &serde_json::json!({ "url": url }).to_string(), "--json"],
+        &[("TOOLHOST_TEST_SECRET", secret)],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["refused"][0]["target"], "http://[secret TOOLHOST_TEST_SECRET].example.com:80");
+    let everything = format!("{}{}", stdout(&output), stderr(&output));
+    assert!(!everything.contains(secret), "the secret leaked: {everything}");
+}
+
+#[test]
 fn tools_and_inspect_show_what_each_plugin_asks_for_and_is_granted() {
     let dir = tempfile::tempdir().unwrap();
     let plugins = plugin_dir(&["fetch", "files", "echo"]);

@@ -18,6 +18,7 @@
 //! Every refusal is written to the call's [`Ledger`], which ends up in the
 //! `CallReport` naming the host.
 
+use crate::grants::Granted;
 use crate::grants::network::{HostPattern, NetworkGrant, Scheme};
 use crate::limits::{ByteSize, Limits, Oversized};
 use crate::outcome::{Refusal, RefusalReason};
@@ -55,15 +56,18 @@ pub(crate) struct Ledger {
 }
 
 /// A call's ledger, shared with the tasks that carry its requests.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub(crate) struct SharedLedger {
     plugin: Arc<str>,
+    /// The plugin's grants, whose secret values are scrubbed from targets (a
+    /// plugin could put one in a host name).
+    granted: Arc<Granted>,
     inner: Arc<Mutex<Ledger>>,
 }
 
 impl SharedLedger {
-    pub(crate) fn new(plugin: Arc<str>) -> SharedLedger {
-        SharedLedger { plugin, inner: Arc::default() }
+    pub(crate) fn new(plugin: Arc<str>, granted: Arc<Granted>) -> SharedLedger {
+        SharedLedger { plugin, granted, inner: Arc::default() }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Ledger> {
@@ -71,6 +75,7 @@ impl SharedLedger {
     }
 
     fn refuse(&self, target: String, reason: RefusalReason) {
+        let target = self.granted.redactor.scrub(target);
         let refusal = Refusal { target, reason };
         tracing::info!(plugin = &*self.plugin, "refused {refusal}");
         let mut ledger = self.lock();

@@ -320,7 +320,7 @@ impl Sandbox {
         let deadline = start + limits.timeout;
         let stdout = Capture::new();
         let stderr = Capture::new();
-        let ledger = SharedLedger::new(plugin.clone());
+        let ledger = SharedLedger::new(plugin.clone(), granted.clone());
         let mut wasi = WasiCtxBuilder::new();
         wasi.stdout(stdout.clone()).stderr(stderr.clone());
         outbound::configure_sockets(&mut wasi, &granted.network, &ledger);
