@@ -423,7 +423,7 @@ impl Sandbox {
 }
 
 /// Says how many refusals past the kept ones were dropped.
-fn note_more_refusals(refused: &mut Vec<Refusal>, more: usize) {
+fn note_more_refusals(refused: &mut [Refusal], more: usize) {
     tracing::debug!("{more} more refusals dropped");
     if let Some(last) = refused.last_mut() {
         last.target = format!("{} (and {more} more refusals)", last.target);

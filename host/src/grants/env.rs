@@ -32,7 +32,7 @@ impl EnvGrant {
     /// Reads the granted variables from `lookup` (toolhost's environment):
     /// the plain values, the secret ones, and the names that are not set. A
     /// name granted both ways is a secret.
-    pub fn resolve(&self, lookup: impl Fn(&str) -> Option<String>) -> (Vec<(String, String)>, Vec<(String, Secret)>, Vec<EnvName>) {
+    pub fn resolve(&self, lookup: impl Fn(&str) -> Option<String>) -> ResolvedEnv {
         let mut unset = Vec::new();
         let mut vars = Vec::new();
         for name in self.names.iter().filter(|name| !self.secrets.contains(name)) {
@@ -48,8 +48,19 @@ impl EnvGrant {
                 None => unset.push(name.clone()),
             }
         }
-        (vars, secrets, unset)
+        ResolvedEnv { vars, secrets, unset }
     }
+}
+
+/// The granted variables with their values, as read at load.
+#[derive(Debug, Default)]
+pub struct ResolvedEnv {
+    /// Plain variables: name and value.
+    pub vars: Vec<(String, String)>,
+    /// Secret variables: name and value.
+    pub secrets: Vec<(String, Secret)>,
+    /// Granted names that are not set.
+    pub unset: Vec<EnvName>,
 }
 
 /// An environment variable name: a letter or `_`, then letters, digits or `_`.
@@ -243,7 +254,7 @@ mod tests {
             "TOKEN" => Some("t0ken-value".to_owned()),
             _ => None,
         };
-        let (vars, secrets, unset) = grant.resolve(lookup);
+        let ResolvedEnv { vars, secrets, unset } = grant.resolve(lookup);
         assert_eq!(vars, [("LANG".to_owned(), "C.UTF-8".to_owned())], "TOKEN is granted as a secret only");
         assert_eq!(secrets.len(), 1);
         assert_eq!(secrets[0].1.expose(), "t0ken-value");

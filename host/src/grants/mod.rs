@@ -176,7 +176,7 @@ pub fn review(name: &str, wasm: &Path, grants: &Grants, lookup: impl Fn(&str) ->
             ));
         }
     }
-    let (env, secrets, unset) = grants.env.resolve(lookup);
+    let env::ResolvedEnv { vars: env, secrets, unset } = grants.env.resolve(lookup);
     for name in unset {
         notices.push(format!(
             "is granted the environment variable `{name}`, but it is not set in toolhost's \
