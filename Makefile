@@ -4,7 +4,7 @@
 # Both install what they need themselves (the wasm32-wasip2 Rust target).
 
 CARGO ?= cargo
-TOOLHOST := target/debug/toolhost
+TOOLHOST := $(or $(CARGO_TARGET_DIR),target)/debug/toolhost
 
 .PHONY: demo test plugins host bench
 
@@ -32,6 +32,11 @@ demo: plugins host
 	$(TOOLHOST) --plugins plugins/dist-test call echo '{"text":"still here"}'
 	@echo; echo "== a plugin that breaks the contract is refused at load, with the reason"
 	-$(TOOLHOST) inspect plugins/dist-broken/list_traps.wasm
+	@echo; echo "== grants: a plugin reaches only what plugins/demo.toml grants it"
+	$(TOOLHOST) --config plugins/demo.toml call list_dir '{"path":"/data"}'
+	$(TOOLHOST) --config plugins/demo.toml call read_file '{"path":"/data/v0.1.0/plugin.wit","max_bytes":120}'
+	-$(TOOLHOST) --config plugins/demo.toml call read_file '{"path":"/data/../Cargo.toml"}'
+	-$(TOOLHOST) --config plugins/demo.toml call fetch '{"url":"https://example.com/"}'
 	@echo; echo "== a model uses the tools"
 	@bash plugins/demo-model.sh $(TOOLHOST)
 

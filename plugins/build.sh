@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds every plugin in this folder from source for wasm32-wasip2 and copies
 # the components where the host and the tests look for them:
-#   plugins/dist/          the example plugins (the default plugins directory)
+#   plugins/dist/          the example plugins (the default plugins directory),
+#                          each with its manifest NAME.toml when it has one
 #   plugins/dist-test/     test plugins that misbehave on purpose when called
 #   plugins/dist-broken/   test plugins that break the contract and must not load
 # Usage: bash plugins/build.sh
@@ -22,6 +23,10 @@ mkdir -p dist dist-test dist-broken
 for manifest in */Cargo.toml; do
     name="$(dirname "$manifest")"
     cp "$out/$name.wasm" dist/
+    # A plugin's manifest (what it asks for) travels beside its .wasm.
+    if [ -f "$name/$name.toml" ]; then
+        cp "$name/$name.toml" dist/
+    fi
 done
 for manifest in misbehaving/*/Cargo.toml; do
     name="$(basename "$(dirname "$manifest")")"
@@ -33,4 +38,4 @@ for manifest in broken/*/Cargo.toml; do
 done
 # echo is the trivial tool the tests and benchmarks lean on: keep a copy with the test plugins.
 cp dist/echo.wasm dist-test/
-echo "built $(ls dist | wc -l) plugins into plugins/dist, $(ls dist-test | wc -l) into plugins/dist-test and $(ls dist-broken | wc -l) into plugins/dist-broken" >&2
+echo "built $(ls dist/*.wasm | wc -l) plugins into plugins/dist, $(ls dist-test | wc -l) into plugins/dist-test and $(ls dist-broken | wc -l) into plugins/dist-broken" >&2

@@ -13,9 +13,20 @@
 //!
 //! [plugins.calc.limits]             # one plugin (the file stem) overrides some
 //! fuel = 100_000_000
+//!
+//! [plugins.fetch]                   # what one plugin is granted; nothing by default
+//! http = ["https://api.example.com", "https://*.example.org", "http://127.0.0.1:8080"]
+//! sockets = false                   # also raw TCP to those hosts through wasi:sockets
+//! env = ["LANG"]                    # passed from toolhost's environment, by name
+//! secrets = ["API_KEY"]             # the same, never shown in output, logs or reports
+//! dirs = ["./data:/data:ro", "/tmp/out:/out:rw"]   # HOST:GUEST[:ro|rw]
 //! ```
 
 use crate::approval::ApprovalConfig;
+use crate::grants::Grants;
+use crate::grants::env::{EnvGrant, EnvName};
+use crate::grants::files::{DirGrant, FilesGrant};
+use crate::grants::network::{HostPattern, NetworkGrant};
 use crate::limits::{ByteSize, HumanDuration, LimitOverrides};
 use crate::model::Protocol;
 use anyhow::{Context, Result};
@@ -97,11 +108,43 @@ pub struct ProviderConfig {
 
 /// Settings for one plugin.
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "PluginTable")]
 pub struct PluginConfig {
     /// Limits for this plugin's calls, over the global ones.
-    #[serde(default)]
     pub limits: LimitOverrides,
+    /// What this plugin may reach. Nothing unless granted here.
+    pub grants: Grants,
+}
+
+/// `[plugins.NAME]` as written: limits, then one key per kind of grant.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PluginTable {
+    #[serde(default)]
+    limits: LimitOverrides,
+    #[serde(default)]
+    http: Vec<HostPattern>,
+    #[serde(default)]
+    sockets: bool,
+    #[serde(default)]
+    env: Vec<EnvName>,
+    #[serde(default)]
+    secrets: Vec<EnvName>,
+    #[serde(default)]
+    dirs: Vec<DirGrant>,
+}
+
+impl From<PluginTable> for PluginConfig {
+    fn from(table: PluginTable) -> PluginConfig {
+        PluginConfig {
+            limits: table.limits,
+            grants: Grants {
+                network: NetworkGrant { hosts: table.http, sockets: table.sockets },
+                files: FilesGrant { dirs: table.dirs },
+                env: EnvGrant { names: table.env, secrets: table.secrets },
+            },
+        }
+    }
 }
 
 impl Config {
@@ -114,6 +157,11 @@ impl Config {
         let base = path.parent().unwrap_or(Path::new("."));
         config.plugins_dir = config.plugins_dir.map(|dir| base.join(dir));
         config.cache_dir = config.cache_dir.map(|dir| base.join(dir));
+        for plugin in config.plugins.values_mut() {
+            for dir in &mut plugin.grants.files.dirs {
+                dir.host = base.join(&dir.host);
+            }
+        }
         Ok(config)
     }
 
@@ -136,6 +184,11 @@ impl Config {
             None if Path::new(DEFAULT_FILE).is_file() => Config::load(Path::new(DEFAULT_FILE)),
             None => Ok(Config::default()),
         }
+    }
+
+    /// What `plugin` is granted: nothing unless its `[plugins.NAME]` says so.
+    pub fn grants_for(&self, plugin: &str) -> Grants {
+        self.plugins.get(plugin).map(|own| own.grants.clone()).unwrap_or_default()
     }
 
     /// The limit overrides for `plugin`: global ones, then the plugin's own.
@@ -198,5 +251,60 @@ mod tests {
         assert!(err.contains("500ms"), "{err}");
         let err = Config::parse("max_concurrent_calls = 0").unwrap_err().to_string();
         assert!(err.contains("at least 1"), "{err}");
+    }
+
+    #[test]
+    fn accepts_grants_parsed_into_typed_values() {
+        let config = Config::parse(
+            r#"
+            [plugins.fetch]
+            http = ["https://api.example.com", "https://*.example.org:8443", "http://127.0.0.1:8080"]
+            sockets = true
+            env = ["LANG"]
+            secrets = ["API_KEY"]
+            dirs = ["./data:/data", "/tmp/out:/out:rw"]
+            [plugins.fetch.limits]
+            http_requests = 3
+            http_oversized = "cut"
+            "#,
+        )
+        .unwrap();
+        let grants = config.grants_for("fetch");
+        assert_eq!(grants.network.hosts.len(), 3);
+        assert!(grants.network.sockets);
+        assert_eq!(grants.network.hosts[1].to_string(), "https://*.example.org:8443");
+        assert_eq!(grants.env.names[0].as_str(), "LANG");
+        assert_eq!(grants.env.secrets[0].as_str(), "API_KEY");
+        assert_eq!(grants.files.dirs[1].to_string(), "/tmp/out:/out:rw");
+        assert_eq!(config.limits_for("fetch").http_requests, Some(3));
+        assert!(config.grants_for("other").is_empty(), "a plugin not named gets nothing");
+    }
+
+    #[test]
+    fn rejects_malformed_grants_with_the_fix_and_the_line() {
+        let cases = [
+            ("[plugins.fetch]\nhttp = [\"*.example.com\"]\n", "did you mean `https://*.example.com`?"),
+            ("[plugins.fetch]\nhttp = \"https://example.com\"\n", "a sequence"),
+            ("[plugins.fetch]\ndirs = [\"./data\"]\n", "e.g. `./data:/data:ro`"),
+            ("[plugins.fetch]\nenv = [\"KEY=value\"]\n", "did you mean `KEY`?"),
+            ("[plugins.fetch]\nnetwork = true\n", "unknown field `network`"),
+            ("[plugins.fetch.limits]\nhttp_oversized = \"trim\"\n", "`cut`"),
+        ];
+        for (text, expected) in cases {
+            let err = Config::parse(text).unwrap_err().to_string();
+            assert!(err.contains(expected), "{text}: {err}");
+            assert!(err.contains("line"), "{text}: the error points at the line: {err}");
+        }
+    }
+
+    #[test]
+    fn relative_folders_are_resolved_against_the_config_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolhost.toml");
+        std::fs::write(&path, "[plugins.files]\ndirs = [\"data:/data\", \"/abs:/abs\"]\n").unwrap();
+        let config = Config::load(&path).unwrap();
+        let dirs = &config.grants_for("files").files.dirs;
+        assert_eq!(dirs[0].host, dir.path().join("data"));
+        assert_eq!(dirs[1].host, std::path::Path::new("/abs"));
     }
 }

@@ -3,6 +3,7 @@
 use crate::cache::Cache;
 use crate::config::{self, Config};
 use crate::engine::{self, EpochTicker};
+use crate::grants;
 use crate::limits::{ByteSize, LimitOverrides, Limits};
 use crate::outcome::{CallError, CallReport, ToolOutput};
 use crate::plugin::{self, Plugin, Tool};
@@ -37,6 +38,10 @@ pub enum ProblemKind {
     Collision,
     /// The config names a plugin that has no file.
     Config,
+    /// The plugin loaded, but something it asks for is not granted, or a grant
+    /// cannot be honoured (a missing folder, an unset variable), or its
+    /// manifest is malformed. A notice, not a failure: what is not granted is denied.
+    Grant,
 }
 
 impl fmt::Display for LoadProblem {
@@ -141,7 +146,16 @@ impl Host {
         paths.sort();
         for path in paths {
             match self.load_file(&path).await {
-                Ok(plugin) => self.plugins.push(Arc::new(plugin)),
+                Ok(plugin) => {
+                    for notice in &plugin.notices {
+                        self.problems.push(LoadProblem {
+                            kind: ProblemKind::Grant,
+                            paths: vec![path.clone()],
+                            reason: notice.clone(),
+                        });
+                    }
+                    self.plugins.push(Arc::new(plugin));
+                }
                 Err(reason) => {
                     tracing::debug!(path = %path.display(), "skipped plugin: {reason}");
                     self.problems.push(LoadProblem { kind: ProblemKind::Plugin, paths: vec![path], reason });
@@ -163,7 +177,8 @@ impl Host {
         Ok(())
     }
 
-    /// Loads one plugin file (without adding it to this host).
+    /// Loads one plugin file (without adding it to this host), with its
+    /// manifest and grants reviewed.
     pub async fn load_file(&self, path: &Path) -> Result<Plugin, String> {
         let name: Arc<str> = stem(path).into();
         let wasm = plugin::read(path)?;
@@ -175,6 +190,8 @@ impl Host {
             let _permit = self.permits.acquire().await;
             plugin::list_tools(&sandbox, &name, &limits).await?
         };
+        let grants = self.config.grants_for(&name);
+        let review = grants::review(&name, path, &grants, |key| std::env::var(key).ok());
         Ok(Plugin {
             name,
             path: path.to_owned(),
@@ -184,6 +201,10 @@ impl Host {
             origin,
             limits,
             tools,
+            asks: review.asks,
+            grants,
+            notices: review.notices,
+            granted: review.granted,
             sandbox,
         })
     }
@@ -270,7 +291,7 @@ impl Host {
         let limits = plugin.limits.with(overrides);
         let invocation = {
             let _permit = self.permits.acquire().await;
-            plugin.sandbox.invoke(&plugin.name, &limits, Request::CallTool { name: tool, arguments }).await
+            plugin.sandbox.invoke(&plugin.name, &limits, &plugin.granted, Request::CallTool { name: tool, arguments }).await
         };
         if !invocation.stdout.is_empty() || !invocation.stderr.is_empty() {
             tracing::debug!(
@@ -308,6 +329,7 @@ impl Host {
             stdout: invocation.stdout,
             stderr: invocation.stderr,
             logs: invocation.logs,
+            refused: invocation.refused,
         }
     }
 

@@ -1,7 +1,8 @@
 //! What `toolhost inspect` shows about one file: as much as could be learnt,
-//! and where loading stopped if it did.
+//! where loading stopped if it did, and what the plugin asks for and is granted.
 
 use crate::cache::Origin;
+use crate::grants::{self, Grants, Manifest};
 use crate::limits::Limits;
 use crate::plugin::{self, Shape, Tool};
 use crate::Host;
@@ -26,6 +27,12 @@ pub struct Inspection {
     pub limits: Limits,
     /// Its tools, if listing them worked.
     pub tools: Vec<Tool>,
+    /// What its manifest asks for, if it has a valid one.
+    pub asks: Option<Manifest>,
+    /// What the config grants it.
+    pub grants: Grants,
+    /// Asks not granted, grants that cannot be honoured, a bad manifest.
+    pub notices: Vec<String>,
     /// Why loading stopped, if it did.
     pub error: Option<String>,
 }
@@ -35,6 +42,8 @@ impl Host {
     pub async fn inspect(&self, path: &Path) -> Inspection {
         let name: std::sync::Arc<str> =
             path.file_stem().map(|stem| stem.to_string_lossy().into_owned()).unwrap_or_default().into();
+        let grants = self.config().grants_for(&name);
+        let review = grants::review(&name, path, &grants, |key| std::env::var(key).ok());
         let mut found = Inspection {
             path: path.to_owned(),
             size: None,
@@ -44,6 +53,9 @@ impl Host {
             contract: None,
             limits: self.limits_for(&name),
             tools: Vec::new(),
+            asks: review.asks,
+            grants,
+            notices: review.notices,
             error: None,
         };
         if let Err(reason) = self.inspect_steps(&name, &mut found).await {

@@ -4,9 +4,10 @@
 //! `wit/`. A [`Host`] loads a folder of them (compiling each once, through an
 //! on-disk cache), learns their tools, and runs every call in a fresh instance
 //! under per-call [`Limits`]: fuel, memory, wall-clock time and output size,
-//! with no filesystem, environment or network unless granted. Whatever a
-//! plugin does, the call ends in a [`CallReport`] whose outcome is the output
-//! or a typed [`CallError`], and the host carries on.
+//! with no filesystem, environment or network unless granted ([`grants`]:
+//! hosts over `wasi:http`, folders, environment variables, set per plugin in
+//! the config). Whatever a plugin does, the call ends in a [`CallReport`]
+//! whose outcome is the output or a typed [`CallError`], and the host carries on.
 //!
 //! The `toolhost` binary (module `cli`) is a thin layer over this library.
 
@@ -16,10 +17,12 @@ pub mod cache;
 pub mod config;
 pub mod engine;
 pub mod events;
+pub mod grants;
 mod host;
 pub mod inspect;
 pub mod limits;
 pub mod model;
+mod outbound;
 pub mod outcome;
 pub mod plugin;
 mod sandbox;
@@ -28,6 +31,8 @@ pub mod transcript;
 pub use config::Config;
 pub use host::{Host, LoadProblem, ProblemKind};
 pub use inspect::Inspection;
-pub use limits::{ByteSize, HumanDuration, LimitOverrides, Limits};
-pub use outcome::{CallError, CallReport, LogRecord, ToolOutput, Usage};
+pub use grants::Grants;
+pub use grants::manifest::Manifest;
+pub use limits::{ByteSize, HumanDuration, LimitOverrides, Limits, Oversized};
+pub use outcome::{CallError, CallReport, LogRecord, Refusal, RefusalReason, ToolOutput, Usage};
 pub use plugin::{Plugin, Tool};

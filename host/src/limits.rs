@@ -3,7 +3,8 @@
 //! [`Limits`] is the resolved set used for a call; [`LimitOverrides`] is a
 //! partial set as written in `toolhost.toml` (globally or per plugin) or given
 //! on the command line. Sizes and durations are parsed here, once, from the
-//! forms a person writes (`64MiB`, `1.5s`).
+//! forms a person writes (`64MiB`, `1.5s`). The `http_*` limits bound what a
+//! plugin granted network access may do in one call (see `grants::network`).
 
 use serde::{Deserialize, Deserializer};
 use std::fmt;
@@ -20,6 +21,58 @@ pub struct Limits {
     pub timeout: Duration,
     /// Bytes of output text (or error text) the call may return.
     pub output: ByteSize,
+    /// HTTP requests the call may send (refused ones are not counted).
+    pub http_requests: u32,
+    /// Bytes of HTTP response bodies the call may receive, all requests together.
+    pub http_response: ByteSize,
+    /// What happens to a response that would go over `http_response`.
+    pub http_oversized: Oversized,
+    /// Time one HTTP request may take, from connecting to the end of its
+    /// response body; never past the call's own `timeout`.
+    pub http_timeout: Duration,
+}
+
+/// What to do with an HTTP response body that would go over the call's
+/// `http_response` limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Oversized {
+    /// The plugin's read fails with "HTTP response body size exceeds limit".
+    #[default]
+    Fail,
+    /// The body ends at the limit, as if the server had sent no more.
+    Cut,
+}
+
+impl Oversized {
+    /// `fail` or `cut`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Oversized::Fail => "fail",
+            Oversized::Cut => "cut",
+        }
+    }
+}
+
+impl std::str::FromStr for Oversized {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.trim() {
+            "fail" => Ok(Oversized::Fail),
+            "cut" => Ok(Oversized::Cut),
+            other => Err(format!(
+                "`{other}` is not a choice for an oversized response: write `fail` (the plugin's read \
+                 fails) or `cut` (the body ends at the limit)"
+            )),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Oversized {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
 }
 
 impl Limits {
@@ -31,6 +84,12 @@ impl Limits {
     pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
     /// Output allowed by default.
     pub const DEFAULT_OUTPUT: ByteSize = ByteSize(1 << 20);
+    /// HTTP requests allowed per call by default.
+    pub const DEFAULT_HTTP_REQUESTS: u32 = 16;
+    /// HTTP response bytes allowed per call by default.
+    pub const DEFAULT_HTTP_RESPONSE: ByteSize = ByteSize(8 << 20);
+    /// Time allowed per HTTP request by default.
+    pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(10);
 
     /// These limits with every value `overrides` sets replaced.
     pub fn with(mut self, overrides: &LimitOverrides) -> Limits {
@@ -46,6 +105,18 @@ impl Limits {
         if let Some(output) = overrides.output {
             self.output = output;
         }
+        if let Some(requests) = overrides.http_requests {
+            self.http_requests = requests;
+        }
+        if let Some(response) = overrides.http_response {
+            self.http_response = response;
+        }
+        if let Some(oversized) = overrides.http_oversized {
+            self.http_oversized = oversized;
+        }
+        if let Some(timeout) = overrides.http_timeout {
+            self.http_timeout = timeout.0;
+        }
         self
     }
 }
@@ -57,6 +128,10 @@ impl Default for Limits {
             memory: Self::DEFAULT_MEMORY,
             timeout: Self::DEFAULT_TIMEOUT,
             output: Self::DEFAULT_OUTPUT,
+            http_requests: Self::DEFAULT_HTTP_REQUESTS,
+            http_response: Self::DEFAULT_HTTP_RESPONSE,
+            http_oversized: Oversized::Fail,
+            http_timeout: Self::DEFAULT_HTTP_TIMEOUT,
         }
     }
 }
@@ -73,6 +148,14 @@ pub struct LimitOverrides {
     pub timeout: Option<HumanDuration>,
     /// Output size, e.g. `output = "256KiB"`.
     pub output: Option<ByteSize>,
+    /// HTTP requests per call, e.g. `http_requests = 4`.
+    pub http_requests: Option<u32>,
+    /// HTTP response bytes per call, e.g. `http_response = "2MiB"`.
+    pub http_response: Option<ByteSize>,
+    /// `http_oversized = "cut"` or `"fail"`.
+    pub http_oversized: Option<Oversized>,
+    /// Time per HTTP request, e.g. `http_timeout = "5s"`.
+    pub http_timeout: Option<HumanDuration>,
 }
 
 impl LimitOverrides {
@@ -82,6 +165,10 @@ impl LimitOverrides {
         self.memory = other.memory.or(self.memory);
         self.timeout = other.timeout.or(self.timeout);
         self.output = other.output.or(self.output);
+        self.http_requests = other.http_requests.or(self.http_requests);
+        self.http_response = other.http_response.or(self.http_response);
+        self.http_oversized = other.http_oversized.or(self.http_oversized);
+        self.http_timeout = other.http_timeout.or(self.http_timeout);
         self
     }
 }
@@ -261,6 +348,18 @@ mod tests {
             let err = text.parse::<HumanDuration>().unwrap_err();
             assert!(err.contains("e.g. `500ms`"), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn accepts_oversized_choices() {
+        assert_eq!("cut".parse::<Oversized>(), Ok(Oversized::Cut));
+        assert_eq!("fail".parse::<Oversized>(), Ok(Oversized::Fail));
+    }
+
+    #[test]
+    fn rejects_oversized_choices_naming_the_accepted_ones() {
+        let err = "truncate".parse::<Oversized>().unwrap_err();
+        assert!(err.contains("`fail`") && err.contains("`cut`"), "{err}");
     }
 
     #[test]

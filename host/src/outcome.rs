@@ -3,6 +3,8 @@
 
 use crate::limits::ByteSize;
 use serde::Serialize;
+use std::fmt;
+use std::net::IpAddr;
 use std::time::Duration;
 
 /// A successful call's output.
@@ -132,6 +134,106 @@ pub struct Usage {
     /// Wall-clock time from instantiation to result.
     #[serde(serialize_with = "as_micros", rename = "wall_us")]
     pub wall: Duration,
+    /// HTTP requests the plugin sent (refused ones are not counted).
+    pub http_requests: u32,
+    /// Bytes of HTTP response bodies the plugin received.
+    pub http_response_bytes: u64,
+}
+
+/// Something a plugin tried that its grants or limits did not allow: the
+/// host refused it (or stopped it) and told the plugin in the standard way
+/// (`wasi:http`'s `HTTP-request-denied`, a refused socket, a failed read).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Refusal {
+    /// What was asked for: `https://api.example.com:443` for an HTTP request,
+    /// `tcp 10.0.0.1:22` for a socket.
+    pub target: String,
+    /// Why it was refused.
+    #[serde(flatten)]
+    pub reason: RefusalReason,
+}
+
+/// Why a [`Refusal`] happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RefusalReason {
+    /// No entry of the plugin's network grant admits this scheme, host and port.
+    NotGranted,
+    /// The host name resolved to a loopback, private or otherwise special
+    /// address, and no grant entry names that address.
+    PrivateAddress {
+        /// The address it resolved to.
+        address: IpAddr,
+    },
+    /// The call already sent `http_requests` requests.
+    TooManyRequests {
+        /// The limit.
+        limit: u32,
+    },
+    /// The response bodies went over `http_response`; the body was cut there
+    /// or the read failed, as `http_oversized` says.
+    ResponseTooLarge {
+        /// The limit, in bytes.
+        #[serde(serialize_with = "as_bytes")]
+        limit: ByteSize,
+        /// True when the body was cut, false when the read failed.
+        cut: bool,
+    },
+    /// The request took longer than `http_timeout` (or ran into the call's deadline).
+    TimedOut {
+        /// The time it was allowed.
+        #[serde(serialize_with = "as_millis", rename = "limit_ms")]
+        limit: Duration,
+    },
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let target = &self.target;
+        match &self.reason {
+            RefusalReason::NotGranted => {
+                write!(f, "{target}: not granted to this plugin (grant it in the plugin's `http` list)")
+            }
+            RefusalReason::PrivateAddress { address } => write!(
+                f,
+                "{target}: resolves to {address}, a loopback or private address, which only an entry \
+                 naming that address may reach"
+            ),
+            RefusalReason::TooManyRequests { limit } => {
+                write!(f, "{target}: over the limit of {limit} HTTP requests per call (`http_requests`)")
+            }
+            RefusalReason::ResponseTooLarge { limit, cut: true } => {
+                write!(f, "{target}: response cut at the limit of {limit} per call (`http_response`)")
+            }
+            RefusalReason::ResponseTooLarge { limit, cut: false } => {
+                write!(f, "{target}: response over the limit of {limit} per call (`http_response`), so the read failed")
+            }
+            RefusalReason::TimedOut { limit } => {
+                write!(f, "{target}: timed out after {}ms (`http_timeout`, or the call's own deadline)", limit.as_millis())
+            }
+        }
+    }
+}
+
+impl RefusalReason {
+    /// A stable snake_case name for the kind, for JSON and events.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RefusalReason::NotGranted => "not_granted",
+            RefusalReason::PrivateAddress { .. } => "private_address",
+            RefusalReason::TooManyRequests { .. } => "too_many_requests",
+            RefusalReason::ResponseTooLarge { .. } => "response_too_large",
+            RefusalReason::TimedOut { .. } => "timed_out",
+        }
+    }
+}
+
+fn as_bytes<S: serde::Serializer>(size: &ByteSize, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_u64(size.bytes())
+}
+
+fn as_millis<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_u64(duration.as_millis().try_into().unwrap_or(u64::MAX))
 }
 
 fn as_micros<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
@@ -166,6 +268,9 @@ pub struct CallReport {
     pub stderr: String,
     /// What the plugin logged (bounded).
     pub logs: Vec<LogRecord>,
+    /// What the plugin tried that its grants or limits refused, each naming
+    /// the host (bounded).
+    pub refused: Vec<Refusal>,
 }
 
 impl CallReport {
@@ -179,6 +284,7 @@ impl CallReport {
             stdout: String::new(),
             stderr: String::new(),
             logs: Vec::new(),
+            refused: Vec::new(),
         }
     }
 }

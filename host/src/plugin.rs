@@ -6,6 +6,7 @@
 //! [`list_tools`] under the plugin's limits, checking every name and schema.
 
 use crate::cache::{Cache, Origin};
+use crate::grants::{Granted, Grants, Manifest};
 use crate::limits::{ByteSize, Limits};
 use crate::outcome::CallError;
 use crate::sandbox::{self, HostState, Request, Response, Sandbox, v0_1_0};
@@ -33,6 +34,14 @@ pub struct Plugin {
     pub limits: Limits,
     /// Its tools, in the order it listed them.
     pub tools: Vec<Tool>,
+    /// What its manifest (`NAME.toml` beside it) asks for, if it has one.
+    pub asks: Option<Manifest>,
+    /// What the config grants it.
+    pub grants: Grants,
+    /// What did not add up between the two, or could not be honoured: each
+    /// a sentence saying what is denied and what to do.
+    pub notices: Vec<String>,
+    pub(crate) granted: Arc<Granted>,
     pub(crate) sandbox: Sandbox,
 }
 
@@ -157,7 +166,7 @@ pub(crate) fn prepare(
 
 /// Calls `list-tools` in a fresh instance under `limits` and checks every tool.
 pub(crate) async fn list_tools(sandbox: &Sandbox, name: &Arc<str>, limits: &Limits) -> Result<Vec<Tool>, String> {
-    let invocation = sandbox.invoke(name, limits, Request::ListTools).await;
+    let invocation = sandbox.invoke(name, limits, &Granted::nothing(), Request::ListTools).await;
     let listed = match invocation.result {
         Ok(Response::Tools(tools)) => tools,
         Ok(Response::Called(_)) => return Err("answered the wrong request".to_owned()),

@@ -1,15 +1,19 @@
 //! One call in one fresh instance: the store, its limits and what it captured.
 //!
 //! A [`Sandbox`] holds a plugin's pre-instantiated component. Each
-//! [`Sandbox::invoke`] builds a new [`Store`] whose WASI context grants
-//! nothing (no files, no env, no network, stdout and stderr captured into
-//! bounded buffers), meters it with fuel, bounds its memory through a
-//! [`ResourceLimiter`] and its wall time through the epoch deadline and a
-//! host-side deadline, then classifies whatever happened into a
-//! [`CallError`].
+//! [`Sandbox::invoke`] builds a new [`Store`] whose WASI context holds exactly
+//! the plugin's [`Granted`] capabilities and nothing else (no files, env or
+//! network unless granted; stdout and stderr captured into bounded buffers),
+//! routes `wasi:http` through the call's [`Outbound`] checks, meters it with
+//! fuel, bounds its memory through a [`ResourceLimiter`] and its wall time
+//! through the epoch deadline and a host-side deadline, then classifies
+//! whatever happened into a [`CallError`]. Secret values are scrubbed from
+//! everything the call hands back.
 
+use crate::grants::Granted;
 use crate::limits::{ByteSize, Limits};
-use crate::outcome::{CallError, LogRecord, Usage};
+use crate::outbound::{self, Outbound, SharedLedger};
+use crate::outcome::{CallError, LogRecord, Refusal, Usage};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -19,6 +23,7 @@ use wasmtime::{Engine, ResourceLimiter, Store, Trap, UpdateDeadline};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 /// Bytes of stdout and of stderr kept per call; the rest is counted and dropped.
 pub const CAPTURE_LIMIT: usize = 64 << 10;
@@ -49,6 +54,8 @@ pub(crate) use v0_1_0::toolhost::plugin::types::{
 /// The per-call store state.
 pub(crate) struct HostState {
     wasi: WasiCtx,
+    http: WasiHttpCtx,
+    outbound: Outbound,
     table: ResourceTable,
     limiter: MemoryLimiter,
     logs: LogSink,
@@ -60,6 +67,12 @@ impl WasiView for HostState {
     }
 }
 
+impl WasiHttpView for HostState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView { ctx: &mut self.http, table: &mut self.table, hooks: &mut self.outbound }
+    }
+}
+
 impl v0_1_0::toolhost::plugin::types::Host for HostState {}
 
 impl v0_1_0::toolhost::plugin::log::Host for HostState {
@@ -68,11 +81,13 @@ impl v0_1_0::toolhost::plugin::log::Host for HostState {
     }
 }
 
-/// Builds the linker every plugin is instantiated with: WASI p2 (with an
-/// empty context, so it grants nothing) and the host's `log` import.
+/// Builds the linker every plugin is instantiated with: WASI p2 and
+/// `wasi:http` (which reach only what each call's grants allow) and the
+/// host's `log` import.
 pub(crate) fn linker(engine: &Engine) -> anyhow::Result<Linker<HostState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
     v0_1_0::Plugin::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |state| state)
         .map_err(anyhow::Error::from)?;
     Ok(linker)
@@ -114,9 +129,11 @@ impl ResourceLimiter for MemoryLimiter {
     }
 }
 
-/// Plugin log records for one call: kept (bounded) and forwarded to `tracing`.
+/// Plugin log records for one call: kept (bounded), scrubbed of secret
+/// values, and forwarded to `tracing`.
 struct LogSink {
     plugin: Arc<str>,
+    granted: Arc<Granted>,
     records: Vec<LogRecord>,
     dropped: usize,
 }
@@ -127,10 +144,14 @@ impl LogSink {
             self.dropped += 1;
             return;
         }
+        let redactor = &self.granted.redactor;
+        redactor.scrub_in_place(&mut message);
         truncate(&mut message, LOG_MESSAGE_LIMIT);
         let fields: Vec<(String, String)> = fields
             .into_iter()
             .map(|Field { mut key, mut value }| {
+                redactor.scrub_in_place(&mut key);
+                redactor.scrub_in_place(&mut value);
                 truncate(&mut key, 256);
                 truncate(&mut value, LOG_MESSAGE_LIMIT);
                 (key, value)
@@ -278,6 +299,7 @@ pub(crate) struct Invocation {
     pub stdout: String,
     pub stderr: String,
     pub logs: Vec<LogRecord>,
+    pub refused: Vec<Refusal>,
 }
 
 /// A plugin ready to be instantiated, per contract version.
@@ -286,16 +308,39 @@ pub(crate) enum Sandbox {
 }
 
 impl Sandbox {
-    /// Runs `request` in a fresh instance under `limits`.
-    pub(crate) async fn invoke(&self, plugin: &Arc<str>, limits: &Limits, request: Request<'_>) -> Invocation {
+    /// Runs `request` in a fresh instance under `limits`, with what `granted` grants.
+    pub(crate) async fn invoke(
+        &self,
+        plugin: &Arc<str>,
+        limits: &Limits,
+        granted: &Arc<Granted>,
+        request: Request<'_>,
+    ) -> Invocation {
+        let start = Instant::now();
+        let deadline = start + limits.timeout;
         let stdout = Capture::new();
         let stderr = Capture::new();
-        let wasi = WasiCtxBuilder::new().stdout(stdout.clone()).stderr(stderr.clone()).build();
+        let ledger = SharedLedger::new(plugin.clone(), granted.clone());
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.stdout(stdout.clone()).stderr(stderr.clone());
+        outbound::configure_sockets(&mut wasi, &granted.network, &ledger);
+        if let Err(err) = granted.apply(&mut wasi) {
+            return Invocation {
+                result: Err(CallError::Host(err)),
+                usage: Usage::default(),
+                stdout: String::new(),
+                stderr: String::new(),
+                logs: Vec::new(),
+                refused: Vec::new(),
+            };
+        }
         let state = HostState {
-            wasi,
+            wasi: wasi.build(),
+            http: WasiHttpCtx::new(),
+            outbound: Outbound::new(granted.network.clone(), *limits, deadline, ledger.clone()),
             table: ResourceTable::new(),
             limiter: MemoryLimiter { limit: limits.memory.bytes(), total: 0, peak: 0, refused: None },
-            logs: LogSink { plugin: plugin.clone(), records: Vec::new(), dropped: 0 },
+            logs: LogSink { plugin: plugin.clone(), granted: granted.clone(), records: Vec::new(), dropped: 0 },
         };
         let engine = match self {
             Sandbox::V0_1_0(pre) => pre.engine(),
@@ -308,8 +353,6 @@ impl Sandbox {
         // an executor thread, and writes its fuel count back to the store, so
         // the usage of a call stopped by the timeout is still accurate.
         let _ = store.fuel_async_yield_interval(Some(FUEL_YIELD_INTERVAL));
-        let start = Instant::now();
-        let deadline = start + limits.timeout;
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(move |_| {
             Ok(if Instant::now() >= deadline { UpdateDeadline::Interrupt } else { UpdateDeadline::Yield(1) })
@@ -324,12 +367,21 @@ impl Sandbox {
         let wall = start.elapsed();
         let fuel = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
         let state = store.into_data();
-        let stderr = stderr.text();
+        let redactor = &granted.redactor;
+        let mut stderr = stderr.text();
+        redactor.scrub_in_place(&mut stderr);
+        let mut stdout = stdout.text();
+        redactor.scrub_in_place(&mut stdout);
         let result = match outcome {
-            Ok(Ok(response)) => Ok(response),
+            Ok(Ok(response)) => Ok(scrub_response(response, granted)),
             Ok(Err(err)) => Err(classify(err, limits, state.limiter.refused, &stderr)),
             Err(_elapsed) => Err(CallError::Timeout { limit: limits.timeout }),
         };
+        let network = ledger.take();
+        let mut refused = network.refused;
+        if network.more_refused > 0 {
+            note_more_refusals(&mut refused, network.more_refused);
+        }
         let mut logs = state.logs.records;
         if state.logs.dropped > 0 {
             logs.push(LogRecord {
@@ -340,10 +392,17 @@ impl Sandbox {
         }
         Invocation {
             result,
-            usage: Usage { fuel, memory_peak: state.limiter.peak, wall },
-            stdout: stdout.text(),
+            usage: Usage {
+                fuel,
+                memory_peak: state.limiter.peak,
+                wall,
+                http_requests: network.requests,
+                http_response_bytes: network.response_bytes,
+            },
+            stdout,
             stderr,
             logs,
+            refused,
         }
     }
 
@@ -360,6 +419,31 @@ impl Sandbox {
                 })
             }
         }
+    }
+}
+
+/// Says how many refusals past the kept ones were dropped.
+fn note_more_refusals(refused: &mut [Refusal], more: usize) {
+    tracing::debug!("{more} more refusals dropped");
+    if let Some(last) = refused.last_mut() {
+        last.target = format!("{} (and {more} more refusals)", last.target);
+    }
+}
+
+/// The guest's answer with secret values scrubbed from its text.
+fn scrub_response(response: Response, granted: &Granted) -> Response {
+    let redactor = &granted.redactor;
+    if redactor.is_empty() {
+        return response;
+    }
+    match response {
+        Response::Called(Ok(WitToolOutput::Text(text))) => Response::Called(Ok(WitToolOutput::Text(redactor.scrub(text)))),
+        Response::Called(Ok(WitToolOutput::Json(text))) => Response::Called(Ok(WitToolOutput::Json(redactor.scrub(text)))),
+        Response::Called(Err(WitCallError::InvalidArguments(text))) => {
+            Response::Called(Err(WitCallError::InvalidArguments(redactor.scrub(text))))
+        }
+        Response::Called(Err(WitCallError::Failed(text))) => Response::Called(Err(WitCallError::Failed(redactor.scrub(text)))),
+        tools @ Response::Tools(_) => tools,
     }
 }
 

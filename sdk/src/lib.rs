@@ -29,6 +29,13 @@
 //!
 //! Build with `cargo build --release --target wasm32-wasip2`; the `.wasm` in
 //! `target/wasm32-wasip2/release/` is the plugin.
+//!
+//! A plugin reaches nothing outside its own memory unless the operator grants
+//! it: [`http`] sends requests to granted hosts; granted folders and
+//! environment variables are reached through `std::fs` and `std::env` as usual.
+//! Say what the plugin needs in a manifest beside the `.wasm` (`NAME.toml`,
+//! e.g. `http = ["https://api.example.com"]`, `dirs = ["/data:ro"]`,
+//! `env = ["LANG"]`, `secrets = ["API_KEY"]`) so the operator can see it.
 
 extern crate self as toolhost_sdk;
 
@@ -40,6 +47,7 @@ use serde::de::DeserializeOwned;
 
 #[doc(hidden)]
 pub mod __private;
+pub mod http;
 pub mod log;
 
 /// What a tool returns when it succeeds.

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod model_server;
+pub mod server;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -29,13 +30,24 @@ pub fn shared_cache() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("toolhost-cache")
 }
 
-/// A fresh folder holding copies of the named plugins.
+/// A fresh folder holding copies of the named plugins (with their manifests).
 pub fn plugin_dir(names: &[&str]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
     for name in names {
-        std::fs::copy(plugin(name), dir.path().join(format!("{name}.wasm"))).expect("copy plugin");
+        let wasm = plugin(name);
+        std::fs::copy(&wasm, dir.path().join(format!("{name}.wasm"))).expect("copy plugin");
+        let manifest = wasm.with_extension("toml");
+        if manifest.is_file() {
+            std::fs::copy(&manifest, dir.path().join(format!("{name}.toml"))).expect("copy manifest");
+        }
     }
     dir
+}
+
+/// A config parsed from `text` (as in toolhost.toml), using the shared cache.
+pub fn config_from(text: &str) -> Config {
+    let parsed = Config::parse(text).unwrap_or_else(|err| panic!("{err:#}\n{text}"));
+    Config { cache_dir: Some(shared_cache()), ..parsed }
 }
 
 /// A config using the shared cache.
@@ -58,6 +70,11 @@ pub async fn host_with_config(names: &[&str], config: Config) -> (Host, tempfile
 
 /// Runs the real `toolhost` binary with `args`, in `cwd`, with the shared cache.
 pub fn toolhost(cwd: &Path, args: &[&str]) -> Output {
+    toolhost_with_env(cwd, args, &[])
+}
+
+/// Like [`toolhost`], with extra environment variables.
+pub fn toolhost_with_env(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_toolhost"))
         .args(args)
         .current_dir(cwd)
@@ -65,6 +82,7 @@ pub fn toolhost(cwd: &Path, args: &[&str]) -> Output {
         .env_remove("TOOLHOST_PLUGINS")
         .env_remove("TOOLHOST_CONFIG")
         .env_remove("TOOLHOST_LOG")
+        .envs(env.iter().copied())
         .output()
         .expect("run toolhost")
 }

@@ -51,8 +51,14 @@ pub async fn run(host: &Host, args: Args) -> Result<ExitCode> {
         memory: args.memory,
         timeout: args.timeout,
         output: args.max_output,
+        ..LimitOverrides::default()
     };
     let report = host.call(&args.tool, &arguments, &overrides).await;
+    if let Some(plugin) = host.plugins().iter().find(|plugin| Some(&*plugin.name) == report.plugin.as_deref()) {
+        for notice in &plugin.notices {
+            eprintln!("warning: {}: {notice}", plugin.path.display());
+        }
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&as_json(&report))?);
     } else {
@@ -75,10 +81,19 @@ fn show(report: &CallReport) {
         eprintln!("error: {err}");
         return;
     }
+    for refusal in &report.refused {
+        eprintln!("refused: {refusal}");
+    }
     let usage = &report.usage;
     let status = if report.outcome.is_ok() { "ok" } else { "failed" };
+    let http = if usage.http_requests > 0 {
+        let plural = if usage.http_requests == 1 { "" } else { "s" };
+        format!(" · {} HTTP request{plural}, {} received", usage.http_requests, ByteSize(usage.http_response_bytes))
+    } else {
+        String::new()
+    };
     eprintln!(
-        "{status} · {} · {} · fuel {} · memory {}",
+        "{status} · {} · {} · fuel {} · memory {}{http}",
         report.tool,
         format::duration(usage.wall),
         format::thousands(usage.fuel),
@@ -95,6 +110,11 @@ fn as_json(report: &CallReport) -> Value {
         "stdout": report.stdout,
         "stderr": report.stderr,
         "logs": report.logs,
+        "refused": report.refused.iter().map(|refusal| {
+            let mut entry = json!(refusal);
+            entry["message"] = json!(refusal.to_string());
+            entry
+        }).collect::<Vec<_>>(),
     });
     match &report.outcome {
         Ok(output) => value["output"] = json!(output),

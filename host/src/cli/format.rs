@@ -1,6 +1,32 @@
 //! Small helpers for human-readable output.
 
 use std::time::Duration;
+use toolhost::{Grants, Manifest};
+
+/// What a plugin asks for and what it is granted, as aligned lines:
+/// `asks     http https://*` then `granted  nothing`.
+pub fn grants(asks: Option<&Manifest>, grants: &Grants) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(asks) = asks {
+        let described = asks.describe();
+        if described.is_empty() {
+            lines.push("asks     nothing".to_owned());
+        }
+        for (i, (kind, items)) in described.iter().enumerate() {
+            let label = if i == 0 { "asks   " } else { "       " };
+            lines.push(format!("{label}  {kind} {items}"));
+        }
+    }
+    let described = grants.describe();
+    if described.is_empty() {
+        lines.push("granted  nothing".to_owned());
+    }
+    for (i, (kind, items)) in described.iter().enumerate() {
+        let label = if i == 0 { "granted" } else { "       " };
+        lines.push(format!("{label}  {kind} {items}"));
+    }
+    lines
+}
 
 /// `1234567` → `1,234,567`.
 pub fn thousands(value: u64) -> String {

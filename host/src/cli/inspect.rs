@@ -66,6 +66,20 @@ fn show(found: &Inspection) {
         HumanDuration(limits.timeout),
         limits.output
     );
+    println!(
+        "            http {} requests · {} of responses ({} when over) · {} per request",
+        limits.http_requests,
+        limits.http_response,
+        limits.http_oversized.as_str(),
+        HumanDuration(limits.http_timeout)
+    );
+    println!("  grants");
+    for line in format::grants(found.asks.as_ref(), &found.grants) {
+        println!("    {line}");
+    }
+    for notice in &found.notices {
+        println!("    note: {notice}");
+    }
     if !found.tools.is_empty() {
         println!("  tools");
         for tool in &found.tools {
@@ -97,7 +111,14 @@ fn as_json(found: &Inspection) -> serde_json::Value {
             "memory": found.limits.memory.bytes(),
             "timeout_ms": found.limits.timeout.as_millis() as u64,
             "output": found.limits.output.bytes(),
+            "http_requests": found.limits.http_requests,
+            "http_response": found.limits.http_response.bytes(),
+            "http_oversized": found.limits.http_oversized.as_str(),
+            "http_timeout_ms": found.limits.http_timeout.as_millis() as u64,
         },
+        "asks": found.asks.as_ref().map(|asks| asks.to_json()),
+        "grants": found.grants.to_json(),
+        "notices": found.notices,
         "tools": found.tools.iter().map(|tool| json!({
             "name": tool.name,
             "description": tool.description,

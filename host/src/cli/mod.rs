@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 use clap::{ArgAction, Parser, Subcommand};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use toolhost::{Config, Host};
+use toolhost::{Config, Host, ProblemKind};
 
 /// The plugins folder used when neither `--plugins` nor the config names one.
 const DEFAULT_PLUGINS_DIR: &str = "plugins/dist";
@@ -99,6 +99,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
 }
 
 /// Makes a host and loads the plugins folder, printing what could not load.
+/// (Grant notices are printed by the commands: all of them by `tools`, the
+/// called plugin's by `call`.)
 async fn load(config: Config, flag: Option<&Path>) -> Result<Host> {
     let dir = flag
         .map(Path::to_path_buf)
@@ -107,7 +109,9 @@ async fn load(config: Config, flag: Option<&Path>) -> Result<Host> {
     let mut host = Host::new(config)?;
     host.load_dir(&dir).await.with_context(|| "could not load plugins".to_owned())?;
     for problem in host.problems() {
-        eprintln!("warning: skipped {problem}");
+        if problem.kind != ProblemKind::Grant {
+            eprintln!("warning: skipped {problem}");
+        }
     }
     Ok(host)
 }

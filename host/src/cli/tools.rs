@@ -1,18 +1,24 @@
 //! `toolhost tools`: what the loaded plugins offer.
 
+use super::format;
 use anyhow::Result;
 use serde_json::{Value, json};
 use std::process::ExitCode;
-use toolhost::Host;
+use toolhost::{Host, ProblemKind};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Print a JSON array: name, plugin, description, input_schema, path
+    /// Print a JSON array: name, plugin, description, input_schema, path, asks, grants
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(host: &Host, args: &Args) -> Result<ExitCode> {
+    for problem in host.problems() {
+        if problem.kind == ProblemKind::Grant {
+            eprintln!("warning: {problem}");
+        }
+    }
     let tools = host.tools();
     if args.json {
         let listed: Vec<Value> = tools
@@ -24,6 +30,9 @@ pub fn run(host: &Host, args: &Args) -> Result<ExitCode> {
                     "description": tool.description,
                     "input_schema": tool.schema,
                     "path": plugin.path.display().to_string(),
+                    "asks": plugin.asks.as_ref().map(|asks| asks.to_json()),
+                    "grants": plugin.grants.to_json(),
+                    "notices": plugin.notices,
                 })
             })
             .collect();
@@ -41,6 +50,16 @@ pub fn run(host: &Host, args: &Args) -> Result<ExitCode> {
         }
         for line in arguments(&tool.schema) {
             println!("    · {line}");
+        }
+        println!();
+    }
+    for plugin in host.plugins() {
+        if plugin.asks.is_none() && plugin.grants.is_empty() {
+            continue;
+        }
+        println!("plugin {}", plugin.name);
+        for line in format::grants(plugin.asks.as_ref(), &plugin.grants) {
+            println!("    {line}");
         }
         println!();
     }

@@ -1,0 +1,263 @@
+//! The environment grant: which of the host's environment variables a plugin
+//! sees, and which of them are secrets.
+//!
+//! Variables are granted by name (`env = ["LANG"]`, `secrets = ["API_KEY"]`);
+//! names are checked when the config is read, values are read from toolhost's
+//! own environment once, when the plugin is loaded. A plugin sees exactly the
+//! granted names that are set, and nothing else. A secret's value lives in a
+//! [`Secret`], which never prints (its `Debug` and `Display` show a
+//! placeholder), and [`Redactor`] scrubs secret values out of everything a call
+//! hands back: output, error text, stdout, stderr and log records.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+use std::str::FromStr;
+
+/// Environment variables a plugin may see. `Default` is none.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EnvGrant {
+    /// Variables passed as they are.
+    pub names: Vec<EnvName>,
+    /// Variables passed but never shown: their values are scrubbed from
+    /// output, logs and reports.
+    pub secrets: Vec<EnvName>,
+}
+
+impl EnvGrant {
+    /// Whether `name` is granted, as a plain variable or a secret.
+    pub fn grants(&self, name: &EnvName) -> bool {
+        self.names.contains(name) || self.secrets.contains(name)
+    }
+
+    /// Reads the granted variables from `lookup` (toolhost's environment):
+    /// the plain values, the secret ones, and the names that are not set. A
+    /// name granted both ways is a secret.
+    pub fn resolve(&self, lookup: impl Fn(&str) -> Option<String>) -> ResolvedEnv {
+        let mut unset = Vec::new();
+        let mut vars = Vec::new();
+        for name in self.names.iter().filter(|name| !self.secrets.contains(name)) {
+            match lookup(&name.0) {
+                Some(value) => vars.push((name.0.clone(), value)),
+                None => unset.push(name.clone()),
+            }
+        }
+        let mut secrets = Vec::new();
+        for name in &self.secrets {
+            match lookup(&name.0) {
+                Some(value) => secrets.push((name.0.clone(), Secret(value))),
+                None => unset.push(name.clone()),
+            }
+        }
+        ResolvedEnv { vars, secrets, unset }
+    }
+}
+
+/// The granted variables with their values, as read at load.
+#[derive(Debug, Default)]
+pub struct ResolvedEnv {
+    /// Plain variables: name and value.
+    pub vars: Vec<(String, String)>,
+    /// Secret variables: name and value.
+    pub secrets: Vec<(String, Secret)>,
+    /// Granted names that are not set.
+    pub unset: Vec<EnvName>,
+}
+
+/// An environment variable name: a letter or `_`, then letters, digits or `_`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct EnvName(String);
+
+impl EnvName {
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl FromStr for EnvName {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let name = text.trim();
+        if let Some((key, _)) = name.split_once('=') {
+            return Err(format!(
+                "`{name}`: grant a variable by name only (did you mean `{}`?); its value comes from \
+                 toolhost's own environment",
+                key.trim()
+            ));
+        }
+        let name = name.strip_prefix('$').unwrap_or(name);
+        let valid = name.chars().next().is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if valid {
+            Ok(EnvName(name.to_owned()))
+        } else {
+            Err(format!(
+                "`{}` is not an environment variable name: use letters, digits and `_`, not \
+                 starting with a digit (e.g. `API_KEY`)",
+                text.escape_debug()
+            ))
+        }
+    }
+}
+
+impl fmt::Display for EnvName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for EnvName {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl Serialize for EnvName {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+/// A secret value. It cannot be printed, logged or serialized by accident:
+/// `Debug` and `Display` show `[secret]`; [`Secret::expose`] is the one way to
+/// the value, used only to hand it to the plugin.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps `value`.
+    pub fn new(value: impl Into<String>) -> Secret {
+        Secret(value.into())
+    }
+
+    /// The value itself.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[secret]")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[secret]")
+    }
+}
+
+/// Secret values are scrubbed from text only when at least this long, so that
+/// a one-letter "secret" cannot blank out every such letter of an output.
+pub const MIN_REDACTED_LEN: usize = 4;
+
+/// Replaces the values of a plugin's secrets with `[secret NAME]` in text.
+#[derive(Debug, Clone, Default)]
+pub struct Redactor {
+    secrets: Vec<(String, Secret)>,
+}
+
+impl Redactor {
+    /// A redactor for `secrets` (name, value).
+    pub fn new(secrets: &[(String, Secret)]) -> Redactor {
+        let mut secrets: Vec<(String, Secret)> =
+            secrets.iter().filter(|(_, value)| value.0.len() >= MIN_REDACTED_LEN).cloned().collect();
+        // Longest first, so a secret that contains another is replaced whole.
+        secrets.sort_by_key(|(_, value)| std::cmp::Reverse(value.0.len()));
+        Redactor { secrets }
+    }
+
+    /// True when there is nothing to scrub.
+    pub fn is_empty(&self) -> bool {
+        self.secrets.is_empty()
+    }
+
+    /// `text` with every secret value replaced.
+    pub fn scrub(&self, text: String) -> String {
+        let mut text = text;
+        for (name, value) in &self.secrets {
+            if text.contains(value.expose()) {
+                text = text.replace(value.expose(), &format!("[secret {name}]"));
+            }
+        }
+        text
+    }
+
+    /// Scrubs `text` in place.
+    pub fn scrub_in_place(&self, text: &mut String) {
+        if !self.is_empty() {
+            *text = self.scrub(std::mem::take(text));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_variable_names() {
+        for (text, name) in [("LANG", "LANG"), ("api_key", "api_key"), ("_X1", "_X1"), (" $HOME ", "HOME")] {
+            assert_eq!(text.parse::<EnvName>().map(|name| name.0), Ok(name.to_owned()), "{text}");
+        }
+    }
+
+    #[test]
+    fn rejects_malformed_variable_names() {
+        let cases = [
+            ("", "not an environment variable name"),
+            ("1ABC", "not an environment variable name"),
+            ("MY-VAR", "not an environment variable name"),
+            ("A B", "not an environment variable name"),
+            ("API_KEY=abc", "did you mean `API_KEY`?"),
+        ];
+        for (text, expected) in cases {
+            let err = text.parse::<EnvName>().unwrap_err();
+            assert!(err.contains(expected), "{text:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn secrets_never_print() {
+        let secret = Secret::new("hunter2-very-secret");
+        assert_eq!(format!("{secret:?} {secret}"), "[secret] [secret]");
+        let pair = ("KEY".to_owned(), secret.clone());
+        assert!(!format!("{pair:?}").contains("hunter2"));
+        assert_eq!(secret.expose(), "hunter2-very-secret");
+    }
+
+    #[test]
+    fn the_redactor_scrubs_every_secret_value() {
+        let redactor = Redactor::new(&[
+            ("KEY".into(), Secret::new("abcd1234")),
+            ("LONG".into(), Secret::new("abcd1234-and-more")),
+            ("TINY".into(), Secret::new("x")),
+        ]);
+        assert_eq!(
+            redactor.scrub("a abcd1234 b abcd1234-and-more x".into()),
+            "a [secret KEY] b [secret LONG] x",
+            "longest first; too-short values are left alone"
+        );
+    }
+
+    #[test]
+    fn resolves_granted_names_and_reports_unset_ones() {
+        let grant = EnvGrant {
+            names: vec!["LANG".parse().unwrap(), "MISSING".parse().unwrap(), "TOKEN".parse().unwrap()],
+            secrets: vec!["TOKEN".parse().unwrap()],
+        };
+        let lookup = |name: &str| match name {
+            "LANG" => Some("C.UTF-8".to_owned()),
+            "TOKEN" => Some("t0ken-value".to_owned()),
+            _ => None,
+        };
+        let ResolvedEnv { vars, secrets, unset } = grant.resolve(lookup);
+        assert_eq!(vars, [("LANG".to_owned(), "C.UTF-8".to_owned())], "TOKEN is granted as a secret only");
+        assert_eq!(secrets.len(), 1);
+        assert_eq!(secrets[0].1.expose(), "t0ken-value");
+        assert_eq!(unset, ["MISSING".parse::<EnvName>().unwrap()]);
+    }
+}
