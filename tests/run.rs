@@ -393,3 +393,23 @@ fn ctrl_c_cancels_the_request_or_the_tools_and_still_writes_the_transcript() {
     let last = std::fs::read_to_string(&events).unwrap().lines().last().unwrap().to_owned();
     assert!(last.contains("\"status\":\"cancelled\""), "{last}");
 }
+
+#[test]
+fn a_refused_host_is_named_to_the_model_and_in_the_events() {
+    let script = ALL[1];
+    let plugins = common::plugin_dir(&["fetch"]);
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("e.jsonl");
+    let server = ModelServer::start(vec![
+        script.calls(&[("f", "fetch", r#"{"url":"http://127.0.0.1:9/secret"}"#)]),
+        script.text("it was refused"),
+    ]);
+    let plugins = plugins.path().display().to_string();
+    let output = toolhost(script, &server, &plugins, &["run", "fetch it", "--yes", "--events", events.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results = results(script, &server, 1);
+    assert!(results[0].1.contains("toolhost refused: http://127.0.0.1:9"), "{results:?}");
+    let text = std::fs::read_to_string(&events).unwrap();
+    let finished = text.lines().find(|line| line.contains("tool_call_failed") || line.contains("tool_call_completed")).unwrap();
+    assert!(finished.contains("\"refused\":[{\"target\":\"http://127.0.0.1:9"), "{finished}");
+}

@@ -255,7 +255,12 @@ impl Agent {
                     tool: call.name.clone(),
                     plugin: plugin.name.to_string(),
                     arguments: call.arguments.clone(),
-                    capabilities: Vec::new(),
+                    capabilities: plugin
+                        .grants
+                        .describe()
+                        .into_iter()
+                        .map(|(kind, granted)| format!("{kind}: {granted}"))
+                        .collect(),
                 };
                 match self.approver.decide(&request).await {
                     Decision::AllowOnce => Ok(Some(ApprovedBy::UserOnce)),
@@ -280,9 +285,12 @@ impl Agent {
         self.emit(Event::ToolCallStarted { call_id: call.id.clone(), tool: call.name.clone() });
         let report = self.host.call(&call.name, &call.arguments, &LimitOverrides::default()).await;
         let duration_ms = report.usage.wall.as_secs_f64() * 1_000.0;
+        // The model is told what the host refused, so it does not retry blindly.
+        let refusals: String = report.refused.iter().map(|refusal| format!("\n[toolhost refused: {refusal}]")).collect();
         match report.outcome {
             Ok(output) => {
-                let (content, truncated_bytes) = cut_to_budget(output.as_str(), self.options.output_budget);
+                let (mut content, truncated_bytes) = cut_to_budget(output.as_str(), self.options.output_budget);
+                content.push_str(&refusals);
                 self.emit(Event::ToolCallCompleted {
                     call_id: call.id.clone(),
                     tool: call.name.clone(),
@@ -291,6 +299,7 @@ impl Agent {
                     duration_ms,
                     output_bytes: output.as_str().len(),
                     truncated_bytes,
+                    refused: report.refused,
                 });
                 ToolResult { call_id: call.id.clone(), name: call.name.clone(), content, is_error: false }
             }
@@ -304,8 +313,10 @@ impl Agent {
                     fuel: report.usage.fuel,
                     memory_peak: report.usage.memory_peak,
                     duration_ms,
+                    refused: report.refused,
                 });
-                let (content, _) = cut_to_budget(&message, self.options.output_budget);
+                let (mut content, _) = cut_to_budget(&message, self.options.output_budget);
+                content.push_str(&refusals);
                 error_result(call, content)
             }
         }

@@ -3,6 +3,7 @@
 //! channel; `toolhost run --events FILE` writes them as JSON Lines.
 
 use crate::model::{StopReason, TokenUsage};
+use crate::outcome::Refusal;
 use serde::Serialize;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -130,6 +131,10 @@ pub enum Event {
         output_bytes: usize,
         /// Bytes cut to fit the output budget.
         truncated_bytes: usize,
+        /// What the host refused the plugin (hosts not granted, private
+        /// addresses, request limits), in the order it happened.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        refused: Vec<Refusal>,
     },
     /// The call failed (including unknown tools and invalid arguments).
     ToolCallFailed {
@@ -147,6 +152,9 @@ pub enum Event {
         memory_peak: u64,
         /// Wall time.
         duration_ms: f64,
+        /// What the host refused the plugin.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        refused: Vec<Refusal>,
     },
     /// A run ended.
     RunFinished {
