@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Builds the C plugins in this folder into components:
+#   plugins/c/NAME/*.c              -> plugins/dist/NAME.wasm
+#   plugins/c/misbehaving/NAME/*.c  -> plugins/dist-test/NAME.wasm
+# Each is compiled with sdk/c/toolhost.c (the C SDK) and the bindings that
+# wit-bindgen's C generator writes for wit/v0.1.0.
+#
+# Toolchain, installed here when missing (and skipped when present):
+#   clang, lld, wasi-libc, libclang-rt-N-dev-wasm32  Debian packages (apt-get); wasi-libc
+#       targets wasm32-wasi, i.e. WASI preview 1, so the linked module imports
+#       `wasi_snapshot_preview1`
+#   wit-bindgen-cli 0.63.0                            crates.io (cargo install, C generator only)
+#   wasm-component-ld                                 ships with Rust's toolchain (rustup), which
+#       uses it to link wasm32-wasip2; it runs wasm-ld, then turns the module into a component
+#       with the WASI preview-1 adapter it embeds and the component type that wit-bindgen emitted.
+#       Falls back to `cargo install wasm-component-ld --version 0.5.21`.
+# Usage: bash plugins/c/build.sh (plugins/build.sh calls it).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+dist="$repo/plugins/dist"
+dist_test="$repo/plugins/dist-test"
+WIT_BINDGEN_VERSION=0.63.0
+WASM_COMPONENT_LD_VERSION=0.5.21
+
+say() { echo "c plugins: $*" >&2; }
+
+apt_install() {
+    if [ "$(id -u)" != 0 ]; then
+        say "missing Debian packages: $*; install them with: sudo apt-get install $*"
+        exit 1
+    fi
+    say "installing $* (apt-get)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+missing_packages() {
+    local pkg
+    for pkg in "$@"; do
+        dpkg -s "$pkg" >/dev/null 2>&1 || echo "$pkg"
+    done
+}
+
+# clang first: the compiler-rt package is named after clang's major version.
+mapfile -t missing < <(missing_packages clang lld wasi-libc)
+if [ "${#missing[@]}" -gt 0 ]; then apt_install "${missing[@]}"; fi
+clang_major="$(clang -dumpversion | cut -d. -f1)"
+mapfile -t missing < <(missing_packages "libclang-rt-$clang_major-dev-wasm32")
+if [ "${#missing[@]}" -gt 0 ]; then apt_install "${missing[@]}"; fi
+
+if ! wit-bindgen --version 2>/dev/null | grep -qx "wit-bindgen-cli $WIT_BINDGEN_VERSION"; then
+    say "installing wit-bindgen-cli $WIT_BINDGEN_VERSION (cargo install, a few minutes once)"
+    cargo install wit-bindgen-cli --version "$WIT_BINDGEN_VERSION" --no-default-features --features c --locked --quiet
+fi
+
+host_triple="$(rustc -vV | sed -n 's/^host: //p')"
+linker="$(rustc --print sysroot)/lib/rustlib/$host_triple/bin/wasm-component-ld"
+if [ ! -x "$linker" ]; then
+    linker="$(command -v wasm-component-ld || true)"
+    if [ -z "$linker" ]; then
+        say "installing wasm-component-ld $WASM_COMPONENT_LD_VERSION (cargo install)"
+        cargo install wasm-component-ld --version "$WASM_COMPONENT_LD_VERSION" --locked --quiet
+        linker="$(command -v wasm-component-ld)"
+    fi
+fi
+
+build="$here/target"
+mkdir -p "$build" "$dist" "$dist_test"
+if ! said="$(wit-bindgen c "$repo/wit/v0.1.0" --world toolhost:plugin/plugin@0.1.0 --out-dir "$build/gen" 2>&1)"; then
+    echo "$said" >&2
+    exit 1
+fi
+
+# compile NAME DIR OUT_DIR
+compile() {
+    local name="$1" dir="$2" out="$3"
+    clang --target=wasm32-wasi -mexec-model=reactor -O2 -Wall -Wextra \
+        -I "$build/gen" -I "$repo/sdk/c" \
+        -fuse-ld="$linker" -Wl,--wasm-ld-path="$(command -v wasm-ld)" -Wl,--strip-debug \
+        -o "$build/$name.wasm" \
+        "$dir"/*.c "$repo/sdk/c/toolhost.c" "$build/gen/plugin.c" "$build/gen/plugin_component_type.o" -lm
+    cp "$build/$name.wasm" "$out/"
+}
+
+count=0
+for dir in "$here"/*/ "$here"/misbehaving/*/; do
+    dir="${dir%/}"
+    compgen -G "$dir/*.c" >/dev/null || continue
+    name="$(basename "$dir")"
+    case "$dir" in
+        "$here"/misbehaving/*) compile "$name" "$dir" "$dist_test" ;;
+        *) compile "$name" "$dir" "$dist" ;;
+    esac
+    count=$((count + 1))
+done
+say "built $count"
