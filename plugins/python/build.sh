@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Builds the Python plugins in this folder into components with componentize-py:
+#   plugins/python/NAME/app.py              -> plugins/dist/NAME.wasm
+#   plugins/python/misbehaving/NAME/app.py  -> plugins/dist-test/NAME.wasm
+# componentize-py (PyPI, pinned in requirements.txt) bundles CPython and the
+# standard library into each component and generates the `wit_world` bindings
+# for wit/v0.1.0 at build time. It is installed into plugins/python/.venv when
+# missing or at another version; a second run skips the install.
+# Usage: bash plugins/python/build.sh (plugins/build.sh calls it).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+venv="$here/.venv"
+pinned="$(sed -n 's/^componentize-py==//p' "$here/requirements.txt")"
+
+say() { echo "python plugins: $*" >&2; }
+
+if [ "$("$venv/bin/componentize-py" --version 2>/dev/null)" != "componentize-py $pinned" ]; then
+    command -v python3 >/dev/null || { say "python3 is needed (3.9 or newer) to install componentize-py"; exit 1; }
+    say "installing componentize-py $pinned into $venv (pip)"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$here/requirements.txt"
+fi
+
+# Components are built into $here/target and rebuilt only when a source is
+# newer: the toolchain's output is not byte-for-byte reproducible, and a new
+# file would make every host recompile it.
+stale() {
+    local artifact="$1" dir="$2"
+    [ ! -f "$artifact" ] || [ -n "$(find "$dir" "$repo/wit/v0.1.0" "$here/build.sh" "$here/requirements.txt" -newer "$artifact" -print -quit)" ]
+}
+
+mkdir -p "$here/target" "$repo/plugins/dist" "$repo/plugins/dist-test"
+count=0
+for dir in "$here"/*/ "$here"/misbehaving/*/; do
+    dir="${dir%/}"
+    [ -f "$dir/app.py" ] || continue
+    name="$(basename "$dir")"
+    case "$dir" in
+        "$here"/misbehaving/*) out="$repo/plugins/dist-test" ;;
+        *) out="$repo/plugins/dist" ;;
+    esac
+    artifact="$here/target/$name.wasm"
+    if stale "$artifact" "$dir"; then
+        # -p limits what is bundled to the plugin's own folder (plus the standard library).
+        (cd "$dir" && "$venv/bin/componentize-py" --quiet -d "$repo/wit/v0.1.0" -w toolhost:plugin/plugin@0.1.0 \
+            componentize app -p "$dir" -o "$artifact.tmp")
+        mv "$artifact.tmp" "$artifact"
+    fi
+    cp "$artifact" "$out/"
+    count=$((count + 1))
+done
+say "built $count"
