@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Builds every plugin in this folder from source for wasm32-wasip2 and copies
-# the components where the host and the tests look for them:
+# Builds every plugin in this folder from source and copies the components
+# where the host and the tests look for them:
 #   plugins/dist/          the example plugins (the default plugins directory),
 #                          each with its manifest NAME.toml when it has one
 #   plugins/dist-test/     test plugins that misbehave on purpose when called
 #   plugins/dist-broken/   test plugins that break the contract and must not load
+# Rust plugins (the cargo workspace here) are built for wasm32-wasip2; the
+# Python, JavaScript and C ones by python/build.sh, js/build.sh and
+# c/build.sh, each of which installs its toolchain from the registries the
+# first time (pip, npm, apt-get, cargo install) and skips that afterwards.
 # Usage: bash plugins/build.sh
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -36,6 +40,9 @@ for manifest in broken/*/Cargo.toml; do
     name="$(basename "$(dirname "$manifest")")"
     cp "$out/$name.wasm" dist-broken/
 done
+bash "$here/python/build.sh"
+bash "$here/js/build.sh"
+bash "$here/c/build.sh"
 # echo is the trivial tool the tests and benchmarks lean on: keep a copy with the test plugins.
 cp dist/echo.wasm dist-test/
 echo "built $(ls dist/*.wasm | wc -l) plugins into plugins/dist, $(ls dist-test | wc -l) into plugins/dist-test and $(ls dist-broken | wc -l) into plugins/dist-broken" >&2
