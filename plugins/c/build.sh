@@ -74,12 +74,19 @@ fi
 
 # compile NAME DIR OUT_DIR
 compile() {
-    local name="$1" dir="$2" out="$3"
-    clang --target=wasm32-wasi -mexec-model=reactor -O2 -Wall -Wextra \
-        -I "$build/gen" -I "$repo/sdk/c" \
+    local name="$1" dir="$2" out="$3" source
+    local objects="$build/obj/$name"
+    rm -rf "$objects"
+    mkdir -p "$objects"
+    for source in "$dir"/*.c "$repo/sdk/c/toolhost.c" "$build/gen/plugin.c"; do
+        clang --target=wasm32-wasi -O2 -Wall -Wextra -I "$build/gen" -I "$repo/sdk/c" \
+            -c "$source" -o "$objects/$(basename "$source" .c).o"
+    done
+    # Linked without -O: with it clang would run a `wasm-opt` found on PATH
+    # over the output, which is a component and not a module.
+    clang --target=wasm32-wasi -mexec-model=reactor \
         -fuse-ld="$linker" -Wl,--wasm-ld-path="$(command -v wasm-ld)" -Wl,--strip-debug \
-        -o "$build/$name.wasm" \
-        "$dir"/*.c "$repo/sdk/c/toolhost.c" "$build/gen/plugin.c" "$build/gen/plugin_component_type.o" -lm
+        -o "$build/$name.wasm" "$objects"/*.o "$build/gen/plugin_component_type.o" -lm
     cp "$build/$name.wasm" "$out/"
 }
 

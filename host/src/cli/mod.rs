@@ -5,6 +5,7 @@ mod call;
 mod chat;
 mod format;
 mod inspect;
+mod new;
 mod run;
 mod session;
 mod terminal;
@@ -56,6 +57,8 @@ enum Command {
     Run(run::Args),
     /// Talk with a model over several prompts, letting it call the tools
     Chat(chat::Args),
+    /// Start a plugin project in Rust, Python, JavaScript or C from a template
+    New(new::Args),
 }
 
 /// Runs the command line and maps the result to an exit status.
@@ -79,6 +82,10 @@ pub fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<ExitCode> {
+    // `new` needs no config: a broken toolhost.toml in the folder must not stop it.
+    if let Command::New(args) = &cli.command {
+        return new::run(args);
+    }
     let config = Config::discover(cli.config.as_deref())?;
     match cli.command {
         Command::Tools(args) => {
@@ -95,6 +102,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Run(args) => run::run(load(config, cli.plugins.as_deref()).await?, args).await,
         Command::Chat(args) => chat::run(load(config, cli.plugins.as_deref()).await?, args).await,
+        Command::New(args) => new::run(&args),
     }
 }
 
