@@ -7,7 +7,7 @@ use serde_json::Value;
 use std::path::Path;
 
 fn bundled() -> String {
-    common::plugins_src().join("dist").display().to_string()
+    common::bundled().display().to_string()
 }
 
 fn test_plugins() -> tempfile::TempDir {

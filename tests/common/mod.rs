@@ -25,6 +25,20 @@ pub fn plugin(name: &str) -> PathBuf {
     panic!("plugin {name}.wasm is not built: run `bash plugins/build.sh` first (the README's test command does)");
 }
 
+/// `plugins/dist`, the bundled examples, once a first `toolhost tools` has
+/// compiled them all into the shared cache: tests running in parallel then
+/// load them from the cache instead of each compiling the multi-megabyte
+/// Python and JavaScript components.
+pub fn bundled() -> PathBuf {
+    static WARM: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    let dir = plugins_src().join("dist");
+    WARM.get_or_init(|| {
+        let output = toolhost(Path::new("."), &["--plugins", &dir.display().to_string(), "tools"]);
+        assert!(output.status.success(), "loading the bundled plugins failed: {}", stderr(&output));
+    });
+    dir
+}
+
 /// A compile cache shared by the tests of one run, so each plugin compiles once.
 pub fn shared_cache() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("toolhost-cache")
