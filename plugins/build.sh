@@ -19,7 +19,8 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2; then
     rustup target add wasm32-wasip2
 fi
 
-cargo build --release --target wasm32-wasip2 --workspace --locked
+# Always plugins/target, even when CARGO_TARGET_DIR points the host's build elsewhere.
+cargo build --release --target wasm32-wasip2 --workspace --locked --target-dir "$here/target"
 
 out="$here/target/wasm32-wasip2/release"
 rm -rf dist dist-test dist-broken
