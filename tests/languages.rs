@@ -1,16 +1,18 @@
 //! Plugins written in Python, JavaScript and C, built from `plugins/` by
 //! `plugins/build.sh`, run through the real `toolhost` binary and the
 //! library: their tools load with their schemas, answer, report bad arguments
-//! and failures as the contract's typed errors, log through the host, and are
-//! held to the same limits as Rust plugins.
+//! and failures as the contract's typed errors, log through the host, are
+//! held to the same limits as Rust plugins, and reach the network only where
+//! granted (the JavaScript `webpage` plugin against a server on 127.0.0.1).
 
 mod common;
 
-use common::{host_with, stderr, stdout, toolhost};
+use common::server::TestServer;
+use common::{config_from, host_with, host_with_config, stderr, stdout, toolhost};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::Duration;
-use toolhost::{ByteSize, CallError, HumanDuration, LimitOverrides, ToolOutput};
+use toolhost::{ByteSize, CallError, HumanDuration, LimitOverrides, Refusal, RefusalReason, ToolOutput};
 
 /// `toolhost --plugins plugins/dist call TOOL ARGS --json`, parsed.
 fn call(tool: &str, args: Value) -> Value {
@@ -42,6 +44,7 @@ fn every_language_example_lists_its_tools_with_schemas() {
         ("url_parse", "markup", "url"),
         ("markdown_table", "markup", "rows"),
         ("fill_template", "markup", "template"),
+        ("page_links", "webpage", "url"),
         ("describe_numbers", "stats", "numbers"),
         ("linear_regression", "stats", "x"),
     ];
@@ -235,4 +238,55 @@ async fn python_and_javascript_calls_fit_the_default_limits() {
         assert!(report.usage.fuel < defaults.fuel / 100, "{tool}: fuel {}", report.usage.fuel);
         assert!(report.usage.memory_peak < defaults.memory.bytes() / 4, "{tool}: memory {}", report.usage.memory_peak);
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_javascript_plugin_fetches_a_granted_host_with_fetch() {
+    let server = TestServer::start();
+    let grant = format!("[plugins.webpage]\nhttp = [\"{}\"]\n", server.origin());
+    let (host, _dir) = host_with_config(&["webpage"], config_from(&grant)).await;
+    let args = json!({ "url": server.url("/page") }).to_string();
+    let report = host.call("page_links", &args, &LimitOverrides::default()).await;
+    let Ok(ToolOutput::Json(text)) = &report.outcome else { panic!("{:?} (refused: {:?})", report.outcome, report.refused) };
+    let page: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(page["status"], 200);
+    assert_eq!(page["title"], "Links & more");
+    assert_eq!(
+        page["links"],
+        json!([
+            { "text": "Say hello", "href": server.url("/hello") },
+            { "text": "Chain", "href": server.url("/chain/0") },
+            { "text": "Elsewhere", "href": "https://example.org/elsewhere" },
+        ]),
+        "absolute, without fragments, mailto: or duplicates"
+    );
+    assert_eq!(report.usage.http_requests, 1);
+    assert!(report.refused.is_empty(), "{:?}", report.refused);
+    assert!(report.logs.iter().any(|log| log.message == "read a page"), "{:?}", report.logs);
+    assert_eq!(server.seen(), ["/page"], "it did not follow the links");
+
+    let args = json!({ "url": server.url("/missing") }).to_string();
+    let report = host.call("page_links", &args, &LimitOverrides::default()).await;
+    assert_eq!(report.outcome, Err(CallError::ToolFailed(format!("{} answered 404 Not Found", server.url("/missing")))));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_javascript_plugin_reaches_no_host_it_was_not_granted() {
+    let server = TestServer::start();
+    let other = TestServer::start();
+    for config in [String::new(), format!("[plugins.webpage]\nhttp = [\"{}\"]\n", other.origin())] {
+        let (host, _dir) = host_with_config(&["webpage"], config_from(&config)).await;
+        let args = json!({ "url": server.url("/page") }).to_string();
+        let report = host.call("page_links", &args, &LimitOverrides::default()).await;
+        match &report.outcome {
+            Err(CallError::ToolFailed(message)) => {
+                assert!(message.contains(&format!("could not fetch {}", server.url("/page"))), "{message}");
+                assert!(message.contains("[plugins.webpage]"), "says where to grant it: {message}");
+            }
+            other => panic!("expected a failure, got {other:?}"),
+        }
+        assert_eq!(report.refused, [Refusal { target: server.origin(), reason: RefusalReason::NotGranted }], "{config}");
+        assert_eq!(report.usage.http_requests, 0);
+    }
+    assert!(server.seen().is_empty() && other.seen().is_empty(), "nothing was sent");
 }

@@ -7,8 +7,9 @@
 # pre-initialises it with Wizer. It is installed into plugins/js/node_modules
 # with npm when missing or when the lock file changed; a second run skips it.
 # WASI features a tool does not need are disabled (random, clocks, http,
-# fetch-event); stdio stays so that an uncaught exception is printed where
-# `toolhost -vv` shows it.
+# fetch-event; http stays for a plugin whose manifest NAME.toml asks for it);
+# stdio stays so that an uncaught exception is printed where `toolhost -vv`
+# shows it.
 # Usage: bash plugins/js/build.sh (plugins/build.sh calls it).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -56,13 +57,23 @@ for dir in "$here"/*/ "$here"/misbehaving/*/; do
         "$here"/misbehaving/*) out="$repo/plugins/dist-test" ;;
         *) out="$repo/plugins/dist" ;;
     esac
+    # A plugin whose manifest (NAME.toml) asks for HTTP keeps `wasi:http`, so
+    # that fetch() works where the operator grants it; the others leave it out.
+    disabled=(random clocks http fetch-event)
+    if grep -qs '^http *=' "$dir/$name.toml"; then
+        disabled=(random clocks fetch-event)
+    fi
     artifact="$here/target/$name.wasm"
     if stale "$artifact" "$dir"; then
         "$here/node_modules/.bin/componentize-js" "$dir/app.js" --wit "$repo/wit/v0.1.0" --world-name plugin \
-            --disable random clocks http fetch-event -o "$artifact.tmp" >/dev/null
+            --disable "${disabled[@]}" -o "$artifact.tmp" >/dev/null
         mv "$artifact.tmp" "$artifact"
     fi
     cp "$artifact" "$out/"
+    # The manifest (what the plugin asks for) travels beside its .wasm.
+    if [ -f "$dir/$name.toml" ]; then
+        cp "$dir/$name.toml" "$out/"
+    fi
     count=$((count + 1))
 done
 say "built $count"

@@ -9,6 +9,8 @@
 //! - `/redirect?to=URL`: 302 to URL
 //! - `/chain/N`: 302 to `/chain/N-1`; `/chain/0` is 200, `end of chain`
 //! - `/slow`: waits 5 seconds, then 200
+//! - `/page`: 200, a small HTML page with a title and links (relative,
+//!   absolute, duplicated, `mailto:`) for the `webpage` plugin
 //! - anything else: 404
 
 use std::io::{BufRead, BufReader, Write};
@@ -119,6 +121,13 @@ fn route(path: &str, port: u16) -> (&'static str, Option<String>, Vec<u8>) {
             return ("200 OK", None, b"end of chain".to_vec());
         }
         return ("302 Found", Some(format!("http://127.0.0.1:{port}/chain/{}", n - 1)), Vec::new());
+    }
+    if path == "/page" {
+        let page = "<html><head><title>Links &amp; more</title></head><body>\n\
+            <a href=\"/hello\">Say <b>hello</b></a> <a href='chain/0#top'>Chain</a>\n\
+            <a href=https://example.org/elsewhere>Elsewhere</a> <a href=\"mailto:a@b.c\">Mail</a>\n\
+            <a href=\"/hello\">Hello again</a></body></html>";
+        return ("200 OK", None, page.as_bytes().to_vec());
     }
     if path == "/slow" {
         std::thread::sleep(Duration::from_secs(5));
