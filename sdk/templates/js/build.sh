@@ -16,7 +16,8 @@ if [ ! -x "$componentize" ]; then
     fi
 fi
 
-# WASI features the tool does not use are left out; add `http` back (and drop
-# it from this list) for a tool that fetches URLs once its host grants network access.
+# WASI features the tool does not use are left out. For a tool that calls
+# fetch(), drop `http` from this list, and have the operator grant its hosts
+# under [plugins.__NAME__] http = [...] in toolhost.toml.
 "$componentize" app.js --wit wit --world-name plugin --disable random clocks http fetch-event -o __NAME__.wasm >/dev/null
 echo "built $(pwd)/__NAME__.wasm" >&2
