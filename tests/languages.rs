@@ -68,6 +68,7 @@ fn the_python_example_converts_units() {
     let out = json_output(&call("convert_units", json!({ "value": 212, "from": "°F", "to": "celsius" })));
     assert_eq!(out["result"], 100.0);
     assert_eq!(out["dimension"], "temperature");
+    assert_eq!(out["text"], "212 °F = 100 °C");
     let out = json_output(&call("convert_units", json!({ "value": 1, "from": "GiB", "to": "MB", "significant_digits": 4 })));
     assert_eq!(out["result"], 1074.0);
     let out = json_output(&call("list_units", json!({ "dimension": "speed" })));

@@ -142,6 +142,9 @@ for _dimension, _units in UNITS.items():
             _EXACT.setdefault(_spelling, (_dimension, _unit))
             _FOLDED.setdefault(_spelling.lower(), set()).add((_dimension, _unit))
 
+# How a unit is written in the `text` of a result, where it differs from its symbol.
+_SHOWN = {"C": "°C", "F": "°F", "R": "°R"}
+
 # Kelvin offsets of the temperature scales: kelvin = (value + offset) * scale.
 _TEMPERATURE = {"C": (273.15, 1.0), "F": (459.67, 5 / 9), "K": (0.0, 1.0), "R": (0.0, 5 / 9)}
 
@@ -210,7 +213,7 @@ def convert_units(args):
         "to": target,
         "dimension": dimension,
         "result": rounded,
-        "text": f"{value:g} {source} = {rounded:.{digits}g} {target}",
+        "text": f"{value:g} {_SHOWN.get(source, source)} = {rounded:.{digits}g} {_SHOWN.get(target, target)}",
     }
 
 
