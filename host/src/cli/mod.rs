@@ -115,7 +115,27 @@ async fn load(config: Config, flag: Option<&Path>) -> Result<Host> {
         .or_else(|| config.plugins_dir.clone())
         .unwrap_or_else(|| PathBuf::from(DEFAULT_PLUGINS_DIR));
     let mut host = Host::new(config)?;
-    host.load_dir(&dir).await.with_context(|| "could not load plugins".to_owned())?;
+    {
+        // Loading from the compile cache takes milliseconds; compiling a new
+        // or changed plugin can take seconds, so say what is going on then.
+        let loading = host.load_dir(&dir);
+        tokio::pin!(loading);
+        let loaded = tokio::select! {
+            loaded = &mut loading => loaded,
+            () = tokio::time::sleep(std::time::Duration::from_millis(400)) => {
+                let spinner = indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
+                spinner.set_message(format!(
+                    "loading the plugins in {} (new or changed ones are compiled once, then cached)",
+                    dir.display()
+                ));
+                spinner.enable_steady_tick(std::time::Duration::from_millis(100));
+                let loaded = loading.await;
+                spinner.finish_and_clear();
+                loaded
+            }
+        };
+        loaded.with_context(|| "could not load plugins".to_owned())?;
+    }
     for problem in host.problems() {
         if problem.kind != ProblemKind::Grant {
             eprintln!("warning: skipped {problem}");
