@@ -123,12 +123,7 @@ async fn load(config: Config, flag: Option<&Path>) -> Result<Host> {
         let loaded = tokio::select! {
             loaded = &mut loading => loaded,
             () = tokio::time::sleep(std::time::Duration::from_millis(400)) => {
-                let spinner = indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
-                spinner.set_message(format!(
-                    "loading the plugins in {} (new or changed ones are compiled once, then cached)",
-                    dir.display()
-                ));
-                spinner.enable_steady_tick(std::time::Duration::from_millis(100));
+                let spinner = terminal::spinner("loading plugins (compiling new ones, cached for next time)".to_owned());
                 let loaded = loading.await;
                 spinner.finish_and_clear();
                 loaded

@@ -51,11 +51,9 @@ impl Terminal {
             Event::ModelRequest { turn, .. } => {
                 self.pause();
                 if std::io::stderr().is_terminal() {
-                    let spinner = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-                    spinner.set_style(ProgressStyle::with_template("{spinner} {msg} {elapsed}").unwrap_or_else(|_| ProgressStyle::default_spinner()));
-                    spinner.set_message(if *turn == 1 { "waiting for the model".to_owned() } else { format!("waiting for the model (turn {turn})") });
-                    spinner.enable_steady_tick(Duration::from_millis(100));
-                    self.state().spinner = Some(spinner);
+                    let message =
+                        if *turn == 1 { "waiting for the model".to_owned() } else { format!("waiting for the model (turn {turn})") };
+                    self.state().spinner = Some(spinner(message));
                 }
             }
             Event::TextDelta { text } => {
@@ -99,6 +97,16 @@ impl Terminal {
             _ => {}
         }
     }
+}
+
+/// A spinner on stderr with `message` and the time elapsed; hidden when
+/// stderr is not a terminal.
+pub fn spinner(message: String) -> ProgressBar {
+    let spinner = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    spinner.set_style(ProgressStyle::with_template("{spinner} {msg} {elapsed}").unwrap_or_else(|_| ProgressStyle::default_spinner()));
+    spinner.set_message(message);
+    spinner.enable_steady_tick(Duration::from_millis(100));
+    spinner
 }
 
 /// Asks the person at the terminal about each call whose policy is `ask`.
