@@ -8,7 +8,6 @@
 use crate::cache::{Cache, Origin};
 use crate::grants::{Granted, Grants, Manifest};
 use crate::limits::{ByteSize, Limits};
-use crate::outcome::CallError;
 use crate::sandbox::{self, HostState, Request, Response, Sandbox, v0_1_0};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -170,7 +169,7 @@ pub(crate) async fn list_tools(sandbox: &Sandbox, name: &Arc<str>, limits: &Limi
     let listed = match invocation.result {
         Ok(Response::Tools(tools)) => tools,
         Ok(Response::Called(_)) => return Err("answered the wrong request".to_owned()),
-        Err(err) => return Err(format!("listing its tools failed: it {}", describe_failure(&err))),
+        Err(err) => return Err(format!("listing its tools failed: it {err}")),
     };
     let size: usize = listed
         .iter()
@@ -198,9 +197,6 @@ pub(crate) async fn list_tools(sandbox: &Sandbox, name: &Arc<str>, limits: &Limi
     Ok(tools)
 }
 
-fn describe_failure(err: &CallError) -> String {
-    err.to_string()
-}
 
 /// Checks a tool name against `^[a-zA-Z0-9_-]{1,64}$`, what model APIs accept.
 pub fn check_name(name: &str) -> Result<(), String> {

@@ -74,12 +74,12 @@ fn show(report: &CallReport) {
             Ok(value) => println!("{}", serde_json::to_string_pretty(&value).unwrap_or_else(|_| text.clone())),
             Err(_) => println!("{text}"),
         },
-        Err(toolhost::CallError::UnknownTool { .. }) => {}
+        Err(err @ toolhost::CallError::UnknownTool { .. }) => {
+            // The message names the tool already, and there is no usage to show.
+            eprintln!("error: {err}");
+            return;
+        }
         Err(err) => eprintln!("error: {}: {err}", report.tool),
-    }
-    if let Err(err @ toolhost::CallError::UnknownTool { .. }) = &report.outcome {
-        eprintln!("error: {err}");
-        return;
     }
     for refusal in &report.refused {
         eprintln!("refused: {refusal}");

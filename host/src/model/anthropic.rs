@@ -83,9 +83,6 @@ fn non_empty(text: &str) -> &str {
     if text.is_empty() { "(empty)" } else { text }
 }
 
-fn protocol(message: impl Into<String>) -> Failure {
-    Failure::Protocol(message.into())
-}
 
 fn error_event(value: &Value) -> Option<Failure> {
     if value.get("type").and_then(Value::as_str) != Some("error") {
@@ -100,7 +97,7 @@ pub(super) fn parse_reply(value: &Value) -> Result<Reply, Failure> {
     if let Some(failure) = error_event(value) {
         return Err(failure);
     }
-    let blocks = value.get("content").and_then(Value::as_array).ok_or_else(|| protocol("the answer has no `content` list"))?;
+    let blocks = value.get("content").and_then(Value::as_array).ok_or_else(|| Failure::protocol("the answer has no `content` list"))?;
     let mut content = String::new();
     let mut tool_calls = Vec::new();
     for block in blocks {
@@ -108,7 +105,7 @@ pub(super) fn parse_reply(value: &Value) -> Result<Reply, Failure> {
             Some("text") => content.push_str(block.get("text").and_then(Value::as_str).unwrap_or_default()),
             Some("tool_use") => tool_calls.push(ToolCall {
                 id: block.get("id").and_then(Value::as_str).unwrap_or_default().to_owned(),
-                name: block.get("name").and_then(Value::as_str).ok_or_else(|| protocol("a tool_use block has no name"))?.to_owned(),
+                name: block.get("name").and_then(Value::as_str).ok_or_else(|| Failure::protocol("a tool_use block has no name"))?.to_owned(),
                 arguments: block.get("input").map(Value::to_string).unwrap_or_default(),
             }),
             _ => {} // thinking and other block kinds carry nothing for us
@@ -116,7 +113,7 @@ pub(super) fn parse_reply(value: &Value) -> Result<Reply, Failure> {
     }
     let stop = match value.get("stop_reason").and_then(Value::as_str) {
         Some(reason) => StopReason::from_anthropic(reason),
-        None => return Err(protocol("the answer has no `stop_reason`")),
+        None => return Err(Failure::protocol("the answer has no `stop_reason`")),
     };
     let usage = TokenUsage {
         input: value.pointer("/usage/input_tokens").and_then(Value::as_u64).unwrap_or(0),
@@ -136,7 +133,7 @@ pub(super) async fn read_stream(mut events: Events, on_text: &mut (dyn FnMut(&st
     while let Some(event) = events.next().await {
         let event = event?;
         let value: Value = serde_json::from_str(&event.data)
-            .map_err(|_| protocol(format!("a stream event is not JSON: {:?}", super::preview(&event.data))))?;
+            .map_err(|_| Failure::protocol(format!("a stream event is not JSON: {:?}", super::preview(&event.data))))?;
         if let Some(failure) = error_event(&value) {
             return Err(failure);
         }
@@ -147,7 +144,7 @@ pub(super) async fn read_stream(mut events: Events, on_text: &mut (dyn FnMut(&st
                 usage.output = value.pointer("/message/usage/output_tokens").and_then(Value::as_u64).unwrap_or(0);
             }
             Some("content_block_start") => {
-                let block = value.get("content_block").ok_or_else(|| protocol("content_block_start without a block"))?;
+                let block = value.get("content_block").ok_or_else(|| Failure::protocol("content_block_start without a block"))?;
                 match block.get("type").and_then(Value::as_str) {
                     Some("tool_use") => calls.push((
                         index,
@@ -167,7 +164,7 @@ pub(super) async fn read_stream(mut events: Events, on_text: &mut (dyn FnMut(&st
                 }
             }
             Some("content_block_delta") => {
-                let delta = value.get("delta").ok_or_else(|| protocol("content_block_delta without a delta"))?;
+                let delta = value.get("delta").ok_or_else(|| Failure::protocol("content_block_delta without a delta"))?;
                 match delta.get("type").and_then(Value::as_str) {
                     Some("text_delta") => {
                         let text = delta.get("text").and_then(Value::as_str).unwrap_or_default();

@@ -463,6 +463,11 @@ impl Failure {
         }
     }
 
+    /// An answer that is not in the protocol.
+    fn protocol(message: impl Into<String>) -> Failure {
+        Failure::Protocol(message.into())
+    }
+
     /// A stream that broke off before the response was complete.
     fn dropped(url: &str, message: impl Into<String>) -> Failure {
         Failure::Retryable {

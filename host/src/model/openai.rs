@@ -68,9 +68,6 @@ pub(super) fn request(
     (format!("{}/chat/completions", endpoint.base_url.trim_end_matches('/')), body)
 }
 
-fn protocol(message: impl Into<String>) -> Failure {
-    Failure::Protocol(message.into())
-}
 
 fn usage(value: &Value) -> TokenUsage {
     TokenUsage {
@@ -101,13 +98,13 @@ pub(super) fn parse_reply(value: &Value) -> Result<Reply, Failure> {
     }
     let choice = value
         .pointer("/choices/0")
-        .ok_or_else(|| protocol("the answer has no `choices[0]`"))?;
-    let message = choice.get("message").ok_or_else(|| protocol("`choices[0]` has no `message`"))?;
+        .ok_or_else(|| Failure::protocol("the answer has no `choices[0]`"))?;
+    let message = choice.get("message").ok_or_else(|| Failure::protocol("`choices[0]` has no `message`"))?;
     let content = message.get("content").and_then(Value::as_str).unwrap_or_default().to_owned();
     let mut tool_calls = Vec::new();
     for (n, call) in message.get("tool_calls").and_then(Value::as_array).into_iter().flatten().enumerate() {
-        let function = call.get("function").ok_or_else(|| protocol("a tool call has no `function`"))?;
-        let name = function.get("name").and_then(Value::as_str).ok_or_else(|| protocol("a tool call has no name"))?;
+        let function = call.get("function").ok_or_else(|| Failure::protocol("a tool call has no `function`"))?;
+        let name = function.get("name").and_then(Value::as_str).ok_or_else(|| Failure::protocol("a tool call has no name"))?;
         tool_calls.push(ToolCall {
             id: call.get("id").and_then(Value::as_str).filter(|id| !id.is_empty()).map(str::to_owned)
                 .unwrap_or_else(|| format!("call_{n}")),
@@ -187,7 +184,7 @@ pub(super) async fn read_stream(mut events: Events, on_text: &mut (dyn FnMut(&st
             break;
         }
         let chunk: Value = serde_json::from_str(&event.data)
-            .map_err(|_| protocol(format!("a stream event is not JSON: {:?}", super::preview(&event.data))))?;
+            .map_err(|_| Failure::protocol(format!("a stream event is not JSON: {:?}", super::preview(&event.data))))?;
         if let Some(failure) = mid_stream_error(&chunk) {
             return Err(failure);
         }
