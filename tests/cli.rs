@@ -26,7 +26,8 @@ fn tools_lists_every_bundled_tool_as_json() {
     assert!(output.status.success(), "{}", stderr(&output));
     let tools: Vec<Value> = serde_json::from_str(&stdout(&output)).expect("tools --json is JSON");
     let names: Vec<&str> = tools.iter().filter_map(|tool| tool["name"].as_str()).collect();
-    for expected in ["echo", "sha256", "sha512", "calculate", "json_query", "regex_find", "regex_replace", "text_stats"] {
+    for expected in ["echo", "sha256", "sha512", "calculate", "json_query", "regex_find", "regex_replace", "text_stats"]
+    {
         assert!(names.contains(&expected), "{expected} missing from {names:?}");
     }
     for tool in &tools {
@@ -81,7 +82,10 @@ fn a_failed_call_exits_1_with_a_one_line_reason() {
     let plugins = dir.path().display().to_string();
     let cases: [(&[&str], &str); 4] = [
         (&["call", "spin_forever", "--fuel", "1000000"], "spin_forever: ran out of fuel after 1000000 instructions"),
-        (&["call", "spin_forever", "--fuel", "100000000000", "--timeout", "300ms"], "spin_forever: timed out after 300ms"),
+        (
+            &["call", "spin_forever", "--fuel", "100000000000", "--timeout", "300ms"],
+            "spin_forever: timed out after 300ms",
+        ),
         (&["call", "grow_memory", "--memory", "8MiB"], "grow_memory: hit the memory limit of 8MiB"),
         (&["call", "panics"], "the panics plugin gave up on purpose"),
     ];

@@ -58,9 +58,17 @@ async fn other_hosts_ports_and_schemes_are_refused_before_anything_is_sent() {
     let other = TestServer::start();
     let cases = [
         // (config, url, refused target)
-        (grant(&server), format!("http://localhost:{}/hello", server.port), format!("http://localhost:{}", server.port)),
+        (
+            grant(&server),
+            format!("http://localhost:{}/hello", server.port),
+            format!("http://localhost:{}", server.port),
+        ),
         (grant(&server), other.url("/hello"), other.origin()),
-        (grant(&server), format!("https://127.0.0.1:{}/hello", server.port), format!("https://127.0.0.1:{}", server.port)),
+        (
+            grant(&server),
+            format!("https://127.0.0.1:{}/hello", server.port),
+            format!("https://127.0.0.1:{}", server.port),
+        ),
         (String::new(), server.url("/hello"), server.origin()),
     ];
     for (config, url, target) in cases {
@@ -116,7 +124,10 @@ async fn an_oversized_response_fails_or_is_cut_as_configured() {
     let message = failure(&report);
     assert!(message.contains("exceeds limit") || message.contains("too large"), "{message}");
     assert_eq!(report.refused.len(), 1);
-    assert_eq!(report.refused[0].reason, RefusalReason::ResponseTooLarge { limit: toolhost::ByteSize(10 << 10), cut: false });
+    assert_eq!(
+        report.refused[0].reason,
+        RefusalReason::ResponseTooLarge { limit: toolhost::ByteSize(10 << 10), cut: false }
+    );
     assert!(report.usage.http_response_bytes <= 10 << 10);
 
     let cut = format!("[limits]\nhttp_response = \"10KiB\"\nhttp_oversized = \"cut\"\n{}", grant(&server));
@@ -124,18 +135,25 @@ async fn an_oversized_response_fails_or_is_cut_as_configured() {
     let found = fetched(&report);
     assert_eq!(found["text"].as_str().unwrap().len(), 10 << 10, "the body ends at the limit");
     assert_eq!(report.usage.http_response_bytes, 10 << 10);
-    assert_eq!(report.refused[0].reason, RefusalReason::ResponseTooLarge { limit: toolhost::ByteSize(10 << 10), cut: true });
+    assert_eq!(
+        report.refused[0].reason,
+        RefusalReason::ResponseTooLarge { limit: toolhost::ByteSize(10 << 10), cut: true }
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn too_many_requests_are_stopped() {
     let server = TestServer::start();
-    let config = format!("[plugins.fetch]\nhttp = [\"{}\"]\n[plugins.fetch.limits]\nhttp_requests = 2\n", server.origin());
+    let config =
+        format!("[plugins.fetch]\nhttp = [\"{}\"]\n[plugins.fetch.limits]\nhttp_requests = 2\n", server.origin());
     let report = fetch(&config, &server.url("/chain/5")).await;
     let message = failure(&report);
     assert!(message.contains("as many requests as it may"), "{message}");
     assert_eq!(report.usage.http_requests, 2);
-    assert_eq!(report.refused, [Refusal { target: server.origin(), reason: RefusalReason::TooManyRequests { limit: 2 } }]);
+    assert_eq!(
+        report.refused,
+        [Refusal { target: server.origin(), reason: RefusalReason::TooManyRequests { limit: 2 } }]
+    );
     assert_eq!(server.seen(), ["/chain/5", "/chain/4"], "the third request never left");
 }
 
@@ -172,7 +190,11 @@ async fn a_slow_request_times_out_on_its_own_limit_and_never_outlives_the_call()
     let report = fetch(&config, &server.url("/slow")).await;
     let message = failure(&report);
     assert!(message.contains("did not answer in time"), "{message}");
-    assert!(matches!(report.refused[..], [Refusal { reason: RefusalReason::TimedOut { .. }, .. }]), "{:?}", report.refused);
+    assert!(
+        matches!(report.refused[..], [Refusal { reason: RefusalReason::TimedOut { .. }, .. }]),
+        "{:?}",
+        report.refused
+    );
     assert!(report.usage.wall < Duration::from_secs(3), "{:?}", report.usage.wall);
 
     let config = format!("[limits]\nhttp_timeout = \"1m\"\ntimeout = \"700ms\"\n{}", grant(&server));
@@ -277,7 +299,11 @@ async fn dot_dot_absolute_paths_and_symlinks_cannot_leave_the_granted_folder() {
     for path in ["/data/..", "/data/up", "/", "/data/../.."] {
         let arguments = serde_json::json!({ "path": path }).to_string();
         let report = host.call("list_dir", &arguments, &LimitOverrides::default()).await;
-        assert!(matches!(report.outcome, Err(CallError::ToolFailed(_))), "{path}: listing must fail, got {:?}", report.outcome);
+        assert!(
+            matches!(report.outcome, Err(CallError::ToolFailed(_))),
+            "{path}: listing must fail, got {:?}",
+            report.outcome
+        );
     }
     let arguments = serde_json::json!({ "path": "/data/../escaped.txt", "text": "x" }).to_string();
     let report = host.call("write_file", &arguments, &LimitOverrides::default()).await;
@@ -318,7 +344,10 @@ async fn asks_not_granted_are_shown_at_load_and_grants_that_cannot_be_honoured_t
         .filter(|problem| problem.kind == ProblemKind::Grant)
         .map(|problem| problem.to_string())
         .collect();
-    assert!(notices.iter().any(|notice| notice.contains("fetch.wasm") && notice.contains("HTTP access to `https://*`")), "{notices:?}");
+    assert!(
+        notices.iter().any(|notice| notice.contains("fetch.wasm") && notice.contains("HTTP access to `https://*`")),
+        "{notices:?}"
+    );
     assert!(notices.iter().any(|notice| notice.contains("/nonexistent/notes")), "{notices:?}");
     assert!(notices.iter().any(|notice| notice.contains("TOOLHOST_TEST_SURELY_UNSET")), "{notices:?}");
     let fetch = host.plugins().iter().find(|plugin| &*plugin.name == "fetch").unwrap();
@@ -344,7 +373,8 @@ fn only_granted_env_vars_are_visible_and_secret_values_never_show() {
         ("TOOLHOST_TEST_HIDDEN", "hidden value"),
         ("TOOLHOST_TEST_SECRET", secret),
     ];
-    let output = toolhost_with_env(dir.path(), &["-vvv", "call", "snoops", r#"{"port": 9, "file": "/x"}"#, "--json"], &env);
+    let output =
+        toolhost_with_env(dir.path(), &["-vvv", "call", "snoops", r#"{"port": 9, "file": "/x"}"#, "--json"], &env);
     assert!(output.status.success(), "{}", stderr(&output));
     let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
     let found: Value = serde_json::from_str(report["output"]["value"].as_str().unwrap()).unwrap();
@@ -359,7 +389,9 @@ fn only_granted_env_vars_are_visible_and_secret_values_never_show() {
     assert!(!everything.contains(secret), "the secret leaked: {everything}");
     assert!(!everything.contains("hidden value"));
 
-    for args in [&["tools", "--json"][..], &["inspect", &plugins.path().join("snoops.wasm").display().to_string(), "--json"]] {
+    for args in
+        [&["tools", "--json"][..], &["inspect", &plugins.path().join("snoops.wasm").display().to_string(), "--json"]]
+    {
         let output = toolhost_with_env(dir.path(), args, &env);
         assert!(output.status.success(), "{args:?}: {}", stderr(&output));
         let everything = format!("{}{}", stdout(&output), stderr(&output));
@@ -374,7 +406,10 @@ fn a_secret_put_in_a_refused_host_name_is_scrubbed_from_the_report() {
     let plugins = plugin_dir(&["fetch"]);
     std::fs::write(
         dir.path().join("toolhost.toml"),
-        format!("plugins_dir = {:?}\n[plugins.fetch]\nsecrets = [\"TOOLHOST_TEST_SECRET\"]\n", plugins.path().display().to_string()),
+        format!(
+            "plugins_dir = {:?}\n[plugins.fetch]\nsecrets = [\"TOOLHOST_TEST_SECRET\"]\n",
+            plugins.path().display().to_string()
+        ),
     )
     .unwrap();
     let secret = "secret-label-4242";
@@ -408,7 +443,11 @@ fn tools_and_inspect_show_what_each_plugin_asks_for_and_is_granted() {
     let text = stdout(&output);
     assert!(text.contains("plugin fetch\n    asks     http https://*\n    granted  http https://api.example.com, http://127.0.0.1:8080"), "{text}");
     assert!(text.contains("plugin files\n    asks     dirs /data:ro\n    granted  nothing"), "{text}");
-    assert!(stderr(&output).contains("warning:") && stderr(&output).contains("HTTP access to `https://*`"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("warning:") && stderr(&output).contains("HTTP access to `https://*`"),
+        "{}",
+        stderr(&output)
+    );
 
     let output = toolhost(dir.path(), &["tools", "--json"]);
     let tools: Vec<Value> = serde_json::from_str(&stdout(&output)).unwrap();
@@ -428,7 +467,10 @@ fn tools_and_inspect_show_what_each_plugin_asks_for_and_is_granted() {
     assert_eq!(found["limits"]["http_requests"], 16);
     let output = toolhost(dir.path(), &["inspect", &fetch_wasm]);
     let text = stdout(&output);
-    assert!(text.contains("  grants\n    asks     http https://*\n    granted  http https://api.example.com"), "{text}");
+    assert!(
+        text.contains("  grants\n    asks     http https://*\n    granted  http https://api.example.com"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -466,7 +508,10 @@ fn call_prints_what_was_refused() {
     let text = stderr(&output);
     assert!(text.contains(&format!("refused: http://localhost:{}: not granted to this plugin", server.port)), "{text}");
 
-    let output = toolhost(dir.path(), &["call", "fetch", &serde_json::json!({ "url": server.url("/hello") }).to_string(), "--json"]);
+    let output = toolhost(
+        dir.path(),
+        &["call", "fetch", &serde_json::json!({ "url": server.url("/hello") }).to_string(), "--json"],
+    );
     assert!(output.status.success(), "{}", stderr(&output));
     let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
     assert_eq!(report["usage"]["http_requests"], 1);

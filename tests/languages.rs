@@ -49,10 +49,8 @@ fn every_language_example_lists_its_tools_with_schemas() {
         ("linear_regression", "stats", "x"),
     ];
     for (name, plugin, property) in expected {
-        let tool = tools
-            .iter()
-            .find(|tool| tool["name"] == name)
-            .unwrap_or_else(|| panic!("{name} is not listed: {tools:?}"));
+        let tool =
+            tools.iter().find(|tool| tool["name"] == name).unwrap_or_else(|| panic!("{name} is not listed: {tools:?}"));
         assert_eq!(tool["plugin"], plugin, "{tool}");
         assert_eq!(tool["input_schema"]["type"], "object", "{tool}");
         assert!(tool["input_schema"]["properties"][property].is_object(), "{name} declares `{property}`: {tool}");
@@ -69,7 +67,8 @@ fn the_python_example_converts_units() {
     assert_eq!(out["result"], 100.0);
     assert_eq!(out["dimension"], "temperature");
     assert_eq!(out["text"], "212 °F = 100 °C");
-    let out = json_output(&call("convert_units", json!({ "value": 1, "from": "GiB", "to": "MB", "significant_digits": 4 })));
+    let out =
+        json_output(&call("convert_units", json!({ "value": 1, "from": "GiB", "to": "MB", "significant_digits": 4 })));
     assert_eq!(out["result"], 1074.0);
     let out = json_output(&call("list_units", json!({ "dimension": "speed" })));
     assert_eq!(out["speed"]["km/h"]["name"], "kilometre per hour", "{out}");
@@ -78,7 +77,8 @@ fn the_python_example_converts_units() {
 
 #[test]
 fn the_javascript_example_parses_urls_and_renders_text() {
-    let out = json_output(&call("url_parse", json!({ "url": "https://example.com:8080/a/b%20c?q=1&q=2&x=%C3%A9#top" })));
+    let out =
+        json_output(&call("url_parse", json!({ "url": "https://example.com:8080/a/b%20c?q=1&q=2&x=%C3%A9#top" })));
     assert_eq!(out["hostname"], "example.com");
     assert_eq!(out["port"], 8080);
     assert_eq!(out["path_segments"], json!(["a", "b c"]));
@@ -87,7 +87,8 @@ fn the_javascript_example_parses_urls_and_renders_text() {
     let out = json_output(&call("url_parse", json!({ "url": "../up?z=1", "base": "https://e.com/a/b/c" })));
     assert_eq!(out["href"], "https://e.com/a/up?z=1");
 
-    let report = call("markdown_table", json!({ "rows": [{ "name": "Du|ne", "price": 9 }, { "name": "Emma", "price": 5.5 }] }));
+    let report =
+        call("markdown_table", json!({ "rows": [{ "name": "Du|ne", "price": 9 }, { "name": "Emma", "price": 5.5 }] }));
     assert_eq!(
         report["output"],
         json!({ "type": "text", "value": "| name | price |\n| --- | ---: |\n| Du\\|ne | 9 |\n| Emma | 5.5 |" })
@@ -104,7 +105,8 @@ fn the_javascript_example_parses_urls_and_renders_text() {
 
 #[test]
 fn the_c_example_computes_statistics() {
-    let out = json_output(&call("describe_numbers", json!({ "numbers": [2, 4, 4, 4, 5, 5, 7, 9], "percentiles": [50, 90] })));
+    let out =
+        json_output(&call("describe_numbers", json!({ "numbers": [2, 4, 4, 4, 5, 5, 7, 9], "percentiles": [50, 90] })));
     assert_eq!(out["count"], 8);
     assert_eq!(out["mean"], 5);
     assert_eq!(out["std_dev"], 2);
@@ -124,17 +126,47 @@ fn bad_arguments_and_failures_come_back_as_their_kind_from_every_language() {
     let big = "x".repeat(30_000);
     let cases = [
         // Python
-        ("convert_units", json!({ "value": 1, "from": "km", "to": "kg" }), "invalid_arguments", "cannot convert length (`km`) to mass (`kg`)"),
-        ("convert_units", json!({ "value": 1, "from": "kilometr", "to": "m" }), "invalid_arguments", "did you mean `km`"),
+        (
+            "convert_units",
+            json!({ "value": 1, "from": "km", "to": "kg" }),
+            "invalid_arguments",
+            "cannot convert length (`km`) to mass (`kg`)",
+        ),
+        (
+            "convert_units",
+            json!({ "value": 1, "from": "kilometr", "to": "m" }),
+            "invalid_arguments",
+            "did you mean `km`",
+        ),
         ("convert_units", json!({ "value": -500, "from": "C", "to": "K" }), "invalid_arguments", "below absolute zero"),
-        ("convert_units", json!({ "value": 1e300, "from": "ly", "to": "nm" }), "tool_failed", "too large for 64-bit floating point"),
+        (
+            "convert_units",
+            json!({ "value": 1e300, "from": "ly", "to": "nm" }),
+            "tool_failed",
+            "too large for 64-bit floating point",
+        ),
         // The host checks the declared schema before the plugin runs.
         ("convert_units", json!({ "value": 1, "from": "km" }), "invalid_arguments", "\"to\" is a required property"),
         // JavaScript
         ("url_parse", json!({ "url": "/relative" }), "invalid_arguments", "is not an absolute URL"),
-        ("markdown_table", json!({ "rows": [{ "a": 1 }], "columns": ["b"] }), "invalid_arguments", "column `b` is in none of the rows"),
-        ("fill_template", json!({ "template": "Hi {{user.nam}}", "values": { "user": {} } }), "invalid_arguments", "`values` has no `user.nam`"),
-        ("fill_template", json!({ "template": "{{#a}}x", "values": { "a": [1] } }), "invalid_arguments", "is never closed"),
+        (
+            "markdown_table",
+            json!({ "rows": [{ "a": 1 }], "columns": ["b"] }),
+            "invalid_arguments",
+            "column `b` is in none of the rows",
+        ),
+        (
+            "fill_template",
+            json!({ "template": "Hi {{user.nam}}", "values": { "user": {} } }),
+            "invalid_arguments",
+            "`values` has no `user.nam`",
+        ),
+        (
+            "fill_template",
+            json!({ "template": "{{#a}}x", "values": { "a": [1] } }),
+            "invalid_arguments",
+            "is never closed",
+        ),
         (
             "fill_template",
             json!({ "template": "{{#a}}{{s}}{{/a}}", "values": { "a": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], "s": big } }),
@@ -143,7 +175,12 @@ fn bad_arguments_and_failures_come_back_as_their_kind_from_every_language() {
         ),
         ("markdown_table", json!({ "rows": [] }), "invalid_arguments", "/rows"),
         // C
-        ("linear_regression", json!({ "x": [1, 2], "y": [3, 5, 7] }), "invalid_arguments", "`x` has 2 values but `y` has 3"),
+        (
+            "linear_regression",
+            json!({ "x": [1, 2], "y": [3, 5, 7] }),
+            "invalid_arguments",
+            "`x` has 2 values but `y` has 3",
+        ),
         ("linear_regression", json!({ "x": [1, 1, 1], "y": [3, 5, 7] }), "tool_failed", "vertical line"),
         ("describe_numbers", json!({ "numbers": [1e308, 1e308] }), "tool_failed", "their sum overflows"),
         ("describe_numbers", json!({ "numbers": [1], "percentiles": [101] }), "invalid_arguments", "/percentiles/0"),
@@ -167,7 +204,9 @@ fn every_language_logs_through_the_host() {
         let report = call(tool, args);
         let logs = report["logs"].as_array().unwrap();
         assert!(
-            logs.iter().any(|log| log["level"] == "debug" && log["message"] == message && log["fields"][0] == json!([key, value])),
+            logs.iter().any(|log| log["level"] == "debug"
+                && log["message"] == message
+                && log["fields"][0] == json!([key, value])),
             "{tool} logs {message:?} with {key}={value}: {logs:?}"
         );
     }
@@ -214,7 +253,10 @@ async fn python_memory_growth_and_uncaught_exceptions_are_typed() {
     let report = host.call("py_raises", "{}", &LimitOverrides::default()).await;
     match &report.outcome {
         Err(CallError::Trap { message }) => {
-            assert!(message.contains("ValueError: py_raises gave up on purpose"), "the traceback's last line: {message}")
+            assert!(
+                message.contains("ValueError: py_raises gave up on purpose"),
+                "the traceback's last line: {message}"
+            )
         }
         other => panic!("expected a trap, got {other:?}"),
     }
@@ -248,7 +290,9 @@ async fn a_javascript_plugin_fetches_a_granted_host_with_fetch() {
     let (host, _dir) = host_with_config(&["webpage"], config_from(&grant)).await;
     let args = json!({ "url": server.url("/page") }).to_string();
     let report = host.call("page_links", &args, &LimitOverrides::default()).await;
-    let Ok(ToolOutput::Json(text)) = &report.outcome else { panic!("{:?} (refused: {:?})", report.outcome, report.refused) };
+    let Ok(ToolOutput::Json(text)) = &report.outcome else {
+        panic!("{:?} (refused: {:?})", report.outcome, report.refused)
+    };
     let page: Value = serde_json::from_str(text).unwrap();
     assert_eq!(page["status"], 200);
     assert_eq!(page["title"], "Links & more");
@@ -268,7 +312,10 @@ async fn a_javascript_plugin_fetches_a_granted_host_with_fetch() {
 
     let args = json!({ "url": server.url("/missing") }).to_string();
     let report = host.call("page_links", &args, &LimitOverrides::default()).await;
-    assert_eq!(report.outcome, Err(CallError::ToolFailed(format!("{} answered 404 Not Found", server.url("/missing")))));
+    assert_eq!(
+        report.outcome,
+        Err(CallError::ToolFailed(format!("{} answered 404 Not Found", server.url("/missing"))))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -286,7 +333,11 @@ async fn a_javascript_plugin_reaches_no_host_it_was_not_granted() {
             }
             other => panic!("expected a failure, got {other:?}"),
         }
-        assert_eq!(report.refused, [Refusal { target: server.origin(), reason: RefusalReason::NotGranted }], "{config}");
+        assert_eq!(
+            report.refused,
+            [Refusal { target: server.origin(), reason: RefusalReason::NotGranted }],
+            "{config}"
+        );
         assert_eq!(report.usage.http_requests, 0);
     }
     assert!(server.seen().is_empty() && other.seen().is_empty(), "nothing was sent");

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{config, plugin, plugin_dir};
-use toolhost::cache::Origin;
+use toolhost::runtime::cache::Origin;
 use toolhost::{Config, Host, LimitOverrides, ToolOutput};
 
 async fn load(dir: &std::path::Path, config: Config) -> Host {
@@ -110,7 +110,8 @@ async fn the_second_start_loads_from_the_cache_and_a_changed_file_recompiles() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn per_plugin_limits_come_from_the_config() {
     let mut config = config();
-    let parsed = Config::parse("[limits]\ntimeout = \"3s\"\n[plugins.spin_forever.limits]\nfuel = 1_000_000\n").unwrap();
+    let parsed =
+        Config::parse("[limits]\ntimeout = \"3s\"\n[plugins.spin_forever.limits]\nfuel = 1_000_000\n").unwrap();
     config.limits = parsed.limits;
     config.plugins = parsed.plugins;
     let dir = plugin_dir(&["echo", "spin_forever"]);

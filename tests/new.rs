@@ -61,7 +61,8 @@ fn every_language_scaffolds_a_project_that_builds_and_answers() {
     let dir = plugins.display().to_string();
     for lang in ["rust", "python", "js", "c"] {
         let tool = format!("count-{lang}");
-        let output = toolhost(work.path(), &["--plugins", &dir, "call", &tool, r#"{"text":"héllo plugin  world"}"#, "--json"]);
+        let output =
+            toolhost(work.path(), &["--plugins", &dir, "call", &tool, r#"{"text":"héllo plugin  world"}"#, "--json"]);
         assert!(output.status.success(), "{lang}: {}{}", stdout(&output), stderr(&output));
         let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
         let counted: Value = serde_json::from_str(report["output"]["value"].as_str().unwrap()).unwrap();

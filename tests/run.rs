@@ -28,7 +28,14 @@ fn toolhost(script: Script, server: &ModelServer, plugins: &str, args: &[&str]) 
     toolhost_in(Path::new("."), script, server, plugins, args, None)
 }
 
-fn toolhost_in(cwd: &Path, script: Script, server: &ModelServer, plugins: &str, args: &[&str], stdin: Option<&str>) -> Output {
+fn toolhost_in(
+    cwd: &Path,
+    script: Script,
+    server: &ModelServer,
+    plugins: &str,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> Output {
     let base_url = script.base_url(server);
     let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
     command
@@ -89,7 +96,8 @@ fn one_call_then_an_answer() {
         } else {
             assert_eq!(first.path, "/v1/chat/completions");
             assert_eq!(first.header("authorization"), Some("Bearer test-key"));
-            let tool = first.body["tools"].as_array().unwrap().iter().find(|t| t["function"]["name"] == "sha256").unwrap();
+            let tool =
+                first.body["tools"].as_array().unwrap().iter().find(|t| t["function"]["name"] == "sha256").unwrap();
             assert_eq!(tool["type"], "function");
             assert_eq!(tool["function"]["parameters"]["type"], "object");
         }
@@ -237,12 +245,16 @@ fn a_429_is_retried_after_retry_after() {
 #[test]
 fn a_401_fails_at_once_with_a_clear_line() {
     for script in [ALL[0], ALL[2]] {
-        let server = ModelServer::start(vec![status(401, &[], json!({"error": {"message": "Incorrect API key provided"}}))]);
+        let server =
+            ModelServer::start(vec![status(401, &[], json!({"error": {"message": "Incorrect API key provided"}}))]);
         let output = toolhost(script, &server, &bundled(), &["run", "hi"]);
         assert_eq!(output.status.code(), Some(1));
         let text = stderr(&output);
         let key = if script.anthropic { "ANTHROPIC_API_KEY" } else { "OPENAI_API_KEY" };
-        assert!(text.contains("refused the API key (HTTP 401): Incorrect API key provided") && text.contains(key), "{text}");
+        assert!(
+            text.contains("refused the API key (HTTP 401): Incorrect API key provided") && text.contains(key),
+            "{text}"
+        );
         assert!(!text.contains("test-key"), "the key is never printed: {text}");
         assert_eq!(server.requests().len(), 1, "a 401 is not retried");
     }
@@ -300,8 +312,16 @@ fn transcript_and_events_are_written() {
     assert_eq!(
         kinds,
         [
-            "run_started", "model_request", "model_response", "tool_call_requested", "tool_call_approved",
-            "tool_call_started", "tool_call_completed", "model_request", "model_response", "run_finished"
+            "run_started",
+            "model_request",
+            "model_response",
+            "tool_call_requested",
+            "tool_call_approved",
+            "tool_call_started",
+            "tool_call_completed",
+            "model_request",
+            "model_response",
+            "run_finished"
         ]
     );
 }
@@ -310,7 +330,8 @@ fn transcript_and_events_are_written() {
 fn chat_keeps_the_conversation_across_prompts() {
     let script = ALL[3];
     let server = ModelServer::start(vec![script.text("Hello!"), script.text("You said hi.")]);
-    let output = toolhost_in(Path::new("."), script, &server, &bundled(), &["chat", "--yes"], Some("hi\nwhat did I say?\n"));
+    let output =
+        toolhost_in(Path::new("."), script, &server, &bundled(), &["chat", "--yes"], Some("hi\nwhat did I say?\n"));
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(stdout(&output).contains("Hello!") && stdout(&output).contains("You said hi."));
     let second = &server.requests()[1].body["messages"];
@@ -366,9 +387,10 @@ fn ctrl_c_cancels_the_request_or_the_tools_and_still_writes_the_transcript() {
     // During the model request.
     let transcript = dir.path().join("waiting.json");
     let server = ModelServer::start(vec![common::model_server::hang()]);
-    let output = interrupt(script, &server, &bundled(), &["run", "hi", "--transcript", transcript.to_str().unwrap()], || {
-        !server.requests().is_empty()
-    });
+    let output =
+        interrupt(script, &server, &bundled(), &["run", "hi", "--transcript", transcript.to_str().unwrap()], || {
+            !server.requests().is_empty()
+        });
     assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
     let saved: Value = serde_json::from_slice(&std::fs::read(&transcript).unwrap()).unwrap();
     assert_eq!(saved["messages"][0]["content"], "hi");
@@ -405,11 +427,13 @@ fn a_refused_host_is_named_to_the_model_and_in_the_events() {
         script.text("it was refused"),
     ]);
     let plugins = plugins.path().display().to_string();
-    let output = toolhost(script, &server, &plugins, &["run", "fetch it", "--yes", "--events", events.to_str().unwrap()]);
+    let output =
+        toolhost(script, &server, &plugins, &["run", "fetch it", "--yes", "--events", events.to_str().unwrap()]);
     assert!(output.status.success(), "{}", stderr(&output));
     let results = results(script, &server, 1);
     assert!(results[0].1.contains("toolhost refused: http://127.0.0.1:9"), "{results:?}");
     let text = std::fs::read_to_string(&events).unwrap();
-    let finished = text.lines().find(|line| line.contains("tool_call_failed") || line.contains("tool_call_completed")).unwrap();
+    let finished =
+        text.lines().find(|line| line.contains("tool_call_failed") || line.contains("tool_call_completed")).unwrap();
     assert!(finished.contains("\"refused\":[{\"target\":\"http://127.0.0.1:9"), "{finished}");
 }

@@ -17,9 +17,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use toolhost::agent::Agent;
-use toolhost::approval::ApproveAll;
-use toolhost::events::RunStatus;
-use toolhost::model::{ApiKey, Conversation, Endpoint, ModelClient, Protocol, RequestOptions};
+use toolhost::agent::approval::ApproveAll;
+use toolhost::agent::events::RunStatus;
+use toolhost::agent::model::{ApiKey, Conversation, Endpoint, ModelClient, Protocol, RequestOptions};
 use toolhost::{Config, Host};
 
 const RUNS: usize = 300;
@@ -46,7 +46,10 @@ fn main() {
     println!("|{:-<38}|{:-<11}|{:-<11}|", "", "", "");
     for (name, turn) in [
         ("1 turn: the model answers", vec![script.text("hello")]),
-        ("2 turns: one echo call, then answer", vec![script.calls(&[("c", "echo", r#"{"text":"hi"}"#)]), script.text("done")]),
+        (
+            "2 turns: one echo call, then answer",
+            vec![script.calls(&[("c", "echo", r#"{"text":"hi"}"#)]), script.text("done")],
+        ),
     ] {
         let responses: Vec<_> = (0..RUNS + 20).flat_map(|_| turn.clone()).collect();
         let server = ModelServer::start(responses);

@@ -106,7 +106,8 @@ fn bare_wasmtime(wasm: &[u8]) -> Stats {
     let mut samples = Vec::with_capacity(ITERATIONS);
     for i in 0..WARMUP + ITERATIONS {
         let start = Instant::now();
-        let mut store = Store::new(&engine, BareState { wasi: WasiCtx::builder().build(), table: ResourceTable::new() });
+        let mut store =
+            Store::new(&engine, BareState { wasi: WasiCtx::builder().build(), table: ResourceTable::new() });
         let plugin = pre.instantiate(&mut store).unwrap();
         let out = plugin.toolhost_plugin_tools().call_call_tool(&mut store, "echo", ARGS).unwrap();
         drop(store);
@@ -165,10 +166,7 @@ fn main() {
     });
     let toolhost = runtime.block_on(toolhost_call(&host));
     row("toolhost Host::call", &toolhost);
-    println!(
-        "\ntoolhost p50 / bare wasmtime p50 = {:.2}x",
-        toolhost.p50.as_secs_f64() / bare.p50.as_secs_f64()
-    );
+    println!("\ntoolhost p50 / bare wasmtime p50 = {:.2}x", toolhost.p50.as_secs_f64() / bare.p50.as_secs_f64());
 
     let plugins = std::fs::read_dir(&dir)
         .unwrap()

@@ -4,6 +4,7 @@
 //! plugins_dir = "plugins/dist"      # relative to this file
 //! cache_dir = "/var/cache/toolhost" # compiled plugins; default: the user cache dir
 //! max_concurrent_calls = 16
+//! ca_file = "certs/corp-ca.pem"     # extra trusted roots (PEM) for plugin HTTPS and models
 //!
 //! [limits]                          # every plugin's defaults
 //! fuel = 2_000_000_000
@@ -22,13 +23,13 @@
 //! dirs = ["./data:/data:ro", "/tmp/out:/out:rw"]   # HOST:GUEST[:ro|rw]
 //! ```
 
-use crate::approval::ApprovalConfig;
+use crate::agent::approval::ApprovalConfig;
+use crate::agent::model::Protocol;
 use crate::grants::Grants;
 use crate::grants::env::{EnvGrant, EnvName};
 use crate::grants::files::{DirGrant, FilesGrant};
 use crate::grants::network::{HostPattern, NetworkGrant};
-use crate::limits::{ByteSize, HumanDuration, LimitOverrides};
-use crate::model::Protocol;
+use crate::runtime::limits::{ByteSize, HumanDuration, LimitOverrides};
 use anyhow::{Context, Result};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -51,6 +52,9 @@ pub struct Config {
     pub cache_dir: Option<PathBuf>,
     /// Calls that may run at once; further calls wait their turn.
     pub max_concurrent_calls: Option<usize>,
+    /// Extra trusted root certificates (PEM), for plugin HTTPS and model
+    /// requests, on top of the built-in Mozilla roots; relative paths as above.
+    pub ca_file: Option<PathBuf>,
     /// Limits for every plugin.
     #[serde(default)]
     pub limits: LimitOverrides,
@@ -150,13 +154,14 @@ impl From<PluginTable> for PluginConfig {
 impl Config {
     /// Reads and parses `path`; relative paths inside are made relative to its folder.
     pub fn load(path: &Path) -> Result<Config> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::readfile::read_regular_text(path, crate::readfile::limits::TOML)
             .with_context(|| format!("could not read config file {}", path.display()))?;
-        let mut config = Config::parse(&text)
-            .with_context(|| format!("config file {} is not valid", path.display()))?;
+        let mut config =
+            Config::parse(&text).with_context(|| format!("config file {} is not valid", path.display()))?;
         let base = path.parent().unwrap_or(Path::new("."));
         config.plugins_dir = config.plugins_dir.map(|dir| base.join(dir));
         config.cache_dir = config.cache_dir.map(|dir| base.join(dir));
+        config.ca_file = config.ca_file.map(|file| base.join(file));
         for plugin in config.plugins.values_mut() {
             for dir in &mut plugin.grants.files.dirs {
                 dir.host = base.join(&dir.host);
@@ -167,9 +172,7 @@ impl Config {
 
     /// Parses config text.
     pub fn parse(text: &str) -> Result<Config> {
-        let config: Config = toml::from_str(text).map_err(|err| {
-            anyhow::anyhow!("{}", err.to_string().trim_end())
-        })?;
+        let config: Config = toml::from_str(text).map_err(|err| anyhow::anyhow!("{}", err.to_string().trim_end()))?;
         if config.max_concurrent_calls == Some(0) {
             anyhow::bail!("`max_concurrent_calls` must be at least 1");
         }
@@ -203,7 +206,7 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::limits::{ByteSize, HumanDuration};
+    use crate::runtime::limits::{ByteSize, HumanDuration};
     use std::time::Duration;
 
     #[test]

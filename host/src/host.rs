@@ -1,13 +1,13 @@
 //! [`Host`]: the plugins loaded from a folder, their tools, and calls to them.
 
-use crate::cache::Cache;
 use crate::config::{self, Config};
-use crate::engine::{self, EpochTicker};
 use crate::grants;
-use crate::limits::{ByteSize, LimitOverrides, Limits};
-use crate::outcome::{CallError, CallReport, ToolOutput};
 use crate::plugin::{self, Plugin, Tool};
-use crate::sandbox::{self, HostState, Request, Response, WitCallError, WitToolOutput};
+use crate::runtime::cache::Cache;
+use crate::runtime::engine::{self, EpochTicker};
+use crate::runtime::limits::{ByteSize, LimitOverrides, Limits};
+use crate::runtime::outcome::{CallError, CallReport, ToolOutput};
+use crate::runtime::sandbox::{self, HostState, Request, Response, WitCallError, WitToolOutput};
 use anyhow::{Context, Result};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -232,9 +232,7 @@ impl Host {
                 problems.push(LoadProblem {
                     kind: ProblemKind::Collision,
                     paths: entries.iter().map(|entry| entry.plugin.path.clone()).collect(),
-                    reason: format!(
-                        "both offer a tool named `{name}`, so neither is loaded: remove or rename one"
-                    ),
+                    reason: format!("both offer a tool named `{name}`, so neither is loaded: remove or rename one"),
                 });
             }
         }
@@ -291,7 +289,10 @@ impl Host {
         let limits = plugin.limits.with(overrides);
         let invocation = {
             let _permit = self.permits.acquire().await;
-            plugin.sandbox.invoke(&plugin.name, &limits, &plugin.granted, Request::CallTool { name: tool, arguments }).await
+            plugin
+                .sandbox
+                .invoke(&plugin.name, &limits, &plugin.granted, Request::CallTool { name: tool, arguments })
+                .await
         };
         if !invocation.stdout.is_empty() || !invocation.stderr.is_empty() {
             tracing::debug!(
@@ -360,11 +361,7 @@ fn describe_mismatch(err: &jsonschema::ValidationError<'_>) -> String {
         what.truncate(cut);
         what.push('…');
     }
-    if path.is_empty() {
-        format!("{what} (at the top level of the arguments)")
-    } else {
-        format!("at `{path}`: {what}")
-    }
+    if path.is_empty() { format!("{what} (at the top level of the arguments)") } else { format!("at `{path}`: {what}") }
 }
 
 fn stem(path: &Path) -> String {

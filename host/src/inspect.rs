@@ -1,11 +1,11 @@
 //! What `toolhost inspect` shows about one file: as much as could be learnt,
 //! where loading stopped if it did, and what the plugin asks for and is granted.
 
-use crate::cache::Origin;
-use crate::grants::{self, Grants, Manifest};
-use crate::limits::Limits;
-use crate::plugin::{self, Shape, Tool};
 use crate::Host;
+use crate::grants::{self, Grants, Manifest};
+use crate::plugin::{self, Shape, Tool};
+use crate::runtime::cache::Origin;
+use crate::runtime::limits::Limits;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 

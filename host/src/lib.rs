@@ -12,27 +12,20 @@
 //! The `toolhost` binary (module `cli`) is a thin layer over this library.
 
 pub mod agent;
-pub mod approval;
-pub mod cache;
 pub mod config;
-pub mod engine;
-pub mod events;
 pub mod grants;
 mod host;
 pub mod inspect;
-pub mod limits;
-pub mod model;
-mod outbound;
-pub mod outcome;
 pub mod plugin;
-mod sandbox;
-pub mod transcript;
+pub mod readfile;
+pub mod runtime;
+pub mod tls;
 
 pub use config::Config;
-pub use host::{Host, LoadProblem, ProblemKind};
-pub use inspect::Inspection;
 pub use grants::Grants;
 pub use grants::manifest::Manifest;
-pub use limits::{ByteSize, HumanDuration, LimitOverrides, Limits, Oversized};
-pub use outcome::{CallError, CallReport, LogRecord, Refusal, RefusalReason, ToolOutput, Usage};
+pub use host::{Host, LoadProblem, ProblemKind};
+pub use inspect::Inspection;
 pub use plugin::{Plugin, Tool};
+pub use runtime::limits::{ByteSize, HumanDuration, LimitOverrides, Limits, Oversized};
+pub use runtime::outcome::{CallError, CallReport, LogRecord, Refusal, RefusalReason, ToolOutput, Usage};

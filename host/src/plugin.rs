@@ -5,10 +5,10 @@
 //! [`contract_of`] its exports, [`prepare`] it against the host's linker and
 //! [`list_tools`] under the plugin's limits, checking every name and schema.
 
-use crate::cache::{Cache, Origin};
 use crate::grants::{Granted, Grants, Manifest};
-use crate::limits::{ByteSize, Limits};
-use crate::sandbox::{self, HostState, Request, Response, Sandbox, v0_1_0};
+use crate::runtime::cache::{Cache, Origin};
+use crate::runtime::limits::{ByteSize, Limits};
+use crate::runtime::sandbox::{self, HostState, Request, Response, Sandbox, v0_1_0};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -65,7 +65,8 @@ pub struct WasmFile {
 
 /// Reads `path` and checks that it holds a WebAssembly component.
 pub fn read(path: &Path) -> Result<WasmFile, String> {
-    let bytes = std::fs::read(path).map_err(|err| format!("could not read the file: {err}"))?;
+    let bytes = crate::readfile::read_regular(path, crate::readfile::limits::WASM)
+        .map_err(|err| format!("could not read the file: {err}"))?;
     const MAGIC: &[u8] = b"\0asm";
     if bytes.len() < 8 || &bytes[..4] != MAGIC {
         return Err("not a WebAssembly file (no `\\0asm` header)".to_owned());
@@ -76,7 +77,7 @@ pub fn read(path: &Path) -> Result<WasmFile, String> {
                     or wrap it with `wasm-tools component new`"
             .to_owned());
     }
-    let sha256 = crate::cache::sha256_hex(&bytes);
+    let sha256 = crate::runtime::cache::sha256_hex(&bytes);
     Ok(WasmFile { bytes: bytes.into(), sha256 })
 }
 
@@ -88,7 +89,7 @@ pub async fn compile(engine: &Engine, cache: Option<&Cache>, wasm: &WasmFile) ->
     let sha256 = wasm.sha256.clone();
     let compiled = tokio::task::spawn_blocking(move || match &cache {
         Some(cache) => cache.load_or_compile(&engine, &bytes, &sha256),
-        None => crate::cache::compile(&engine, &bytes).map(|component| (component, Origin::Compiled)),
+        None => crate::runtime::cache::compile(&engine, &bytes).map(|component| (component, Origin::Compiled)),
     })
     .await
     .map_err(|err| format!("the compiler thread failed: {err}"))?;
@@ -140,10 +141,7 @@ pub fn contract_of(engine: &Engine, component: &Component) -> Result<&'static st
         ));
     }
     let shown = if exports.is_empty() { "nothing".to_owned() } else { exports.join(", ") };
-    Err(format!(
-        "not a toolhost plugin: it does not export `{}` (it exports {shown})",
-        sandbox::TOOLS_EXPORT_V0_1_0
-    ))
+    Err(format!("not a toolhost plugin: it does not export `{}` (it exports {shown})", sandbox::TOOLS_EXPORT_V0_1_0))
 }
 
 /// Links `component` (of `contract`) against the host's imports.
@@ -152,13 +150,13 @@ pub(crate) fn prepare(
     component: &Component,
     contract: &'static str,
 ) -> Result<Sandbox, String> {
-    let pre = linker.instantiate_pre(component).map_err(|err| {
-        format!("it imports something toolhost does not provide: {:#}", anyhow::Error::from(err))
-    })?;
+    let pre = linker
+        .instantiate_pre(component)
+        .map_err(|err| format!("it imports something toolhost does not provide: {:#}", anyhow::Error::from(err)))?;
     match contract {
-        "0.1.0" => v0_1_0::PluginPre::new(pre).map(Sandbox::V0_1_0).map_err(|err| {
-            format!("its exports do not match toolhost:plugin@0.1.0: {:#}", anyhow::Error::from(err))
-        }),
+        "0.1.0" => v0_1_0::PluginPre::new(pre)
+            .map(Sandbox::V0_1_0)
+            .map_err(|err| format!("its exports do not match toolhost:plugin@0.1.0: {:#}", anyhow::Error::from(err))),
         other => Err(format!("contract version {other} is not supported")),
     }
 }
@@ -171,10 +169,8 @@ pub(crate) async fn list_tools(sandbox: &Sandbox, name: &Arc<str>, limits: &Limi
         Ok(Response::Called(_)) => return Err("answered the wrong request".to_owned()),
         Err(err) => return Err(format!("listing its tools failed: it {err}")),
     };
-    let size: usize = listed
-        .iter()
-        .map(|tool| tool.name.len() + tool.description.len() + tool.input_schema.len())
-        .sum();
+    let size: usize =
+        listed.iter().map(|tool| tool.name.len() + tool.description.len() + tool.input_schema.len()).sum();
     if size as u64 > limits.output.bytes() {
         return Err(format!(
             "its tool list is {} long, over the output limit of {}",
@@ -197,7 +193,6 @@ pub(crate) async fn list_tools(sandbox: &Sandbox, name: &Arc<str>, limits: &Limi
     Ok(tools)
 }
 
-
 /// Checks a tool name against `^[a-zA-Z0-9_-]{1,64}$`, what model APIs accept.
 pub fn check_name(name: &str) -> Result<(), String> {
     let valid = !name.is_empty()
@@ -217,8 +212,8 @@ pub fn check_name(name: &str) -> Result<(), String> {
 /// Parses a tool's input schema, checks it is a JSON Schema for an object and
 /// compiles its validator.
 pub fn check_schema(tool: &str, text: &str) -> Result<(Value, jsonschema::Validator), String> {
-    let schema: Value = serde_json::from_str(text)
-        .map_err(|err| format!("the input schema of tool `{tool}` is not JSON: {err}"))?;
+    let schema: Value =
+        serde_json::from_str(text).map_err(|err| format!("the input schema of tool `{tool}` is not JSON: {err}"))?;
     let Some(object) = schema.as_object() else {
         return Err(format!("the input schema of tool `{tool}` must be a JSON object"));
     };
@@ -257,11 +252,9 @@ mod tests {
 
     #[test]
     fn accepts_object_schemas() {
-        let (_, validator) = check_schema(
-            "t",
-            r#"{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}"#,
-        )
-        .unwrap();
+        let (_, validator) =
+            check_schema("t", r#"{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}"#)
+                .unwrap();
         assert!(validator.is_valid(&serde_json::json!({"text": "hi"})));
         assert!(!validator.is_valid(&serde_json::json!({"text": 5})));
     }

@@ -16,9 +16,7 @@ pub mod bindings {
 }
 
 pub use bindings::exports::toolhost::plugin::tools::Guest;
-pub use bindings::toolhost::plugin::types::{
-    CallError as WitError, Tool as WitTool, ToolOutput as WitOutput,
-};
+pub use bindings::toolhost::plugin::types::{CallError as WitError, Tool as WitTool, ToolOutput as WitOutput};
 
 pub fn list_tools(tools: Vec<Tool>) -> Vec<WitTool> {
     tools
@@ -88,7 +86,9 @@ mod tests {
         let call = |name: &str, args: &str| call_tool(tools(), name, args);
         assert!(matches!(call("add", r#"{"a":2,"b":3}"#), Ok(WitOutput::Json(text)) if text == "5"));
         assert!(matches!(call("add", r#"{"a":"x"}"#), Err(WitError::InvalidArguments(_))));
-        assert!(matches!(call("add", &format!(r#"{{"a":{},"b":1}}"#, i64::MAX)), Err(WitError::Failed(m)) if m == "overflow"));
+        assert!(
+            matches!(call("add", &format!(r#"{{"a":{},"b":1}}"#, i64::MAX)), Err(WitError::Failed(m)) if m == "overflow")
+        );
         assert!(matches!(call("refuse", r#"{"a":1,"b":1}"#), Err(WitError::InvalidArguments(m)) if m == "no thanks"));
         assert!(matches!(call("nope", "{}"), Err(WitError::Failed(m)) if m.contains("no tool named `nope`")));
     }

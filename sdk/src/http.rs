@@ -81,7 +81,8 @@ impl Request {
         let body = request.body().map_err(|()| Error::Failed("the request body was already taken".to_owned()))?;
         let pending = outgoing_handler::handle(request, None).map_err(|code| Error::from_code(code, &url))?;
         if !self.body.is_empty() {
-            let stream = body.write().map_err(|()| Error::Failed("the request body could not be written".to_owned()))?;
+            let stream =
+                body.write().map_err(|()| Error::Failed("the request body could not be written".to_owned()))?;
             for chunk in self.body.chunks(4096) {
                 stream.blocking_write_and_flush(chunk).map_err(|err| Error::Failed(describe_stream_error(err)))?;
             }
@@ -117,7 +118,9 @@ impl Request {
                 }
                 Ok(chunk) => bytes.extend_from_slice(&chunk),
                 Err(StreamError::Closed) => break,
-                Err(err) => return Err(Error::Failed(format!("reading the response failed: {}", describe_stream_error(err)))),
+                Err(err) => {
+                    return Err(Error::Failed(format!("reading the response failed: {}", describe_stream_error(err))));
+                }
             }
         }
         drop(stream);
@@ -213,7 +216,9 @@ impl fmt::Display for Error {
         match self {
             Error::InvalidRequest(message) => write!(f, "invalid request: {message}"),
             Error::Denied(message) => write!(f, "request refused by the host: {message}"),
-            Error::TooManyRequests => write!(f, "request refused by the host: this call sent as many requests as it may"),
+            Error::TooManyRequests => {
+                write!(f, "request refused by the host: this call sent as many requests as it may")
+            }
             Error::Failed(message) => write!(f, "request failed: {message}"),
         }
     }
@@ -231,7 +236,9 @@ struct Url {
 impl Url {
     fn parse(url: &str) -> Result<Url, Error> {
         let invalid = || {
-            Error::InvalidRequest(format!("`{url}` is not an http:// or https:// URL (e.g. `https://example.com/path`)"))
+            Error::InvalidRequest(format!(
+                "`{url}` is not an http:// or https:// URL (e.g. `https://example.com/path`)"
+            ))
         };
         let (scheme, rest) = url.split_once("://").ok_or_else(invalid)?;
         let scheme = match scheme.to_ascii_lowercase().as_str() {
@@ -285,7 +292,10 @@ mod tests {
     #[test]
     fn splits_urls_for_wasi_http() {
         let url = Url::parse("https://api.example.com:8443/v1/items?q=a#frag").unwrap();
-        assert_eq!((url.scheme_str(), url.authority.as_str(), url.path.as_str()), ("https", "api.example.com:8443", "/v1/items?q=a"));
+        assert_eq!(
+            (url.scheme_str(), url.authority.as_str(), url.path.as_str()),
+            ("https", "api.example.com:8443", "/v1/items?q=a")
+        );
         let url = Url::parse("http://example.com").unwrap();
         assert_eq!(url.path, "/");
         let url = Url::parse("http://example.com?x=1").unwrap();

@@ -151,11 +151,7 @@ impl Tool {
     ///
     /// The input schema is derived from `A`, which must be a struct (the model
     /// always sends an object). Field doc comments become descriptions.
-    pub fn new<A, O>(
-        name: &'static str,
-        description: &'static str,
-        function: fn(A) -> Result<O, ToolError>,
-    ) -> Self
+    pub fn new<A, O>(name: &'static str, description: &'static str, function: fn(A) -> Result<O, ToolError>) -> Self
     where
         A: DeserializeOwned + JsonSchema + 'static,
         O: Into<Output> + 'static,
@@ -165,8 +161,8 @@ impl Tool {
             description,
             schema: schema_of::<A>,
             invoke: Box::new(move |arguments| {
-                let args: A = serde_json::from_str(arguments)
-                    .map_err(|err| ToolError::invalid_arguments(err.to_string()))?;
+                let args: A =
+                    serde_json::from_str(arguments).map_err(|err| ToolError::invalid_arguments(err.to_string()))?;
                 function(args).map(Into::into)
             }),
         }

@@ -4,10 +4,8 @@
 use crate::__private::bindings::toolhost::plugin::log::{self as wit, Field, Level};
 
 fn emit(level: Level, message: &str, fields: &[(&str, &str)]) {
-    let fields: Vec<Field> = fields
-        .iter()
-        .map(|(key, value)| Field { key: (*key).to_owned(), value: (*value).to_owned() })
-        .collect();
+    let fields: Vec<Field> =
+        fields.iter().map(|(key, value)| Field { key: (*key).to_owned(), value: (*value).to_owned() }).collect();
     wit::log(level, message, &fields);
 }
 

@@ -295,12 +295,16 @@ fn openai_events(text: &str, calls: &[Call<'_>], stop: Option<&str>) -> Vec<(Opt
             Value::Null,
         ));
         for piece in split(args) {
-            events.push(chunk(json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}), Value::Null));
+            events
+                .push(chunk(json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}), Value::Null));
         }
     }
     let finish = stop.unwrap_or(if calls.is_empty() { "stop" } else { "tool_calls" });
     events.push(chunk(json!({}), json!(finish)));
-    events.push((None, json!({"id": "c", "choices": [], "usage": {"prompt_tokens": 11, "completion_tokens": 7}}).to_string()));
+    events.push((
+        None,
+        json!({"id": "c", "choices": [], "usage": {"prompt_tokens": 11, "completion_tokens": 7}}).to_string(),
+    ));
     events.push((None, "[DONE]".to_owned()));
     events
 }
@@ -330,10 +334,16 @@ fn anthropic_events(text: &str, calls: &[Call<'_>], stop: Option<&str>) -> Vec<(
     )];
     let mut index = 0;
     if !text.is_empty() {
-        events.push(event("content_block_start", json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})));
+        events.push(event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}),
+        ));
         events.push(event("ping", json!({"type": "ping"})));
         for piece in split(text) {
-            events.push(event("content_block_delta", json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}})));
+            events.push(event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}}),
+            ));
         }
         events.push(event("content_block_stop", json!({"type": "content_block_stop", "index": index})));
         index += 1;

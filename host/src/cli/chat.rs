@@ -8,7 +8,7 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use tokio_util::sync::CancellationToken;
 use toolhost::Host;
-use toolhost::events::RunStatus;
+use toolhost::agent::events::RunStatus;
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -5,7 +5,7 @@ use anyhow::Result;
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use toolhost::cache::Origin;
+use toolhost::runtime::cache::Origin;
 use toolhost::{ByteSize, Host, HumanDuration, Inspection};
 
 #[derive(clap::Args)]

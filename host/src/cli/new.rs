@@ -144,12 +144,8 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         // A TOML string, quoted and escaped, for `path = __SDK_PATH__`.
         values.push(("__SDK_PATH__", toml::Value::String(sdk.display().to_string()).to_string()));
     }
-    let files: Vec<(&str, String, bool)> = args
-        .lang
-        .files()
-        .iter()
-        .map(|file| (file.path, fill(file.text, &values), file.executable))
-        .collect();
+    let files: Vec<(&str, String, bool)> =
+        args.lang.files().iter().map(|file| (file.path, fill(file.text, &values), file.executable)).collect();
     write_project(&dir, &files)?;
 
     let shown = dir.display();
@@ -216,8 +212,8 @@ fn pinned_componentize_py() -> Result<String> {
 }
 
 fn pinned_npm(package: &str) -> Result<String> {
-    let manifest: serde_json::Value =
-        serde_json::from_str(JS_PACKAGE).context("plugins/js/package.json is not JSON (this toolhost build is broken)")?;
+    let manifest: serde_json::Value = serde_json::from_str(JS_PACKAGE)
+        .context("plugins/js/package.json is not JSON (this toolhost build is broken)")?;
     manifest["dependencies"][package]
         .as_str()
         .map(str::to_owned)
@@ -237,10 +233,16 @@ fn pinned_wit_bindgen() -> Result<String> {
 fn write_project(dir: &Path, files: &[(&str, String, bool)]) -> Result<()> {
     if let Ok(mut entries) = std::fs::read_dir(dir) {
         if entries.next().is_some() {
-            bail!("{} already exists and is not empty: toolhost new never overwrites; pick another --dir", dir.display());
+            bail!(
+                "{} already exists and is not empty: toolhost new never overwrites; pick another --dir",
+                dir.display()
+            );
         }
     } else if dir.exists() {
-        bail!("{} already exists and is not a folder: toolhost new never overwrites; pick another --dir", dir.display());
+        bail!(
+            "{} already exists and is not a folder: toolhost new never overwrites; pick another --dir",
+            dir.display()
+        );
     }
     let parent = match dir.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
@@ -254,8 +256,7 @@ fn write_project(dir: &Path, files: &[(&str, String, bool)]) -> Result<()> {
     let written = write_files(&staging, files).and_then(|()| {
         // `rename` replaces an empty folder and refuses a non-empty one, so a
         // folder filled since the check above is not overwritten either.
-        std::fs::rename(&staging, dir)
-            .with_context(|| format!("could not move the new project into {}", dir.display()))
+        std::fs::rename(&staging, dir).with_context(|| format!("could not move the new project into {}", dir.display()))
     });
     if written.is_err() {
         let _ = std::fs::remove_dir_all(&staging);

@@ -9,12 +9,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use toolhost::agent::approval::{ApproveAll, Approver, NobodyToAsk};
+use toolhost::agent::events::{Event, Record, RunStatus};
+use toolhost::agent::model::providers;
+use toolhost::agent::model::{Conversation, ModelClient, RequestOptions};
+use toolhost::agent::transcript::{self, Transcript};
 use toolhost::agent::{Agent, AgentOptions, RunOutcome};
-use toolhost::approval::{ApproveAll, Approver, NobodyToAsk};
-use toolhost::events::{Event, Record, RunStatus};
-use toolhost::model::providers;
-use toolhost::model::{Conversation, ModelClient, RequestOptions};
-use toolhost::transcript::{self, Transcript};
 use toolhost::{ByteSize, Host};
 
 #[derive(clap::Args)]
@@ -106,7 +106,8 @@ impl Session {
         let (events, receiver) = mpsc::unbounded_channel();
         let display = tokio::spawn(display(receiver, terminal, events_file));
         let agent = Agent::new(Arc::new(host), client, spec, approver).with_options(agent_options).with_events(events);
-        let conversation = Conversation { system: args.system.clone().or_else(|| settings.system.clone()), messages: Vec::new() };
+        let conversation =
+            Conversation { system: args.system.clone().or_else(|| settings.system.clone()), messages: Vec::new() };
         Ok(Session { agent, conversation, transcript: args.transcript.clone(), display })
     }
 

@@ -7,8 +7,8 @@ use std::io::{IsTerminal, Write};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use toolhost::approval::{ApprovalRequest, Approver, Decision};
-use toolhost::events::Event;
+use toolhost::agent::approval::{ApprovalRequest, Approver, Decision};
+use toolhost::agent::events::Event;
 
 use super::format;
 
@@ -51,8 +51,11 @@ impl Terminal {
             Event::ModelRequest { turn, .. } => {
                 self.pause();
                 if std::io::stderr().is_terminal() {
-                    let message =
-                        if *turn == 1 { "waiting for the model".to_owned() } else { format!("waiting for the model (turn {turn})") };
+                    let message = if *turn == 1 {
+                        "waiting for the model".to_owned()
+                    } else {
+                        format!("waiting for the model (turn {turn})")
+                    };
                     self.state().spinner = Some(spinner(message));
                 }
             }
@@ -103,7 +106,9 @@ impl Terminal {
 /// stderr is not a terminal.
 pub fn spinner(message: String) -> ProgressBar {
     let spinner = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-    spinner.set_style(ProgressStyle::with_template("{spinner} {msg} {elapsed}").unwrap_or_else(|_| ProgressStyle::default_spinner()));
+    spinner.set_style(
+        ProgressStyle::with_template("{spinner} {msg} {elapsed}").unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
     spinner.set_message(message);
     spinner.enable_steady_tick(Duration::from_millis(100));
     spinner

@@ -82,9 +82,7 @@ fn arguments(schema: &Value) -> Vec<String> {
         .map(|(name, property)| {
             let kind = match property.get("type") {
                 Some(Value::String(kind)) => kind.clone(),
-                Some(Value::Array(kinds)) => {
-                    kinds.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" | ")
-                }
+                Some(Value::Array(kinds)) => kinds.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" | "),
                 _ if property.get("enum").is_some() => "enum".to_owned(),
                 _ => "any".to_owned(),
             };

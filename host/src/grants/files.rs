@@ -99,9 +99,7 @@ impl FromStr for GuestDir {
         if let Some((_, last)) = guest.rsplit_once(':')
             && !last.starts_with('/')
         {
-            return Err(format!(
-                "`{entry}`: the access must be `ro` (read-only) or `rw` (read-write), not `{last}`"
-            ));
+            return Err(format!("`{entry}`: the access must be `ro` (read-only) or `rw` (read-write), not `{last}`"));
         }
         if guest.contains(':') {
             return Err(format!(

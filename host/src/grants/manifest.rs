@@ -50,9 +50,9 @@ impl Manifest {
     /// an error saying what is wrong when it cannot be read or parsed.
     pub fn load_beside(wasm: &Path) -> Result<Option<Manifest>, String> {
         let path = Manifest::path_for(wasm);
-        let text = match std::fs::read_to_string(&path) {
+        let text = match crate::readfile::read_regular_text(&path, crate::readfile::limits::TOML) {
             Ok(text) => text,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(err) if err.is_not_found() => return Ok(None),
             Err(err) => return Err(format!("could not read {}: {err}", path.display())),
         };
         Manifest::parse(&text)

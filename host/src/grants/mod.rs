@@ -162,9 +162,8 @@ pub fn review(name: &str, wasm: &Path, grants: &Grants, lookup: impl Fn(&str) ->
     let asks = match Manifest::load_beside(wasm) {
         Ok(asks) => asks,
         Err(err) => {
-            notices.push(format!(
-                "{err}; what the plugin asks for is unknown (the grants in toolhost.toml still apply)"
-            ));
+            notices
+                .push(format!("{err}; what the plugin asks for is unknown (the grants in toolhost.toml still apply)"));
             None
         }
     };
@@ -244,8 +243,17 @@ mod tests {
         std::fs::write(dir.path().join("good.toml"), "http = [\"https://example.com\"]\n").unwrap();
         let bad = review("bad", &dir.path().join("bad.wasm"), &Grants::default(), |_| None);
         assert!(bad.asks.is_none());
-        assert!(bad.notices[0].contains("not a valid plugin manifest") && bad.notices[0].contains("did you mean"), "{:?}", bad.notices);
+        assert!(
+            bad.notices[0].contains("not a valid plugin manifest") && bad.notices[0].contains("did you mean"),
+            "{:?}",
+            bad.notices
+        );
         let good = review("good", &dir.path().join("good.wasm"), &Grants::default(), |_| None);
-        assert!(good.notices[0].contains("HTTP access to `https://example.com`") && good.notices[0].contains("[plugins.good]"), "{:?}", good.notices);
+        assert!(
+            good.notices[0].contains("HTTP access to `https://example.com`")
+                && good.notices[0].contains("[plugins.good]"),
+            "{:?}",
+            good.notices
+        );
     }
 }

@@ -318,9 +318,7 @@ fn split_host_port<'a>(entry: &str, authority: &'a str) -> Result<(&'a str, Opti
     }
     match authority.split_once(':') {
         Some((host, port)) if !port.contains(':') => Ok((host, Some(port))),
-        Some(_) => Err(format!(
-            "`{entry}`: an IPv6 address must be in brackets, as in `http://[::1]:8080`"
-        )),
+        Some(_) => Err(format!("`{entry}`: an IPv6 address must be in brackets, as in `http://[::1]:8080`")),
         None => Ok((authority, None)),
     }
 }
@@ -383,9 +381,7 @@ fn check_name(entry: &str, name: &str) -> Result<(), String> {
     if labels_ok {
         Ok(())
     } else {
-        Err(format!(
-            "`{entry}`: `{name}` is not a host name (letters, digits and `-` in dot-separated labels)"
-        ))
+        Err(format!("`{entry}`: `{name}` is not a host name (letters, digits and `-` in dot-separated labels)"))
     }
 }
 
@@ -485,7 +481,12 @@ mod tests {
             ("http://*:*", Scheme::Http, Host::Any, Port::Any),
             ("https://example.com:*", Scheme::Https, Host::Name("example.com".into()), Port::Any),
             ("http://localhost:3000", Scheme::Http, Host::Name("localhost".into()), Port::Number(3000)),
-            ("  https://my_host.internal.example  ", Scheme::Https, Host::Name("my_host.internal.example".into()), Port::Number(443)),
+            (
+                "  https://my_host.internal.example  ",
+                Scheme::Https,
+                Host::Name("my_host.internal.example".into()),
+                Port::Number(443),
+            ),
         ];
         for (text, scheme, host, port) in cases {
             assert_eq!(pattern(text), HostPattern { scheme, host, port }, "{text}");
@@ -553,7 +554,8 @@ mod tests {
 
     #[test]
     fn allows_only_matching_scheme_host_and_port() {
-        let grant = grant(&["https://api.example.com", "https://*.example.org", "http://127.0.0.1:8080", "http://[::1]:9000"]);
+        let grant =
+            grant(&["https://api.example.com", "https://*.example.org", "http://127.0.0.1:8080", "http://[::1]:9000"]);
         let allowed = [
             (Scheme::Https, "api.example.com", 443),
             (Scheme::Https, "API.EXAMPLE.COM", 443),
@@ -567,15 +569,15 @@ mod tests {
             assert!(grant.allows(scheme, host, port).is_some(), "{scheme:?} {host} {port}");
         }
         let denied = [
-            (Scheme::Http, "api.example.com", 80),     // other scheme
-            (Scheme::Https, "api.example.com", 8443),  // other port
-            (Scheme::Https, "example.com", 443),       // other host
+            (Scheme::Http, "api.example.com", 80),    // other scheme
+            (Scheme::Https, "api.example.com", 8443), // other port
+            (Scheme::Https, "example.com", 443),      // other host
             (Scheme::Https, "evil-api.example.com", 443),
             (Scheme::Https, "api.example.com.evil.net", 443),
-            (Scheme::Https, "example.org", 443),       // the wildcard is for subdomains only
+            (Scheme::Https, "example.org", 443), // the wildcard is for subdomains only
             (Scheme::Https, "badexample.org", 443),
             (Scheme::Http, "127.0.0.1", 8081),
-            (Scheme::Http, "localhost", 8080),         // a name is not the address it resolves to
+            (Scheme::Http, "localhost", 8080), // a name is not the address it resolves to
             (Scheme::Http, "127.0.0.2", 8080),
             (Scheme::Http, "[::2]", 9000),
             (Scheme::Http, "", 8080),
@@ -604,15 +606,45 @@ mod tests {
     #[test]
     fn tells_public_from_special_addresses() {
         let special = [
-            "0.0.0.0", "10.1.2.3", "127.0.0.1", "127.8.8.8", "100.64.0.1", "169.254.169.254", "172.16.0.1",
-            "172.31.255.255", "192.168.1.1", "192.0.2.1", "198.18.0.1", "224.0.0.1", "255.255.255.255",
-            "::", "::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "::127.0.0.1", "fc00::1", "fd12:3456::1",
-            "fe80::1", "ff02::1", "2001:db8::1", "64:ff9b::a00:1", "2002:c0a8:0101::1",
+            "0.0.0.0",
+            "10.1.2.3",
+            "127.0.0.1",
+            "127.8.8.8",
+            "100.64.0.1",
+            "169.254.169.254",
+            "172.16.0.1",
+            "172.31.255.255",
+            "192.168.1.1",
+            "192.0.2.1",
+            "198.18.0.1",
+            "224.0.0.1",
+            "255.255.255.255",
+            "::",
+            "::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "::127.0.0.1",
+            "fc00::1",
+            "fd12:3456::1",
+            "fe80::1",
+            "ff02::1",
+            "2001:db8::1",
+            "64:ff9b::a00:1",
+            "2002:c0a8:0101::1",
         ];
         for ip in special {
             assert!(!is_public(ip.parse().unwrap()), "{ip} is not public");
         }
-        let public = ["1.1.1.1", "8.8.8.8", "93.184.216.34", "172.32.0.1", "100.128.0.1", "2606:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808"];
+        let public = [
+            "1.1.1.1",
+            "8.8.8.8",
+            "93.184.216.34",
+            "172.32.0.1",
+            "100.128.0.1",
+            "2606:4700::1111",
+            "::ffff:8.8.8.8",
+            "64:ff9b::808:808",
+        ];
         for ip in public {
             assert!(is_public(ip.parse().unwrap()), "{ip} is public");
         }

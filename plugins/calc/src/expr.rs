@@ -43,18 +43,12 @@ impl fmt::Display for CalcError {
 impl CalcError {
     fn at(index: usize, what: impl fmt::Display) -> Self {
         let column = index + 1;
-        CalcError {
-            column,
-            message: format!("{what} at column {column}"),
-        }
+        CalcError { column, message: format!("{what} at column {column}") }
     }
 
     fn at_with_hint(index: usize, what: impl fmt::Display, hint: impl fmt::Display) -> Self {
         let column = index + 1;
-        CalcError {
-            column,
-            message: format!("{what} at column {column}; {hint}"),
-        }
+        CalcError { column, message: format!("{what} at column {column}; {hint}") }
     }
 }
 
@@ -83,14 +77,7 @@ pub fn evaluate(source: &str, variables: &BTreeMap<String, f64>) -> Result<f64, 
             message: "the expression is empty; write one such as `2 * (3 + 4)`".to_owned(),
         });
     }
-    let mut parser = Parser {
-        chars: &chars,
-        tokens,
-        pos: 0,
-        depth: 0,
-        variables,
-        math_error: None,
-    };
+    let mut parser = Parser { chars: &chars, tokens, pos: 0, depth: 0, variables, math_error: None };
     let value = parser.expr()?;
     let next = parser.peek();
     if next.kind != Kind::End {
@@ -143,10 +130,7 @@ fn tokenize(chars: &[char]) -> Result<Vec<Token>, CalcError> {
                 Kind::Number(value)
             }
             c if c.is_ascii_alphabetic() || c == '_' || c == 'π' => {
-                while chars
-                    .get(i)
-                    .is_some_and(|&c| c.is_ascii_alphanumeric() || c == '_' || c == 'π')
-                {
+                while chars.get(i).is_some_and(|&c| c.is_ascii_alphanumeric() || c == '_' || c == 'π') {
                     i += 1;
                 }
                 Kind::Name
@@ -177,17 +161,9 @@ fn tokenize(chars: &[char]) -> Result<Vec<Token>, CalcError> {
                 }
             }
         };
-        tokens.push(Token {
-            kind,
-            start,
-            end: i,
-        });
+        tokens.push(Token { kind, start, end: i });
     }
-    tokens.push(Token {
-        kind: Kind::End,
-        start: chars.len(),
-        end: chars.len(),
-    });
+    tokens.push(Token { kind: Kind::End, start: chars.len(), end: chars.len() });
     Ok(tokens)
 }
 
@@ -226,11 +202,7 @@ fn number(chars: &[char], start: usize) -> Result<(f64, usize), CalcError> {
         count += digits(&mut i, &mut text)?;
     }
     if count == 0 {
-        return Err(CalcError::at_with_hint(
-            start,
-            "a lone `.` is not a number",
-            "write a number such as `0.5`",
-        ));
+        return Err(CalcError::at_with_hint(start, "a lone `.` is not a number", "write a number such as `0.5`"));
     }
     if matches!(at(i), Some('e' | 'E')) {
         let sign = usize::from(matches!(at(i + 1), Some('+' | '-')));
@@ -248,15 +220,9 @@ fn number(chars: &[char], start: usize) -> Result<(f64, usize), CalcError> {
     if at(i) == Some('.') {
         return Err(CalcError::at(i, "a number has a second `.`"));
     }
-    let value: f64 = text
-        .parse()
-        .map_err(|_| CalcError::at(start, format_args!("`{text}` is not a valid number")))?;
+    let value: f64 = text.parse().map_err(|_| CalcError::at(start, format_args!("`{text}` is not a valid number")))?;
     if !value.is_finite() {
-        return Err(CalcError::at_with_hint(
-            start,
-            "number too large",
-            "numbers must stay below about 1.8e308",
-        ));
+        return Err(CalcError::at_with_hint(start, "number too large", "numbers must stay below about 1.8e308"));
     }
     Ok((value, i))
 }
@@ -327,19 +293,11 @@ impl Parser<'_> {
     }
 
     fn text(&self, start: usize, end: usize) -> String {
-        self.chars
-            .get(start..end)
-            .unwrap_or_default()
-            .iter()
-            .collect()
+        self.chars.get(start..end).unwrap_or_default().iter().collect()
     }
 
     /// Runs `f` one nesting level deeper, failing past [`MAX_DEPTH`].
-    fn nested<T>(
-        &mut self,
-        at: usize,
-        f: impl FnOnce(&mut Self) -> Result<T, CalcError>,
-    ) -> Result<T, CalcError> {
+    fn nested<T>(&mut self, at: usize, f: impl FnOnce(&mut Self) -> Result<T, CalcError>) -> Result<T, CalcError> {
         if self.depth >= MAX_DEPTH {
             return Err(CalcError::at_with_hint(
                 at,
@@ -378,18 +336,14 @@ impl Parser<'_> {
     fn after_value(&self, token: Token, context: Context) -> CalcError {
         let text = self.text(token.start, token.end);
         match (token.kind, context) {
-            (Kind::Close, Context::Top) => CalcError::at_with_hint(
-                token.start,
-                "unexpected `)`",
-                "there is no `(` for it to close",
-            ),
-            (Kind::Number(_) | Kind::Name | Kind::Open, Context::Arguments) => {
-                CalcError::at_with_hint(
-                    token.start,
-                    format_args!("unexpected `{text}`"),
-                    "a `,` between arguments or an operator is missing before it",
-                )
+            (Kind::Close, Context::Top) => {
+                CalcError::at_with_hint(token.start, "unexpected `)`", "there is no `(` for it to close")
             }
+            (Kind::Number(_) | Kind::Name | Kind::Open, Context::Arguments) => CalcError::at_with_hint(
+                token.start,
+                format_args!("unexpected `{text}`"),
+                "a `,` between arguments or an operator is missing before it",
+            ),
             (Kind::Number(_) | Kind::Name | Kind::Open, _) => CalcError::at_with_hint(
                 token.start,
                 format_args!("unexpected `{text}`"),
@@ -439,16 +393,8 @@ impl Parser<'_> {
             Kind::Minus | Kind::Plus => {
                 self.bump();
                 let operand = self.nested(token.start, Self::unary)?;
-                let v = if token.kind == Kind::Minus {
-                    -operand.v
-                } else {
-                    operand.v
-                };
-                Ok(Val {
-                    v,
-                    start: token.start,
-                    end: operand.end,
-                })
+                let v = if token.kind == Kind::Minus { -operand.v } else { operand.v };
+                Ok(Val { v, start: token.start, end: operand.end })
             }
             _ => self.power(),
         }
@@ -468,11 +414,7 @@ impl Parser<'_> {
     fn primary(&mut self) -> Result<Val, CalcError> {
         let token = self.bump();
         match token.kind {
-            Kind::Number(v) => Ok(Val {
-                v,
-                start: token.start,
-                end: token.end,
-            }),
+            Kind::Number(v) => Ok(Val { v, start: token.start, end: token.end }),
             Kind::Name if self.peek().kind == Kind::Open => self.call(token),
             Kind::Name => self.name(token),
             Kind::Open => {
@@ -481,17 +423,9 @@ impl Parser<'_> {
                 match close.kind {
                     Kind::Close => {
                         self.bump();
-                        Ok(Val {
-                            v: inner.v,
-                            start: token.start,
-                            end: close.end,
-                        })
+                        Ok(Val { v: inner.v, start: token.start, end: close.end })
                     }
-                    Kind::End => Err(CalcError::at_with_hint(
-                        token.start,
-                        "this `(` is never closed",
-                        "add a `)`",
-                    )),
+                    Kind::End => Err(CalcError::at_with_hint(token.start, "this `(` is never closed", "add a `)`")),
                     _ => Err(self.after_value(close, Context::Parenthesis)),
                 }
             }
@@ -501,17 +435,10 @@ impl Parser<'_> {
 
     fn name(&mut self, token: Token) -> Result<Val, CalcError> {
         let name = self.text(token.start, token.end);
-        let value = self
-            .variables
-            .get(&name)
-            .copied()
-            .or_else(|| CONSTANTS.iter().find(|(n, _)| *n == name).map(|&(_, v)| v));
+        let value =
+            self.variables.get(&name).copied().or_else(|| CONSTANTS.iter().find(|(n, _)| *n == name).map(|&(_, v)| v));
         match value {
-            Some(v) => Ok(Val {
-                v,
-                start: token.start,
-                end: token.end,
-            }),
+            Some(v) => Ok(Val { v, start: token.start, end: token.end }),
             None if function_arity(&name).is_some() => Err(CalcError::at_with_hint(
                 token.start,
                 format_args!("`{name}` is a function"),
@@ -534,11 +461,7 @@ impl Parser<'_> {
             } else {
                 format!("the functions are {FUNCTIONS}")
             };
-            return Err(CalcError::at_with_hint(
-                name_token.start,
-                format_args!("unknown function `{name}`"),
-                hint,
-            ));
+            return Err(CalcError::at_with_hint(name_token.start, format_args!("unknown function `{name}`"), hint));
         };
         let open = self.bump();
         let mut args = Vec::new();
@@ -575,26 +498,17 @@ impl Parser<'_> {
                 (min, max) => format!("{min} to {max} arguments"),
             };
             let hint = if name == "log" {
-                "write log(x, base), or ln(x) for the natural and log10(x) for the common logarithm"
-                    .to_owned()
+                "write log(x, base), or ln(x) for the natural and log10(x) for the common logarithm".to_owned()
             } else {
                 format!("it takes {expected}")
             };
             return Err(CalcError::at_with_hint(
                 name_token.start,
-                format_args!(
-                    "`{name}` called with {} argument{}",
-                    args.len(),
-                    if args.len() == 1 { "" } else { "s" }
-                ),
+                format_args!("`{name}` called with {} argument{}", args.len(), if args.len() == 1 { "" } else { "s" }),
                 hint,
             ));
         }
-        let span = |v| Val {
-            v,
-            start: name_token.start,
-            end: close.end,
-        };
+        let span = |v| Val { v, start: name_token.start, end: close.end };
         let values: Vec<f64> = args.iter().map(|arg| arg.v).collect();
         if values.iter().any(|v| !v.is_finite()) {
             // An earlier arithmetic error, already recorded.
@@ -637,26 +551,18 @@ impl Parser<'_> {
             Op::Rem => l % r,
             Op::Pow => l.powf(r),
         };
-        let val = Val {
-            v,
-            start: left.start,
-            end: right.end,
-        };
+        let val = Val { v, start: left.start, end: right.end };
         if v.is_finite() || !l.is_finite() || !r.is_finite() {
             return val;
         }
         let right_text = self.text(right.start, right.end);
         let err = match op {
-            Op::Div if r == 0.0 => CalcError::at_with_hint(
-                at,
-                "division by zero",
-                format_args!("the divisor `{right_text}` is 0"),
-            ),
-            Op::Rem if r == 0.0 => CalcError::at_with_hint(
-                at,
-                "remainder by zero",
-                format_args!("the divisor `{right_text}` is 0"),
-            ),
+            Op::Div if r == 0.0 => {
+                CalcError::at_with_hint(at, "division by zero", format_args!("the divisor `{right_text}` is 0"))
+            }
+            Op::Rem if r == 0.0 => {
+                CalcError::at_with_hint(at, "remainder by zero", format_args!("the divisor `{right_text}` is 0"))
+            }
             Op::Pow if l == 0.0 && r < 0.0 => {
                 CalcError::at_with_hint(at, "0 raised to a negative power", "that divides by zero")
             }
@@ -685,9 +591,9 @@ impl Parser<'_> {
 /// The number of arguments `name` takes, if it is a function.
 fn function_arity(name: &str) -> Option<(usize, usize)> {
     Some(match name {
-        "sqrt" | "cbrt" | "abs" | "sign" | "exp" | "ln" | "log10" | "log2" | "sin" | "cos"
-        | "tan" | "asin" | "acos" | "atan" | "sinh" | "cosh" | "tanh" | "floor" | "ceil"
-        | "trunc" | "factorial" | "degrees" | "radians" => (1, 1),
+        "sqrt" | "cbrt" | "abs" | "sign" | "exp" | "ln" | "log10" | "log2" | "sin" | "cos" | "tan" | "asin"
+        | "acos" | "atan" | "sinh" | "cosh" | "tanh" | "floor" | "ceil" | "trunc" | "factorial" | "degrees"
+        | "radians" => (1, 1),
         "round" => (1, 2),
         "log" | "atan2" | "pow" | "hypot" => (2, 2),
         "min" | "max" => (1, usize::MAX),
@@ -701,19 +607,11 @@ fn apply(name: &str, args: &[f64]) -> Result<f64, String> {
     let x = args.first().copied().unwrap_or(f64::NAN);
     let y = args.get(1).copied().unwrap_or(f64::NAN);
     let positive = |what: &str| {
-        if x > 0.0 {
-            Ok(())
-        } else {
-            Err(format!(
-                "{what} is defined only for numbers greater than 0, got {x}"
-            ))
-        }
+        if x > 0.0 { Ok(()) } else { Err(format!("{what} is defined only for numbers greater than 0, got {x}")) }
     };
     Ok(match name {
         "sqrt" if x < 0.0 => {
-            return Err(format!(
-                "the square root of a negative number ({x}) is not real"
-            ));
+            return Err(format!("the square root of a negative number ({x}) is not real"));
         }
         "sqrt" => x.sqrt(),
         "cbrt" => x.cbrt(),
@@ -741,9 +639,7 @@ fn apply(name: &str, args: &[f64]) -> Result<f64, String> {
         "log" => {
             positive("log")?;
             if y <= 0.0 || y == 1.0 {
-                return Err(format!(
-                    "the base of log must be greater than 0 and not 1, got {y}"
-                ));
+                return Err(format!("the base of log must be greater than 0 and not 1, got {y}"));
             }
             x.ln() / y.ln()
         }
@@ -766,9 +662,7 @@ fn apply(name: &str, args: &[f64]) -> Result<f64, String> {
         "round" if args.len() == 1 => x.round(),
         "round" => {
             if y.fract() != 0.0 || !(-15.0..=15.0).contains(&y) {
-                return Err(format!(
-                    "the digits of round(x, digits) must be a whole number from -15 to 15, got {y}"
-                ));
+                return Err(format!("the digits of round(x, digits) must be a whole number from -15 to 15, got {y}"));
             }
             let scale = 10f64.powi(y as i32);
             let scaled = (x * scale).round() / scale;
@@ -781,17 +675,13 @@ fn apply(name: &str, args: &[f64]) -> Result<f64, String> {
             return Err("0 raised to a negative power divides by zero".to_owned());
         }
         "pow" if x < 0.0 && y.fract() != 0.0 => {
-            return Err(format!(
-                "{x} raised to the fractional power {y} is not real"
-            ));
+            return Err(format!("{x} raised to the fractional power {y} is not real"));
         }
         "pow" => x.powf(y),
         "hypot" => x.hypot(y),
         "factorial" => {
             if x.fract() != 0.0 || x < 0.0 {
-                return Err(format!(
-                    "factorial is defined only for whole numbers from 0, got {x}"
-                ));
+                return Err(format!("factorial is defined only for whole numbers from 0, got {x}"));
             }
             if x > 170.0 {
                 // 171! is past the largest f64: report it as an overflow.
@@ -844,10 +734,7 @@ mod tests {
         ];
         for &(source, expected) in cases {
             let got = eval(source);
-            assert!(
-                matches!(got, Ok(v) if close(v, expected)),
-                "{source} gave {got:?}, expected {expected}"
-            );
+            assert!(matches!(got, Ok(v) if close(v, expected)), "{source} gave {got:?}, expected {expected}");
         }
     }
 
@@ -891,10 +778,7 @@ mod tests {
         ];
         for &(source, expected) in cases {
             let got = eval(source);
-            assert!(
-                matches!(got, Ok(v) if close(v, expected)),
-                "{source} gave {got:?}, expected {expected}"
-            );
+            assert!(matches!(got, Ok(v) if close(v, expected)), "{source} gave {got:?}, expected {expected}");
         }
     }
 
@@ -910,11 +794,7 @@ mod tests {
             ("(1 + 2))", 8, "unexpected `)` at column 8"),
             ("1 + (2 * 3", 5, "this `(` is never closed at column 5"),
             ("1 +", 4, "the expression ends too early at column 4"),
-            (
-                "2 3",
-                3,
-                "unexpected `3` at column 3; an operator is missing",
-            ),
+            ("2 3", 3, "unexpected `3` at column 3; an operator is missing"),
             ("2x", 2, "unexpected `x` at column 2"),
             ("2(3)", 2, "unexpected `(` at column 2"),
             ("1 $ 2", 3, "unexpected character `$` at column 3"),
@@ -930,16 +810,8 @@ mod tests {
             ("min()", 1, "`min` called with 0 arguments"),
             ("log(8)", 1, "write log(x, base)"),
             ("max(1, 2", 4, "the `(` of `max(` is never closed"),
-            (
-                "max(1 2)",
-                7,
-                "unexpected `2` at column 7; a `,` between arguments",
-            ),
-            (
-                "(1 2)",
-                4,
-                "unexpected `2` at column 4; an operator is missing",
-            ),
+            ("max(1 2)", 7, "unexpected `2` at column 7; a `,` between arguments"),
+            ("(1 2)", 4, "unexpected `2` at column 4; an operator is missing"),
             ("* 2", 1, "unexpected `*` at column 1"),
             ("()", 2, "unexpected `)` at column 2"),
         ];
@@ -964,11 +836,7 @@ mod tests {
     #[test]
     fn rejects_arithmetic_without_a_finite_result() {
         let cases: &[(&str, usize, &str)] = &[
-            (
-                "1 / (2 - 2)",
-                3,
-                "division by zero at column 3; the divisor `(2 - 2)` is 0",
-            ),
+            ("1 / (2 - 2)", 3, "division by zero at column 3; the divisor `(2 - 2)` is 0"),
             ("5 % 0", 3, "remainder by zero"),
             ("0 ^ -1", 3, "0 raised to a negative power"),
             ("(-8) ^ (1/3)", 6, "fractional power"),
@@ -1012,11 +880,7 @@ mod tests {
         assert!(eval(&powers).is_err_and(|err| err.message.contains("nests too deeply")));
         let calls = format!("{}1{}", "abs(".repeat(100_000), ")".repeat(100_000));
         assert!(eval(&calls).is_err_and(|err| err.message.contains("nests too deeply")));
-        let within = format!(
-            "{}1{}",
-            "(".repeat(MAX_DEPTH - 1),
-            ")".repeat(MAX_DEPTH - 1)
-        );
+        let within = format!("{}1{}", "(".repeat(MAX_DEPTH - 1), ")".repeat(MAX_DEPTH - 1));
         assert_eq!(eval(&within), Ok(1.0));
     }
 

@@ -61,10 +61,7 @@ fn calculate(args: CalculateArgs) -> Result<Json<Calculation>, ToolError> {
         );
         ToolError::invalid_arguments(err.message)
     })?;
-    Ok(Json(Calculation {
-        expression: args.expression,
-        result: number(result),
-    }))
+    Ok(Json(Calculation { expression: args.expression, result: number(result) }))
 }
 
 /// `value` as a JSON number: whole numbers that an `f64` holds exactly are
@@ -89,20 +86,13 @@ mod tests {
             variables: BTreeMap::from([("x".to_owned(), 1.0)]),
         };
         let output: toolhost_sdk::Output = calculate(args).unwrap().into();
-        assert_eq!(
-            output,
-            toolhost_sdk::Output::Json(
-                r#"{"expression":"2 * (3 + x) ^ 2","result":32}"#.to_owned()
-            )
-        );
+        assert_eq!(output, toolhost_sdk::Output::Json(r#"{"expression":"2 * (3 + x) ^ 2","result":32}"#.to_owned()));
     }
 
     #[test]
     fn rejects_bad_variable_names_as_invalid_arguments() {
-        let args = CalculateArgs {
-            expression: "1".to_owned(),
-            variables: BTreeMap::from([("two words".to_owned(), 1.0)]),
-        };
+        let args =
+            CalculateArgs { expression: "1".to_owned(), variables: BTreeMap::from([("two words".to_owned(), 1.0)]) };
         assert!(calculate(args).is_err_and(|err| err.is_invalid_arguments()));
     }
 

@@ -3,7 +3,7 @@
 
 mod core;
 
-use toolhost_sdk::{register_tools, Tool, ToolError};
+use toolhost_sdk::{Tool, ToolError, register_tools};
 
 register_tools![Tool::new("echo", "Returns the given text unchanged.", echo)];
 

@@ -56,7 +56,9 @@ register_tools![
 ];
 
 fn failed(what: &str, path: &str, err: std::io::Error) -> ToolError {
-    ToolError::failed(format!("could not {what} `{path}`: {err} (only the folders granted to this plugin are reachable)"))
+    ToolError::failed(format!(
+        "could not {what} `{path}`: {err} (only the folders granted to this plugin are reachable)"
+    ))
 }
 
 fn read_file(args: ReadFile) -> Result<String, ToolError> {
@@ -75,7 +77,13 @@ fn list_dir(args: ListDir) -> Result<Json<Vec<Entry>>, ToolError> {
     for entry in std::fs::read_dir(&args.path).map_err(|err| failed("list", &args.path, err))? {
         let entry = entry.map_err(|err| failed("list", &args.path, err))?;
         let meta = entry.metadata().map_err(|err| failed("list", &args.path, err))?;
-        let kind = if meta.is_dir() { "dir" } else if meta.is_file() { "file" } else { "other" };
+        let kind = if meta.is_dir() {
+            "dir"
+        } else if meta.is_file() {
+            "file"
+        } else {
+            "other"
+        };
         entries.push(Entry { name: entry.file_name().to_string_lossy().into_owned(), kind, size: meta.len() });
         if entries.len() >= MAX_ENTRIES {
             break;

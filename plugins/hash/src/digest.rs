@@ -79,21 +79,9 @@ mod tests {
     #[test]
     fn accepts_known_vectors() {
         let cases: &[(Algorithm, &str, &str)] = &[
-            (
-                Algorithm::Sha1,
-                "abc",
-                "a9993e364706816aba3e25717850c26c9cd0d89d",
-            ),
-            (
-                Algorithm::Sha256,
-                "abc",
-                "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
-            ),
-            (
-                Algorithm::Sha256,
-                "",
-                "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-            ),
+            (Algorithm::Sha1, "abc", "a9993e364706816aba3e25717850c26c9cd0d89d"),
+            (Algorithm::Sha256, "abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+            (Algorithm::Sha256, "", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
             (
                 Algorithm::Sha384,
                 "abc",
@@ -108,11 +96,7 @@ mod tests {
             ),
         ];
         for &(algorithm, text, expected) in cases {
-            assert_eq!(
-                hex(&digest(algorithm, text.as_bytes())),
-                expected,
-                "{algorithm:?}({text:?})"
-            );
+            assert_eq!(hex(&digest(algorithm, text.as_bytes())), expected, "{algorithm:?}({text:?})");
         }
     }
 

@@ -61,26 +61,17 @@ struct HashArgs {
 }
 
 fn sha256(args: TextArgs) -> Result<String, ToolError> {
-    Ok(digest::hex(&digest::digest(
-        Algorithm::Sha256,
-        args.text.as_bytes(),
-    )))
+    Ok(digest::hex(&digest::digest(Algorithm::Sha256, args.text.as_bytes())))
 }
 
 fn sha512(args: TextArgs) -> Result<String, ToolError> {
-    Ok(digest::hex(&digest::digest(
-        Algorithm::Sha512,
-        args.text.as_bytes(),
-    )))
+    Ok(digest::hex(&digest::digest(Algorithm::Sha512, args.text.as_bytes())))
 }
 
 fn hash(args: HashArgs) -> Result<String, ToolError> {
     toolhost_sdk::log::debug_with(
         "hashing text",
-        &[
-            ("algorithm", &format!("{:?}", args.algorithm)),
-            ("bytes", &args.text.len().to_string()),
-        ],
+        &[("algorithm", &format!("{:?}", args.algorithm)), ("bytes", &args.text.len().to_string())],
     );
     let bytes = digest::digest(args.algorithm, args.text.as_bytes());
     Ok(digest::encode(args.encoding, &bytes))
@@ -93,13 +84,8 @@ mod tests {
 
     #[test]
     fn accepts_the_described_examples() {
-        let text = || TextArgs {
-            text: "abc".to_owned(),
-        };
-        assert_eq!(
-            sha256(text()).unwrap(),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
+        let text = || TextArgs { text: "abc".to_owned() };
+        assert_eq!(sha256(text()).unwrap(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
         let digest = sha512(text()).unwrap();
         assert!(digest.starts_with("ddaf35a1") && digest.ends_with("a54ca49f"));
         assert_eq!(digest.len(), 128);

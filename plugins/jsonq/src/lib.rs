@@ -99,13 +99,7 @@ fn json_query(args: QueryArgs) -> Result<Output, ToolError> {
     let document = document(args.document)?;
     let path = path::parse(&args.path).map_err(ToolError::invalid_arguments)?;
     let found = path::select(&document, &path).map_err(ToolError::invalid_arguments)?;
-    toolhost_sdk::log::debug_with(
-        "json query",
-        &[
-            ("path", &path.to_string()),
-            ("matches", &found.len().to_string()),
-        ],
-    );
+    toolhost_sdk::log::debug_with("json query", &[("path", &path.to_string()), ("matches", &found.len().to_string())]);
     Ok(Output::Json(json_text(&found, true)?))
 }
 
@@ -130,23 +124,14 @@ fn json_transform(args: TransformArgs) -> Result<Json<Value>, ToolError> {
     // before copying.
     json_text(&found, false)?;
     let (input, at) = if path.is_definite() {
-        let at = if path.steps.is_empty() {
-            "the document".to_owned()
-        } else {
-            format!("`{path}`")
-        };
+        let at = if path.steps.is_empty() { "the document".to_owned() } else { format!("`{path}`") };
         (found.first().map_or(Value::Null, |&v| v.clone()), at)
     } else {
         let at = format!("the array of values `{path}` selects");
         (Value::Array(found.into_iter().cloned().collect()), at)
     };
-    let options = Options {
-        by: by.as_ref(),
-        descending: args.descending,
-        fields: args.fields.as_deref(),
-    };
-    let result = transform::transform(input, args.operation, &options, &at)
-        .map_err(ToolError::invalid_arguments)?;
+    let options = Options { by: by.as_ref(), descending: args.descending, fields: args.fields.as_deref() };
+    let result = transform::transform(input, args.operation, &options, &at).map_err(ToolError::invalid_arguments)?;
     Ok(Json(result))
 }
 
@@ -158,11 +143,7 @@ const MAX_RESULT_BYTES: usize = 16 << 20;
 /// `value` as JSON text (empty unless `keep`), or an error if it would be
 /// longer than [`MAX_RESULT_BYTES`].
 fn json_text(value: &impl Serialize, keep: bool) -> Result<String, ToolError> {
-    let mut out = Limited {
-        bytes: Vec::new(),
-        len: 0,
-        keep,
-    };
+    let mut out = Limited { bytes: Vec::new(), len: 0, keep };
     match serde_json::to_writer(&mut out, value) {
         Ok(()) => String::from_utf8(out.bytes).map_err(|err| ToolError::failed(err.to_string())),
         Err(_) if out.len > MAX_RESULT_BYTES => Err(ToolError::invalid_arguments(format!(
@@ -170,9 +151,7 @@ fn json_text(value: &impl Serialize, keep: bool) -> Result<String, ToolError> {
              instead of `..*`, a slice such as `[0:100]`, or `pick` with json_transform",
             MAX_RESULT_BYTES >> 20
         ))),
-        Err(err) => Err(ToolError::failed(format!(
-            "could not write the result as JSON: {err}"
-        ))),
+        Err(err) => Err(ToolError::failed(format!("could not write the result as JSON: {err}"))),
     }
 }
 
@@ -232,11 +211,7 @@ mod tests {
     fn accepts_the_described_examples() {
         let document = json!({"items": [{"price": 2}, {"price": 3}]});
         let path = path::parse(".items[*].price").unwrap();
-        let found: Vec<Value> = path::select(&document, &path)
-            .unwrap()
-            .into_iter()
-            .cloned()
-            .collect();
+        let found: Vec<Value> = path::select(&document, &path).unwrap().into_iter().cloned().collect();
         assert_eq!(serde_json::to_string(&found).unwrap(), "[2,3]");
         let args = TransformArgs {
             document: json!({"items": [{"name": "a", "price": 5}, {"name": "b", "price": 2}]}),
@@ -247,10 +222,7 @@ mod tests {
             fields: None,
         };
         let output: toolhost_sdk::Output = json_transform(args).unwrap().into();
-        assert_eq!(
-            output,
-            toolhost_sdk::Output::Json(r#"{"name":"b","price":2}"#.to_owned())
-        );
+        assert_eq!(output, toolhost_sdk::Output::Json(r#"{"name":"b","price":2}"#.to_owned()));
     }
 
     #[test]
@@ -258,10 +230,7 @@ mod tests {
         let big = Value::Array(vec![Value::String("x".repeat(1 << 20)); 20]);
         let err = json_text(&big, true).unwrap_err();
         assert!(err.is_invalid_arguments() && err.message().contains("select less"));
-        assert_eq!(
-            json_text(&json!({"a": [1]}), true),
-            Ok(r#"{"a":[1]}"#.to_owned())
-        );
+        assert_eq!(json_text(&json!({"a": [1]}), true), Ok(r#"{"a":[1]}"#.to_owned()));
         assert_eq!(json_text(&json!({"a": [1]}), false), Ok(String::new()));
     }
 

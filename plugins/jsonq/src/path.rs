@@ -45,9 +45,7 @@ pub struct Path {
 impl Path {
     /// True when the path names at most one value: no wildcard, slice or `..`.
     pub fn is_definite(&self) -> bool {
-        self.steps
-            .iter()
-            .all(|step| matches!(step, Step::Key(_) | Step::Index(_)))
+        self.steps.iter().all(|step| matches!(step, Step::Key(_) | Step::Index(_)))
     }
 }
 
@@ -106,13 +104,8 @@ fn is_plain_name(key: &str) -> bool {
 /// Parses `text`. The error names the 1-based column of the problem and how
 /// to write the path instead.
 pub fn parse(text: &str) -> Result<Path, String> {
-    let mut parser = Parser {
-        chars: text.chars().collect(),
-        pos: 0,
-    };
-    parser.path().map_err(|(index, message)| {
-        format!("invalid path `{text}` at column {}: {message}", index + 1)
-    })
+    let mut parser = Parser { chars: text.chars().collect(), pos: 0 };
+    parser.path().map_err(|(index, message)| format!("invalid path `{text}` at column {}: {message}", index + 1))
 }
 
 type ParseResult<T> = Result<T, (usize, String)>;
@@ -152,7 +145,10 @@ impl Parser {
                 Some(c) if c.is_whitespace() => {
                     self.skip_spaces();
                     if self.peek().is_some() {
-                        return Err((self.pos, "spaces may not separate steps; for a key with spaces write [\"a key\"]".to_owned()));
+                        return Err((
+                            self.pos,
+                            "spaces may not separate steps; for a key with spaces write [\"a key\"]".to_owned(),
+                        ));
                     }
                 }
                 Some('.') if self.peek_at(1) == Some('.') => {
@@ -163,8 +159,7 @@ impl Parser {
                             if self.peek() != Some('[') {
                                 return Err((
                                     self.pos,
-                                    "expected a key, `*` or `[` after `..`, e.g. `..price`"
-                                        .to_owned(),
+                                    "expected a key, `*` or `[` after `..`, e.g. `..price`".to_owned(),
                                 ));
                             }
                             self.bracket()?
@@ -196,17 +191,11 @@ impl Parser {
                     steps.push(step);
                 }
                 Some(c) => {
-                    return Err((
-                        self.pos,
-                        format!("unexpected `{c}`; a step starts with `.` or `[`"),
-                    ));
+                    return Err((self.pos, format!("unexpected `{c}`; a step starts with `.` or `[`")));
                 }
             }
             if steps.len() > MAX_STEPS {
-                return Err((
-                    self.pos,
-                    format!("a path may have at most {MAX_STEPS} steps"),
-                ));
+                return Err((self.pos, format!("a path may have at most {MAX_STEPS} steps")));
             }
         }
         Ok(Path { steps })
@@ -244,8 +233,7 @@ impl Parser {
             Some(']') => {
                 return Err((
                     self.pos,
-                    "empty `[]`; write an index such as [0], a key such as [\"name\"] or [*]"
-                        .to_owned(),
+                    "empty `[]`; write an index such as [0], a key such as [\"name\"] or [*]".to_owned(),
                 ));
             }
             None => return Err((open, "this `[` is never closed".to_owned())),
@@ -280,10 +268,7 @@ impl Parser {
         self.skip_spaces();
         let end = self.integer()?;
         if self.peek() == Some(':') {
-            return Err((
-                self.pos,
-                "slices take no step; write [start:end]".to_owned(),
-            ));
+            return Err((self.pos, "slices take no step; write [start:end]".to_owned()));
         }
         Ok(Step::Slice(start, end))
     }
@@ -302,10 +287,7 @@ impl Parser {
         match text.as_str() {
             "" => Ok(None),
             "-" => Err((start, "expected digits after `-`".to_owned())),
-            _ => text
-                .parse()
-                .map(Some)
-                .map_err(|_| (start, format!("index `{text}` is too large"))),
+            _ => text.parse().map(Some).map_err(|_| (start, format!("index `{text}` is too large"))),
         }
     }
 
@@ -373,11 +355,7 @@ pub fn select<'a>(document: &'a Value, path: &Path) -> Result<Vec<&'a Value>, St
 }
 
 /// [`select`], with `root` naming `document` in error messages.
-pub fn select_in<'a>(
-    document: &'a Value,
-    path: &Path,
-    root: &str,
-) -> Result<Vec<&'a Value>, String> {
+pub fn select_in<'a>(document: &'a Value, path: &Path, root: &str) -> Result<Vec<&'a Value>, String> {
     let definite = path.is_definite();
     let mut nodes = vec![document];
     for (i, step) in path.steps.iter().enumerate() {
@@ -387,9 +365,7 @@ pub fn select_in<'a>(
         }
         if definite && next.is_empty() {
             let parent = nodes.first().copied().unwrap_or(document);
-            let prefix = Path {
-                steps: path.steps.get(..i).unwrap_or_default().to_vec(),
-            };
+            let prefix = Path { steps: path.steps.get(..i).unwrap_or_default().to_vec() };
             return Err(miss(parent, &prefix, step, root));
         }
         nodes = next;
@@ -431,45 +407,25 @@ fn apply<'a>(node: &'a Value, step: &Step, out: &mut Vec<&'a Value>) {
 /// `index` (negative from the end) as a position in a `len`-long array.
 fn resolve_index(index: i64, len: usize) -> Option<usize> {
     let len = i64::try_from(len).ok()?;
-    let index = if index < 0 {
-        len.checked_add(index)?
-    } else {
-        index
-    };
-    if (0..len).contains(&index) {
-        usize::try_from(index).ok()
-    } else {
-        None
-    }
+    let index = if index < 0 { len.checked_add(index)? } else { index };
+    if (0..len).contains(&index) { usize::try_from(index).ok() } else { None }
 }
 
 /// A slice bound (negative from the end) clamped into `0..=len`.
 fn clamp_index(index: i64, len: usize) -> usize {
     let len_i = i64::try_from(len).unwrap_or(i64::MAX);
-    let index = if index < 0 {
-        len_i.saturating_add(index)
-    } else {
-        index
-    };
+    let index = if index < 0 { len_i.saturating_add(index) } else { index };
     usize::try_from(index.clamp(0, len_i)).unwrap_or(len)
 }
 
 /// Why `step` selected nothing in `parent`, reached by `prefix`.
 fn miss(parent: &Value, prefix: &Path, step: &Step, root: &str) -> String {
-    let at = if prefix.steps.is_empty() {
-        root.to_owned()
-    } else {
-        format!("`{prefix}`")
-    };
-    let step_text = Path {
-        steps: vec![step.clone()],
-    }
-    .to_string();
+    let at = if prefix.steps.is_empty() { root.to_owned() } else { format!("`{prefix}`") };
+    let step_text = Path { steps: vec![step.clone()] }.to_string();
     match (step, parent) {
-        (Step::Key(key), Value::Object(map)) => format!(
-            "{at} has no key `{key}`; its keys are: {}",
-            list_keys(map.keys().map(String::as_str), map.len())
-        ),
+        (Step::Key(key), Value::Object(map)) => {
+            format!("{at} has no key `{key}`; its keys are: {}", list_keys(map.keys().map(String::as_str), map.len()))
+        }
         (Step::Index(index), Value::Array(items)) => match items.len() {
             0 => format!("{at} is an empty array, so there is no index {index}"),
             len => format!(
@@ -488,10 +444,7 @@ fn miss(parent: &Value, prefix: &Path, step: &Step, root: &str) -> String {
             "{at} is an object, not an array, so `{step_text}` does not apply; its keys are: {}",
             list_keys(map.keys().map(String::as_str), map.len())
         ),
-        (_, value) => format!(
-            "{at} is {}, so `{step_text}` does not apply",
-            describe(value)
-        ),
+        (_, value) => format!("{at} is {}, so `{step_text}` does not apply", describe(value)),
     }
 }
 
@@ -545,21 +498,12 @@ mod tests {
             ("$", vec![]),
             (".", vec![]),
             ("  ", vec![]),
-            (
-                ".store.books[0].title",
-                vec![key("store"), key("books"), Step::Index(0), key("title")],
-            ),
+            (".store.books[0].title", vec![key("store"), key("books"), Step::Index(0), key("title")]),
             ("$.store", vec![key("store")]),
             ("store.books", vec![key("store"), key("books")]),
-            (
-                ".items[*].price",
-                vec![key("items"), Step::Wildcard, key("price")],
-            ),
+            (".items[*].price", vec![key("items"), Step::Wildcard, key("price")]),
             (".items.*", vec![key("items"), Step::Wildcard]),
-            (
-                ".a[\"key with spaces\"]",
-                vec![key("a"), key("key with spaces")],
-            ),
+            (".a[\"key with spaces\"]", vec![key("a"), key("key with spaces")]),
             (".a['it\\'s']", vec![key("a"), key("it's")]),
             ("[\"a.b\"][\"q\\\"\\u00e9\"]", vec![key("a.b"), key("q\"é")]),
             ("[-1]", vec![Step::Index(-1)]),
@@ -616,20 +560,9 @@ mod tests {
 
     #[test]
     fn accepts_display_that_parses_back() {
-        for text in [
-            ".store.books[0].title",
-            "[\"a b\"][-1][1:]",
-            "..price",
-            "..*",
-            "[*].x",
-            "[:2]",
-        ] {
+        for text in [".store.books[0].title", "[\"a b\"][-1][1:]", "..price", "..*", "[*].x", "[:2]"] {
             let path = parse(text).unwrap();
-            assert_eq!(
-                parse(&path.to_string()),
-                Ok(path.clone()),
-                "{text} shown as {path}"
-            );
+            assert_eq!(parse(&path.to_string()), Ok(path.clone()), "{text} shown as {path}");
         }
         assert_eq!(parse("$").unwrap().to_string(), "$");
     }
@@ -677,24 +610,12 @@ mod tests {
     fn rejects_definite_paths_that_miss_with_what_is_there() {
         let doc = store();
         let cases = [
-            (
-                ".store.boks",
-                "`.store` has no key `boks`; its keys are: `books`, `owner`",
-            ),
-            (
-                ".store.books[3]",
-                "`.store.books` has 3 elements, so index 3 is out of range",
-            ),
+            (".store.boks", "`.store` has no key `boks`; its keys are: `books`, `owner`"),
+            (".store.books[3]", "`.store.books` has 3 elements, so index 3 is out of range"),
             (".store.books[-4]", "index -4 is out of range"),
-            (
-                ".store.books.title",
-                "pick an element first, e.g. `[0].title`",
-            ),
+            (".store.books.title", "pick an element first, e.g. `[0].title`"),
             (".store[0]", "`.store` is an object, not an array"),
-            (
-                ".store.owner.name.first",
-                "`.store.owner.name` is a string (\"Ann\")",
-            ),
+            (".store.owner.name.first", "`.store.owner.name` is a string (\"Ann\")"),
             (".nope", "the document has no key `nope`"),
         ];
         for (text, expected) in cases {
@@ -723,10 +644,7 @@ mod tests {
     #[test]
     fn accepts_huge_indices_without_overflow() {
         let doc = json!([1, 2, 3]);
-        assert_eq!(
-            run(&doc, "[-9223372036854775808:9223372036854775807]"),
-            Ok(json!([1, 2, 3]))
-        );
+        assert_eq!(run(&doc, "[-9223372036854775808:9223372036854775807]"), Ok(json!([1, 2, 3])));
         assert!(run(&doc, "[-9223372036854775808]").is_err());
     }
 }

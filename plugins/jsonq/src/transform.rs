@@ -53,12 +53,7 @@ impl Operation {
     fn takes_by(self) -> bool {
         matches!(
             self,
-            Operation::Sort
-                | Operation::Unique
-                | Operation::Sum
-                | Operation::Average
-                | Operation::Min
-                | Operation::Max
+            Operation::Sort | Operation::Unique | Operation::Sum | Operation::Average | Operation::Min | Operation::Max
         )
     }
 }
@@ -76,54 +71,34 @@ pub struct Options<'a> {
 
 /// Applies `operation` to `input`, which `at` names in error messages (e.g.
 /// "`.items`").
-pub fn transform(
-    input: Value,
-    operation: Operation,
-    options: &Options<'_>,
-    at: &str,
-) -> Result<Value, String> {
+pub fn transform(input: Value, operation: Operation, options: &Options<'_>, at: &str) -> Result<Value, String> {
     let op = operation.name();
     if options.by.is_some() && !operation.takes_by() {
-        return Err(format!(
-            "`by` does not apply to `{op}`; it applies to sort, unique, min, max, sum and average"
-        ));
+        return Err(format!("`by` does not apply to `{op}`; it applies to sort, unique, min, max, sum and average"));
     }
     if options.descending && operation != Operation::Sort {
-        return Err(format!(
-            "`descending` applies only to `sort`, not to `{op}`"
-        ));
+        return Err(format!("`descending` applies only to `sort`, not to `{op}`"));
     }
     if options.fields.is_some() && operation != Operation::Pick {
         return Err(format!("`fields` applies only to `pick`, not to `{op}`"));
     }
     let needs_array = |value: Value| match value {
         Value::Array(items) => Ok(items),
-        other => Err(format!(
-            "`{op}` needs an array, but {at} is {}",
-            path::describe(&other)
-        )),
+        other => Err(format!("`{op}` needs an array, but {at} is {}", path::describe(&other))),
     };
     Ok(match operation {
         Operation::Keys => match input {
-            Value::Object(map) => {
-                Value::Array(map.into_iter().map(|(k, _)| Value::String(k)).collect())
-            }
+            Value::Object(map) => Value::Array(map.into_iter().map(|(k, _)| Value::String(k)).collect()),
             Value::Array(items) => Value::Array((0..items.len()).map(Value::from).collect()),
             other => {
-                return Err(format!(
-                    "`keys` needs an object or an array, but {at} is {}",
-                    path::describe(&other)
-                ));
+                return Err(format!("`keys` needs an object or an array, but {at} is {}", path::describe(&other)));
             }
         },
         Operation::Values => match input {
             Value::Object(map) => Value::Array(map.into_iter().map(|(_, v)| v).collect()),
             Value::Array(items) => Value::Array(items),
             other => {
-                return Err(format!(
-                    "`values` needs an object or an array, but {at} is {}",
-                    path::describe(&other)
-                ));
+                return Err(format!("`values` needs an object or an array, but {at} is {}", path::describe(&other)));
             }
         },
         Operation::Length => Value::from(match &input {
@@ -145,10 +120,7 @@ pub fn transform(
             }
             Value::String(s) => Value::String(s.chars().rev().collect()),
             other => {
-                return Err(format!(
-                    "`reverse` needs an array or a string, but {at} is {}",
-                    path::describe(&other)
-                ));
+                return Err(format!("`reverse` needs an array or a string, but {at} is {}", path::describe(&other)));
             }
         },
         Operation::Flatten => Value::Array(flatten(needs_array(input)?)),
@@ -157,30 +129,18 @@ pub fn transform(
             let mut keyed = keyed(items, options.by);
             keyed.sort_by(|a, b| {
                 let order = compare(key_of(a), key_of(b));
-                if options.descending {
-                    order.reverse()
-                } else {
-                    order
-                }
+                if options.descending { order.reverse() } else { order }
             });
             Value::Array(keyed.into_iter().map(|(_, item)| item).collect())
         }
         Operation::Unique => Value::Array(unique(keyed(needs_array(input)?, options.by))),
         Operation::Min | Operation::Max => {
             let keyed = keyed(needs_array(input)?, options.by);
-            let wanted = if operation == Operation::Min {
-                Ordering::Less
-            } else {
-                Ordering::Greater
-            };
+            let wanted = if operation == Operation::Min { Ordering::Less } else { Ordering::Greater };
             // The first of equal elements wins.
-            let best = keyed.into_iter().reduce(|best, next| {
-                if compare(key_of(&next), key_of(&best)) == wanted {
-                    next
-                } else {
-                    best
-                }
-            });
+            let best = keyed
+                .into_iter()
+                .reduce(|best, next| if compare(key_of(&next), key_of(&best)) == wanted { next } else { best });
             best.map_or(Value::Null, |(_, item)| item)
         }
         Operation::Sum | Operation::Average => {
@@ -200,10 +160,7 @@ pub fn transform(
             let fields = match options.fields {
                 Some(fields) if !fields.is_empty() => fields,
                 _ => {
-                    return Err(
-                        "`pick` needs `fields`, the keys to keep, e.g. [\"title\", \"price\"]"
-                            .to_owned(),
-                    );
+                    return Err("`pick` needs `fields`, the keys to keep, e.g. [\"title\", \"price\"]".to_owned());
                 }
             };
             match input {
@@ -247,10 +204,7 @@ fn keyed(items: Vec<Value>, by: Option<&Path>) -> Vec<Keyed> {
         .into_iter()
         .map(|item| {
             let key = by.map(|by| {
-                path::select(&item, by)
-                    .ok()
-                    .and_then(|found| found.first().map(|&v| v.clone()))
-                    .unwrap_or(Value::Null)
+                path::select(&item, by).ok().and_then(|found| found.first().map(|&v| v.clone())).unwrap_or(Value::Null)
             });
             (key, item)
         })
@@ -277,11 +231,7 @@ fn unique(keyed: Vec<Keyed>) -> Vec<Value> {
             previous = Some(i);
         }
     }
-    keyed
-        .into_iter()
-        .zip(keep)
-        .filter_map(|((_, item), keep)| keep.then_some(item))
-        .collect()
+    keyed.into_iter().zip(keep).filter_map(|((_, item), keep)| keep.then_some(item)).collect()
 }
 
 /// Arrays inside `items` replaced by their elements, at every depth.
@@ -320,16 +270,9 @@ fn sum(items: &[Value], by: Option<&Path>, op: &str, at: &str) -> Result<Value, 
                 Some(by) => format!("`{by}` of element {i}"),
                 None => format!("element {i}"),
             };
-            return Err(format!(
-                "`{op}` needs numbers, but {which} of {at} is {}",
-                path::describe(term)
-            ));
+            return Err(format!("`{op}` needs numbers, but {which} of {at} is {}", path::describe(term)));
         };
-        if let Some(v) = n
-            .as_i64()
-            .map(i128::from)
-            .or_else(|| n.as_u64().map(i128::from))
-        {
+        if let Some(v) = n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from)) {
             integer = integer.saturating_add(v);
         } else {
             all_integers = false;
@@ -354,10 +297,7 @@ fn float(value: f64, what: &str) -> Result<Value, String> {
 }
 
 fn pick(map: &Map<String, Value>, fields: &[String]) -> Map<String, Value> {
-    fields
-        .iter()
-        .filter_map(|field| map.get(field).map(|v| (field.clone(), v.clone())))
-        .collect()
+    fields.iter().filter_map(|field| map.get(field).map(|v| (field.clone(), v.clone()))).collect()
 }
 
 /// The total order of JSON values described in the module docs.
@@ -414,10 +354,7 @@ fn compare_numbers(a: &Number, b: &Number) -> Ordering {
     if let (Some(a), Some(b)) = (a.as_u64(), b.as_u64()) {
         return a.cmp(&b);
     }
-    let (a, b) = (
-        a.as_f64().unwrap_or(f64::NAN),
-        b.as_f64().unwrap_or(f64::NAN),
-    );
+    let (a, b) = (a.as_f64().unwrap_or(f64::NAN), b.as_f64().unwrap_or(f64::NAN));
     a.total_cmp(&b)
 }
 
@@ -448,19 +385,11 @@ mod tests {
                 json!([null, false, true, 1.5, 2, "a", "b", [1], {"k": 1}]),
             ),
             (json!([1, 2, 1, "1", 2.0, 3]), Unique, json!([1, 2, "1", 3])),
-            (
-                json!([1, [2, [3, [4]]], [], 5]),
-                Flatten,
-                json!([1, 2, 3, 4, 5]),
-            ),
+            (json!([1, [2, [3, [4]]], [], 5]), Flatten, json!([1, 2, 3, 4, 5])),
             (json!([1, 2, 3]), Sum, json!(6)),
             (json!([1, 2.5]), Sum, json!(3.5)),
             (json!([]), Sum, json!(0)),
-            (
-                json!([9223372036854775807i64, 1]),
-                Sum,
-                json!(9223372036854775808u64),
-            ),
+            (json!([9223372036854775807i64, 1]), Sum, json!(9223372036854775808u64)),
             (json!([1, 2, 3, 4]), Average, json!(2.5)),
             (json!([3, 1, 2]), Min, json!(1)),
             (json!([3, 1, 2]), Max, json!(3)),
@@ -470,11 +399,7 @@ mod tests {
             (json!("abc"), Reverse, json!("cba")),
         ];
         for (input, operation, expected) in cases {
-            assert_eq!(
-                run(input.clone(), operation),
-                Ok(expected),
-                "{operation:?} of {input}"
-            );
+            assert_eq!(run(input.clone(), operation), Ok(expected), "{operation:?} of {input}");
         }
     }
 
@@ -491,25 +416,13 @@ mod tests {
     fn accepts_by_a_path_inside_each_element() {
         let price = path::parse(".price").unwrap();
         let title = path::parse(".title").unwrap();
-        let by = |path| Options {
-            by: Some(path),
-            ..Options::default()
-        };
+        let by = |path| Options { by: Some(path), ..Options::default() };
         let titles = |value: Value| -> Vec<String> {
-            value
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|b| b["title"].as_str().unwrap().to_owned())
-                .collect()
+            value.as_array().unwrap().iter().map(|b| b["title"].as_str().unwrap().to_owned()).collect()
         };
         let sorted = transform(books(), Operation::Sort, &by(&price), "x").unwrap();
         assert_eq!(titles(sorted), ["Emma", "Dune", "Dune", "Ulysses"]);
-        let descending = Options {
-            by: Some(&price),
-            descending: true,
-            fields: None,
-        };
+        let descending = Options { by: Some(&price), descending: true, fields: None };
         let sorted = transform(books(), Operation::Sort, &descending, "x").unwrap();
         assert_eq!(titles(sorted), ["Ulysses", "Dune", "Dune", "Emma"]);
         let unique = transform(books(), Operation::Unique, &by(&title), "x").unwrap();
@@ -518,30 +431,16 @@ mod tests {
         assert_eq!(cheapest["title"], "Emma");
         let dearest = transform(books(), Operation::Max, &by(&price), "x").unwrap();
         assert_eq!(dearest["title"], "Ulysses");
-        assert_eq!(
-            transform(books(), Operation::Sum, &by(&price), "x"),
-            Ok(json!(32.5))
-        );
-        assert_eq!(
-            transform(books(), Operation::Average, &by(&price), "x"),
-            Ok(json!(8.125))
-        );
+        assert_eq!(transform(books(), Operation::Sum, &by(&price), "x"), Ok(json!(32.5)));
+        assert_eq!(transform(books(), Operation::Average, &by(&price), "x"), Ok(json!(8.125)));
     }
 
     #[test]
     fn accepts_pick_on_objects_and_arrays_of_objects() {
         let fields = vec!["title".to_owned(), "year".to_owned(), "missing".to_owned()];
-        let options = Options {
-            fields: Some(&fields),
-            ..Options::default()
-        };
+        let options = Options { fields: Some(&fields), ..Options::default() };
         assert_eq!(
-            transform(
-                json!({"title": "Dune", "price": 9.5, "year": 1965}),
-                Operation::Pick,
-                &options,
-                "x"
-            ),
+            transform(json!({"title": "Dune", "price": 9.5, "year": 1965}), Operation::Pick, &options, "x"),
             Ok(json!({"title": "Dune", "year": 1965}))
         );
         let picked = transform(books(), Operation::Pick, &options, "x").unwrap();
@@ -571,82 +470,44 @@ mod tests {
                 Options::default(),
                 "`sum` needs numbers, but element 1 of the value is a string (\"2\")",
             ),
-            (
-                json!([]),
-                Operation::Average,
-                Options::default(),
-                "empty array",
-            ),
+            (json!([]), Operation::Average, Options::default(), "empty array"),
             (
                 json!([{"price": 1}, {"cost": 2}]),
                 Operation::Sum,
-                Options {
-                    by: Some(&price),
-                    ..Options::default()
-                },
+                Options { by: Some(&price), ..Options::default() },
                 "`sum` by `.price`: element 1 of the value has no key `price`; its keys are: `cost`",
             ),
+            (json!([1]), Operation::Pick, Options::default(), "`pick` needs `fields`"),
             (
                 json!([1]),
                 Operation::Pick,
-                Options::default(),
-                "`pick` needs `fields`",
-            ),
-            (
-                json!([1]),
-                Operation::Pick,
-                Options {
-                    fields: Some(&fields),
-                    ..Options::default()
-                },
+                Options { fields: Some(&fields), ..Options::default() },
                 "element 0 of the value is a number",
             ),
             (
                 json!([1]),
                 Operation::Length,
-                Options {
-                    by: Some(&price),
-                    ..Options::default()
-                },
+                Options { by: Some(&price), ..Options::default() },
                 "`by` does not apply to `length`",
             ),
             (
                 json!([1]),
                 Operation::Min,
-                Options {
-                    descending: true,
-                    ..Options::default()
-                },
+                Options { descending: true, ..Options::default() },
                 "`descending` applies only to `sort`",
             ),
             (
                 json!([1]),
                 Operation::Sort,
-                Options {
-                    fields: Some(&fields),
-                    ..Options::default()
-                },
+                Options { fields: Some(&fields), ..Options::default() },
                 "`fields` applies only to `pick`",
             ),
-            (
-                json!(true),
-                Operation::Length,
-                Options::default(),
-                "is a boolean (true)",
-            ),
-            (
-                json!([1e308, 1e308]),
-                Operation::Sum,
-                Options::default(),
-                "overflows",
-            ),
+            (json!(true), Operation::Length, Options::default(), "is a boolean (true)"),
+            (json!([1e308, 1e308]), Operation::Sum, Options::default(), "overflows"),
         ];
         for (input, operation, options, expected) in cases {
             match transform(input.clone(), operation, &options, "the value") {
-                Err(message) => assert!(
-                    message.contains(expected),
-                    "{operation:?} of {input}: {message}"
-                ),
+                Err(message) => assert!(message.contains(expected), "{operation:?} of {input}: {message}"),
                 Ok(output) => panic!("{operation:?} of {input} gave {output}"),
             }
         }

@@ -113,35 +113,19 @@ fn default_top() -> u32 {
 }
 
 fn regex_find(args: FindArgs) -> Result<Json<search::FindResult>, ToolError> {
-    let regex = search::compile(&args.pattern, args.case_insensitive)
-        .map_err(ToolError::invalid_arguments)?;
+    let regex = search::compile(&args.pattern, args.case_insensitive).map_err(ToolError::invalid_arguments)?;
     let result = search::find(&regex, &args.text, to_usize(args.limit));
-    toolhost_sdk::log::debug_with(
-        "regex_find",
-        &[
-            ("pattern", &args.pattern),
-            ("total", &result.total.to_string()),
-        ],
-    );
+    toolhost_sdk::log::debug_with("regex_find", &[("pattern", &args.pattern), ("total", &result.total.to_string())]);
     Ok(Json(result))
 }
 
 fn regex_replace(args: ReplaceArgs) -> Result<Json<search::ReplaceResult>, ToolError> {
-    let regex = search::compile(&args.pattern, args.case_insensitive)
+    let regex = search::compile(&args.pattern, args.case_insensitive).map_err(ToolError::invalid_arguments)?;
+    let result = search::replace(&regex, &args.text, &args.replacement, args.limit.map(to_usize))
         .map_err(ToolError::invalid_arguments)?;
-    let result = search::replace(
-        &regex,
-        &args.text,
-        &args.replacement,
-        args.limit.map(to_usize),
-    )
-    .map_err(ToolError::invalid_arguments)?;
     toolhost_sdk::log::debug_with(
         "regex_replace",
-        &[
-            ("pattern", &args.pattern),
-            ("replacements", &result.replacements.to_string()),
-        ],
+        &[("pattern", &args.pattern), ("replacements", &result.replacements.to_string())],
     );
     Ok(Json(result))
 }

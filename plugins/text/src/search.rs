@@ -90,13 +90,7 @@ struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     fn new(text: &'a str) -> Self {
-        Cursor {
-            text,
-            byte: 0,
-            char_offset: 0,
-            line: 1,
-            column: 1,
-        }
+        Cursor { text, byte: 0, char_offset: 0, line: 1, column: 1 }
     }
 
     /// Moves to byte offset `to` (at or after the current one, on a
@@ -117,11 +111,8 @@ impl<'a> Cursor<'a> {
 
 /// The first `limit` matches of `regex` in `text`, and how many there are.
 pub fn find(regex: &Regex, text: &str, limit: usize) -> FindResult {
-    let names: Vec<(usize, &str)> = regex
-        .capture_names()
-        .enumerate()
-        .filter_map(|(i, name)| name.map(|name| (i, name)))
-        .collect();
+    let names: Vec<(usize, &str)> =
+        regex.capture_names().enumerate().filter_map(|(i, name)| name.map(|name| (i, name))).collect();
     let group_count = regex.captures_len().saturating_sub(1);
     let mut cursor = Cursor::new(text);
     let mut matches = Vec::new();
@@ -139,25 +130,12 @@ pub fn find(regex: &Regex, text: &str, limit: usize) -> FindResult {
             column: cursor.column,
             text: matched,
             groups: (group_count > 0).then(|| (1..=group_count).map(text_of).collect()),
-            named: (!names.is_empty()).then(|| {
-                names
-                    .iter()
-                    .map(|&(i, name)| (name.to_owned(), text_of(i)))
-                    .collect()
-            }),
+            named: (!names.is_empty()).then(|| names.iter().map(|&(i, name)| (name.to_owned(), text_of(i))).collect()),
         });
     }
     let returned = matches.len();
-    let total = if returned < limit.min(MAX_LIMIT) {
-        returned
-    } else {
-        regex.find_iter(text).count()
-    };
-    FindResult {
-        total,
-        returned,
-        matches,
-    }
+    let total = if returned < limit.min(MAX_LIMIT) { returned } else { regex.find_iter(text).count() };
+    FindResult { total, returned, matches }
 }
 
 /// What `regex_replace` returns.
@@ -172,12 +150,7 @@ pub struct ReplaceResult {
 /// `text` with the first `limit` matches (all when `None`) replaced by
 /// `replacement`, in which `$1`, `${1}`, `$name` and `${name}` stand for
 /// groups and `$$` for a `$`.
-pub fn replace(
-    regex: &Regex,
-    text: &str,
-    replacement: &str,
-    limit: Option<usize>,
-) -> Result<ReplaceResult, String> {
+pub fn replace(regex: &Regex, text: &str, replacement: &str, limit: Option<usize>) -> Result<ReplaceResult, String> {
     check_replacement(regex, replacement)?;
     let limit = limit.filter(|&n| n > 0).unwrap_or(usize::MAX);
     let mut out = String::with_capacity(text.len());
@@ -202,10 +175,7 @@ pub fn replace(
         }
     }
     out.push_str(text.get(last..).unwrap_or_default());
-    Ok(ReplaceResult {
-        text: out,
-        replacements,
-    })
+    Ok(ReplaceResult { text: out, replacements })
 }
 
 /// Checks that every group reference in `replacement` names a group of
@@ -227,9 +197,7 @@ fn check_replacement(regex: &Regex, replacement: &str) -> Result<(), String> {
                 None => ("", true, 1),
             }
         } else {
-            let len = after
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(after.len());
+            let len = after.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(after.len());
             (after.get(..len).unwrap_or_default(), false, len)
         };
         rest = after.get(consumed.min(after.len())..).unwrap_or_default();
@@ -238,10 +206,7 @@ fn check_replacement(regex: &Regex, replacement: &str) -> Result<(), String> {
         }
         let exists = match reference.parse::<usize>() {
             Ok(index) => index < groups,
-            Err(_) => regex
-                .capture_names()
-                .flatten()
-                .any(|name| name == reference),
+            Err(_) => regex.capture_names().flatten().any(|name| name == reference),
         };
         if exists {
             continue;
@@ -260,20 +225,14 @@ fn check_replacement(regex: &Regex, replacement: &str) -> Result<(), String> {
                 named_list(regex)
             )
         };
-        return Err(format!(
-            "the replacement refers to group `{reference}`, which the pattern does not have; {hint}"
-        ));
+        return Err(format!("the replacement refers to group `{reference}`, which the pattern does not have; {hint}"));
     }
     Ok(())
 }
 
 fn named_list(regex: &Regex) -> String {
     let names: Vec<&str> = regex.capture_names().flatten().collect();
-    if names.is_empty() {
-        String::new()
-    } else {
-        format!(" and the named group(s) {}", names.join(", "))
-    }
+    if names.is_empty() { String::new() } else { format!(" and the named group(s) {}", names.join(", ")) }
 }
 
 #[cfg(test)]
@@ -292,26 +251,10 @@ mod tests {
         assert_eq!(result.total, 2);
         assert_eq!(result.returned, 2);
         let first = &result.matches[0];
-        assert_eq!(
-            (first.start, first.end, first.line, first.column),
-            (4, 14, 1, 5)
-        );
+        assert_eq!((first.start, first.end, first.line, first.column), (4, 14, 1, 5));
         assert_eq!(first.text, "2021-03-04");
-        assert_eq!(
-            first.groups,
-            Some(vec![
-                Some("2021".to_owned()),
-                Some("03".to_owned()),
-                Some("04".to_owned())
-            ])
-        );
-        assert_eq!(
-            first.named,
-            Some(BTreeMap::from([(
-                "year".to_owned(),
-                Some("2021".to_owned())
-            )]))
-        );
+        assert_eq!(first.groups, Some(vec![Some("2021".to_owned()), Some("03".to_owned()), Some("04".to_owned())]));
+        assert_eq!(first.named, Some(BTreeMap::from([("year".to_owned(), Some("2021".to_owned()))])));
         let second = &result.matches[1];
         assert_eq!((second.start, second.line, second.column), (19, 2, 5));
     }
@@ -346,10 +289,7 @@ mod tests {
         assert_eq!(find(&re(r"(?i)straße"), "STRASSE Straße", 10).total, 1);
         assert_eq!(find(&re(r"\d+"), "٣ and 3", 10).total, 2);
         assert_eq!(find(&re(r"\s+"), "a\u{a0}b", 10).total, 1);
-        assert_eq!(
-            find(&re(r"\p{Lu}\p{L}*"), "Ökonomie und Ärger", 10).total,
-            2
-        );
+        assert_eq!(find(&re(r"\p{Lu}\p{L}*"), "Ökonomie und Ärger", 10).total, 2);
     }
 
     #[test]
@@ -361,12 +301,8 @@ mod tests {
 
     #[test]
     fn rejects_bad_and_oversized_patterns() {
-        assert!(
-            compile("(unclosed", false).is_err_and(|e| e.contains("invalid regular expression"))
-        );
-        assert!(
-            compile("a{1000}{1000}", false).is_err_and(|e| e.contains("compiles to more than"))
-        );
+        assert!(compile("(unclosed", false).is_err_and(|e| e.contains("invalid regular expression")));
+        assert!(compile("a{1000}{1000}", false).is_err_and(|e| e.contains("compiles to more than")));
         assert!(compile(r"\w{10000}", false).is_err_and(|e| e.contains("compiles to more than")));
         let deep = format!("{}a{}", "(".repeat(200), ")".repeat(200));
         assert!(compile(&deep, false).is_err());
@@ -390,14 +326,8 @@ mod tests {
         ];
         for &(pattern, text, replacement, limit, expected, count) in cases {
             let result = replace(&re(pattern), text, replacement, limit).unwrap();
-            assert_eq!(
-                result.text, expected,
-                "{pattern} -> {replacement} in {text:?}"
-            );
-            assert_eq!(
-                result.replacements, count,
-                "{pattern} -> {replacement} in {text:?}"
-            );
+            assert_eq!(result.text, expected, "{pattern} -> {replacement} in {text:?}");
+            assert_eq!(result.replacements, count, "{pattern} -> {replacement} in {text:?}");
         }
     }
 

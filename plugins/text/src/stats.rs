@@ -65,10 +65,7 @@ pub fn stats(text: &str, top: usize) -> Stats {
         lines: text.lines().count(),
         sentences: sentences(&chars),
         paragraphs: paragraphs(text),
-        top_words: ranked
-            .into_iter()
-            .map(|(word, count)| WordCount { word, count })
-            .collect(),
+        top_words: ranked.into_iter().map(|(word, count)| WordCount { word, count }).collect(),
     }
 }
 
@@ -111,12 +108,8 @@ fn sentences(chars: &[char]) -> usize {
         if c.is_alphanumeric() {
             has_word = true;
         } else if matches!(c, '.' | '!' | '?' | '…') {
-            while chars.get(i).is_some_and(|&c| {
-                matches!(
-                    c,
-                    '.' | '!' | '?' | '…' | '"' | '\'' | '”' | '’' | ')' | ']'
-                )
-            }) {
+            while chars.get(i).is_some_and(|&c| matches!(c, '.' | '!' | '?' | '…' | '"' | '\'' | '”' | '’' | ')' | ']'))
+            {
                 i += 1;
             }
             let at_break = chars.get(i).is_none_or(|c| c.is_whitespace());
@@ -174,11 +167,7 @@ mod tests {
             ("One.Two", 1),
         ];
         for (text, expected) in cases {
-            assert_eq!(
-                sentences(&text.chars().collect::<Vec<_>>()),
-                expected,
-                "{text:?}"
-            );
+            assert_eq!(sentences(&text.chars().collect::<Vec<_>>()), expected, "{text:?}");
         }
     }
 
@@ -195,46 +184,21 @@ mod tests {
         assert_eq!(stats.paragraphs, 2);
         assert_eq!(
             stats.top_words,
-            [
-                WordCount {
-                    word: "the".to_owned(),
-                    count: 3
-                },
-                WordCount {
-                    word: "sat".to_owned(),
-                    count: 2
-                }
-            ]
+            [WordCount { word: "the".to_owned(), count: 3 }, WordCount { word: "sat".to_owned(), count: 2 }]
         );
     }
 
     #[test]
     fn accepts_empty_text() {
         let stats = stats("", 10);
-        assert_eq!(
-            (
-                stats.characters,
-                stats.words,
-                stats.lines,
-                stats.sentences,
-                stats.paragraphs
-            ),
-            (0, 0, 0, 0, 0)
-        );
+        assert_eq!((stats.characters, stats.words, stats.lines, stats.sentences, stats.paragraphs), (0, 0, 0, 0, 0));
         assert!(stats.top_words.is_empty());
     }
 
     #[test]
     fn accepts_non_ascii_counts() {
         let stats = stats("Ünïcödé ✓", 10);
-        assert_eq!(
-            (
-                stats.characters,
-                stats.non_whitespace_characters,
-                stats.bytes
-            ),
-            (9, 8, 15)
-        );
+        assert_eq!((stats.characters, stats.non_whitespace_characters, stats.bytes), (9, 8, 15));
         assert_eq!(stats.words, 1);
     }
 }

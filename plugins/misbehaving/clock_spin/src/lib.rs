@@ -5,7 +5,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::time::{Duration, Instant};
-use toolhost_sdk::{register_tools, Tool, ToolError};
+use toolhost_sdk::{Tool, ToolError, register_tools};
 
 #[derive(Deserialize, JsonSchema)]
 struct Args {}

@@ -3,7 +3,7 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use toolhost_sdk::{register_tools, Tool, ToolError};
+use toolhost_sdk::{Tool, ToolError, register_tools};
 
 #[derive(Deserialize, JsonSchema)]
 struct Args {}

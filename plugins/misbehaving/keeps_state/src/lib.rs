@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::sync::atomic::{AtomicU64, Ordering};
-use toolhost_sdk::{register_tools, Tool, ToolError};
+use toolhost_sdk::{Tool, ToolError, register_tools};
 
 static CALLS: AtomicU64 = AtomicU64::new(0);
 

@@ -5,7 +5,7 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use toolhost_sdk::{register_tools, Json, Tool, ToolError};
+use toolhost_sdk::{Json, Tool, ToolError, register_tools};
 
 #[derive(Deserialize, JsonSchema)]
 struct Args {
@@ -35,8 +35,6 @@ fn snoop(args: Args) -> Result<Json<Findings>, ToolError> {
             .map(|entries| entries.filter_map(Result::ok).map(|entry| entry.path().display().to_string()).collect())
             .map_err(show),
         read_file: std::fs::read_to_string(&args.file).map_err(show),
-        connect: std::net::TcpStream::connect(("127.0.0.1", args.port))
-            .map(|_| "connected".to_owned())
-            .map_err(show),
+        connect: std::net::TcpStream::connect(("127.0.0.1", args.port)).map(|_| "connected".to_owned()).map_err(show),
     }))
 }

@@ -6,11 +6,18 @@
 //! unknown tool, bad arguments, a limit, a trap, cancellation), so a provider
 //! never sees a call without a result.
 
-use crate::approval::{ApprovalConfig, ApprovalRequest, Approver, Decision, Policy};
-use crate::events::{ApprovedBy, Event, RunStatus};
-use crate::limits::LimitOverrides;
-use crate::model::{Conversation, Message, ModelClient, ModelError, StopReason, TokenUsage, ToolCall, ToolResult, ToolSpec};
+pub mod approval;
+pub mod events;
+pub mod model;
+pub mod transcript;
+
 use crate::Host;
+use crate::agent::approval::{ApprovalConfig, ApprovalRequest, Approver, Decision, Policy};
+use crate::agent::events::{ApprovedBy, Event, RunStatus};
+use crate::agent::model::{
+    Conversation, Message, ModelClient, ModelError, StopReason, TokenUsage, ToolCall, ToolResult, ToolSpec,
+};
+use crate::runtime::limits::LimitOverrides;
 use futures_util::StreamExt;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -82,11 +89,20 @@ pub struct Agent {
 impl Agent {
     /// An agent for `host`'s tools talking to `client`, known as `model_name`
     /// (`provider/model`) in events and transcripts.
-    pub fn new(host: Arc<Host>, client: ModelClient, model_name: impl Into<String>, approver: Arc<dyn Approver>) -> Agent {
+    pub fn new(
+        host: Arc<Host>,
+        client: ModelClient,
+        model_name: impl Into<String>,
+        approver: Arc<dyn Approver>,
+    ) -> Agent {
         let tools = host
             .tools()
             .into_iter()
-            .map(|(tool, _)| ToolSpec { name: tool.name.clone(), description: tool.description.clone(), schema: tool.schema.clone() })
+            .map(|(tool, _)| ToolSpec {
+                name: tool.name.clone(),
+                description: tool.description.clone(),
+                schema: tool.schema.clone(),
+            })
             .collect();
         let approvals = host.config().approvals.clone();
         Agent {
@@ -216,7 +232,9 @@ impl Agent {
                 () = cancel.cancelled() => Err("the run was cancelled before this call was approved".to_owned()),
             };
             match &verdict {
-                Ok(Some(by)) => self.emit(Event::ToolCallApproved { call_id: call.id.clone(), tool: call.name.clone(), by: *by }),
+                Ok(Some(by)) => {
+                    self.emit(Event::ToolCallApproved { call_id: call.id.clone(), tool: call.name.clone(), by: *by })
+                }
                 Ok(None) => {} // unknown tool: the call itself reports it
                 Err(reason) => self.emit(Event::ToolCallDenied {
                     call_id: call.id.clone(),
@@ -286,7 +304,8 @@ impl Agent {
         let report = self.host.call(&call.name, &call.arguments, &LimitOverrides::default()).await;
         let duration_ms = report.usage.wall.as_secs_f64() * 1_000.0;
         // The model is told what the host refused, so it does not retry blindly.
-        let refusals: String = report.refused.iter().map(|refusal| format!("\n[toolhost refused: {refusal}]")).collect();
+        let refusals: String =
+            report.refused.iter().map(|refusal| format!("\n[toolhost refused: {refusal}]")).collect();
         match report.outcome {
             Ok(output) => {
                 let (mut content, truncated_bytes) = cut_to_budget(output.as_str(), self.options.output_budget);

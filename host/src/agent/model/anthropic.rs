@@ -1,7 +1,10 @@
 //! The Anthropic Messages protocol.
 
 use super::sse::Events;
-use super::{Conversation, Endpoint, Failure, Message, ModelError, Reply, RequestOptions, StopReason, TokenUsage, ToolCall, ToolSpec};
+use super::{
+    Conversation, Endpoint, Failure, Message, ModelError, Reply, RequestOptions, StopReason, TokenUsage, ToolCall,
+    ToolSpec,
+};
 use serde_json::{Value, json};
 
 /// Output tokens asked for when the config does not say (Anthropic requires a value).
@@ -83,7 +86,6 @@ fn non_empty(text: &str) -> &str {
     if text.is_empty() { "(empty)" } else { text }
 }
 
-
 fn error_event(value: &Value) -> Option<Failure> {
     if value.get("type").and_then(Value::as_str) != Some("error") {
         return None;
@@ -97,7 +99,10 @@ pub(super) fn parse_reply(value: &Value) -> Result<Reply, Failure> {
     if let Some(failure) = error_event(value) {
         return Err(failure);
     }
-    let blocks = value.get("content").and_then(Value::as_array).ok_or_else(|| Failure::protocol("the answer has no `content` list"))?;
+    let blocks = value
+        .get("content")
+        .and_then(Value::as_array)
+        .ok_or_else(|| Failure::protocol("the answer has no `content` list"))?;
     let mut content = String::new();
     let mut tool_calls = Vec::new();
     for block in blocks {
@@ -105,7 +110,11 @@ pub(super) fn parse_reply(value: &Value) -> Result<Reply, Failure> {
             Some("text") => content.push_str(block.get("text").and_then(Value::as_str).unwrap_or_default()),
             Some("tool_use") => tool_calls.push(ToolCall {
                 id: block.get("id").and_then(Value::as_str).unwrap_or_default().to_owned(),
-                name: block.get("name").and_then(Value::as_str).ok_or_else(|| Failure::protocol("a tool_use block has no name"))?.to_owned(),
+                name: block
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| Failure::protocol("a tool_use block has no name"))?
+                    .to_owned(),
                 arguments: block.get("input").map(Value::to_string).unwrap_or_default(),
             }),
             _ => {} // thinking and other block kinds carry nothing for us
@@ -144,7 +153,9 @@ pub(super) async fn read_stream(mut events: Events, on_text: &mut (dyn FnMut(&st
                 usage.output = value.pointer("/message/usage/output_tokens").and_then(Value::as_u64).unwrap_or(0);
             }
             Some("content_block_start") => {
-                let block = value.get("content_block").ok_or_else(|| Failure::protocol("content_block_start without a block"))?;
+                let block = value
+                    .get("content_block")
+                    .ok_or_else(|| Failure::protocol("content_block_start without a block"))?;
                 match block.get("type").and_then(Value::as_str) {
                     Some("tool_use") => calls.push((
                         index,
@@ -164,7 +175,8 @@ pub(super) async fn read_stream(mut events: Events, on_text: &mut (dyn FnMut(&st
                 }
             }
             Some("content_block_delta") => {
-                let delta = value.get("delta").ok_or_else(|| Failure::protocol("content_block_delta without a delta"))?;
+                let delta =
+                    value.get("delta").ok_or_else(|| Failure::protocol("content_block_delta without a delta"))?;
                 match delta.get("type").and_then(Value::as_str) {
                     Some("text_delta") => {
                         let text = delta.get("text").and_then(Value::as_str).unwrap_or_default();
@@ -209,7 +221,7 @@ pub(super) async fn read_stream(mut events: Events, on_text: &mut (dyn FnMut(&st
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ToolResult;
+    use crate::agent::model::ToolResult;
 
     #[test]
     fn merges_tool_results_and_a_new_prompt_into_one_user_turn() {
@@ -219,10 +231,19 @@ mod tests {
                 Message::User { content: "hash it".into() },
                 Message::Assistant {
                     content: String::new(),
-                    tool_calls: vec![ToolCall { id: "t1".into(), name: "sha256".into(), arguments: r#"{"text":"a"}"#.into() }],
+                    tool_calls: vec![ToolCall {
+                        id: "t1".into(),
+                        name: "sha256".into(),
+                        arguments: r#"{"text":"a"}"#.into(),
+                    }],
                 },
                 Message::Tool {
-                    results: vec![ToolResult { call_id: "t1".into(), name: "sha256".into(), content: "ca97".into(), is_error: false }],
+                    results: vec![ToolResult {
+                        call_id: "t1".into(),
+                        name: "sha256".into(),
+                        content: "ca97".into(),
+                        is_error: false,
+                    }],
                 },
                 Message::User { content: "thanks".into() },
             ],

@@ -11,9 +11,9 @@
 //! everything the call hands back.
 
 use crate::grants::Granted;
-use crate::limits::{ByteSize, Limits};
-use crate::outbound::{self, Outbound, SharedLedger};
-use crate::outcome::{CallError, LogRecord, Refusal, Usage};
+use crate::runtime::limits::{ByteSize, Limits};
+use crate::runtime::outbound::{self, Outbound, SharedLedger};
+use crate::runtime::outcome::{CallError, LogRecord, Refusal, Usage};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -102,12 +102,7 @@ struct MemoryLimiter {
 }
 
 impl ResourceLimiter for MemoryLimiter {
-    fn memory_growing(
-        &mut self,
-        current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
+    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         let after = self.total - current as u64 + desired as u64;
         if after > self.limit {
             self.refused = Some(after);
@@ -118,12 +113,7 @@ impl ResourceLimiter for MemoryLimiter {
         Ok(true)
     }
 
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         // Tables hold function references; a million is far beyond any real plugin.
         Ok(desired <= 1_000_000)
     }
@@ -437,12 +427,18 @@ fn scrub_response(response: Response, granted: &Granted) -> Response {
         return response;
     }
     match response {
-        Response::Called(Ok(WitToolOutput::Text(text))) => Response::Called(Ok(WitToolOutput::Text(redactor.scrub(text)))),
-        Response::Called(Ok(WitToolOutput::Json(text))) => Response::Called(Ok(WitToolOutput::Json(redactor.scrub(text)))),
+        Response::Called(Ok(WitToolOutput::Text(text))) => {
+            Response::Called(Ok(WitToolOutput::Text(redactor.scrub(text))))
+        }
+        Response::Called(Ok(WitToolOutput::Json(text))) => {
+            Response::Called(Ok(WitToolOutput::Json(redactor.scrub(text))))
+        }
         Response::Called(Err(WitCallError::InvalidArguments(text))) => {
             Response::Called(Err(WitCallError::InvalidArguments(redactor.scrub(text))))
         }
-        Response::Called(Err(WitCallError::Failed(text))) => Response::Called(Err(WitCallError::Failed(redactor.scrub(text)))),
+        Response::Called(Err(WitCallError::Failed(text))) => {
+            Response::Called(Err(WitCallError::Failed(redactor.scrub(text))))
+        }
         tools @ Response::Tools(_) => tools,
     }
 }

@@ -76,7 +76,8 @@ pub fn resolve(spec: &str, config: &Config, base_url: Option<&str>) -> Result<En
     let builtin = BUILTINS.iter().find(|builtin| builtin.name == provider);
     let configured = config.providers.get(provider);
     if builtin.is_none() && configured.is_none() {
-        let known: Vec<&str> = BUILTINS.iter().map(|b| b.name).chain(config.providers.keys().map(String::as_str)).collect();
+        let known: Vec<&str> =
+            BUILTINS.iter().map(|b| b.name).chain(config.providers.keys().map(String::as_str)).collect();
         bail!(
             "unknown model provider `{provider}`: use one of {}, or add it to toolhost.toml as \
              [providers.{provider}] with protocol = \"openai\" or \"anthropic\" and base_url = \"…\"",
@@ -90,7 +91,9 @@ pub fn resolve(spec: &str, config: &Config, base_url: Option<&str>) -> Result<En
     let base_url = base_url
         .map(str::to_owned)
         .or_else(|| configured.and_then(|c| c.base_url.clone()))
-        .or_else(|| builtin.and_then(|b| b.base_url_env).and_then(|name| std::env::var(name).ok()).filter(|url| !url.is_empty()))
+        .or_else(|| {
+            builtin.and_then(|b| b.base_url_env).and_then(|name| std::env::var(name).ok()).filter(|url| !url.is_empty())
+        })
         .or_else(|| builtin.map(|b| b.base_url.to_owned()))
         .ok_or_else(|| anyhow::anyhow!("[providers.{provider}] needs base_url = \"…\""))?;
     if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
@@ -105,7 +108,9 @@ pub fn resolve(spec: &str, config: &Config, base_url: Option<&str>) -> Result<En
     let needs_key = configured.is_none_or(|c| c.api_key_env.is_some()) && key_env.is_some();
     if api_key.is_none() && needs_key {
         let name = key_env.unwrap_or_default();
-        bail!("{name} is not set: export it with your {provider} API key, or set api_key_env in [providers.{provider}]");
+        bail!(
+            "{name} is not set: export it with your {provider} API key, or set api_key_env in [providers.{provider}]"
+        );
     }
     Ok(Endpoint { protocol, base_url, model: model.to_owned(), api_key })
 }
@@ -121,7 +126,10 @@ mod tests {
     #[test]
     fn accepts_builtin_and_configured_providers() {
         let local = resolve("ollama/qwen3", &Config::default(), None).unwrap();
-        assert_eq!((local.protocol, local.base_url.as_str(), local.model.as_str()), (Protocol::Openai, "http://127.0.0.1:11434/v1", "qwen3"));
+        assert_eq!(
+            (local.protocol, local.base_url.as_str(), local.model.as_str()),
+            (Protocol::Openai, "http://127.0.0.1:11434/v1", "qwen3")
+        );
         assert!(local.api_key.is_none());
 
         let vllm = resolve(
@@ -132,7 +140,12 @@ mod tests {
         .unwrap();
         assert_eq!(vllm.model, "meta/llama-3", "only the first slash separates the provider");
 
-        let keyed = resolve("anthropic/claude", &config("[providers.anthropic]\napi_key = \"k\"\n"), Some("http://127.0.0.1:9")).unwrap();
+        let keyed = resolve(
+            "anthropic/claude",
+            &config("[providers.anthropic]\napi_key = \"k\"\n"),
+            Some("http://127.0.0.1:9"),
+        )
+        .unwrap();
         assert_eq!(keyed.base_url, "http://127.0.0.1:9");
         assert!(keyed.api_key.is_some());
     }

@@ -84,21 +84,18 @@ impl Cache {
             tracing::warn!(dir = %self.dir.display(), "could not write the compile cache: {err:#}");
         }
         // SAFETY: `artifact` was produced just now by this engine.
-        let component = unsafe { Component::deserialize(engine, &artifact) }
-            .map_err(anyhow::Error::from)?;
+        let component = unsafe { Component::deserialize(engine, &artifact) }.map_err(anyhow::Error::from)?;
         Ok((component, Origin::Compiled))
     }
 
     fn store(&self, path: &Path, artifact: &[u8]) -> Result<()> {
-        std::fs::create_dir_all(&self.dir)
-            .with_context(|| format!("creating {}", self.dir.display()))?;
+        std::fs::create_dir_all(&self.dir).with_context(|| format!("creating {}", self.dir.display()))?;
         let tmp = self.dir.join(format!(
             ".{}.{}.tmp",
             path.file_name().and_then(|name| name.to_str()).unwrap_or("artifact"),
             std::process::id()
         ));
-        let mut file = std::fs::File::create(&tmp)
-            .with_context(|| format!("creating {}", tmp.display()))?;
+        let mut file = std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
         file.write_all(artifact).and_then(|()| file.sync_all()).with_context(|| {
             let _ = std::fs::remove_file(&tmp);
             format!("writing {}", tmp.display())

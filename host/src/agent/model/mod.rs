@@ -8,11 +8,11 @@
 //! the tokens it used. Text is handed to a callback as it arrives.
 
 mod anthropic;
-pub mod providers;
 mod openai;
+pub mod providers;
 mod sse;
 
-use crate::limits::HumanDuration;
+use crate::runtime::limits::HumanDuration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
@@ -317,11 +317,12 @@ impl ModelClient {
         loop {
             attempt += 1;
             let mut delivered = false;
-            let result = self.attempt(&url, &body, &mut |text: &str| {
-                delivered = true;
-                on_text(text);
-            })
-            .await;
+            let result = self
+                .attempt(&url, &body, &mut |text: &str| {
+                    delivered = true;
+                    on_text(text);
+                })
+                .await;
             let retry_after = match &result {
                 Err(Failure::Retryable { retry_after, .. }) if attempt <= self.options.max_retries && !delivered => {
                     *retry_after
@@ -392,7 +393,9 @@ impl ModelClient {
     fn error(&self, failure: Failure, attempts: u32, url: &str) -> ModelError {
         match failure {
             Failure::Retryable { error, .. } => match error {
-                ModelError::Unavailable { status, message, .. } => ModelError::Unavailable { status, attempts, message },
+                ModelError::Unavailable { status, message, .. } => {
+                    ModelError::Unavailable { status, attempts, message }
+                }
                 ModelError::Connection { url, message, .. } => ModelError::Connection { url, attempts, message },
                 other => other,
             },
@@ -423,10 +426,9 @@ impl ModelClient {
                 },
             }),
             404 => Failure::Final(ModelError::NotFound { url: url.to_owned(), message }),
-            408 | 409 | 425 | 429 | 500..=599 => Failure::Retryable {
-                error: ModelError::Unavailable { status, attempts: 0, message },
-                retry_after,
-            },
+            408 | 409 | 425 | 429 | 500..=599 => {
+                Failure::Retryable { error: ModelError::Unavailable { status, attempts: 0, message }, retry_after }
+            }
             _ => Failure::Final(ModelError::Rejected { status, message }),
         }
     }

@@ -2,7 +2,10 @@
 //! compatible servers (Ollama, vLLM, llama.cpp, …) with their quirks.
 
 use super::sse::Events;
-use super::{Conversation, Endpoint, Failure, Message, ModelError, Reply, RequestOptions, StopReason, TokenUsage, ToolCall, ToolSpec};
+use super::{
+    Conversation, Endpoint, Failure, Message, ModelError, Reply, RequestOptions, StopReason, TokenUsage, ToolCall,
+    ToolSpec,
+};
 use serde_json::{Value, json};
 
 /// The URL and body of a request.
@@ -68,7 +71,6 @@ pub(super) fn request(
     (format!("{}/chat/completions", endpoint.base_url.trim_end_matches('/')), body)
 }
 
-
 fn usage(value: &Value) -> TokenUsage {
     TokenUsage {
         input: value.pointer("/usage/prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
@@ -96,17 +98,20 @@ pub(super) fn parse_reply(value: &Value) -> Result<Reply, Failure> {
     if let Some(failure) = mid_stream_error(value) {
         return Err(failure);
     }
-    let choice = value
-        .pointer("/choices/0")
-        .ok_or_else(|| Failure::protocol("the answer has no `choices[0]`"))?;
+    let choice = value.pointer("/choices/0").ok_or_else(|| Failure::protocol("the answer has no `choices[0]`"))?;
     let message = choice.get("message").ok_or_else(|| Failure::protocol("`choices[0]` has no `message`"))?;
     let content = message.get("content").and_then(Value::as_str).unwrap_or_default().to_owned();
     let mut tool_calls = Vec::new();
     for (n, call) in message.get("tool_calls").and_then(Value::as_array).into_iter().flatten().enumerate() {
         let function = call.get("function").ok_or_else(|| Failure::protocol("a tool call has no `function`"))?;
-        let name = function.get("name").and_then(Value::as_str).ok_or_else(|| Failure::protocol("a tool call has no name"))?;
+        let name =
+            function.get("name").and_then(Value::as_str).ok_or_else(|| Failure::protocol("a tool call has no name"))?;
         tool_calls.push(ToolCall {
-            id: call.get("id").and_then(Value::as_str).filter(|id| !id.is_empty()).map(str::to_owned)
+            id: call
+                .get("id")
+                .and_then(Value::as_str)
+                .filter(|id| !id.is_empty())
+                .map(str::to_owned)
                 .unwrap_or_else(|| format!("call_{n}")),
             name: name.to_owned(),
             arguments: arguments_text(function.get("arguments")),
@@ -141,9 +146,8 @@ impl Assembler {
         let arguments = arguments_text(function.and_then(|f| f.get("arguments")));
 
         let existing_by_id = id.and_then(|id| self.calls.iter().position(|call| call.id == id));
-        let by_index = index.and_then(|index| {
-            self.by_index.iter().rev().find(|(i, _)| *i == index).map(|(_, position)| *position)
-        });
+        let by_index = index
+            .and_then(|index| self.by_index.iter().rev().find(|(i, _)| *i == index).map(|(_, position)| *position));
         let position = match (id, existing_by_id) {
             (_, Some(position)) => position,
             (Some(id), None) => {

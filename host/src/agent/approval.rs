@@ -42,12 +42,7 @@ pub struct ApprovalConfig {
 impl ApprovalConfig {
     /// The policy for `tool` of `plugin`: the tool's, else the plugin's, else the default.
     pub fn policy_for(&self, tool: &str, plugin: &str) -> Policy {
-        self.tools
-            .get(tool)
-            .or_else(|| self.plugins.get(plugin))
-            .copied()
-            .or(self.default)
-            .unwrap_or(Policy::Auto)
+        self.tools.get(tool).or_else(|| self.plugins.get(plugin)).copied().or(self.default).unwrap_or(Policy::Auto)
     }
 }
 

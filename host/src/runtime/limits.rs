@@ -189,9 +189,7 @@ impl std::str::FromStr for ByteSize {
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let trimmed = text.trim();
-        let split = trimmed
-            .find(|c: char| !(c.is_ascii_digit() || c == '_' || c == '.'))
-            .unwrap_or(trimmed.len());
+        let split = trimmed.find(|c: char| !(c.is_ascii_digit() || c == '_' || c == '.')).unwrap_or(trimmed.len());
         let (number, unit) = trimmed.split_at(split);
         let number: f64 = number.replace('_', "").parse().map_err(|_| size_help(text))?;
         let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
@@ -213,7 +211,9 @@ impl std::str::FromStr for ByteSize {
 }
 
 fn size_help(text: &str) -> String {
-    format!("`{text}` is not a size: write a number of bytes with an optional unit, e.g. `65536`, `512KiB`, `64MiB` or `1GiB`")
+    format!(
+        "`{text}` is not a size: write a number of bytes with an optional unit, e.g. `65536`, `512KiB`, `64MiB` or `1GiB`"
+    )
 }
 
 impl fmt::Display for ByteSize {
@@ -257,9 +257,7 @@ impl std::str::FromStr for HumanDuration {
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let trimmed = text.trim();
-        let split = trimmed
-            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
-            .unwrap_or(trimmed.len());
+        let split = trimmed.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_')).unwrap_or(trimmed.len());
         let (number, unit) = trimmed.split_at(split);
         let number: f64 = number.replace('_', "").parse().map_err(|_| duration_help(text))?;
         let seconds = match unit.trim() {
@@ -283,11 +281,7 @@ fn duration_help(text: &str) -> String {
 impl fmt::Display for HumanDuration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let millis = self.0.as_millis();
-        if millis % 1_000 == 0 {
-            write!(f, "{}s", millis / 1_000)
-        } else {
-            write!(f, "{millis}ms")
-        }
+        if millis % 1_000 == 0 { write!(f, "{}s", millis / 1_000) } else { write!(f, "{millis}ms") }
     }
 }
 

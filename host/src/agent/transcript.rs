@@ -2,7 +2,7 @@
 //! target and renamed over it, so a reader never sees half a transcript and
 //! a crash never destroys the previous one.
 
-use crate::model::Conversation;
+use crate::agent::model::Conversation;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -49,7 +49,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Message;
+    use crate::agent::model::Message;
 
     #[test]
     fn saves_and_replaces_without_leaving_temporary_files() {

@@ -1,7 +1,7 @@
 //! What a call produced: its output or the typed reason it has none, and what
 //! it consumed.
 
-use crate::limits::ByteSize;
+use crate::runtime::limits::ByteSize;
 use serde::Serialize;
 use std::fmt;
 use std::net::IpAddr;
@@ -52,7 +52,9 @@ pub enum CallError {
         limit: u64,
     },
     /// The instance asked for more memory than allowed.
-    #[error("hit the memory limit of {limit} (it asked for {requested}; raise the `memory` limit if the work is legitimate)")]
+    #[error(
+        "hit the memory limit of {limit} (it asked for {requested}; raise the `memory` limit if the work is legitimate)"
+    )]
     MemoryLimit {
         /// The memory limit.
         limit: ByteSize,
@@ -209,7 +211,11 @@ impl fmt::Display for Refusal {
                 write!(f, "{target}: response over the limit of {limit} per call (`http_response`), so the read failed")
             }
             RefusalReason::TimedOut { limit } => {
-                write!(f, "{target}: timed out after {}ms (`http_timeout`, or the call's own deadline)", limit.as_millis())
+                write!(
+                    f,
+                    "{target}: timed out after {}ms (`http_timeout`, or the call's own deadline)",
+                    limit.as_millis()
+                )
             }
         }
     }

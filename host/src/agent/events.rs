@@ -2,8 +2,8 @@
 //! and what happened to every tool call. The library sends events on a
 //! channel; `toolhost run --events FILE` writes them as JSON Lines.
 
-use crate::model::{StopReason, TokenUsage};
-use crate::outcome::Refusal;
+use crate::agent::model::{StopReason, TokenUsage};
+use crate::runtime::outcome::Refusal;
 use serde::Serialize;
 use std::time::{SystemTime, UNIX_EPOCH};
 

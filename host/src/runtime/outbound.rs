@@ -20,8 +20,8 @@
 
 use crate::grants::Granted;
 use crate::grants::network::{HostPattern, NetworkGrant, Scheme};
-use crate::limits::{ByteSize, Limits, Oversized};
-use crate::outcome::{Refusal, RefusalReason};
+use crate::runtime::limits::{ByteSize, Limits, Oversized};
+use crate::runtime::outcome::{Refusal, RefusalReason};
 use bytes::Bytes;
 use http_body::{Body, Frame};
 use http_body_util::BodyExt;
@@ -190,7 +190,11 @@ impl WasiHttpHooks for Outbound {
 
     fn p2_error_from_tls(&mut self, err: &std::io::Error) -> ErrorCode {
         tracing::debug!("TLS error: {err}");
-        if err.to_string().contains("certificate") { ErrorCode::TlsCertificateError } else { ErrorCode::TlsProtocolError }
+        if err.to_string().contains("certificate") {
+            ErrorCode::TlsCertificateError
+        } else {
+            ErrorCode::TlsProtocolError
+        }
     }
 }
 
@@ -339,10 +343,8 @@ impl Exchange {
         let config = tls_config().map_err(|err| Error::InternalError(Some(err)))?;
         let server_name = match target.name.parse::<IpAddr>() {
             Ok(ip) => rustls::pki_types::ServerName::IpAddress(ip.into()),
-            Err(_) => rustls::pki_types::ServerName::try_from(target.name.clone()).map_err(|_| Error::DnsError {
-                rcode: Some("invalid dns name".to_owned()),
-                info_code: None,
-            })?,
+            Err(_) => rustls::pki_types::ServerName::try_from(target.name.clone())
+                .map_err(|_| Error::DnsError { rcode: Some("invalid dns name".to_owned()), info_code: None })?,
         };
         let tls = tokio_rustls::TlsConnector::from(config).connect(server_name, stream).await.map_err(Error::Tls)?;
         Ok(Box::new(tls))
@@ -392,7 +394,9 @@ impl Bounded {
         };
         self.done = true;
         let cut = exchange.oversized == Oversized::Cut;
-        exchange.ledger.refuse(exchange.target.shown.clone(), RefusalReason::ResponseTooLarge { limit: exchange.limit, cut });
+        exchange
+            .ledger
+            .refuse(exchange.target.shown.clone(), RefusalReason::ResponseTooLarge { limit: exchange.limit, cut });
         if !cut {
             return Poll::Ready(Some(Err(Error::HttpResponseBodySize(Some(limit)))));
         }
