@@ -168,7 +168,7 @@ async fn loopback_is_refused_unless_an_entry_names_it() {
         let message = failure(&report);
         assert!(message.contains("may not reach"), "{url}: {message}");
         match &report.refused[..] {
-            [Refusal { reason: RefusalReason::PrivateAddress { address }, .. }] => {
+            [Refusal { reason: RefusalReason::PrivateAddress { address, .. }, .. }] => {
                 assert!(address.is_loopback(), "{url}: checked on the resolved address {address}")
             }
             other => panic!("{url}: expected a private-address refusal, got {other:?}"),

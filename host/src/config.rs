@@ -269,6 +269,7 @@ mod tests {
             [plugins.fetch.limits]
             http_requests = 3
             http_oversized = "cut"
+            http_request_body = "64KiB"
             "#,
         )
         .unwrap();
@@ -280,6 +281,7 @@ mod tests {
         assert_eq!(grants.env.secrets[0].as_str(), "API_KEY");
         assert_eq!(grants.files.dirs[1].to_string(), "/tmp/out:/out:rw");
         assert_eq!(config.limits_for("fetch").http_requests, Some(3));
+        assert_eq!(config.limits_for("fetch").http_request_body, Some(ByteSize(64 << 10)));
         assert!(config.grants_for("other").is_empty(), "a plugin not named gets nothing");
     }
 
@@ -292,6 +294,7 @@ mod tests {
             ("[plugins.fetch]\nenv = [\"KEY=value\"]\n", "did you mean `KEY`?"),
             ("[plugins.fetch]\nnetwork = true\n", "unknown field `network`"),
             ("[plugins.fetch.limits]\nhttp_oversized = \"trim\"\n", "`cut`"),
+            ("[plugins.fetch.limits]\nhttp_request_body = \"lots\"\n", "e.g. `65536`"),
         ];
         for (text, expected) in cases {
             let err = Config::parse(text).unwrap_err().to_string();

@@ -8,6 +8,7 @@ use crate::runtime::engine::{self, EpochTicker};
 use crate::runtime::limits::{ByteSize, LimitOverrides, Limits};
 use crate::runtime::outcome::{CallError, CallReport, ToolOutput};
 use crate::runtime::sandbox::{self, HostState, Request, Response, WitCallError, WitToolOutput};
+use crate::tls;
 use anyhow::{Context, Result};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -77,13 +78,17 @@ pub struct Host {
     tools: HashMap<String, ToolEntry>,
     problems: Vec<LoadProblem>,
     permits: Arc<Semaphore>,
+    /// TLS client settings for plugin HTTPS: webpki's roots and `ca_file`'s.
+    tls: Arc<rustls::ClientConfig>,
     _ticker: EpochTicker,
 }
 
 impl Host {
     /// A host with no plugins yet, configured by `config`. Compiled plugins
-    /// are cached in `config.cache_dir`, else [`Cache::default_dir`].
+    /// are cached in `config.cache_dir`, else [`Cache::default_dir`]. Fails on
+    /// a `ca_file` that cannot be read or holds no usable certificate.
     pub fn new(config: Config) -> Result<Host> {
+        let tls = tls::client_config(config.ca_file.as_deref())?;
         let concurrency = config.max_concurrent_calls.unwrap_or(config::DEFAULT_MAX_CONCURRENT_CALLS);
         let slots = u32::try_from(concurrency).context("`max_concurrent_calls` is too large")?;
         let engine = engine::build(slots).context("could not set up the WebAssembly engine")?;
@@ -99,6 +104,7 @@ impl Host {
             tools: HashMap::new(),
             problems: Vec::new(),
             permits: Arc::new(Semaphore::new(concurrency)),
+            tls,
             _ticker: ticker,
         })
     }
@@ -116,6 +122,11 @@ impl Host {
 
     pub(crate) fn linker(&self) -> &Linker<HostState> {
         &self.linker
+    }
+
+    /// The TLS client settings plugin HTTPS uses.
+    pub(crate) fn tls(&self) -> &Arc<rustls::ClientConfig> {
+        &self.tls
     }
 
     /// The compile cache, if any.
@@ -188,7 +199,7 @@ impl Host {
         let limits = self.limits_for(&name);
         let tools = {
             let _permit = self.permits.acquire().await;
-            plugin::list_tools(&sandbox, &name, &limits).await?
+            plugin::list_tools(&sandbox, &name, &limits, &self.tls).await?
         };
         let grants = self.config.grants_for(&name);
         let review = grants::review(&name, path, &grants, |key| std::env::var(key).ok());
@@ -291,7 +302,7 @@ impl Host {
             let _permit = self.permits.acquire().await;
             plugin
                 .sandbox
-                .invoke(&plugin.name, &limits, &plugin.granted, Request::CallTool { name: tool, arguments })
+                .invoke(&plugin.name, &limits, &plugin.granted, &self.tls, Request::CallTool { name: tool, arguments })
                 .await
         };
         if !invocation.stdout.is_empty() || !invocation.stderr.is_empty() {

@@ -161,9 +161,15 @@ pub(crate) fn prepare(
     }
 }
 
-/// Calls `list-tools` in a fresh instance under `limits` and checks every tool.
-pub(crate) async fn list_tools(sandbox: &Sandbox, name: &Arc<str>, limits: &Limits) -> Result<Vec<Tool>, String> {
-    let invocation = sandbox.invoke(name, limits, &Granted::nothing(), Request::ListTools).await;
+/// Calls `list-tools` in a fresh instance under `limits` (granted nothing)
+/// and checks every tool.
+pub(crate) async fn list_tools(
+    sandbox: &Sandbox,
+    name: &Arc<str>,
+    limits: &Limits,
+    tls: &Arc<rustls::ClientConfig>,
+) -> Result<Vec<Tool>, String> {
+    let invocation = sandbox.invoke(name, limits, &Granted::nothing(), tls, Request::ListTools).await;
     let listed = match invocation.result {
         Ok(Response::Tools(tools)) => tools,
         Ok(Response::Called(_)) => return Err("answered the wrong request".to_owned()),

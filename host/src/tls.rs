@@ -7,6 +7,7 @@ use anyhow::{Context, Result, bail};
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 use std::path::Path;
+use std::sync::Arc;
 
 /// Reads the PEM certificates in `path` (a regular file; at least one certificate).
 pub fn load_ca_file(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
@@ -15,7 +16,10 @@ pub fn load_ca_file(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
     let mut certs = Vec::new();
     for cert in CertificateDer::pem_slice_iter(&pem) {
         let cert = cert.map_err(|err| {
-            anyhow::anyhow!("the CA file {} is not valid PEM: {err} (expected BEGIN CERTIFICATE blocks)", path.display())
+            anyhow::anyhow!(
+                "the CA file {} is not valid PEM: {err} (expected BEGIN CERTIFICATE blocks)",
+                path.display()
+            )
         })?;
         certs.push(cert.into_owned());
     }
@@ -23,4 +27,61 @@ pub fn load_ca_file(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
         bail!("the CA file {} holds no certificate (expected one or more BEGIN CERTIFICATE blocks)", path.display());
     }
     Ok(certs)
+}
+
+/// The TLS client settings for plugin HTTPS: webpki's roots (Mozilla's set),
+/// plus the certificates of `ca_file` when given, with ring's crypto. Built
+/// once per `Host` and shared by every call.
+pub fn client_config(ca_file: Option<&Path>) -> Result<Arc<rustls::ClientConfig>> {
+    let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.into() };
+    if let Some(path) = ca_file {
+        for (index, cert) in load_ca_file(path)?.into_iter().enumerate() {
+            roots.add(cert).map_err(|err| {
+                anyhow::anyhow!(
+                    "the CA file {}: certificate {} cannot be used as a trusted root: {err}",
+                    path.display(),
+                    index + 1
+                )
+            })?;
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .context("TLS is not available")?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_a_ca_file_that_is_not_a_certificate() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = [
+            ("empty.pem", "", "holds no certificate"),
+            ("key.pem", "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n", "holds no certificate"),
+            (
+                "garbage.pem",
+                "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n",
+                "cannot be used as a trusted root",
+            ),
+        ];
+        for (name, text, expected) in cases {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            let err = format!("{:#}", client_config(Some(&path)).unwrap_err());
+            assert!(err.contains(expected) && err.contains(name), "{name}: {err}");
+        }
+        let err = format!("{:#}", client_config(Some(&dir.path().join("missing.pem"))).unwrap_err());
+        assert!(err.contains("could not read the CA file") && err.contains("missing.pem"), "{err}");
+    }
+
+    #[test]
+    fn without_a_ca_file_the_built_in_roots_are_used() {
+        assert!(client_config(None).is_ok());
+    }
 }

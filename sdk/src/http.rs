@@ -80,23 +80,35 @@ impl Request {
         request.set_path_with_query(Some(&url.path)).map_err(|()| invalid("the path"))?;
         let body = request.body().map_err(|()| Error::Failed("the request body was already taken".to_owned()))?;
         let pending = outgoing_handler::handle(request, None).map_err(|code| Error::from_code(code, &url))?;
+        let wait = || loop {
+            match pending.get() {
+                Some(Ok(Ok(response))) => break Ok(response),
+                Some(Ok(Err(code))) => break Err(Error::from_code(code, &url)),
+                Some(Err(())) => break Err(Error::Failed("the response was already taken".to_owned())),
+                None => pending.subscribe().block(),
+            }
+        };
         if !self.body.is_empty() {
             let stream =
                 body.write().map_err(|()| Error::Failed("the request body could not be written".to_owned()))?;
             for chunk in self.body.chunks(4096) {
-                stream.blocking_write_and_flush(chunk).map_err(|err| Error::Failed(describe_stream_error(err)))?;
+                if let Err(err) = stream.blocking_write_and_flush(chunk) {
+                    // The host stopped the request (a body over its limit, a
+                    // refused or failed connection): the response says why.
+                    drop(stream);
+                    drop(body);
+                    return Err(match wait() {
+                        Err(why) => why,
+                        Ok(_) => {
+                            Error::Failed(format!("writing the request body failed: {}", describe_stream_error(err)))
+                        }
+                    });
+                }
             }
         }
         OutgoingBody::finish(body, None).map_err(|code| Error::from_code(code, &url))?;
 
-        let incoming = loop {
-            match pending.get() {
-                Some(Ok(Ok(response))) => break response,
-                Some(Ok(Err(code))) => return Err(Error::from_code(code, &url)),
-                Some(Err(())) => return Err(Error::Failed("the response was already taken".to_owned())),
-                None => pending.subscribe().block(),
-            }
-        };
+        let incoming = wait()?;
         let status = incoming.status();
         let headers = incoming
             .headers()
@@ -118,8 +130,16 @@ impl Request {
                 }
                 Ok(chunk) => bytes.extend_from_slice(&chunk),
                 Err(StreamError::Closed) => break,
-                Err(err) => {
-                    return Err(Error::Failed(format!("reading the response failed: {}", describe_stream_error(err))));
+                Err(StreamError::LastOperationFailed(err)) => {
+                    // The standard error code when the host gives one, else its description.
+                    let why = match wasip2::http::types::http_error_code(&err) {
+                        Some(code) => match Error::from_code(code, &url) {
+                            Error::Failed(why) | Error::Denied(why) | Error::InvalidRequest(why) => why,
+                            Error::TooManyRequests => "too many requests".to_owned(),
+                        },
+                        None => err.to_debug_string(),
+                    };
+                    return Err(Error::Failed(format!("reading the response failed: {why}")));
                 }
             }
         }
@@ -192,8 +212,12 @@ impl Error {
         let origin = format!("{}://{}", url.scheme_str(), url.authority);
         match code {
             ErrorCode::HttpRequestDenied => Error::Denied(format!("{origin} is not granted to this plugin")),
-            ErrorCode::DestinationIpProhibited => {
-                Error::Denied(format!("{origin} resolves to an address this plugin may not reach"))
+            ErrorCode::DestinationIpProhibited => Error::Denied(format!(
+                "{origin} resolves to a loopback or private address, which this plugin may reach only if \
+                 its grant names that address"
+            )),
+            ErrorCode::HttpRequestBodySize(_) => {
+                Error::Failed(format!("the request body to {origin} is over what this call may send"))
             }
             ErrorCode::ConnectionLimitReached => Error::TooManyRequests,
             ErrorCode::ConnectionTimeout | ErrorCode::HttpResponseTimeout | ErrorCode::ConnectionReadTimeout => {
@@ -202,7 +226,11 @@ impl Error {
             ErrorCode::ConnectionRefused => Error::Failed(format!("{origin} refused the connection")),
             ErrorCode::HttpResponseBodySize(_) => Error::Failed(format!("the response from {origin} is too large")),
             ErrorCode::DnsError(_) => Error::Failed(format!("{origin}: the host name could not be resolved")),
-            ErrorCode::TlsProtocolError | ErrorCode::TlsCertificateError | ErrorCode::TlsAlertReceived(_) => {
+            ErrorCode::TlsCertificateError => Error::Failed(format!(
+                "{origin}: the server's TLS certificate was not accepted (issued by an authority that is not \
+                 trusted, expired, or for another name; the operator can trust a private CA with `ca_file`)"
+            )),
+            ErrorCode::TlsProtocolError | ErrorCode::TlsAlertReceived(_) => {
                 Error::Failed(format!("{origin}: the TLS handshake failed"))
             }
             ErrorCode::HttpProtocolError => Error::Failed(format!("{origin}: the answer is not valid HTTP")),

@@ -1,7 +1,8 @@
-//! A tiny HTTP/1.1 server on 127.0.0.1 for the network tests. It records the
-//! path of every request it receives (so a test can tell that a refused
-//! request never arrived), and stops when dropped, or by itself after two
-//! minutes whatever happens.
+//! A tiny HTTP/1.1 server on 127.0.0.1 for the network tests, plain or over
+//! TLS. It records the path of every request it receives (so a test can tell
+//! that a refused request never arrived) and counts the request body bytes
+//! that reached it, and stops when dropped, or by itself after two minutes
+//! whatever happens.
 //!
 //! Routes:
 //! - `/hello`: 200, `hello from the test server`
@@ -9,13 +10,16 @@
 //! - `/redirect?to=URL`: 302 to URL
 //! - `/chain/N`: 302 to `/chain/N-1`; `/chain/0` is 200, `end of chain`
 //! - `/slow`: waits 5 seconds, then 200
+//! - `/stall`: 200 with a 1,000-byte body, of which it sends 100 bytes, then
+//!   nothing for 5 seconds
+//! - `/upload` (with a body, `content-length` or chunked): 200, `received N bytes`
 //! - `/page`: 200, a small HTML page with a title and links (relative,
 //!   absolute, duplicated, `mailto:`) for the `webpage` plugin
 //! - anything else: 404
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -27,47 +31,84 @@ pub struct TestServer {
     /// The port it listens on, on 127.0.0.1.
     pub port: u16,
     seen: Arc<Mutex<Vec<String>>>,
+    received: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
+    scheme: &'static str,
 }
 
 impl TestServer {
     /// Starts a server on a free port of 127.0.0.1.
     pub fn start() -> TestServer {
+        TestServer::start_with(None)
+    }
+
+    /// Starts a server speaking TLS with `tls` (its certificate and key).
+    pub fn start_tls(tls: Arc<rustls::ServerConfig>) -> TestServer {
+        TestServer::start_with(Some(tls))
+    }
+
+    fn start_with(tls: Option<Arc<rustls::ServerConfig>>) -> TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
         listener.set_nonblocking(true).expect("nonblocking");
         let port = listener.local_addr().expect("address").port();
         let seen = Arc::new(Mutex::new(Vec::new()));
+        let received = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
-        let (seen_by_server, stop_server) = (seen.clone(), stop.clone());
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let shared = Shared { seen: seen.clone(), received: received.clone(), stop: stop.clone() };
         std::thread::spawn(move || {
             let started = Instant::now();
-            while !stop_server.load(Ordering::Relaxed) && started.elapsed() < LIFETIME {
+            while !shared.stop.load(Ordering::Relaxed) && started.elapsed() < LIFETIME {
                 match listener.accept() {
                     Ok((stream, _)) => {
-                        let seen = seen_by_server.clone();
-                        std::thread::spawn(move || serve(stream, port, &seen));
+                        let shared = shared.clone();
+                        let tls = tls.clone();
+                        std::thread::spawn(move || {
+                            let _ = stream.set_nonblocking(false);
+                            let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+                            match tls {
+                                None => serve(stream, port, scheme, &shared),
+                                Some(tls) => {
+                                    let Ok(connection) = rustls::ServerConnection::new(tls) else { return };
+                                    serve(rustls::StreamOwned::new(connection, stream), port, scheme, &shared);
+                                }
+                            }
+                        });
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(5)),
                 }
             }
         });
-        TestServer { port, seen, stop }
+        TestServer { port, seen, received, stop, scheme }
     }
 
-    /// `http://127.0.0.1:PORT{path}`.
+    /// `http://127.0.0.1:PORT{path}` (`https://` for a TLS server).
     pub fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
+        format!("{}://127.0.0.1:{}{path}", self.scheme, self.port)
     }
 
-    /// `http://127.0.0.1:PORT`, the entry that grants this server.
+    /// `http://127.0.0.1:PORT` (`https://` for a TLS server), the entry that grants this server.
     pub fn origin(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        format!("{}://127.0.0.1:{}", self.scheme, self.port)
     }
 
     /// The paths of the requests received so far, in order.
     pub fn seen(&self) -> Vec<String> {
         self.seen.lock().unwrap().clone()
     }
+
+    /// Request body bytes received so far, all requests together.
+    pub fn received(&self) -> u64 {
+        self.received.load(Ordering::SeqCst)
+    }
+}
+
+/// What the connection threads share with the server.
+#[derive(Clone)]
+struct Shared {
+    seen: Arc<Mutex<Vec<String>>>,
+    received: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
 }
 
 impl Drop for TestServer {
@@ -76,14 +117,14 @@ impl Drop for TestServer {
     }
 }
 
-fn serve(stream: TcpStream, port: u16, seen: &Mutex<Vec<String>>) {
-    let _ = stream.set_nonblocking(false);
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-    let mut reader = BufReader::new(&stream);
+fn serve<S: Read + Write>(stream: S, port: u16, scheme: &str, shared: &Shared) {
+    let mut reader = BufReader::new(stream);
     let mut request_line = String::new();
     if reader.read_line(&mut request_line).is_err() {
         return;
     }
+    let mut length = 0u64;
+    let mut chunked = false;
     loop {
         let mut header = String::new();
         match reader.read_line(&mut header) {
@@ -91,22 +132,84 @@ fn serve(stream: TcpStream, port: u16, seen: &Mutex<Vec<String>>) {
             Ok(_) if header == "\r\n" || header == "\n" => break,
             Ok(_) => {}
         }
+        let (name, value) = header.split_once(':').unwrap_or((&header, ""));
+        let value = value.trim();
+        if name.eq_ignore_ascii_case("content-length") {
+            length = value.parse().unwrap_or(0);
+        } else if name.eq_ignore_ascii_case("transfer-encoding") && value.eq_ignore_ascii_case("chunked") {
+            chunked = true;
+        }
     }
     let path = request_line.split_whitespace().nth(1).unwrap_or("/").to_owned();
-    seen.lock().unwrap().push(path.clone());
-    let (status, location, body): (&str, Option<String>, Vec<u8>) = route(&path, port);
+    shared.seen.lock().unwrap().push(path.clone());
+    let body = if chunked { read_chunked(&mut reader, shared) } else { read_counted(&mut reader, length, shared) };
+    let Some(body) = body else { return };
+    let mut stream = reader.into_inner();
+    if path == "/stall" {
+        let head = "HTTP/1.1 200 OK\r\ncontent-length: 1000\r\ncontent-type: text/plain\r\n\r\n";
+        let _ = stream.write_all(head.as_bytes());
+        let _ = stream.write_all(&[b's'; 100]);
+        let _ = stream.flush();
+        let until = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < until && !shared.stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        return;
+    }
+    let (status, location, body): (&str, Option<String>, Vec<u8>) = if path == "/upload" {
+        ("200 OK", None, format!("received {body} bytes").into_bytes())
+    } else {
+        route(&path, port, scheme)
+    };
     let mut head = format!("HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n", body.len());
     if let Some(location) = location {
         head.push_str(&format!("location: {location}\r\n"));
     }
     head.push_str("content-type: text/plain\r\n\r\n");
-    let mut stream = stream;
     let _ = stream.write_all(head.as_bytes());
     let _ = stream.write_all(&body);
     let _ = stream.flush();
 }
 
-fn route(path: &str, port: u16) -> (&'static str, Option<String>, Vec<u8>) {
+/// Reads a body of `length` bytes, counting them as they arrive; `None` when
+/// the connection ends first.
+fn read_counted(reader: &mut impl Read, length: u64, shared: &Shared) -> Option<u64> {
+    let mut left = length;
+    let mut buffer = [0u8; 16 << 10];
+    while left > 0 {
+        let want = buffer.len().min(left as usize);
+        match reader.read(&mut buffer[..want]) {
+            Ok(0) | Err(_) => return None,
+            Ok(read) => {
+                shared.received.fetch_add(read as u64, Ordering::SeqCst);
+                left -= read as u64;
+            }
+        }
+    }
+    Some(length)
+}
+
+/// Reads a chunked body, counting its data bytes; `None` when it is cut short.
+fn read_chunked(reader: &mut impl BufRead, shared: &Shared) -> Option<u64> {
+    let mut total = 0;
+    loop {
+        let mut size = String::new();
+        if reader.read_line(&mut size).ok()? == 0 {
+            return None;
+        }
+        let size = u64::from_str_radix(size.trim().split(';').next()?.trim(), 16).ok()?;
+        if size == 0 {
+            let mut end = String::new();
+            let _ = reader.read_line(&mut end);
+            return Some(total);
+        }
+        total += read_counted(reader, size, shared)?;
+        let mut crlf = String::new();
+        reader.read_line(&mut crlf).ok()?;
+    }
+}
+
+fn route(path: &str, port: u16, scheme: &str) -> (&'static str, Option<String>, Vec<u8>) {
     if path == "/hello" {
         return ("200 OK", None, b"hello from the test server".to_vec());
     }
@@ -120,7 +223,7 @@ fn route(path: &str, port: u16) -> (&'static str, Option<String>, Vec<u8>) {
         if n == 0 {
             return ("200 OK", None, b"end of chain".to_vec());
         }
-        return ("302 Found", Some(format!("http://127.0.0.1:{port}/chain/{}", n - 1)), Vec::new());
+        return ("302 Found", Some(format!("{scheme}://127.0.0.1:{port}/chain/{}", n - 1)), Vec::new());
     }
     if path == "/page" {
         let page = "<html><head><title>Links &amp; more</title></head><body>\n\

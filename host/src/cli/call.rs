@@ -31,6 +31,10 @@ pub struct Args {
     #[arg(long, value_name = "SIZE")]
     max_output: Option<ByteSize>,
 
+    /// HTTP request body bytes this call may send, all requests together, e.g. 64KiB
+    #[arg(long, value_name = "SIZE")]
+    http_request_body: Option<ByteSize>,
+
     /// Print one JSON object with the outcome, usage and captured output
     #[arg(long)]
     json: bool,
@@ -51,6 +55,7 @@ pub async fn run(host: &Host, args: Args) -> Result<ExitCode> {
         memory: args.memory,
         timeout: args.timeout,
         output: args.max_output,
+        http_request_body: args.http_request_body,
         ..LimitOverrides::default()
     };
     let report = host.call(&args.tool, &arguments, &overrides).await;
@@ -88,7 +93,12 @@ fn show(report: &CallReport) {
     let status = if report.outcome.is_ok() { "ok" } else { "failed" };
     let http = if usage.http_requests > 0 {
         let plural = if usage.http_requests == 1 { "" } else { "s" };
-        format!(" · {} HTTP request{plural}, {} received", usage.http_requests, ByteSize(usage.http_response_bytes))
+        format!(
+            " · {} HTTP request{plural}, {} sent, {} received",
+            usage.http_requests,
+            ByteSize(usage.http_request_bytes),
+            ByteSize(usage.http_response_bytes)
+        )
     } else {
         String::new()
     };

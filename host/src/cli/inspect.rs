@@ -67,8 +67,9 @@ fn show(found: &Inspection) {
         limits.output
     );
     println!(
-        "            http {} requests · {} of responses ({} when over) · {} per request",
+        "            http {} requests · {} of request bodies · {} of responses ({} when over) · {} per request",
         limits.http_requests,
+        limits.http_request_body,
         limits.http_response,
         limits.http_oversized.as_str(),
         HumanDuration(limits.http_timeout)
@@ -112,6 +113,7 @@ fn as_json(found: &Inspection) -> serde_json::Value {
             "timeout_ms": found.limits.timeout.as_millis() as u64,
             "output": found.limits.output.bytes(),
             "http_requests": found.limits.http_requests,
+            "http_request_body": found.limits.http_request_body.bytes(),
             "http_response": found.limits.http_response.bytes(),
             "http_oversized": found.limits.http_oversized.as_str(),
             "http_timeout_ms": found.limits.http_timeout.as_millis() as u64,

@@ -43,10 +43,11 @@ impl NetworkGrant {
     /// address itself or a host name that resolves to it (and may reach it).
     /// Wildcard entries cannot be checked against a bare address, so they never
     /// admit a socket.
-    pub async fn allows_socket(&self, addr: SocketAddr) -> bool {
+    pub async fn check_socket(&self, addr: SocketAddr) -> SocketCheck {
         if !self.sockets {
-            return false;
+            return SocketCheck::SocketsOff;
         }
+        let mut private = None;
         for pattern in &self.hosts {
             let port_ok = match pattern.port {
                 Port::Any => true,
@@ -56,20 +57,43 @@ impl NetworkGrant {
                 continue;
             }
             match &pattern.host {
-                Host::Ip(ip) if *ip == addr.ip() => return true,
+                Host::Ip(ip) if *ip == addr.ip() => return SocketCheck::Allowed,
                 Host::Name(name) => {
-                    if let Ok(resolved) = tokio::net::lookup_host((name.as_str(), addr.port())).await {
-                        let mut resolved = resolved;
-                        if resolved.any(|found| found.ip() == addr.ip()) && pattern.may_reach(addr.ip()) {
-                            return true;
+                    let Ok(mut resolved) = tokio::net::lookup_host((name.as_str(), addr.port())).await else {
+                        continue;
+                    };
+                    if resolved.any(|found| found.ip() == addr.ip()) {
+                        if pattern.may_reach(addr.ip()) {
+                            return SocketCheck::Allowed;
                         }
+                        private.get_or_insert_with(|| pattern.naming(addr.ip(), addr.port()));
                     }
                 }
                 _ => {}
             }
         }
-        false
+        match private {
+            Some(allow) => SocketCheck::Private { allow },
+            None => SocketCheck::NotGranted,
+        }
     }
+}
+
+/// What [`NetworkGrant::check_socket`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SocketCheck {
+    /// An entry admits the connection.
+    Allowed,
+    /// The grant does not turn sockets on.
+    SocketsOff,
+    /// No entry names the address and port, nor a host name resolving to them.
+    NotGranted,
+    /// A granted host name resolves to this loopback or private address, which
+    /// only an entry naming the address may reach: `allow` is that entry.
+    Private {
+        /// The entry that would allow it.
+        allow: HostPattern,
+    },
 }
 
 /// `http` or `https`.
@@ -190,6 +214,12 @@ impl HostPattern {
             Host::Name(name) if name == "localhost" => ip.is_loopback() || is_public(ip),
             _ => is_public(ip),
         }
+    }
+
+    /// This entry with its host replaced by `ip` and its port by `port`: the
+    /// entry an operator writes to let a connection reach that very address.
+    pub fn naming(&self, ip: IpAddr, port: u16) -> HostPattern {
+        HostPattern { scheme: self.scheme, host: Host::Ip(ip), port: Port::Number(port) }
     }
 
     /// Whether every request this `other` entry admits is admitted by this one.
@@ -586,6 +616,29 @@ mod tests {
             assert!(grant.allows(scheme, host, port).is_none(), "{scheme:?} {host} {port}");
         }
         assert!(NetworkGrant::default().allows(Scheme::Https, "api.example.com", 443).is_none(), "the default denies");
+    }
+
+    #[tokio::test]
+    async fn a_socket_goes_only_where_an_entry_names_and_a_private_one_names_the_fix() {
+        let mut grant = grant(&["http://127.1:8080", "http://127.0.0.1:9000", "http://*:7000"]);
+        let loopback: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        assert_eq!(grant.check_socket(loopback).await, SocketCheck::SocketsOff);
+        grant.sockets = true;
+        // `127.1` is a name to the grant, and 127.0.0.1 to the resolver.
+        assert_eq!(
+            grant.check_socket(loopback).await,
+            SocketCheck::Private { allow: pattern("http://127.0.0.1:8080") }
+        );
+        assert_eq!(grant.check_socket("127.0.0.1:9000".parse().unwrap()).await, SocketCheck::Allowed);
+        assert_eq!(grant.check_socket("10.0.0.1:9000".parse().unwrap()).await, SocketCheck::NotGranted);
+        assert_eq!(grant.check_socket("93.184.216.34:7000".parse().unwrap()).await, SocketCheck::NotGranted);
+    }
+
+    #[test]
+    fn naming_an_address_keeps_the_scheme_and_shows_the_shortest_entry() {
+        let entry = pattern("https://api.example.com:*");
+        assert_eq!(entry.naming("10.0.0.1".parse().unwrap(), 443).to_string(), "https://10.0.0.1");
+        assert_eq!(entry.naming("::1".parse().unwrap(), 8443).to_string(), "https://[::1]:8443");
     }
 
     #[test]

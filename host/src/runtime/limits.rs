@@ -27,6 +27,8 @@ pub struct Limits {
     pub http_response: ByteSize,
     /// What happens to a response that would go over `http_response`.
     pub http_oversized: Oversized,
+    /// Bytes of HTTP request bodies the call may send, all requests together.
+    pub http_request_body: ByteSize,
     /// Time one HTTP request may take, from connecting to the end of its
     /// response body; never past the call's own `timeout`.
     pub http_timeout: Duration,
@@ -88,6 +90,8 @@ impl Limits {
     pub const DEFAULT_HTTP_REQUESTS: u32 = 16;
     /// HTTP response bytes allowed per call by default.
     pub const DEFAULT_HTTP_RESPONSE: ByteSize = ByteSize(8 << 20);
+    /// HTTP request body bytes allowed per call by default.
+    pub const DEFAULT_HTTP_REQUEST_BODY: ByteSize = ByteSize(1 << 20);
     /// Time allowed per HTTP request by default.
     pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -114,6 +118,9 @@ impl Limits {
         if let Some(oversized) = overrides.http_oversized {
             self.http_oversized = oversized;
         }
+        if let Some(body) = overrides.http_request_body {
+            self.http_request_body = body;
+        }
         if let Some(timeout) = overrides.http_timeout {
             self.http_timeout = timeout.0;
         }
@@ -131,6 +138,7 @@ impl Default for Limits {
             http_requests: Self::DEFAULT_HTTP_REQUESTS,
             http_response: Self::DEFAULT_HTTP_RESPONSE,
             http_oversized: Oversized::Fail,
+            http_request_body: Self::DEFAULT_HTTP_REQUEST_BODY,
             http_timeout: Self::DEFAULT_HTTP_TIMEOUT,
         }
     }
@@ -154,6 +162,8 @@ pub struct LimitOverrides {
     pub http_response: Option<ByteSize>,
     /// `http_oversized = "cut"` or `"fail"`.
     pub http_oversized: Option<Oversized>,
+    /// HTTP request body bytes per call, e.g. `http_request_body = "256KiB"`.
+    pub http_request_body: Option<ByteSize>,
     /// Time per HTTP request, e.g. `http_timeout = "5s"`.
     pub http_timeout: Option<HumanDuration>,
 }
@@ -168,6 +178,7 @@ impl LimitOverrides {
         self.http_requests = other.http_requests.or(self.http_requests);
         self.http_response = other.http_response.or(self.http_response);
         self.http_oversized = other.http_oversized.or(self.http_oversized);
+        self.http_request_body = other.http_request_body.or(self.http_request_body);
         self.http_timeout = other.http_timeout.or(self.http_timeout);
         self
     }

@@ -6,20 +6,26 @@
 //! leaves, the request's scheme, host and port are checked against the
 //! plugin's [`NetworkGrant`] and the call's request count; a refused request
 //! gets the standard `HTTP-request-denied` (or `connection-limit-reached`)
-//! error. An admitted one is resolved here, every resolved address is checked
+//! error. Request bodies are counted as they stream out against the call's
+//! `http_request_body` limit: a request declaring a longer body is not sent,
+//! and one that streams past the limit is stopped there
+//! (`HTTP-request-body-size`). An admitted one is resolved here, every resolved address is checked
 //! ([`HostPattern::may_reach`]: no loopback or private address unless the
 //! entry names it), and the connection goes to a checked address, so a DNS
 //! answer that changes between check and connect cannot redirect it. The
 //! response body is counted against the call's byte limit (cut or failed, as
 //! configured) and the whole exchange is bounded by the per-request timeout
-//! and the call's deadline. Redirects are not followed here: a guest that
+//! and the call's deadline: a response cut by it fails in the plugin as
+//! `HTTP-response-timeout`, whether it stalls before its head or in its body.
+//! HTTPS trusts webpki's roots plus the config's `ca_file`, in a TLS client
+//! configuration built once per `Host`. Redirects are not followed here: a guest that
 //! follows one sends a new request, checked like the first.
 //!
 //! Every refusal is written to the call's [`Ledger`], which ends up in the
 //! `CallReport` naming the host.
 
 use crate::grants::Granted;
-use crate::grants::network::{HostPattern, NetworkGrant, Scheme};
+use crate::grants::network::{HostPattern, NetworkGrant, Scheme, SocketCheck};
 use crate::runtime::limits::{ByteSize, Limits, Oversized};
 use crate::runtime::outcome::{Refusal, RefusalReason};
 use bytes::Bytes;
@@ -28,7 +34,8 @@ use http_body_util::BodyExt;
 use std::future::{Future, poll_fn};
 use std::net::{IpAddr, SocketAddr};
 use std::pin::{Pin, pin};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -49,6 +56,8 @@ pub(crate) struct Ledger {
     pub requests: u32,
     /// Response body bytes handed to the guest.
     pub response_bytes: u64,
+    /// Request body bytes sent.
+    pub request_bytes: u64,
     /// What was refused, first [`REFUSALS_LIMIT`] of them.
     pub refused: Vec<Refusal>,
     /// Refusals past the limit.
@@ -98,16 +107,26 @@ pub(crate) struct Outbound {
     limits: Limits,
     deadline: Instant,
     ledger: SharedLedger,
+    tls: Arc<rustls::ClientConfig>,
 }
 
 impl Outbound {
-    /// Hooks for a call under `limits` ending at `deadline`, for a plugin granted `grant`.
-    pub(crate) fn new(grant: Arc<NetworkGrant>, limits: Limits, deadline: Instant, ledger: SharedLedger) -> Outbound {
-        Outbound { grant, limits, deadline, ledger }
+    /// Hooks for a call under `limits` ending at `deadline`, for a plugin
+    /// granted `grant`, speaking TLS with `tls`.
+    pub(crate) fn new(
+        grant: Arc<NetworkGrant>,
+        limits: Limits,
+        deadline: Instant,
+        ledger: SharedLedger,
+        tls: Arc<rustls::ClientConfig>,
+    ) -> Outbound {
+        Outbound { grant, limits, deadline, ledger, tls }
     }
 
-    /// The checks made before a request leaves: the grant, then the count.
-    fn admit(&self, uri: &http::Uri) -> Result<Target, Error> {
+    /// The checks made before a request leaves: the grant, the declared body
+    /// length, then the count.
+    fn admit(&self, request: &http::Request<WasiBody>) -> Result<Target, Error> {
+        let uri = request.uri();
         let scheme = match uri.scheme_str() {
             Some("http") => Scheme::Http,
             Some("https") => Scheme::Https,
@@ -120,8 +139,19 @@ impl Outbound {
             self.ledger.refuse(shown, RefusalReason::NotGranted);
             return Err(Error::HttpRequestDenied);
         };
+        let declared = request
+            .headers()
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.trim().parse::<u64>().ok());
         {
             let mut ledger = self.ledger.lock();
+            let room = self.limits.http_request_body.bytes().saturating_sub(ledger.request_bytes);
+            if declared.is_some_and(|length| length > room) {
+                drop(ledger);
+                self.ledger.refuse(shown, RefusalReason::RequestTooLarge { limit: self.limits.http_request_body });
+                return Err(Error::HttpRequestBodySize(Some(self.limits.http_request_body.bytes())));
+            }
             if ledger.requests >= self.limits.http_requests {
                 drop(ledger);
                 self.ledger.refuse(shown, RefusalReason::TooManyRequests { limit: self.limits.http_requests });
@@ -156,13 +186,24 @@ impl WasiHttpHooks for Outbound {
         options: Option<RequestOptions>,
         _fut: IoFuture,
     ) -> Box<dyn Future<Output = SendResult> + Send> {
-        let target = match self.admit(request.uri()) {
+        let target = match self.admit(&request) {
             Ok(target) => target,
             Err(error) => return Box::new(async move { Err(error) }),
         };
         let now = Instant::now();
         let deadline = (now + self.limits.http_timeout).min(self.deadline);
         let allowed = deadline.saturating_duration_since(now);
+        let over = Arc::new(AtomicBool::new(false));
+        let request = request.map(|body| {
+            Metered {
+                inner: body,
+                ledger: self.ledger.clone(),
+                limit: self.limits.http_request_body,
+                target: target.shown.clone(),
+                over: over.clone(),
+            }
+            .boxed_unsync()
+        });
         let exchange = Exchange {
             target,
             options: options.unwrap_or_default(),
@@ -170,7 +211,10 @@ impl WasiHttpHooks for Outbound {
             allowed,
             limit: self.limits.http_response,
             oversized: self.limits.http_oversized,
+            request_limit: self.limits.http_request_body,
+            over,
             ledger: self.ledger.clone(),
+            tls: self.tls.clone(),
         };
         Box::new(exchange.send(request))
     }
@@ -208,7 +252,12 @@ struct Exchange {
     allowed: Duration,
     limit: ByteSize,
     oversized: Oversized,
+    /// The call's limit on request body bytes, and whether this request's
+    /// body went over it.
+    request_limit: ByteSize,
+    over: Arc<AtomicBool>,
     ledger: SharedLedger,
+    tls: Arc<rustls::ClientConfig>,
 }
 
 trait Stream: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
@@ -273,6 +322,10 @@ impl Exchange {
         })
         .await;
         let head = match head {
+            // A body stopped at the limit fails the exchange; say why.
+            Ok(Err(_)) if self.over.load(Ordering::SeqCst) => {
+                return Err(Error::HttpRequestBodySize(Some(self.request_limit.bytes())));
+            }
             Ok(head) => head?,
             Err(_) => {
                 self.timed_out();
@@ -320,7 +373,8 @@ impl Exchange {
             let Some(first) = resolved.first() else {
                 return Err(Error::DestinationNotFound);
             };
-            self.ledger.refuse(target.shown.clone(), RefusalReason::PrivateAddress { address: first.ip() });
+            let allow = target.pattern.naming(first.ip(), target.port).to_string();
+            self.ledger.refuse(target.shown.clone(), RefusalReason::PrivateAddress { address: first.ip(), allow });
             return Err(Error::DestinationIpProhibited);
         }
         let mut failure = None;
@@ -340,32 +394,17 @@ impl Exchange {
         if target.scheme == Scheme::Http {
             return Ok(Box::new(stream));
         }
-        let config = tls_config().map_err(|err| Error::InternalError(Some(err)))?;
         let server_name = match target.name.parse::<IpAddr>() {
             Ok(ip) => rustls::pki_types::ServerName::IpAddress(ip.into()),
             Err(_) => rustls::pki_types::ServerName::try_from(target.name.clone())
                 .map_err(|_| Error::DnsError { rcode: Some("invalid dns name".to_owned()), info_code: None })?,
         };
-        let tls = tokio_rustls::TlsConnector::from(config).connect(server_name, stream).await.map_err(Error::Tls)?;
+        let tls = tokio_rustls::TlsConnector::from(self.tls.clone())
+            .connect(server_name, stream)
+            .await
+            .map_err(Error::Tls)?;
         Ok(Box::new(tls))
     }
-}
-
-/// The TLS client settings: webpki's root certificates, ring's crypto. Built once.
-fn tls_config() -> Result<Arc<rustls::ClientConfig>, String> {
-    static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
-    CONFIG
-        .get_or_init(|| {
-            let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.into() };
-            let provider = Arc::new(rustls::crypto::ring::default_provider());
-            let config = rustls::ClientConfig::builder_with_provider(provider)
-                .with_safe_default_protocol_versions()
-                .map_err(|err| format!("TLS is not available: {err}"))?
-                .with_root_certificates(roots)
-                .with_no_client_auth();
-            Ok(Arc::new(config))
-        })
-        .clone()
 }
 
 /// A response body bounded by the call's byte limit and the request's deadline.
@@ -423,7 +462,13 @@ impl Body for Bounded {
             }
             Poll::Ready(Some(Err(err))) => {
                 this.done = true;
-                Poll::Ready(Some(Err(if err.is_timeout() { Error::HttpResponseTimeout } else { Error::Hyper(err) })))
+                // At the deadline the connection task stops too, which the
+                // body may see first as a closed connection: it is the timeout.
+                if err.is_timeout() || Instant::now() >= this.exchange.deadline {
+                    this.exchange.timed_out();
+                    return Poll::Ready(Some(Err(Error::HttpResponseTimeout)));
+                }
+                Poll::Ready(Some(Err(Error::Hyper(err))))
             }
             Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
                 Ok(data) => this.count(data),
@@ -443,35 +488,91 @@ impl Body for Bounded {
     }
 }
 
-/// Turns `wasi:sockets` on for a call when granted: TCP connections to the
-/// granted hosts and ports (and DNS lookups, which TCP to a name needs); no
-/// UDP, no listening. Without a grant every socket use is refused.
-pub(crate) fn configure_sockets(wasi: &mut WasiCtxBuilder, grant: &Arc<NetworkGrant>, ledger: &SharedLedger) {
-    wasi.allow_udp(false);
-    if !grant.sockets {
-        wasi.allow_tcp(false).allow_ip_name_lookup(false);
-        return;
+/// A request body counted against the call's `http_request_body` limit as
+/// it streams out; the frame that would go over it is not sent, and the body
+/// fails there, which stops the request.
+struct Metered {
+    inner: WasiBody,
+    ledger: SharedLedger,
+    limit: ByteSize,
+    /// `scheme://host:port`, for the refusal.
+    target: String,
+    over: Arc<AtomicBool>,
+}
+
+impl Body for Metered {
+    type Data = Bytes;
+    type Error = Error;
+
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
+        let this = self.get_mut();
+        if this.over.load(Ordering::SeqCst) {
+            return Poll::Ready(None);
+        }
+        let frame = match ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
+            Some(Ok(frame)) => frame,
+            other => return Poll::Ready(other),
+        };
+        let Some(data) = frame.data_ref() else {
+            return Poll::Ready(Some(Ok(frame)));
+        };
+        let length = data.len() as u64;
+        {
+            let mut ledger = this.ledger.lock();
+            if ledger.request_bytes.saturating_add(length) <= this.limit.bytes() {
+                ledger.request_bytes += length;
+                return Poll::Ready(Some(Ok(frame)));
+            }
+        }
+        this.over.store(true, Ordering::SeqCst);
+        this.ledger.refuse(this.target.clone(), RefusalReason::RequestTooLarge { limit: this.limit });
+        Poll::Ready(Some(Err(Error::HttpRequestBodySize(Some(this.limit.bytes())))))
     }
-    wasi.allow_tcp(true).allow_ip_name_lookup(true);
+
+    fn is_end_stream(&self) -> bool {
+        self.over.load(Ordering::SeqCst) || self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// Sets up `wasi:sockets` for a call. TCP connections go only to the granted
+/// hosts and ports, and only when the grant says `sockets = true` (then DNS
+/// lookups are on too, which TCP to a name needs); UDP and listening stay
+/// off. TCP is switched on even without the grant so that a refused connection
+/// reaches the check below, which refuses it before any system call and
+/// records its address in the call's refusals.
+pub(crate) fn configure_sockets(wasi: &mut WasiCtxBuilder, grant: &Arc<NetworkGrant>, ledger: &SharedLedger) {
+    wasi.allow_udp(false).allow_tcp(true).allow_ip_name_lookup(grant.sockets);
     let grant = grant.clone();
     let ledger = ledger.clone();
     wasi.socket_addr_check(move |address, usage| {
         let grant = grant.clone();
         let ledger = ledger.clone();
         Box::pin(async move {
-            let allowed = match usage {
-                // Connecting binds implicitly to the unspecified address and an ephemeral port.
-                SocketAddrUse::TcpBind => address.ip().is_unspecified() && address.port() == 0,
+            let refusal = match usage {
+                // Connecting binds implicitly to the unspecified address and an
+                // ephemeral port; no other bind is allowed.
+                SocketAddrUse::TcpBind if address.ip().is_unspecified() && address.port() == 0 => return true,
                 SocketAddrUse::TcpConnect => {
                     // Resolving runs on its own task so this future stays `Sync`.
-                    tokio::spawn(async move { grant.allows_socket(address).await }).await.unwrap_or(false)
+                    let check = tokio::spawn(async move { grant.check_socket(address).await }).await;
+                    match check.unwrap_or(SocketCheck::NotGranted) {
+                        SocketCheck::Allowed => return true,
+                        SocketCheck::SocketsOff => RefusalReason::SocketsNotGranted,
+                        SocketCheck::NotGranted => RefusalReason::NotGranted,
+                        SocketCheck::Private { allow } => {
+                            RefusalReason::PrivateAddress { address: address.ip(), allow: allow.to_string() }
+                        }
+                    }
                 }
-                _ => false,
+                _ if !grant.sockets => RefusalReason::SocketsNotGranted,
+                _ => RefusalReason::NotGranted,
             };
-            if !allowed {
-                ledger.refuse(format!("tcp {address}"), RefusalReason::NotGranted);
-            }
-            allowed
+            ledger.refuse(format!("tcp {address}"), refusal);
+            false
         })
     });
 }

@@ -138,6 +138,8 @@ pub struct Usage {
     pub wall: Duration,
     /// HTTP requests the plugin sent (refused ones are not counted).
     pub http_requests: u32,
+    /// Bytes of HTTP request bodies the plugin sent.
+    pub http_request_bytes: u64,
     /// Bytes of HTTP response bodies the plugin received.
     pub http_response_bytes: u64,
 }
@@ -166,6 +168,19 @@ pub enum RefusalReason {
     PrivateAddress {
         /// The address it resolved to.
         address: IpAddr,
+        /// The grant entry that would allow it: the same scheme and port, the
+        /// address itself as the host.
+        allow: String,
+    },
+    /// A `wasi:sockets` connection from a plugin whose grant does not turn
+    /// sockets on (`sockets = true`).
+    SocketsNotGranted,
+    /// The request bodies went over `http_request_body`; the request was
+    /// stopped there (or not sent, when its declared length was over).
+    RequestTooLarge {
+        /// The limit, in bytes.
+        #[serde(serialize_with = "as_bytes")]
+        limit: ByteSize,
     },
     /// The call already sent `http_requests` requests.
     TooManyRequests {
@@ -196,10 +211,20 @@ impl fmt::Display for Refusal {
             RefusalReason::NotGranted => {
                 write!(f, "{target}: not granted to this plugin (grant it in the plugin's `http` list)")
             }
-            RefusalReason::PrivateAddress { address } => write!(
+            RefusalReason::PrivateAddress { address, allow } => write!(
                 f,
-                "{target}: resolves to {address}, a loopback or private address, which only an entry \
-                 naming that address may reach"
+                "{target}: resolves to {address}, a loopback or private address, which a granted host \
+                 name may not reach (to allow it, name the address itself in the grant: `{allow}`)"
+            ),
+            RefusalReason::SocketsNotGranted => write!(
+                f,
+                "{target}: raw TCP sockets are not granted to this plugin (`sockets = true` in its grant \
+                 opens TCP to the hosts and ports of its `http` list)"
+            ),
+            RefusalReason::RequestTooLarge { limit } => write!(
+                f,
+                "{target}: request body over the limit of {limit} per call (`http_request_body`), so the \
+                 request was stopped"
             ),
             RefusalReason::TooManyRequests { limit } => {
                 write!(f, "{target}: over the limit of {limit} HTTP requests per call (`http_requests`)")
@@ -227,6 +252,8 @@ impl RefusalReason {
         match self {
             RefusalReason::NotGranted => "not_granted",
             RefusalReason::PrivateAddress { .. } => "private_address",
+            RefusalReason::SocketsNotGranted => "sockets_not_granted",
+            RefusalReason::RequestTooLarge { .. } => "request_too_large",
             RefusalReason::TooManyRequests { .. } => "too_many_requests",
             RefusalReason::ResponseTooLarge { .. } => "response_too_large",
             RefusalReason::TimedOut { .. } => "timed_out",

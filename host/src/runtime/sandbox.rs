@@ -298,12 +298,14 @@ pub(crate) enum Sandbox {
 }
 
 impl Sandbox {
-    /// Runs `request` in a fresh instance under `limits`, with what `granted` grants.
+    /// Runs `request` in a fresh instance under `limits`, with what `granted`
+    /// grants; HTTPS requests speak TLS with `tls`.
     pub(crate) async fn invoke(
         &self,
         plugin: &Arc<str>,
         limits: &Limits,
         granted: &Arc<Granted>,
+        tls: &Arc<rustls::ClientConfig>,
         request: Request<'_>,
     ) -> Invocation {
         let start = Instant::now();
@@ -327,7 +329,7 @@ impl Sandbox {
         let state = HostState {
             wasi: wasi.build(),
             http: WasiHttpCtx::new(),
-            outbound: Outbound::new(granted.network.clone(), *limits, deadline, ledger.clone()),
+            outbound: Outbound::new(granted.network.clone(), *limits, deadline, ledger.clone(), tls.clone()),
             table: ResourceTable::new(),
             limiter: MemoryLimiter { limit: limits.memory.bytes(), total: 0, peak: 0, refused: None },
             logs: LogSink { plugin: plugin.clone(), granted: granted.clone(), records: Vec::new(), dropped: 0 },
@@ -387,6 +389,7 @@ impl Sandbox {
                 memory_peak: state.limiter.peak,
                 wall,
                 http_requests: network.requests,
+                http_request_bytes: network.request_bytes,
                 http_response_bytes: network.response_bytes,
             },
             stdout,
