@@ -166,7 +166,7 @@ async fn loopback_is_refused_unless_an_entry_names_it() {
     for url in [server.url("/hello"), format!("http://localhost:{}/hello", server.port)] {
         let report = fetch(&any_host, &url).await;
         let message = failure(&report);
-        assert!(message.contains("may not reach"), "{url}: {message}");
+        assert!(message.contains("resolves to a loopback or private address"), "{url}: {message}");
         match &report.refused[..] {
             [Refusal { reason: RefusalReason::PrivateAddress { address, .. }, .. }] => {
                 assert!(address.is_loopback(), "{url}: checked on the resolved address {address}")
