@@ -115,10 +115,10 @@ async fn the_request_body_limit_is_set_in_the_config_per_plugin() {
     assert_eq!(report.usage.http_request_bytes, 20_000);
 }
 
-/// Calls `opens_sockets` on `targets` with `config`.
-async fn open_sockets(config: &str, targets: &[String]) -> (Vec<(String, String)>, CallReport) {
+/// Calls `opens_sockets` on `targets` (and to listen on `listen`) with `config`.
+async fn open_sockets(config: &str, targets: &[String], listen: &[&str]) -> (Vec<(String, String)>, CallReport) {
     let (host, _dir) = host_with_config(&["opens_sockets"], config_from(config)).await;
-    let arguments = json!({ "targets": targets }).to_string();
+    let arguments = json!({ "targets": targets, "listen": listen }).to_string();
     let report = host.call("opens_sockets", &arguments, &LimitOverrides::default()).await;
     let Ok(ToolOutput::Json(found)) = &report.outcome else { panic!("{:?}", report.outcome) };
     (serde_json::from_str(found).unwrap(), report)
@@ -132,7 +132,7 @@ async fn every_refused_socket_is_recorded_with_what_to_change() {
 
     // No grant, or an http grant without `sockets = true`: each refused and recorded.
     for config in [String::new(), grant("opens_sockets", &[server.origin()])] {
-        let (found, report) = open_sockets(&config, &probes).await;
+        let (found, report) = open_sockets(&config, &probes, &[]).await;
         assert!(found.iter().all(|(_, outcome)| outcome.starts_with("error:")), "{config}: {found:?}");
         let expected: Vec<Refusal> = probes
             .iter()
@@ -142,23 +142,27 @@ async fn every_refused_socket_is_recorded_with_what_to_change() {
         assert!(report.refused[0].to_string().contains("`sockets = true`"), "{}", report.refused[0]);
     }
 
-    // Sockets on: the granted address is reached; the others are refused as not granted.
+    // Sockets on: the granted address is reached; the others are refused as
+    // not granted, and listening is refused whatever the grant.
     let config = format!("{}sockets = true\n", grant("opens_sockets", &[server.origin()]));
-    let (found, report) = open_sockets(&config, &probes).await;
+    let (found, report) = open_sockets(&config, &probes, &["0.0.0.0:0", "127.0.0.1:0"]).await;
     assert_eq!(found[0].1, "connected: HTTP/1.1 200 OK", "{found:?}");
     assert!(found[1..].iter().all(|(_, outcome)| outcome.starts_with("error:")), "{found:?}");
     let refused: Vec<(&str, &RefusalReason)> =
         report.refused.iter().map(|refusal| (refusal.target.as_str(), &refusal.reason)).collect();
     assert_eq!(
-        refused,
+        refused[..2],
         [("tcp 10.0.0.1:22", &RefusalReason::NotGranted), ("tcp 169.254.169.254:80", &RefusalReason::NotGranted)]
     );
+    assert!(refused[2].0.starts_with("tcp 0.0.0.0:") && refused[2].1 == &RefusalReason::ListenOrBind, "{refused:?}");
+    assert_eq!(refused[3..], [("tcp 127.0.0.1:0", &RefusalReason::ListenOrBind)]);
+    assert!(report.refused[3].to_string().contains("may not listen"), "{}", report.refused[3]);
     assert_eq!(server.seen(), ["/hello"], "only the granted connection reached the server");
 
     // A granted *name* that resolves to loopback (`127.1` is 127.0.0.1 to the
     // resolver) is refused, saying so and naming the entry that would allow it.
     let config = format!("{}sockets = true\n", grant("opens_sockets", &[format!("http://127.1:{port}")]));
-    let (found, report) = open_sockets(&config, &probes[..1]).await;
+    let (found, report) = open_sockets(&config, &probes[..1], &[]).await;
     assert!(found[0].1.starts_with("error:"), "{found:?}");
     let allow = format!("http://127.0.0.1:{port}");
     assert_eq!(

@@ -6,20 +6,23 @@
 //! leaves, the request's scheme, host and port are checked against the
 //! plugin's [`NetworkGrant`] and the call's request count; a refused request
 //! gets the standard `HTTP-request-denied` (or `connection-limit-reached`)
-//! error. Request bodies are counted as they stream out against the call's
-//! `http_request_body` limit: a request declaring a longer body is not sent,
-//! and one that streams past the limit is stopped there
-//! (`HTTP-request-body-size`). An admitted one is resolved here, every resolved address is checked
+//! error. An admitted one is resolved here, every resolved address is checked
 //! ([`HostPattern::may_reach`]: no loopback or private address unless the
 //! entry names it), and the connection goes to a checked address, so a DNS
-//! answer that changes between check and connect cannot redirect it. The
-//! response body is counted against the call's byte limit (cut or failed, as
-//! configured) and the whole exchange is bounded by the per-request timeout
-//! and the call's deadline: a response cut by it fails in the plugin as
-//! `HTTP-response-timeout`, whether it stalls before its head or in its body.
-//! HTTPS trusts webpki's roots plus the config's `ca_file`, in a TLS client
-//! configuration built once per `Host`. Redirects are not followed here: a guest that
-//! follows one sends a new request, checked like the first.
+//! answer that changes between check and connect cannot redirect it. HTTPS
+//! trusts webpki's roots plus the config's `ca_file`, through a TLS client
+//! configuration built once per `Host`.
+//!
+//! The request body is counted against the call's `http_request_body` limit
+//! as it streams out ([`Metered`]): a request declaring a longer body is not
+//! sent, and one that streams past the limit is stopped before the chunk that
+//! would cross it (`HTTP-request-body-size`). The response body is counted
+//! against the call's `http_response` limit (cut or failed, as configured) and
+//! the whole exchange is bounded by the per-request timeout and the call's
+//! deadline: a response stalled past it fails in the plugin as
+//! `HTTP-response-timeout`, before its head or in its body. Redirects are not
+//! followed here: a guest that follows one sends a new request, checked like
+//! the first.
 //!
 //! Every refusal is written to the call's [`Ledger`], which ends up in the
 //! `CallReport` naming the host.
@@ -568,8 +571,7 @@ pub(crate) fn configure_sockets(wasi: &mut WasiCtxBuilder, grant: &Arc<NetworkGr
                         }
                     }
                 }
-                _ if !grant.sockets => RefusalReason::SocketsNotGranted,
-                _ => RefusalReason::NotGranted,
+                _ => RefusalReason::ListenOrBind,
             };
             ledger.refuse(format!("tcp {address}"), refusal);
             false

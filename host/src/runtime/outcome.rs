@@ -175,6 +175,9 @@ pub enum RefusalReason {
     /// A `wasi:sockets` connection from a plugin whose grant does not turn
     /// sockets on (`sockets = true`).
     SocketsNotGranted,
+    /// A `wasi:sockets` listen, or a bind to a chosen address or port, which
+    /// no grant allows.
+    ListenOrBind,
     /// The request bodies went over `http_request_body`; the request was
     /// stopped there (or not sent, when its declared length was over).
     RequestTooLarge {
@@ -221,6 +224,11 @@ impl fmt::Display for Refusal {
                 "{target}: raw TCP sockets are not granted to this plugin (`sockets = true` in its grant \
                  opens TCP to the hosts and ports of its `http` list)"
             ),
+            RefusalReason::ListenOrBind => write!(
+                f,
+                "{target}: a plugin may not listen or bind to an address (only outgoing TCP connections to \
+                 granted hosts can be allowed)"
+            ),
             RefusalReason::RequestTooLarge { limit } => write!(
                 f,
                 "{target}: request body over the limit of {limit} per call (`http_request_body`), so the \
@@ -253,6 +261,7 @@ impl RefusalReason {
             RefusalReason::NotGranted => "not_granted",
             RefusalReason::PrivateAddress { .. } => "private_address",
             RefusalReason::SocketsNotGranted => "sockets_not_granted",
+            RefusalReason::ListenOrBind => "listen_or_bind",
             RefusalReason::RequestTooLarge { .. } => "request_too_large",
             RefusalReason::TooManyRequests { .. } => "too_many_requests",
             RefusalReason::ResponseTooLarge { .. } => "response_too_large",
