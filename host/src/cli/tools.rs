@@ -76,18 +76,31 @@ fn counted(count: usize, noun: &str) -> String {
 const WIDTH: usize = 100;
 
 /// `text` wrapped at word boundaries to [`WIDTH`] columns, its first line
-/// after `first` and the others after `rest`; its own line breaks are kept.
-/// A word longer than a line stays whole.
+/// after `first` and the others after `rest`. A line break in `text` is kept
+/// where it starts a paragraph (after a blank line) or a list item (`-`, `*`,
+/// `1.`); elsewhere it is a space, as in a doc comment (which schemars copies
+/// line by line). A word longer than a line stays whole.
 fn wrap(text: &str, first: &str, rest: &str) -> Vec<String> {
     let mut lines = Vec::new();
     let mut line = first.to_owned();
     let mut empty = true;
-    for (i, paragraph) in text.lines().enumerate() {
-        if i > 0 {
+    let mut blank_before = false;
+    for (i, source) in text.lines().enumerate() {
+        let trimmed = source.trim_start();
+        if trimmed.is_empty() {
+            blank_before = true;
+            continue;
+        }
+        let item = trimmed.starts_with(['-', '*', '•'])
+            || trimmed
+                .split_once(['.', ')'])
+                .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+        if i > 0 && (blank_before || item) && !empty {
             lines.push(std::mem::replace(&mut line, rest.to_owned()));
             empty = true;
         }
-        for word in paragraph.split_whitespace() {
+        blank_before = false;
+        for word in trimmed.split_whitespace() {
             if !empty && line.chars().count() + 1 + word.chars().count() > WIDTH {
                 lines.push(std::mem::replace(&mut line, rest.to_owned()));
                 empty = true;
@@ -435,7 +448,9 @@ mod tests {
         assert_eq!(lines.len(), 3, "{lines:?}");
         assert!(lines.iter().all(|line| line.chars().count() <= WIDTH), "{lines:?}");
         assert_eq!(lines.concat().split_whitespace().count(), 40);
-        assert_eq!(wrap("one\ntwo", "> ", "  "), ["> one", "  two"]);
+        // A doc comment's line breaks are spaces; paragraphs and list items keep theirs.
+        assert_eq!(wrap("one\ntwo", "> ", "  "), ["> one two"]);
+        assert_eq!(wrap("one\n\ntwo\n- three\n2. four", "> ", "  "), ["> one", "  two", "  - three", "  2. four"]);
         assert_eq!(counted(1, "tool"), "1 tool");
         assert_eq!(counted(2, "plugin"), "2 plugins");
     }
