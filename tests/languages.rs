@@ -346,11 +346,15 @@ async fn a_javascript_plugin_reaches_no_host_it_was_not_granted() {
     assert!(server.seen().is_empty() && other.seen().is_empty(), "nothing was sent");
 }
 
-/// A call of `tool` in `plugin` (loaded alone) with `{"url": URL}` for each
-/// path of a server, granted by `config`.
+/// A call of `tool` in `plugin` (loaded alone, under `config`) with `{"url": URL}`.
 async fn fetch_with(plugin: &str, tool: &str, config: &str, url: &str) -> toolhost::CallReport {
     let (host, _dir) = host_with_config(&[plugin], config_from(config)).await;
-    assert!(host.problems().is_empty(), "{:?}", host.problems());
+    // Its manifest asks for `https://*`, which is never all granted here: a notice, not a failure.
+    assert!(
+        host.problems().iter().all(|problem| problem.kind == toolhost::ProblemKind::Grant),
+        "{:?}",
+        host.problems()
+    );
     host.call(tool, &json!({ "url": url }).to_string(), &LimitOverrides::default()).await
 }
 
