@@ -413,7 +413,7 @@ fn author(lang: &str) {
     assert_eq!(report["error"]["kind"], "invalid_arguments", "{lang}: {report}");
     assert_eq!(
         report["error"]["message"],
-        r#"at `/unit`: "weeks" is not one of the allowed values: "bytes", "words", "lines""#,
+        r#"invalid arguments: at `/unit`: "weeks" is not one of the allowed values: "bytes", "words", "lines""#,
         "{lang}"
     );
 
