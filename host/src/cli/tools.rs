@@ -258,18 +258,19 @@ impl Shape {
                 }
                 None => "any".to_owned(),
             });
-            if shape.kind.starts_with("array") && !shape.kind.contains('|') {
-                if let Some(items) = schema.get("items").filter(|items| items.is_object()) {
-                    let items = Shape::at(root, items, depth + 1);
-                    let of = match &items.values {
-                        Some(values) => {
-                            let listed: Vec<String> = values.iter().map(|(value, _)| value.to_string()).collect();
-                            listed.join(" | ")
-                        }
-                        None => items.kind,
-                    };
-                    shape.kind = format!("array of {of}");
-                }
+            if shape.kind.starts_with("array")
+                && !shape.kind.contains('|')
+                && let Some(items) = schema.get("items").filter(|items| items.is_object())
+            {
+                let items = Shape::at(root, items, depth + 1);
+                let of = match &items.values {
+                    Some(values) => {
+                        let listed: Vec<String> = values.iter().map(|(value, _)| value.to_string()).collect();
+                        listed.join(" | ")
+                    }
+                    None => items.kind,
+                };
+                shape.kind = format!("array of {of}");
             }
         }
         shape.bounds.extend(bounds(schema));
