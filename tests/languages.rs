@@ -452,3 +452,50 @@ async fn a_c_plugin_fetches_a_granted_host_and_is_refused_another() {
     assert_eq!(server.seen(), ["/hello", "/missing"], "nothing more was sent");
     assert!(other.seen().is_empty());
 }
+
+#[test]
+fn the_tools_text_shows_ranges_and_defaults_and_counts_in_words() {
+    let output = toolhost(Path::new("."), &["--plugins", &common::bundled().display().to_string(), "tools"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(
+        text.contains(
+            "    · preview: integer, 0 to 1000 — How many characters of the body to show.\n        default: 80\n"
+        ),
+        "{text}"
+    );
+    assert!(text.lines().all(|line| line.chars().count() <= 100 || !line.trim().contains(' ')), "wrapped: {text}");
+    assert!(stderr(&output).lines().any(|line| line.ends_with(" plugins") && line.contains(" tools from ")));
+
+    let one = common::plugin_dir(&["urlcheck"]);
+    let output = toolhost(Path::new("."), &["--plugins", &one.path().display().to_string(), "tools"]);
+    assert!(stderr(&output).lines().any(|line| line == "1 tool from 1 plugin"), "{}", stderr(&output));
+}
+
+#[test]
+fn call_prints_json_in_the_plugins_key_order() {
+    let dir = common::bundled().display().to_string();
+    let args = r#"{"numbers":[2,4,4,4,5,5,7,9]}"#;
+    let output = toolhost(Path::new("."), &["--plugins", &dir, "call", "describe_numbers", args]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let printed: serde_json::Map<String, Value> = serde_json::from_str(&stdout(&output)).unwrap();
+    let report = call("describe_numbers", serde_json::from_str(args).unwrap());
+    let raw: serde_json::Map<String, Value> =
+        serde_json::from_str(report["output"]["value"].as_str().unwrap()).unwrap();
+    let keys = |map: &serde_json::Map<String, Value>| map.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&printed), keys(&raw), "{}", stdout(&output));
+    let mut sorted = keys(&raw);
+    sorted.sort();
+    assert_ne!(keys(&raw), sorted, "the plugin's order is not the sorted one, so this test can fail");
+}
+
+#[test]
+fn verbose_logs_into_a_pipe_have_no_colour_codes() {
+    let dir = common::bundled().display().to_string();
+    let args = r#"{"value":1,"from":"m","to":"ft"}"#;
+    let output = toolhost(Path::new("."), &["--plugins", &dir, "-vv", "call", "convert_units", args]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let logs = stderr(&output);
+    assert!(logs.contains("converted"), "{logs}");
+    assert!(!logs.contains('\u{1b}'), "{logs:?}");
+}
