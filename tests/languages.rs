@@ -3,7 +3,8 @@
 //! library: their tools load with their schemas, answer, report bad arguments
 //! and failures as the contract's typed errors, log through the host, are
 //! held to the same limits as Rust plugins, and reach the network only where
-//! granted (the JavaScript `webpage` plugin against a server on 127.0.0.1).
+//! granted (the JavaScript `webpage`, Python `pagemeta` and C `urlcheck`
+//! plugins against a server on 127.0.0.1).
 
 mod common;
 
@@ -47,6 +48,8 @@ fn every_language_example_lists_its_tools_with_schemas() {
         ("page_links", "webpage", "url"),
         ("describe_numbers", "stats", "numbers"),
         ("linear_regression", "stats", "x"),
+        ("page_meta", "pagemeta", "url"),
+        ("check_url", "urlcheck", "url"),
     ];
     for (name, plugin, property) in expected {
         let tool =
@@ -254,8 +257,10 @@ async fn python_memory_growth_and_uncaught_exceptions_are_typed() {
     match &report.outcome {
         Err(CallError::Trap { message }) => {
             assert!(
-                message.contains("ValueError: py_raises gave up on purpose"),
-                "the traceback's last line: {message}"
+                message.ends_with(
+                    "the plugin wrote: ValueError: py_raises gave up on purpose (File \"/0/app.py\", line 42, in call_tool)"
+                ),
+                "the exception and its line, without the runtime's lines: {message}"
             )
         }
         other => panic!("expected a trap, got {other:?}"),
@@ -341,4 +346,158 @@ async fn a_javascript_plugin_reaches_no_host_it_was_not_granted() {
         assert_eq!(report.usage.http_requests, 0);
     }
     assert!(server.seen().is_empty() && other.seen().is_empty(), "nothing was sent");
+}
+
+/// A call of `tool` in `plugin` (loaded alone, under `config`) with `{"url": URL}`.
+async fn fetch_with(plugin: &str, tool: &str, config: &str, url: &str) -> toolhost::CallReport {
+    let (host, _dir) = host_with_config(&[plugin], config_from(config)).await;
+    // Its manifest asks for `https://*`, which is never all granted here: a notice, not a failure.
+    assert!(
+        host.problems().iter().all(|problem| problem.kind == toolhost::ProblemKind::Grant),
+        "{:?}",
+        host.problems()
+    );
+    host.call(tool, &json!({ "url": url }).to_string(), &LimitOverrides::default()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_plugin_fetches_a_granted_host_and_is_refused_another() {
+    let server = TestServer::start();
+    let other = TestServer::start();
+    let grant = format!("[plugins.pagemeta]\nhttp = [\"{}\"]\n", server.origin());
+    let report = fetch_with("pagemeta", "page_meta", &grant, &server.url("/page")).await;
+    let Ok(ToolOutput::Json(text)) = &report.outcome else {
+        panic!("{:?} (refused: {:?}, stderr: {})", report.outcome, report.refused, report.stderr)
+    };
+    let page: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(
+        page,
+        json!({
+            "status": 200, "content_type": "text/plain", "bytes": 257, "truncated": false,
+            "title": "Links & more", "words": 10,
+        })
+    );
+    assert_eq!(report.usage.http_requests, 1);
+    assert!(report.refused.is_empty(), "{:?}", report.refused);
+    assert!(report.logs.iter().any(|log| log.message == "read a page"), "{:?}", report.logs);
+    assert_eq!(server.seen(), ["/page"]);
+
+    let report = fetch_with("pagemeta", "page_meta", &grant, &server.url("/missing")).await;
+    assert_eq!(report.outcome, Err(CallError::ToolFailed(format!("{} answered 404", server.url("/missing")))));
+
+    for config in [String::new(), format!("[plugins.pagemeta]\nhttp = [\"{}\"]\n", other.origin())] {
+        let report = fetch_with("pagemeta", "page_meta", &config, &server.url("/page")).await;
+        assert_eq!(
+            report.outcome,
+            Err(CallError::ToolFailed(format!(
+                "could not fetch {}: request refused by the host: {} is not granted to this plugin \
+                 (grant it under [plugins.pagemeta] http)",
+                server.url("/page"),
+                server.origin()
+            ))),
+            "{config}"
+        );
+        assert_eq!(report.refused, [Refusal { target: server.origin(), reason: RefusalReason::NotGranted }]);
+        assert_eq!(report.usage.http_requests, 0);
+    }
+    assert_eq!(server.seen(), ["/page", "/missing"], "nothing more was sent");
+    assert!(other.seen().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_c_plugin_fetches_a_granted_host_and_is_refused_another() {
+    let server = TestServer::start();
+    let other = TestServer::start();
+    let grant = format!("[plugins.urlcheck]\nhttp = [\"{}\"]\n", server.origin());
+    let report = fetch_with("urlcheck", "check_url", &grant, &server.url("/hello")).await;
+    let Ok(ToolOutput::Json(text)) = &report.outcome else {
+        panic!("{:?} (refused: {:?}, stderr: {})", report.outcome, report.refused, report.stderr)
+    };
+    let checked: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(
+        checked,
+        json!({
+            "url": server.url("/hello"), "status": 200, "content_type": "text/plain", "bytes": 26,
+            "truncated": false, "starts_with": "hello from the test server",
+        })
+    );
+    assert_eq!(report.usage.http_requests, 1);
+    assert!(report.logs.iter().any(|log| log.message == "checked a URL"), "{:?}", report.logs);
+
+    // A 404 is an answer, not a failure, for a tool that checks URLs.
+    let report = fetch_with("urlcheck", "check_url", &grant, &server.url("/missing")).await;
+    let Ok(ToolOutput::Json(text)) = &report.outcome else { panic!("{:?}", report.outcome) };
+    assert_eq!(serde_json::from_str::<Value>(text).unwrap()["status"], 404);
+
+    let report = fetch_with("urlcheck", "check_url", &grant, "ftp://example.com/x").await;
+    assert!(
+        matches!(&report.outcome, Err(CallError::InvalidArguments(m)) if m.contains("is not an http:// or https:// URL")),
+        "{:?}",
+        report.outcome
+    );
+
+    for config in [String::new(), format!("[plugins.urlcheck]\nhttp = [\"{}\"]\n", other.origin())] {
+        let report = fetch_with("urlcheck", "check_url", &config, &server.url("/hello")).await;
+        assert_eq!(
+            report.outcome,
+            Err(CallError::ToolFailed(format!(
+                "could not fetch {}: request refused by the host: {} is not granted to this plugin \
+                 (grant it under [plugins.urlcheck] http)",
+                server.url("/hello"),
+                server.origin()
+            ))),
+            "{config}"
+        );
+        assert_eq!(report.refused, [Refusal { target: server.origin(), reason: RefusalReason::NotGranted }]);
+        assert_eq!(report.usage.http_requests, 0);
+    }
+    assert_eq!(server.seen(), ["/hello", "/missing"], "nothing more was sent");
+    assert!(other.seen().is_empty());
+}
+
+#[test]
+fn the_tools_text_shows_ranges_and_defaults_and_counts_in_words() {
+    let output = toolhost(Path::new("."), &["--plugins", &common::bundled().display().to_string(), "tools"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(
+        text.contains(
+            "    · preview: integer, 0 to 1000 — How many characters of the body to show.\n        default: 80\n"
+        ),
+        "{text}"
+    );
+    assert!(text.lines().all(|line| line.chars().count() <= 100 || !line.trim().contains(' ')), "wrapped: {text}");
+    assert!(stderr(&output).lines().any(|line| line.ends_with(" plugins") && line.contains(" tools from ")));
+
+    let one = common::plugin_dir(&["urlcheck"]);
+    let output = toolhost(Path::new("."), &["--plugins", &one.path().display().to_string(), "tools"]);
+    assert!(stderr(&output).lines().any(|line| line == "1 tool from 1 plugin"), "{}", stderr(&output));
+}
+
+#[test]
+fn call_prints_json_in_the_plugins_key_order() {
+    let dir = common::bundled().display().to_string();
+    let args = r#"{"numbers":[2,4,4,4,5,5,7,9]}"#;
+    let output = toolhost(Path::new("."), &["--plugins", &dir, "call", "describe_numbers", args]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let printed: serde_json::Map<String, Value> = serde_json::from_str(&stdout(&output)).unwrap();
+    let report = call("describe_numbers", serde_json::from_str(args).unwrap());
+    let raw: serde_json::Map<String, Value> =
+        serde_json::from_str(report["output"]["value"].as_str().unwrap()).unwrap();
+    let keys = |map: &serde_json::Map<String, Value>| map.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&printed), keys(&raw), "{}", stdout(&output));
+    let mut sorted = keys(&raw);
+    sorted.sort();
+    assert_ne!(keys(&raw), sorted, "the plugin's order is not the sorted one, so this test can fail");
+}
+
+#[test]
+fn verbose_logs_into_a_pipe_have_no_colour_codes() {
+    let dir = common::bundled().display().to_string();
+    let args = r#"{"value":1,"from":"m","to":"ft"}"#;
+    let output = toolhost(Path::new("."), &["--plugins", &dir, "-vv", "call", "convert_units", args]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let logs = stderr(&output);
+    assert!(logs.contains("converted"), "{logs}");
+    assert!(!logs.contains('\u{1b}'), "{logs:?}");
 }

@@ -1,6 +1,11 @@
 //! `toolhost new`, the way a plugin author uses it: scaffold a project in
 //! each language, build it with its one documented command (`./build.sh`),
-//! and call the plugin it produced through the real binary.
+//! and call the plugin it produced through the real binary. The author tests
+//! (`an_author_*`) run a copy of the binary from a folder outside the
+//! checkout, check that nothing in the project refers to the checkout, add a
+//! tool with an enum argument that makes an HTTP request and a tool that never
+//! stops, and check the `tools` text, an enum error, the granted request, the
+//! refused one and the runaway.
 //!
 //! The builds use the toolchains `plugins/build.sh` installed (on PATH for
 //! Python and JavaScript, cargo offline for Rust) so that no test reaches a
@@ -8,10 +13,11 @@
 
 mod common;
 
-use common::{plugins_src, stderr, stdout, toolhost};
+use common::server::TestServer;
+use common::{plugins_src, shared_cache, stderr, stdout, toolhost};
 use serde_json::{Value, json};
-use std::path::Path;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 /// Runs a scaffold's `build.sh` with the toolchains the repository's build installed.
 fn build(project: &Path) {
@@ -110,17 +116,357 @@ fn new_refuses_bad_names_and_existing_folders_and_writes_nothing() {
     assert!(work.path().join("empty/tools.c").is_file());
 }
 
-#[test]
-fn a_rust_project_needs_the_sdk_and_says_how_to_point_at_it() {
-    let work = tempfile::tempdir().unwrap();
-    let output = toolhost(work.path(), &["new", "needs-sdk", "--lang", "rust", "--sdk", "/nowhere"]);
-    assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("pass --sdk PATH (or set TOOLHOST_SDK)"), "{}", stderr(&output));
-    assert!(!work.path().join("needs-sdk").exists());
+/// The second and third tools an author adds, per language: `measure_LANG`
+/// (GETs `url`, counts its `unit`: one of "bytes", "words", "lines") and
+/// `spin_LANG` (never stops). Each is (file, text to find, text to put there).
+fn edits(lang: &str) -> Vec<(&'static str, &'static str, &'static str)> {
+    match lang {
+        "rust" => vec![(
+            "src/lib.rs",
+            "    count,\n)];",
+            r#"    count,
+), Tool::new("measure_rust", "Fetches a page and counts its bytes, words or lines.", measure),
+   Tool::new("spin_rust", "Never stops.", spin)];
 
-    let sdk = plugins_src().join("../sdk").canonicalize().unwrap();
-    let output = toolhost(work.path(), &["new", "has-sdk", "--lang", "rust", "--sdk", &sdk.display().to_string()]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let manifest = std::fs::read_to_string(work.path().join("has-sdk/Cargo.toml")).unwrap();
-    assert!(manifest.contains(&format!("path = \"{}\"", sdk.display())), "{manifest}");
+/// What to count.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Unit {
+    /// Every byte of the body.
+    Bytes,
+    /// Runs of non-space characters.
+    Words,
+    /// Lines of text.
+    Lines,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct MeasureArgs {
+    /// The page to fetch.
+    url: String,
+    /// What to count.
+    unit: Unit,
+}
+
+#[derive(Serialize)]
+struct Measured {
+    status: u16,
+    count: usize,
+}
+
+fn measure(args: MeasureArgs) -> Result<Json<Measured>, ToolError> {
+    let response = toolhost_sdk::http::get(&args.url).send(1 << 20)?;
+    let text = response.text();
+    let count = match args.unit {
+        Unit::Bytes => response.body.len(),
+        Unit::Words => text.split_whitespace().count(),
+        Unit::Lines => text.lines().count(),
+    };
+    Ok(Json(Measured { status: response.status, count }))
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Nothing {}
+
+fn spin(_: Nothing) -> Result<String, ToolError> {
+    let mut n = 0u64;
+    loop {
+        n = std::hint::black_box(n.wrapping_add(1));
+    }
+}"#,
+        )],
+        "python" => vec![(
+            "src/app.py",
+            "\n\nclass Tools(exports.Tools):",
+            r#"
+import toolhost_http
+
+
+def measure(args):
+    try:
+        response = toolhost_http.get(args["url"])
+    except toolhost_http.Error as err:
+        raise Failed(str(err))
+    text = response.text()
+    counts = {"bytes": len(response.body), "words": len(text.split()), "lines": len(text.splitlines())}
+    return {"status": response.status, "count": counts[args["unit"]]}
+
+
+def spin(args):
+    n = 0
+    while True:
+        n += 1
+
+
+TOOLS["measure_python"] = (
+    measure,
+    "Fetches a page and counts its bytes, words or lines.",
+    {
+        "type": "object",
+        "required": ["url", "unit"],
+        "properties": {
+            "url": {"type": "string", "description": "The page to fetch."},
+            "unit": {"enum": ["bytes", "words", "lines"], "description": "What to count."},
+        },
+    },
+)
+TOOLS["spin_python"] = (spin, "Never stops.", {"type": "object", "properties": {}})
+
+
+class Tools(exports.Tools):"#,
+        )],
+        "js" => vec![(
+            "app.js",
+            "\nexport const tools = {",
+            r#"
+async function measure({ url, unit }) {
+  let response;
+  try {
+    response = await fetch(url);
+  } catch (err) {
+    throw failed(`could not fetch ${url}: ${err.message}`);
+  }
+  const body = new Uint8Array(await response.arrayBuffer());
+  const text = new TextDecoder().decode(body);
+  const counts = {
+    bytes: body.length,
+    words: text.split(/\s+/).filter(Boolean).length,
+    lines: text.split('\n').filter(Boolean).length,
+  };
+  return { status: response.status, count: counts[unit] };
+}
+
+function spin() {
+  let n = 0;
+  for (;;) n++;
+}
+
+TOOLS.measure_js = {
+  run: measure,
+  description: 'Fetches a page and counts its bytes, words or lines.',
+  schema: {
+    type: 'object',
+    required: ['url', 'unit'],
+    properties: {
+      url: { type: 'string', description: 'The page to fetch.' },
+      unit: { enum: ['bytes', 'words', 'lines'], description: 'What to count.' },
+    },
+  },
+};
+TOOLS.spin_js = { run: spin, description: 'Never stops.', schema: { type: 'object', properties: {} } };
+
+export const tools = {"#,
+        )],
+        "c" => vec![
+            ("tools.c", "#include \"toolhost.h\"\n", "#include \"toolhost.h\"\n#include \"toolhost_http.h\"\n"),
+            (
+                "tools.c",
+                "    th_tools_init(ret, 1);\n",
+                r#"    th_tools_init(ret, 3);
+    th_tools_set(ret, 1, "measure_c", "Fetches a page and counts its bytes, words or lines.",
+                 "{\"type\":\"object\",\"required\":[\"url\",\"unit\"],\"properties\":{"
+                 "\"url\":{\"type\":\"string\",\"description\":\"The page to fetch.\"},"
+                 "\"unit\":{\"enum\":[\"bytes\",\"words\",\"lines\"],\"description\":\"What to count.\"}}}");
+    th_tools_set(ret, 2, "spin_c", "Never stops.", "{\"type\":\"object\",\"properties\":{}}");
+"#,
+            ),
+            (
+                "tools.c",
+                "bool exports_toolhost_plugin_tools_call_tool(",
+                r#"static bool measure(const th_json *args, exports_toolhost_plugin_tools_tool_output_t *ret,
+                    exports_toolhost_plugin_tools_call_error_t *err) {
+    const char *url = th_json_get(args, "url")->string;
+    const char *unit = th_json_get(args, "unit")->string;
+    th_http_response response;
+    char error[512];
+    if (th_http_get(url, 1 << 20, &response, error, sizeof error) != TH_HTTP_OK) {
+        return th_failed(err, "%s", error);
+    }
+    size_t count = 0;
+    bool in_run = false;
+    for (size_t i = 0; i < response.body.len; i++) {
+        char c = response.body.data[i];
+        bool gap = strcmp(unit, "lines") == 0 ? c == '\n' : (c == ' ' || c == '\n' || c == '\t' || c == '\r');
+        if (!gap && !in_run) count++;
+        in_run = !gap;
+    }
+    if (strcmp(unit, "bytes") == 0) count = response.body.len;
+    th_buf out = {0};
+    th_buf_printf(&out, "{\"status\":%u,\"count\":%zu}", (unsigned)response.status, count);
+    th_http_response_free(&response);
+    return th_ok_json_buf(ret, &out);
+}
+
+static bool spin(void) {
+    volatile unsigned long n = 0;
+    for (;;) n++;
+    return false;
+}
+
+bool exports_toolhost_plugin_tools_call_tool("#,
+            ),
+            (
+                "tools.c",
+                "    } else {\n        ok = th_failed(err, \"this plugin has no tool named",
+                "    } else if (strcmp(tool, \"measure_c\") == 0) {\n        ok = measure(args, ret, err);\n    } else if (strcmp(tool, \"spin_c\") == 0) {\n        ok = spin();\n    } else {\n        ok = th_failed(err, \"this plugin has no tool named",
+            ),
+        ],
+        other => panic!("no edits for {other}"),
+    }
+}
+
+/// The repository's root, as this test binary was built from it.
+fn checkout() -> PathBuf {
+    plugins_src().join("..").canonicalize().unwrap()
+}
+
+/// `toolhost` run from `bin` (a copy outside the checkout) in `cwd`.
+fn run_copy(bin: &Path, cwd: &Path, args: &[&str]) -> Output {
+    Command::new(bin)
+        .args(args)
+        .current_dir(cwd)
+        .env("TOOLHOST_CACHE_DIR", shared_cache())
+        .env_remove("TOOLHOST_PLUGINS")
+        .env_remove("TOOLHOST_CONFIG")
+        .env_remove("TOOLHOST_LOG")
+        .output()
+        .expect("run the copied toolhost")
+}
+
+/// Every file under `dir`, recursively.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() { found.extend(files_under(&path)) } else { found.push(path) }
+    }
+    found
+}
+
+/// What an author does in `lang`, from `toolhost new` to a runaway.
+fn author(lang: &str) {
+    let work = tempfile::tempdir().unwrap();
+    let bin = work.path().join("bin/toolhost");
+    std::fs::create_dir(work.path().join("bin")).unwrap();
+    std::fs::copy(env!("CARGO_BIN_EXE_toolhost"), &bin).unwrap();
+    assert!(!work.path().starts_with(checkout()), "the work folder is outside the checkout");
+
+    let name = format!("author-{lang}");
+    let output = run_copy(&bin, work.path(), &["new", &name, "--lang", lang]);
+    assert!(output.status.success(), "{lang}: {}", stderr(&output));
+    let project = work.path().join(&name);
+    let checkout = checkout().display().to_string();
+    for file in files_under(&project) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(!text.contains(&checkout), "{} refers to the checkout {checkout}", file.display());
+    }
+
+    for (file, find, put) in edits(lang) {
+        let path = project.join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.matches(find).count(), 1, "{lang}: {file} has {find:?} once");
+        std::fs::write(&path, text.replace(find, put)).unwrap();
+    }
+    // What the plugin asks for: the JavaScript build keeps wasi:http for it.
+    std::fs::write(project.join(format!("{name}.toml")), "http = [\"http://127.0.0.1\"]\n").unwrap();
+    build(&project);
+
+    let granted = TestServer::start();
+    let other = TestServer::start();
+    let plugins = work.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    for file in [format!("{name}.wasm"), format!("{name}.toml")] {
+        std::fs::copy(project.join(&file), plugins.join(&file)).unwrap();
+    }
+    let config = work.path().join("toolhost.toml");
+    std::fs::write(&config, format!("[plugins.{name}]\nhttp = [\"{}\"]\n", granted.origin())).unwrap();
+    let (plugins, config) = (plugins.display().to_string(), config.display().to_string());
+    let toolhost = |args: &[&str]| {
+        let mut all = vec!["--plugins", &plugins, "--config", &config];
+        all.extend_from_slice(args);
+        run_copy(&bin, work.path(), &all)
+    };
+    let measure = format!("measure_{lang}");
+    let spin = format!("spin_{lang}");
+
+    // The tools text shows the enum's values (with their doc comments in Rust).
+    let output = toolhost(&["tools"]);
+    assert!(output.status.success(), "{lang}: {}", stderr(&output));
+    let text = stdout(&output);
+    assert!(stderr(&output).contains("3 tools from 1 plugin\n"), "{lang}: {}", stderr(&output));
+    assert!(text.contains(&format!("{measure}  (plugin {name})")), "{lang}: {text}");
+    assert!(text.contains("    · unit: string (required) — What to count.\n"), "{lang}: {text}");
+    if lang == "rust" {
+        assert!(
+            text.contains("        one of:\n          \"bytes\" — Every byte of the body.\n          \"words\" — Runs of non-space characters.\n          \"lines\" — Lines of text.\n"),
+            "{lang}: {text}"
+        );
+    } else {
+        assert!(text.contains("        one of: \"bytes\", \"words\", \"lines\"\n"), "{lang}: {text}");
+    }
+
+    // A value outside the enum names every allowed one.
+    let args = json!({ "url": granted.url("/hello"), "unit": "weeks" }).to_string();
+    let output = toolhost(&["call", &measure, &args, "--json"]);
+    assert_eq!(output.status.code(), Some(1), "{lang}");
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["error"]["kind"], "invalid_arguments", "{lang}: {report}");
+    assert_eq!(
+        report["error"]["message"],
+        r#"invalid arguments: at `/unit`: "weeks" is not one of the allowed values: "bytes", "words", "lines""#,
+        "{lang}"
+    );
+
+    // The granted server answers; the page is "hello from the test server".
+    for (unit, count) in [("bytes", 26), ("words", 5), ("lines", 1)] {
+        let args = json!({ "url": granted.url("/hello"), "unit": unit }).to_string();
+        let output = toolhost(&["call", &measure, &args, "--json"]);
+        let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+        assert_eq!(report["ok"], true, "{lang} {unit}: {report}");
+        let measured: Value = serde_json::from_str(report["output"]["value"].as_str().unwrap()).unwrap();
+        assert_eq!(measured, json!({ "status": 200, "count": count }), "{lang} {unit}");
+        assert_eq!(report["usage"]["http_requests"], 1, "{lang}: {report}");
+    }
+    assert_eq!(granted.seen(), ["/hello", "/hello", "/hello"], "{lang}");
+
+    // The other one is refused before anything is sent.
+    let args = json!({ "url": other.url("/hello"), "unit": "bytes" }).to_string();
+    let output = toolhost(&["call", &measure, &args, "--json"]);
+    assert_eq!(output.status.code(), Some(1), "{lang}");
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["error"]["kind"], "tool_failed", "{lang}: {report}");
+    assert_eq!(report["refused"][0]["target"], other.origin(), "{lang}: {report}");
+    assert!(other.seen().is_empty(), "{lang}: nothing reached the server that was not granted");
+
+    // A runaway is stopped by fuel, or by the clock, and the plugin still answers.
+    let output = toolhost(&["call", &spin, "{}", "--fuel", "100000000", "--json"]);
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["error"]["kind"], "out_of_fuel", "{lang}: {report}");
+    let output = toolhost(&["call", &spin, "{}", "--fuel", "1000000000000", "--timeout", "500ms", "--json"]);
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["error"]["kind"], "timeout", "{lang}: {report}");
+    let output = toolhost(&["call", &name, r#"{"text":"still here"}"#]);
+    assert!(output.status.success(), "{lang}: {}", stderr(&output));
+    // Printed in the plugin's key order: "words" before "characters".
+    assert_eq!(stdout(&output), "{\n  \"words\": 2,\n  \"characters\": 10\n}\n", "{lang}");
+}
+
+#[test]
+fn an_author_writes_rust() {
+    author("rust");
+}
+
+#[test]
+fn an_author_writes_python() {
+    author("python");
+}
+
+#[test]
+fn an_author_writes_javascript() {
+    author("js");
+}
+
+#[test]
+fn an_author_writes_c() {
+    author("c");
 }

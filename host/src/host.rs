@@ -363,16 +363,64 @@ fn within_output_limit(text: &str, limits: &Limits) -> Result<(), CallError> {
     Ok(())
 }
 
-/// "at `/path`: what is wrong", cut to a readable length.
+/// "at `/path`: what is wrong", cut to a readable length. A value outside an
+/// enum (`enum`, or `oneOf`/`anyOf` of `const`s as schemars writes an enum
+/// with doc comments) names every allowed value: the model needs them to fix
+/// its call.
 fn describe_mismatch(err: &jsonschema::ValidationError<'_>) -> String {
     let path = err.instance_path().as_str();
-    let mut what = err.to_string();
-    if what.len() > 300 {
-        let cut = what.floor_char_boundary(300);
-        what.truncate(cut);
-        what.push('…');
-    }
+    let what = match allowed_values(err.kind()) {
+        Some(allowed) => {
+            let listed: Vec<String> = allowed.iter().map(Value::to_string).collect();
+            let mut listed = listed.join(", ");
+            cut(&mut listed, 4_000);
+            let mut instance = err.instance().to_string();
+            cut(&mut instance, 200);
+            format!("{instance} is not one of the allowed values: {listed}")
+        }
+        None => {
+            let mut what = err.to_string();
+            cut(&mut what, 300);
+            what
+        }
+    };
     if path.is_empty() { format!("{what} (at the top level of the arguments)") } else { format!("at `{path}`: {what}") }
+}
+
+fn cut(text: &mut String, limit: usize) {
+    if text.len() > limit {
+        let at = text.floor_char_boundary(limit);
+        text.truncate(at);
+        text.push('…');
+    }
+}
+
+/// Every value an `enum`, a `const`, or a `oneOf`/`anyOf` made only of those
+/// (and of `null`) allows; `None` when the failed keyword allows more than a list.
+fn allowed_values(kind: &jsonschema::error::ValidationErrorKind) -> Option<Vec<Value>> {
+    use jsonschema::JsonType;
+    use jsonschema::error::{TypeKind, ValidationErrorKind as Kind};
+    match kind {
+        Kind::Enum { options } => options.as_array().cloned(),
+        Kind::Constant { expected_value } => Some(vec![Value::clone(expected_value)]),
+        Kind::OneOfNotValid { context } | Kind::AnyOf { context } => {
+            let mut allowed = Vec::new();
+            for branch in context {
+                // A branch `{"type": "string", "const": "days"}` fails on its
+                // constant (and on its type, for a number): the constant counts.
+                let listed = branch.iter().find_map(|err| allowed_values(err.kind()));
+                match (listed, &branch[..]) {
+                    (Some(listed), _) => allowed.extend(listed),
+                    (None, [only]) if matches!(only.kind(), Kind::Type { kind: TypeKind::Single(JsonType::Null) }) => {
+                        allowed.push(Value::Null)
+                    }
+                    _ => return None,
+                }
+            }
+            (!allowed.is_empty()).then_some(allowed)
+        }
+        _ => None,
+    }
 }
 
 fn stem(path: &Path) -> String {
@@ -396,7 +444,52 @@ fn edit_distance(a: &str, b: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::edit_distance;
+    use super::{describe_mismatch, edit_distance};
+    use serde_json::{Value, json};
+
+    fn mismatch(schema: &Value, args: Value) -> String {
+        let validator = jsonschema::validator_for(schema).unwrap();
+        let err = validator.iter_errors(&args).next().expect("the arguments do not match");
+        describe_mismatch(&err)
+    }
+
+    #[test]
+    fn a_value_outside_an_enum_names_every_allowed_value() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "unit": { "enum": ["days", "hours", "minutes", "seconds"] },
+                // schemars, for an enum whose variants have doc comments; and an Option of it.
+                "step": { "$ref": "#/$defs/Step" },
+                "maybe": { "anyOf": [{ "$ref": "#/$defs/Step" }, { "type": "null" }] },
+            },
+            "$defs": {
+                "Step": { "oneOf": [
+                    { "type": "string", "const": "walk", "description": "Slowly." },
+                    { "type": "string", "const": "run", "description": "Fast." },
+                ] },
+            },
+        });
+        assert_eq!(
+            mismatch(&schema, json!({ "unit": "weeks" })),
+            r#"at `/unit`: "weeks" is not one of the allowed values: "days", "hours", "minutes", "seconds""#
+        );
+        assert_eq!(
+            mismatch(&schema, json!({ "step": "dance" })),
+            r#"at `/step`: "dance" is not one of the allowed values: "walk", "run""#
+        );
+        assert_eq!(
+            mismatch(&schema, json!({ "step": 7 })),
+            r#"at `/step`: 7 is not one of the allowed values: "walk", "run""#
+        );
+        assert_eq!(
+            mismatch(&schema, json!({ "maybe": "fly" })),
+            r#"at `/maybe`: "fly" is not one of the allowed values: "walk", "run", null"#
+        );
+        // Anything else keeps the validator's own words.
+        let message = mismatch(&json!({ "type": "object", "required": ["a"] }), json!({}));
+        assert!(message.contains("\"a\" is a required property"), "{message}");
+    }
 
     #[test]
     fn edit_distance_counts_edits() {

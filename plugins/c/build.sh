@@ -3,7 +3,10 @@
 #   plugins/c/NAME/*.c              -> plugins/dist/NAME.wasm
 #   plugins/c/misbehaving/NAME/*.c  -> plugins/dist-test/NAME.wasm
 # Each is compiled with sdk/c/toolhost.c (the C SDK) and the bindings that
-# wit-bindgen's C generator writes for wit/v0.1.0.
+# wit-bindgen's C generator writes for wit/v0.1.0. A plugin whose manifest
+# (NAME.toml) asks for `http` is compiled against the world in sdk/wit-http
+# (the contract plus wasi:http/outgoing-handler) with sdk/c/toolhost_http.c,
+# and its manifest travels beside its .wasm.
 #
 # Toolchain, installed here when missing (and skipped when present):
 #   clang, lld, wasi-libc, libclang-rt-N-dev-wasm32  Debian packages (apt-get); wasi-libc
@@ -67,26 +70,37 @@ fi
 
 build="$here/target"
 mkdir -p "$build" "$dist" "$dist_test"
-if ! said="$(wit-bindgen c "$repo/wit/v0.1.0" --world toolhost:plugin/plugin@0.1.0 --out-dir "$build/gen" 2>&1)"; then
-    echo "$said" >&2
-    exit 1
-fi
+# bindings WIT_DIR WORLD OUT_DIR
+bindings() {
+    local said
+    if ! said="$(wit-bindgen c "$1" --world "$2" --out-dir "$3" 2>&1)"; then
+        echo "$said" >&2
+        exit 1
+    fi
+}
+bindings "$repo/wit/v0.1.0" toolhost:plugin/plugin@0.1.0 "$build/gen"
+bindings "$repo/sdk/wit-http" toolhost:plugin-with-http/plugin@0.1.0 "$build/gen-http"
 
 # compile NAME DIR OUT_DIR
 compile() {
     local name="$1" dir="$2" out="$3" source
-    local objects="$build/obj/$name"
+    local objects="$build/obj/$name" gen="$build/gen" sources=("$dir"/*.c "$repo/sdk/c/toolhost.c")
+    if grep -qs '^http *=' "$dir/$name.toml"; then
+        gen="$build/gen-http"
+        sources+=("$repo/sdk/c/toolhost_http.c")
+        cp "$dir/$name.toml" "$out/"
+    fi
     rm -rf "$objects"
     mkdir -p "$objects"
-    for source in "$dir"/*.c "$repo/sdk/c/toolhost.c" "$build/gen/plugin.c"; do
-        clang --target=wasm32-wasi -O2 -Wall -Wextra -I "$build/gen" -I "$repo/sdk/c" \
+    for source in "${sources[@]}" "$gen/plugin.c"; do
+        clang --target=wasm32-wasi -O2 -Wall -Wextra -I "$gen" -I "$repo/sdk/c" \
             -c "$source" -o "$objects/$(basename "$source" .c).o"
     done
     # Linked without -O: with it clang would run a `wasm-opt` found on PATH
     # over the output, which is a component and not a module.
     clang --target=wasm32-wasi -mexec-model=reactor \
         -fuse-ld="$linker" -Wl,--wasm-ld-path="$(command -v wasm-ld)" -Wl,--strip-debug \
-        -o "$build/$name.wasm" "$objects"/*.o "$build/gen/plugin_component_type.o" -lm
+        -o "$build/$name.wasm" "$objects"/*.o "$gen/plugin_component_type.o" -lm
     cp "$build/$name.wasm" "$out/"
 }
 

@@ -6,6 +6,10 @@
 # standard library into each component and generates the `wit_world` bindings
 # for wit/v0.1.0 at build time. It is installed into plugins/python/.venv when
 # missing or at another version; a second run skips the install.
+# A plugin whose manifest (NAME.toml) asks for `http` is built against the
+# world in sdk/wit-http (the contract plus wasi:http/outgoing-handler) with
+# sdk/python/toolhost_http.py bundled beside it; its manifest travels beside
+# its .wasm.
 # Usage: bash plugins/python/build.sh (plugins/build.sh calls it).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -27,7 +31,7 @@ fi
 # file would make every host recompile it.
 stale() {
     local artifact="$1" dir="$2"
-    [ ! -f "$artifact" ] || [ -n "$(find "$dir" "$repo/wit/v0.1.0" "$here/build.sh" "$here/requirements.txt" -newer "$artifact" -print -quit)" ]
+    [ ! -f "$artifact" ] || [ -n "$(find "$dir" "$repo/wit/v0.1.0" "$repo/sdk/wit-http" "$repo/sdk/python" "$here/build.sh" "$here/requirements.txt" -newer "$artifact" -print -quit)" ]
 }
 
 mkdir -p "$here/target" "$repo/plugins/dist" "$repo/plugins/dist-test"
@@ -40,14 +44,22 @@ for dir in "$here"/*/ "$here"/misbehaving/*/; do
         "$here"/misbehaving/*) out="$repo/plugins/dist-test" ;;
         *) out="$repo/plugins/dist" ;;
     esac
+    world=(-d "$repo/wit/v0.1.0" -w toolhost:plugin/plugin@0.1.0)
+    paths=(-p "$dir")
+    if grep -qs '^http *=' "$dir/$name.toml"; then
+        world=(-d "$repo/sdk/wit-http" -w toolhost:plugin-with-http/plugin@0.1.0)
+        paths+=(-p "$repo/sdk/python")
+    fi
     artifact="$here/target/$name.wasm"
     if stale "$artifact" "$dir"; then
-        # -p limits what is bundled to the plugin's own folder (plus the standard library).
-        (cd "$dir" && "$venv/bin/componentize-py" --quiet -d "$repo/wit/v0.1.0" -w toolhost:plugin/plugin@0.1.0 \
-            componentize app -p "$dir" -o "$artifact.tmp")
+        # -p limits what is bundled to those folders (plus the standard library).
+        (cd "$dir" && "$venv/bin/componentize-py" --quiet "${world[@]}" componentize app "${paths[@]}" -o "$artifact.tmp")
         mv "$artifact.tmp" "$artifact"
     fi
     cp "$artifact" "$out/"
+    if [ -f "$dir/$name.toml" ]; then
+        cp "$dir/$name.toml" "$out/"
+    fi
     count=$((count + 1))
 done
 say "built $count"

@@ -485,6 +485,40 @@ void th_tools_set(exports_toolhost_plugin_tools_list_tool_t *ret, size_t index,
     plugin_string_dup(&tool->input_schema, input_schema);
 }
 
+bool th_utf8_valid(const char *text, size_t len) {
+    const unsigned char *s = (const unsigned char *)text;
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = s[i];
+        size_t extra;
+        unsigned cp;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if (c >= 0xC2 && c <= 0xDF) {
+            extra = 1, cp = c & 0x1F;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            extra = 2, cp = c & 0x0F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            extra = 3, cp = c & 0x07;
+        } else {
+            return false;
+        }
+        if (len - i <= extra) return false;
+        for (size_t k = 1; k <= extra; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) return false;
+            cp = (cp << 6) | (s[i + k] & 0x3F);
+        }
+        /* Overlong forms, surrogates and code points past U+10FFFF are not UTF-8. */
+        if ((extra == 2 && cp < 0x800) || (extra == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+            (cp >= 0xD800 && cp <= 0xDFFF)) {
+            return false;
+        }
+        i += extra + 1;
+    }
+    return true;
+}
+
 bool th_ok_text(exports_toolhost_plugin_tools_tool_output_t *ret, const char *text) {
     ret->tag = TOOLHOST_PLUGIN_TYPES_TOOL_OUTPUT_TEXT;
     plugin_string_dup(&ret->val.text, text);

@@ -108,6 +108,12 @@ bool th_invalid_arguments(exports_toolhost_plugin_tools_call_error_t *err, const
 bool th_failed(exports_toolhost_plugin_tools_call_error_t *err, const char *format, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Whether `len` bytes of `text` are valid UTF-8. Every string handed to the
+ * host (output, error messages, tool descriptions) must be: the canonical ABI
+ * traps the call on a string that is not. Check text from outside (an HTTP
+ * body, a file) before passing it on. */
+bool th_utf8_valid(const char *text, size_t len);
+
 /* A plugin_string_t (not NUL-terminated) as a new NUL-terminated string; free() it. */
 char *th_string(const plugin_string_t *string);
 

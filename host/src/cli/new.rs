@@ -2,8 +2,13 @@
 //! a template.
 //!
 //! The templates are the folders under `sdk/templates/`, compiled into the
-//! binary together with the contract (`wit/v0.1.0/plugin.wit`) and the C SDK
-//! (`sdk/c/`), so an installed `toolhost` scaffolds without the repository.
+//! binary together with everything a project needs besides its language's
+//! toolchain: the contract (`wit/v0.1.0/plugin.wit`), the Rust SDK's source
+//! (`sdk/src/`, written into the project as `toolhost-sdk/`), the C SDK
+//! (`sdk/c/`), the Python HTTP helper (`sdk/python/`) and the world with
+//! `wasi:http` that the C and Python projects build against (`sdk/wit-http/`).
+//! So an installed `toolhost` scaffolds without the repository, and nothing in
+//! a project refers to where toolhost was built.
 //! The toolchain versions a template pins are read from the files that pin
 //! them for the bundled examples (`plugins/python/requirements.txt`,
 //! `plugins/js/package.json`, `plugins/c/build.sh`), so the two cannot drift.
@@ -27,10 +32,6 @@ pub struct Args {
     /// Where to create the project; it must not exist, or be an empty folder [default: ./NAME]
     #[arg(long, value_name = "PATH")]
     dir: Option<PathBuf>,
-
-    /// For --lang rust: the toolhost-sdk crate's folder [default: sdk/ of the checkout toolhost was built from]
-    #[arg(long, env = "TOOLHOST_SDK", value_name = "PATH")]
-    sdk: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
@@ -65,9 +66,30 @@ macro_rules! repo_file {
 
 const WIT: &str = repo_file!("wit/v0.1.0/plugin.wit");
 
+/// The world with `wasi:http` (sdk/wit-http) that the C and Python projects
+/// build against: `wit/world.wit`, and its dependencies in `wit/deps/`.
+const WIT_HTTP: &[File] = &[
+    file("wit/world.wit", repo_file!("sdk/wit-http/world.wit")),
+    file("wit/deps/toolhost-plugin.wit", WIT),
+    file("wit/deps/cli.wit", repo_file!("sdk/wit-http/deps/cli.wit")),
+    file("wit/deps/clocks.wit", repo_file!("sdk/wit-http/deps/clocks.wit")),
+    file("wit/deps/filesystem.wit", repo_file!("sdk/wit-http/deps/filesystem.wit")),
+    file("wit/deps/http.wit", repo_file!("sdk/wit-http/deps/http.wit")),
+    file("wit/deps/io.wit", repo_file!("sdk/wit-http/deps/io.wit")),
+    file("wit/deps/random.wit", repo_file!("sdk/wit-http/deps/random.wit")),
+    file("wit/deps/sockets.wit", repo_file!("sdk/wit-http/deps/sockets.wit")),
+];
+
 const RUST: &[File] = &[
     file("Cargo.toml", repo_file!("sdk/templates/rust/Cargo.toml.template")),
     file("src/lib.rs", repo_file!("sdk/templates/rust/src/lib.rs")),
+    file("toolhost-sdk/Cargo.toml", repo_file!("sdk/templates/rust/toolhost-sdk.Cargo.toml")),
+    file("toolhost-sdk/src/lib.rs", repo_file!("sdk/src/lib.rs")),
+    file("toolhost-sdk/src/__private.rs", repo_file!("sdk/src/__private.rs")),
+    file("toolhost-sdk/src/http.rs", repo_file!("sdk/src/http.rs")),
+    file("toolhost-sdk/src/log.rs", repo_file!("sdk/src/log.rs")),
+    // Where toolhost-sdk/src/__private.rs reads the contract from (`../wit/v0.1.0`).
+    file("wit/v0.1.0/plugin.wit", WIT),
     script("build.sh", repo_file!("sdk/templates/rust/build.sh")),
     file("README.md", repo_file!("sdk/templates/rust/README.md")),
     file(".gitignore", repo_file!("sdk/templates/rust/.gitignore")),
@@ -75,7 +97,7 @@ const RUST: &[File] = &[
 
 const PYTHON: &[File] = &[
     file("src/app.py", repo_file!("sdk/templates/python/src/app.py")),
-    file("wit/plugin.wit", WIT),
+    file("src/toolhost_http.py", repo_file!("sdk/python/toolhost_http.py")),
     script("build.sh", repo_file!("sdk/templates/python/build.sh")),
     file("README.md", repo_file!("sdk/templates/python/README.md")),
     file(".gitignore", repo_file!("sdk/templates/python/.gitignore")),
@@ -94,7 +116,8 @@ const C: &[File] = &[
     file("tools.c", repo_file!("sdk/templates/c/tools.c")),
     file("toolhost.h", repo_file!("sdk/c/toolhost.h")),
     file("toolhost.c", repo_file!("sdk/c/toolhost.c")),
-    file("wit/plugin.wit", WIT),
+    file("toolhost_http.h", repo_file!("sdk/c/toolhost_http.h")),
+    file("toolhost_http.c", repo_file!("sdk/c/toolhost_http.c")),
     script("build.sh", repo_file!("sdk/templates/c/build.sh")),
     file("README.md", repo_file!("sdk/templates/c/README.md")),
     file(".gitignore", repo_file!("sdk/templates/c/.gitignore")),
@@ -105,17 +128,15 @@ const PYTHON_REQUIREMENTS: &str = repo_file!("plugins/python/requirements.txt");
 const JS_PACKAGE: &str = repo_file!("plugins/js/package.json");
 const C_BUILD: &str = repo_file!("plugins/c/build.sh");
 
-/// The toolhost-sdk crate of the checkout this binary was built from.
-const BUILT_FROM_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../sdk");
-
 impl Lang {
-    fn files(self) -> &'static [File] {
-        match self {
-            Lang::Rust => RUST,
-            Lang::Python => PYTHON,
-            Lang::Js => JS,
-            Lang::C => C,
-        }
+    fn files(self) -> impl Iterator<Item = &'static File> {
+        let (own, wit): (&[File], &[File]) = match self {
+            Lang::Rust => (RUST, &[]),
+            Lang::Python => (PYTHON, WIT_HTTP),
+            Lang::Js => (JS, &[]),
+            Lang::C => (C, WIT_HTTP),
+        };
+        own.iter().chain(wit)
     }
 
     fn label(self) -> &'static str {
@@ -131,7 +152,7 @@ impl Lang {
 pub fn run(args: &Args) -> Result<ExitCode> {
     check_name(&args.name)?;
     let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from(&args.name));
-    let mut values = vec![
+    let values = [
         ("__NAME__", args.name.clone()),
         ("__CRATE__", args.name.replace('-', "_")),
         ("__COMPONENTIZE_PY__", pinned_componentize_py()?),
@@ -139,13 +160,8 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         ("__PREVIEW2_SHIM__", pinned_npm("@bytecodealliance/preview2-shim")?),
         ("__WIT_BINDGEN__", pinned_wit_bindgen()?),
     ];
-    if args.lang == Lang::Rust {
-        let sdk = find_sdk(args.sdk.as_deref())?;
-        // A TOML string, quoted and escaped, for `path = __SDK_PATH__`.
-        values.push(("__SDK_PATH__", toml::Value::String(sdk.display().to_string()).to_string()));
-    }
     let files: Vec<(&str, String, bool)> =
-        args.lang.files().iter().map(|file| (file.path, fill(file.text, &values), file.executable)).collect();
+        args.lang.files().map(|file| (file.path, fill(file.text, &values), file.executable)).collect();
     write_project(&dir, &files)?;
 
     let shown = dir.display();
@@ -186,21 +202,6 @@ fn check_name(name: &str) -> Result<()> {
 
 fn fill(template: &str, values: &[(&str, String)]) -> String {
     values.iter().fold(template.to_owned(), |text, (placeholder, value)| text.replace(placeholder, value))
-}
-
-fn find_sdk(flag: Option<&Path>) -> Result<PathBuf> {
-    let candidate = flag.unwrap_or(Path::new(BUILT_FROM_SDK));
-    let manifest = std::fs::read_to_string(candidate.join("Cargo.toml")).unwrap_or_default();
-    if !manifest.lines().any(|line| line.trim() == "name = \"toolhost-sdk\"") {
-        bail!(
-            "the Rust template depends on the toolhost-sdk crate, which is not on crates.io yet, and {} \
-             is not its folder: pass --sdk PATH (or set TOOLHOST_SDK) to the sdk/ folder of a toolhost checkout",
-            candidate.display()
-        );
-    }
-    candidate
-        .canonicalize()
-        .with_context(|| format!("could not resolve the toolhost-sdk folder {}", candidate.display()))
 }
 
 fn pinned_componentize_py() -> Result<String> {
@@ -321,6 +322,33 @@ mod tests {
         }
     }
 
+    /// The SDK a Rust project gets depends on what the SDK in this repository
+    /// depends on (its `workspace = true` entries as the workspace sets them).
+    #[test]
+    fn the_written_sdk_has_the_dependencies_of_the_sdk() {
+        let parse = |text: &str| text.parse::<toml::Table>().unwrap();
+        let workspace = parse(repo_file!("Cargo.toml"));
+        let workspace = &workspace["workspace"]["dependencies"];
+        let ours = parse(repo_file!("sdk/Cargo.toml"));
+        let written = parse(repo_file!("sdk/templates/rust/toolhost-sdk.Cargo.toml"));
+        let ours = ours["dependencies"].as_table().unwrap();
+        let written = written["dependencies"].as_table().unwrap();
+        assert_eq!(ours.keys().collect::<Vec<_>>(), written.keys().collect::<Vec<_>>());
+        for (name, spec) in ours {
+            let spec = if spec.get("workspace").is_some() { &workspace[name] } else { spec };
+            assert_eq!(spec, &written[name], "{name}");
+        }
+        // Every source of the SDK is written, so a new module cannot be forgotten.
+        let files: Vec<&str> = Lang::Rust.files().map(|file| file.path).collect();
+        let sources = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../sdk/src")).unwrap();
+        for source in sources {
+            let source = source.unwrap().file_name().to_string_lossy().into_owned();
+            assert!(files.contains(&format!("toolhost-sdk/src/{source}").as_str()), "{source}");
+        }
+        assert!(repo_file!("sdk/src/__private.rs").contains("path: \"../wit/v0.1.0\""));
+        assert!(files.contains(&"wit/v0.1.0/plugin.wit"));
+    }
+
     #[test]
     fn every_placeholder_in_a_template_is_filled() {
         let values = [
@@ -330,16 +358,17 @@ mod tests {
             "__COMPONENTIZE_JS__",
             "__PREVIEW2_SHIM__",
             "__WIT_BINDGEN__",
-            "__SDK_PATH__",
         ]
         .map(|placeholder| (placeholder, "x".to_owned()));
         for lang in [Lang::Rust, Lang::Python, Lang::Js, Lang::C] {
             for file in lang.files() {
                 let text = fill(file.text, &values);
-                // C's `__attribute__` and Python's `__init__` are not placeholders.
+                // A placeholder is `__UPPER_CASE__`: C's `__attribute__`, Python's
+                // `__init__` and the SDK's `__ToolhostPlugin` are not.
                 let left = text.match_indices("__").filter(|(at, _)| {
                     let rest = &text[at + 2..];
-                    rest.starts_with(|c: char| c.is_ascii_uppercase())
+                    let word: String = rest.chars().take_while(|c| c.is_ascii_uppercase() || *c == '_').collect();
+                    word.len() > 2 && word.ends_with("__")
                 });
                 assert_eq!(left.count(), 0, "{lang:?} {}: a placeholder is left", file.path);
             }

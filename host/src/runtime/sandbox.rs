@@ -480,8 +480,12 @@ fn classify(err: wasmtime::Error, limits: &Limits, refused: Option<u64>, stderr:
 }
 
 /// The last few meaningful lines a guest wrote to stderr before it trapped
-/// (for Rust, the panic location and message), on one line.
+/// (for Rust, the panic location and message; for Python, the exception and
+/// the line that raised it), on one line.
 fn guest_said(stderr: &str) -> String {
+    if let Some(exception) = python_exception(stderr) {
+        return exception;
+    }
     let lines: Vec<&str> = stderr
         .lines()
         .map(str::trim)
@@ -491,6 +495,27 @@ fn guest_said(stderr: &str) -> String {
     let mut said = tail.join(" ");
     truncate(&mut said, 1_000);
     said
+}
+
+/// The last Python traceback in `stderr` as `Exception: message (File "…",
+/// line N, in f)`, without the lines the interpreter's runtime writes after it.
+fn python_exception(stderr: &str) -> Option<String> {
+    let start = stderr.rfind("Traceback (most recent call last):")?;
+    let mut frame = None;
+    for line in stderr[start..].lines().skip(1) {
+        if line.starts_with("  File ") {
+            frame = Some(line.trim());
+        } else if !line.starts_with(' ') && !line.trim().is_empty() {
+            // The first unindented line after the frames is the exception.
+            let mut said = match frame {
+                Some(frame) => format!("{} ({frame})", line.trim()),
+                None => line.trim().to_owned(),
+            };
+            truncate(&mut said, 1_000);
+            return Some(said);
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -514,6 +539,15 @@ mod tests {
         let stderr = "thread '<unnamed>' panicked at src/lib.rs:14:5:\nboom\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
         assert_eq!(guest_said(stderr), "thread '<unnamed>' panicked at src/lib.rs:14:5: boom");
         assert_eq!(guest_said(""), "");
+    }
+
+    #[test]
+    fn guest_said_keeps_a_python_exception_and_its_line() {
+        let stderr = "Traceback (most recent call last):\n  File \"/0/app.py\", line 12, in call_tool\n    \
+                      return run()\n  File \"/0/app.py\", line 42, in run\nValueError: gave up on purpose\n\
+                      thread '<unnamed>' panicked at src/lib.rs:300:13:\nPython function threw an exception\n\
+                      note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
+        assert_eq!(guest_said(stderr), "ValueError: gave up on purpose (File \"/0/app.py\", line 42, in run)");
     }
 
     #[test]

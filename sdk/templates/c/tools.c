@@ -2,11 +2,15 @@
  * __NAME__: a toolhost plugin in C. Build it with ./build.sh, which writes
  * __NAME__.wasm; copy that file into toolhost's plugins folder.
  *
- * wit-bindgen generates gen/plugin.h and gen/plugin.c from wit/plugin.wit;
+ * wit-bindgen generates gen/plugin.h and gen/plugin.c from wit/ (the contract,
+ * and wasi:http for toolhost_http.h);
  * this file implements the two exports they declare: list_tools says which
  * tools there are (name, description, JSON Schema of the arguments) and
  * call_tool runs one. toolhost.h (the C SDK) reads the JSON arguments and
- * builds the result, the error or a log record.
+ * builds the result, the error or a log record; toolhost_http.h GETs a URL
+ * (th_http_get), reaching only the hosts the operator grants under
+ * [plugins.__NAME__] http in toolhost.toml. Strings handed to the host must be
+ * UTF-8 (th_utf8_valid checks), or the call traps.
  */
 #include "toolhost.h"
 

@@ -7,7 +7,9 @@
 // JSON Schema of the arguments) and `callTool` runs one. Throwing
 // `{ tag: 'invalid-arguments' | 'failed', val: message }` returns the
 // contract's call-error; any other exception traps, and `toolhost -vv call`
-// shows what it printed.
+// shows what it printed. `fetch()` works when __NAME__.toml asks for `http`
+// (build.sh then keeps wasi:http) and the operator grants the host under
+// [plugins.__NAME__] http in toolhost.toml.
 
 import { log } from 'toolhost:plugin/log@0.1.0';
 
@@ -45,11 +47,12 @@ export const tools = {
     }));
   },
 
-  callTool(name, argumentsJson) {
+  // async, so that a tool may be too (one that awaits fetch(), say).
+  async callTool(name, argumentsJson) {
     const tool = TOOLS[name];
     if (!tool) throw failed(`this plugin has no tool named \`${name}\``);
     // The host has already checked the arguments against the tool's schema.
-    const result = tool.run(JSON.parse(argumentsJson));
+    const result = await tool.run(JSON.parse(argumentsJson));
     return { tag: 'json', val: JSON.stringify(result) };
   },
 };

@@ -16,8 +16,12 @@ if [ ! -x "$componentize" ]; then
     fi
 fi
 
-# WASI features the tool does not use are left out. For a tool that calls
-# fetch(), drop `http` from this list, and have the operator grant its hosts
-# under [plugins.__NAME__] http = [...] in toolhost.toml.
-"$componentize" app.js --wit wit --world-name plugin --disable random clocks http fetch-event -o __NAME__.wasm >/dev/null
+# WASI features the tool does not use are left out. `http` (for fetch()) stays
+# when the plugin's manifest __NAME__.toml asks for it (`http = ["https://…"]`);
+# the operator grants the hosts under [plugins.__NAME__] http in toolhost.toml.
+disabled=(random clocks http fetch-event)
+if grep -qs '^http *=' __NAME__.toml; then
+    disabled=(random clocks fetch-event)
+fi
+"$componentize" app.js --wit wit --world-name plugin --disable "${disabled[@]}" -o __NAME__.wasm >/dev/null
 echo "built $(pwd)/__NAME__.wasm" >&2

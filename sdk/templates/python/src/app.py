@@ -1,17 +1,23 @@
 """__NAME__: a toolhost plugin in Python. Build it with ./build.sh, which
 writes __NAME__.wasm; copy that file into toolhost's plugins folder.
 
-componentize-py generates the `wit_world` bindings from wit/plugin.wit at
-build time. The `Tools` class below implements the exported `tools`
-interface: `list_tools` says which tools there are (name, description, JSON
-Schema of the arguments) and `call_tool` runs one.
+componentize-py generates the `wit_world` bindings from wit/ at build time
+(the contract, and `wasi:http` for toolhost_http.py). The `Tools` class below
+implements the exported `tools` interface: `list_tools` says which tools
+there are (name, description, JSON Schema of the arguments) and `call_tool`
+runs one.
+
+For HTTP, `import toolhost_http` and call `toolhost_http.get(url)`; it
+reaches only the hosts the operator grants under [plugins.__NAME__] http in
+toolhost.toml (say what the plugin needs in __NAME__.toml beside the .wasm).
 """
 
 import json
 
 from componentize_py_types import Err
 from wit_world import exports
-from wit_world.imports import log, types
+from wit_world.imports import log
+from wit_world.imports import toolhost_plugin_types as types
 
 
 class InvalidArguments(Exception):
