@@ -7,8 +7,8 @@
 //! answers); the difference is one tool call in its sandbox plus one more
 //! model round trip. Figures go to BENCHMARKS.md.
 
+// (model_server.rs allows its own dead code.)
 #[path = "../../tests/common/model_server.rs"]
-#[allow(dead_code)]
 mod model_server;
 
 use model_server::{ModelServer, Script};
