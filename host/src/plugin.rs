@@ -150,14 +150,46 @@ pub(crate) fn prepare(
     component: &Component,
     contract: &'static str,
 ) -> Result<Sandbox, String> {
-    let pre = linker
-        .instantiate_pre(component)
-        .map_err(|err| format!("it imports something toolhost does not provide: {:#}", anyhow::Error::from(err)))?;
+    let pre = linker.instantiate_pre(component).map_err(|err| describe_link_error(&err))?;
     match contract {
         "0.1.0" => v0_1_0::PluginPre::new(pre)
             .map(Sandbox::V0_1_0)
             .map_err(|err| format!("its exports do not match toolhost:plugin@0.1.0: {:#}", anyhow::Error::from(err))),
         other => Err(format!("contract version {other} is not supported")),
+    }
+}
+
+/// What the linker's refusal means for the plugin's author. wasmtime reports a
+/// missing import as "component imports instance `X`, but a matching
+/// implementation was not found in the linker: instance export `f` has the
+/// wrong type: function implementation is missing"; this says which import is
+/// missing, and that toolhost does not provide it.
+fn describe_link_error(err: &wasmtime::Error) -> String {
+    let chain: Vec<String> = err.chain().map(|cause| cause.to_string()).collect();
+    let quoted = |text: &str| text.split('`').nth(1).map(str::to_owned);
+    let import = chain.iter().find(|cause| cause.starts_with("component imports ")).and_then(|cause| quoted(cause));
+    let members: Vec<String> = chain
+        .iter()
+        .filter(|cause| cause.starts_with("instance export ") && cause.ends_with("has the wrong type"))
+        .filter_map(|cause| quoted(cause))
+        .collect();
+    let root = chain.last().map(String::as_str).unwrap_or_default();
+    let Some(import) = import else {
+        return format!("it cannot be linked against what toolhost provides: {}", chain.join(": "));
+    };
+    let what =
+        if members.is_empty() { format!("`{import}`") } else { format!("`{}` from `{import}`", members.join(".")) };
+    if root.ends_with("implementation is missing") {
+        format!(
+            "it imports {what}, which toolhost does not provide (toolhost provides WASI 0.2: cli, clocks, \
+             filesystem, io, random, sockets and http, and `toolhost:plugin/log@0.1.0`): build it without \
+             that import, or against the interfaces toolhost provides"
+        )
+    } else {
+        format!(
+            "it imports {what} with a type other than the one toolhost provides ({root}): build it against \
+             the same WIT version as toolhost (WASI 0.2 and toolhost:plugin@0.1.0)"
+        )
     }
 }
 
@@ -226,9 +258,30 @@ pub fn check_schema(tool: &str, text: &str) -> Result<(Value, jsonschema::Valida
     if let Err(err) = jsonschema::meta::validate(&schema) {
         return Err(format!("the input schema of tool `{tool}` is not valid JSON Schema: {err}"));
     }
-    let validator = jsonschema::validator_for(&schema)
+    let validator = jsonschema::options()
+        .with_retriever(NoRemoteRefs)
+        // `regex` matches in linear time: no `pattern` can make validating
+        // the arguments backtrack for ever. Patterns it cannot compile
+        // (lookaround, backreferences) refuse the plugin here, at load.
+        .with_pattern_options(jsonschema::PatternOptions::regex())
+        .build(&schema)
         .map_err(|err| format!("the input schema of tool `{tool}` cannot be used: {err}"))?;
     Ok((schema, validator))
+}
+
+/// Refuses every `$ref` that leaves the schema: toolhost never fetches or
+/// reads a schema from elsewhere.
+struct NoRemoteRefs;
+
+impl jsonschema::Retrieve for NoRemoteRefs {
+    fn retrieve(&self, uri: &jsonschema::Uri<String>) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+        Err(format!(
+            "it has a `$ref` to `{}`, outside the schema: remote `$ref`s are not allowed, so inline the \
+             referenced schema (under `$defs`, referred to as `#/$defs/NAME`)",
+            uri.as_str()
+        )
+        .into())
+    }
 }
 
 #[cfg(test)]

@@ -76,9 +76,8 @@ pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
 /// [`read_regular`] as UTF-8 text.
 pub fn read_regular_text(path: &Path, limit: u64) -> Result<String, ReadError> {
     let bytes = read_regular(path, limit)?;
-    String::from_utf8(bytes).map_err(|_| {
-        ReadError::Io(std::io::Error::new(std::io::ErrorKind::InvalidData, "the file is not UTF-8 text"))
-    })
+    String::from_utf8(bytes)
+        .map_err(|_| ReadError::Io(std::io::Error::new(std::io::ErrorKind::InvalidData, "the file is not UTF-8 text")))
 }
 
 /// Opens `path` for reading without blocking on a FIFO, and checks on the
@@ -94,7 +93,12 @@ pub fn open_regular(path: &Path) -> Result<File, ReadError> {
         options.custom_flags(libc::O_NONBLOCK);
     }
     let file = options.open(path).map_err(|err| match err.kind() {
+        std::io::ErrorKind::NotFound if path.symlink_metadata().is_ok_and(|meta| meta.file_type().is_symlink()) => {
+            ReadError::NotRegular("a symlink to a file that does not exist")
+        }
         std::io::ErrorKind::NotFound => ReadError::NotFound,
+        #[cfg(unix)]
+        _ if err.raw_os_error() == Some(libc::ELOOP) => ReadError::NotRegular("a symlink loop"),
         _ => ReadError::Io(err),
     })?;
     let metadata = file.metadata().map_err(ReadError::Io)?;
@@ -167,7 +171,13 @@ mod tests {
             assert!(matches!(read_regular(&fifo, 5), Err(ReadError::NotRegular("a FIFO"))));
             let dangling = dir.path().join("dangling");
             std::os::unix::fs::symlink(dir.path().join("nowhere"), &dangling).unwrap();
-            assert!(read_regular(&dangling, 5).unwrap_err().is_not_found());
+            assert!(matches!(
+                read_regular(&dangling, 5),
+                Err(ReadError::NotRegular("a symlink to a file that does not exist"))
+            ));
+            let looped = dir.path().join("loop");
+            std::os::unix::fs::symlink(&looped, &looped).unwrap();
+            assert!(matches!(read_regular(&looped, 5), Err(ReadError::NotRegular("a symlink loop"))));
         }
     }
 }

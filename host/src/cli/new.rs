@@ -190,7 +190,9 @@ fn fill(template: &str, values: &[(&str, String)]) -> String {
 
 fn find_sdk(flag: Option<&Path>) -> Result<PathBuf> {
     let candidate = flag.unwrap_or(Path::new(BUILT_FROM_SDK));
-    let manifest = std::fs::read_to_string(candidate.join("Cargo.toml")).unwrap_or_default();
+    let manifest =
+        toolhost::readfile::read_regular_text(&candidate.join("Cargo.toml"), toolhost::readfile::limits::TOML)
+            .unwrap_or_default();
     if !manifest.lines().any(|line| line.trim() == "name = \"toolhost-sdk\"") {
         bail!(
             "the Rust template depends on the toolhost-sdk crate, which is not on crates.io yet, and {} \
