@@ -97,11 +97,12 @@ pub enum CallError {
     Host(String),
 }
 
+/// "4MiB of output", or, when the host refused to copy it, how far it got.
 fn returned(size: &Option<ByteSize>, limit: &ByteSize) -> String {
     match size {
         Some(size) => format!("{size} of output"),
         None => format!(
-            "far more than {limit} of output (more than {} was not copied)",
+            "more than {} of output (toolhost stopped copying it there)",
             ByteSize(limit.bytes().saturating_add(crate::runtime::sandbox::TRANSFER_SLACK))
         ),
     }
