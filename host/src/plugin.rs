@@ -265,8 +265,28 @@ pub fn check_schema(tool: &str, text: &str) -> Result<(Value, jsonschema::Valida
         // (lookaround, backreferences) refuse the plugin here, at load.
         .with_pattern_options(jsonschema::PatternOptions::regex())
         .build(&schema)
-        .map_err(|err| format!("the input schema of tool `{tool}` cannot be used: {err}"))?;
+        .map_err(|err| describe_schema_error(tool, &err.to_string()))?;
     Ok((schema, validator))
+}
+
+/// Why a schema that is valid JSON Schema cannot be used, for the plugin's
+/// author: a remote `$ref` (our [`NoRemoteRefs`] message, without the
+/// resolver's wrapping) or a pattern the linear-time engine cannot compile.
+fn describe_schema_error(tool: &str, err: &str) -> String {
+    // jsonschema: "Resource 'URI' is not present in a registry and retrieving it failed: …"
+    if let Some(rest) = err.strip_prefix("Resource '")
+        && let Some((uri, _)) = rest.split_once("' is not present in a registry")
+    {
+        return format!("the input schema of tool `{tool}` cannot be used: {}", remote_ref(uri));
+    }
+    if let Some(pattern) = err.strip_suffix(" is not a \"regex\"") {
+        return format!(
+            "the input schema of tool `{tool}` has the pattern {pattern}, which toolhost cannot use: patterns \
+             are matched in linear time, without lookaround (`(?=`, `(?!`, `(?<=`, `(?<!`) or backreferences \
+             (`\\1`); rewrite it without them, or check the value in the tool instead"
+        );
+    }
+    format!("the input schema of tool `{tool}` cannot be used: {err}")
 }
 
 /// Refuses every `$ref` that leaves the schema: toolhost never fetches or
@@ -275,13 +295,15 @@ struct NoRemoteRefs;
 
 impl jsonschema::Retrieve for NoRemoteRefs {
     fn retrieve(&self, uri: &jsonschema::Uri<String>) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
-        Err(format!(
-            "it has a `$ref` to `{}`, outside the schema: remote `$ref`s are not allowed, so inline the \
-             referenced schema (under `$defs`, referred to as `#/$defs/NAME`)",
-            uri.as_str()
-        )
-        .into())
+        Err(remote_ref(uri.as_str()).into())
     }
+}
+
+fn remote_ref(uri: &str) -> String {
+    format!(
+        "it has a `$ref` to `{uri}`, outside the schema: remote `$ref`s are not allowed, so inline the \
+         referenced schema (under `$defs`, referred to as `#/$defs/NAME`)"
+    )
 }
 
 #[cfg(test)]
@@ -310,6 +332,13 @@ mod tests {
                 .unwrap();
         assert!(validator.is_valid(&serde_json::json!({"text": "hi"})));
         assert!(!validator.is_valid(&serde_json::json!({"text": 5})));
+        let (_, validator) = check_schema(
+            "t",
+            r##"{"type":"object","properties":{"w":{"$ref":"#/$defs/w"}},"$defs":{"w":{"pattern":"^(a+)+$"}}}"##,
+        )
+        .unwrap();
+        let hostile = serde_json::json!({"w": format!("{}!", "a".repeat(100))});
+        assert!(!validator.is_valid(&hostile), "local `$ref`s work, and a nested quantifier runs in linear time");
     }
 
     #[test]
@@ -319,6 +348,13 @@ mod tests {
             ("[1]", "must be a JSON object"),
             (r#"{"type":"string"}"#, "must describe an object"),
             (r#"{"type":"object","properties":{"a":{"type":"nonsense"}}}"#, "not valid JSON Schema"),
+            (
+                r#"{"type":"object","properties":{"a":{"$ref":"https://x.test/a.json"}}}"#,
+                "remote `$ref`s are not allowed",
+            ),
+            (r#"{"type":"object","properties":{"a":{"$ref":"other.json"}}}"#, "remote `$ref`s are not allowed"),
+            (r#"{"type":"object","properties":{"a":{"pattern":"(a)\\1"}}}"#, "without lookaround"),
+            (r#"{"type":"object","properties":{"a":{"pattern":"(?<=a)b"}}}"#, "without lookaround"),
         ];
         for (text, expected) in cases {
             let err = check_schema("t", text).unwrap_err();
