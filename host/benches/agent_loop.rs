@@ -7,6 +7,7 @@
 //! answers); the difference is one tool call in its sandbox plus one more
 //! model round trip. Figures go to BENCHMARKS.md.
 
+// (model_server.rs allows its own dead code.)
 #[path = "../../tests/common/model_server.rs"]
 mod model_server;
 

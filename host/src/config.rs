@@ -184,7 +184,9 @@ impl Config {
     pub fn discover(explicit: Option<&Path>) -> Result<Config> {
         match explicit {
             Some(path) => Config::load(path),
-            None if Path::new(DEFAULT_FILE).is_file() => Config::load(Path::new(DEFAULT_FILE)),
+            // Anything there (a FIFO, a folder, a broken symlink) is loaded, so
+            // that it is reported rather than silently passed over.
+            None if Path::new(DEFAULT_FILE).symlink_metadata().is_ok() => Config::load(Path::new(DEFAULT_FILE)),
             None => Ok(Config::default()),
         }
     }

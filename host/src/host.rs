@@ -5,7 +5,7 @@ use crate::grants;
 use crate::plugin::{self, Plugin, Tool};
 use crate::runtime::cache::Cache;
 use crate::runtime::engine::{self, EpochTicker};
-use crate::runtime::limits::{ByteSize, LimitOverrides, Limits};
+use crate::runtime::limits::{LimitOverrides, Limits};
 use crate::runtime::outcome::{CallError, CallReport, ToolOutput};
 use crate::runtime::sandbox::{self, HostState, Request, Response, WitCallError, WitToolOutput};
 use crate::tls;
@@ -152,7 +152,9 @@ impl Host {
         })?;
         let mut paths: Vec<PathBuf> = entries
             .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-            .filter(|path| path.extension().is_some_and(|ext| ext == "wasm") && path.is_file())
+            // Not only regular files: a folder, FIFO or broken symlink named
+            // `*.wasm` is reported as skipped (by `plugin::read`), not ignored.
+            .filter(|path| path.extension().is_some_and(|ext| ext == "wasm"))
             .collect();
         paths.sort();
         for path in paths {
@@ -314,23 +316,12 @@ impl Host {
                 "plugin output"
             );
         }
+        // The sandbox has held the answer to the output limit and the contract.
         let outcome = invocation.result.and_then(|response| match response {
-            Response::Called(Ok(output)) => {
-                let output = match output {
-                    WitToolOutput::Text(text) => ToolOutput::Text(text),
-                    WitToolOutput::Json(json) => ToolOutput::Json(json),
-                };
-                within_output_limit(output.as_str(), &limits)?;
-                Ok(output)
-            }
-            Response::Called(Err(WitCallError::InvalidArguments(message))) => {
-                within_output_limit(&message, &limits)?;
-                Err(CallError::InvalidArguments(message))
-            }
-            Response::Called(Err(WitCallError::Failed(message))) => {
-                within_output_limit(&message, &limits)?;
-                Err(CallError::ToolFailed(message))
-            }
+            Response::Called(Ok(WitToolOutput::Text(text))) => Ok(ToolOutput::Text(text)),
+            Response::Called(Ok(WitToolOutput::Json(json))) => Ok(ToolOutput::Json(json)),
+            Response::Called(Err(WitCallError::InvalidArguments(message))) => Err(CallError::InvalidArguments(message)),
+            Response::Called(Err(WitCallError::Failed(message))) => Err(CallError::ToolFailed(message)),
             Response::Tools(_) => Err(CallError::Host("the plugin answered the wrong request".to_owned())),
         });
         CallReport {
@@ -354,13 +345,6 @@ impl Host {
             .min()
             .map(|(_, name)| name.clone())
     }
-}
-
-fn within_output_limit(text: &str, limits: &Limits) -> Result<(), CallError> {
-    if text.len() as u64 > limits.output.bytes() {
-        return Err(CallError::OutputTooLarge { size: ByteSize(text.len() as u64), limit: limits.output });
-    }
-    Ok(())
 }
 
 /// "at `/path`: what is wrong", cut to a readable length. A value outside an

@@ -13,6 +13,8 @@
 
 pub mod agent;
 pub mod config;
+#[cfg(test)]
+mod fuzz;
 pub mod grants;
 mod host;
 pub mod inspect;

@@ -150,14 +150,46 @@ pub(crate) fn prepare(
     component: &Component,
     contract: &'static str,
 ) -> Result<Sandbox, String> {
-    let pre = linker
-        .instantiate_pre(component)
-        .map_err(|err| format!("it imports something toolhost does not provide: {:#}", anyhow::Error::from(err)))?;
+    let pre = linker.instantiate_pre(component).map_err(|err| describe_link_error(&err))?;
     match contract {
         "0.1.0" => v0_1_0::PluginPre::new(pre)
             .map(Sandbox::V0_1_0)
             .map_err(|err| format!("its exports do not match toolhost:plugin@0.1.0: {:#}", anyhow::Error::from(err))),
         other => Err(format!("contract version {other} is not supported")),
+    }
+}
+
+/// What the linker's refusal means for the plugin's author. wasmtime reports a
+/// missing import as "component imports instance `X`, but a matching
+/// implementation was not found in the linker: instance export `f` has the
+/// wrong type: function implementation is missing"; this says which import is
+/// missing, and that toolhost does not provide it.
+fn describe_link_error(err: &wasmtime::Error) -> String {
+    let chain: Vec<String> = err.chain().map(|cause| cause.to_string()).collect();
+    let quoted = |text: &str| text.split('`').nth(1).map(str::to_owned);
+    let import = chain.iter().find(|cause| cause.starts_with("component imports ")).and_then(|cause| quoted(cause));
+    let members: Vec<String> = chain
+        .iter()
+        .filter(|cause| cause.starts_with("instance export ") && cause.ends_with("has the wrong type"))
+        .filter_map(|cause| quoted(cause))
+        .collect();
+    let root = chain.last().map(String::as_str).unwrap_or_default();
+    let Some(import) = import else {
+        return format!("it cannot be linked against what toolhost provides: {}", chain.join(": "));
+    };
+    let what =
+        if members.is_empty() { format!("`{import}`") } else { format!("`{}` from `{import}`", members.join(".")) };
+    if root.ends_with("implementation is missing") {
+        format!(
+            "it imports {what}, which toolhost does not provide (toolhost provides WASI 0.2: cli, clocks, \
+             filesystem, io, random, sockets and http, and `toolhost:plugin/log@0.1.0`): build it without \
+             that import, or against the interfaces toolhost provides"
+        )
+    } else {
+        format!(
+            "it imports {what} with a type other than the one toolhost provides ({root}): build it against \
+             the same WIT version as toolhost (WASI 0.2 and toolhost:plugin@0.1.0)"
+        )
     }
 }
 
@@ -232,9 +264,52 @@ pub fn check_schema(tool: &str, text: &str) -> Result<(Value, jsonschema::Valida
     if let Err(err) = jsonschema::meta::validate(&schema) {
         return Err(format!("the input schema of tool `{tool}` is not valid JSON Schema: {err}"));
     }
-    let validator = jsonschema::validator_for(&schema)
-        .map_err(|err| format!("the input schema of tool `{tool}` cannot be used: {err}"))?;
+    let validator = jsonschema::options()
+        .with_retriever(NoRemoteRefs)
+        // `regex` matches in linear time: no `pattern` can make validating
+        // the arguments backtrack for ever. Patterns it cannot compile
+        // (lookaround, backreferences) refuse the plugin here, at load.
+        .with_pattern_options(jsonschema::PatternOptions::regex())
+        .build(&schema)
+        .map_err(|err| describe_schema_error(tool, &err.to_string()))?;
     Ok((schema, validator))
+}
+
+/// Why a schema that is valid JSON Schema cannot be used, for the plugin's
+/// author: a remote `$ref` (our [`NoRemoteRefs`] message, without the
+/// resolver's wrapping) or a pattern the linear-time engine cannot compile.
+fn describe_schema_error(tool: &str, err: &str) -> String {
+    // jsonschema: "Resource 'URI' is not present in a registry and retrieving it failed: …"
+    if let Some(rest) = err.strip_prefix("Resource '")
+        && let Some((uri, _)) = rest.split_once("' is not present in a registry")
+    {
+        return format!("the input schema of tool `{tool}` cannot be used: {}", remote_ref(uri));
+    }
+    if let Some(pattern) = err.strip_suffix(" is not a \"regex\"") {
+        return format!(
+            "the input schema of tool `{tool}` has the pattern {pattern}, which toolhost cannot use: patterns \
+             are matched in linear time, without lookaround (`(?=`, `(?!`, `(?<=`, `(?<!`) or backreferences \
+             (`\\1`); rewrite it without them, or check the value in the tool instead"
+        );
+    }
+    format!("the input schema of tool `{tool}` cannot be used: {err}")
+}
+
+/// Refuses every `$ref` that leaves the schema: toolhost never fetches or
+/// reads a schema from elsewhere.
+struct NoRemoteRefs;
+
+impl jsonschema::Retrieve for NoRemoteRefs {
+    fn retrieve(&self, uri: &jsonschema::Uri<String>) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+        Err(remote_ref(uri.as_str()).into())
+    }
+}
+
+fn remote_ref(uri: &str) -> String {
+    format!(
+        "it has a `$ref` to `{uri}`, outside the schema: remote `$ref`s are not allowed, so inline the \
+         referenced schema (under `$defs`, referred to as `#/$defs/NAME`)"
+    )
 }
 
 #[cfg(test)]
@@ -263,6 +338,13 @@ mod tests {
                 .unwrap();
         assert!(validator.is_valid(&serde_json::json!({"text": "hi"})));
         assert!(!validator.is_valid(&serde_json::json!({"text": 5})));
+        let (_, validator) = check_schema(
+            "t",
+            r##"{"type":"object","properties":{"w":{"$ref":"#/$defs/w"}},"$defs":{"w":{"pattern":"^(a+)+$"}}}"##,
+        )
+        .unwrap();
+        let hostile = serde_json::json!({"w": format!("{}!", "a".repeat(100))});
+        assert!(!validator.is_valid(&hostile), "local `$ref`s work, and a nested quantifier runs in linear time");
     }
 
     #[test]
@@ -272,6 +354,13 @@ mod tests {
             ("[1]", "must be a JSON object"),
             (r#"{"type":"string"}"#, "must describe an object"),
             (r#"{"type":"object","properties":{"a":{"type":"nonsense"}}}"#, "not valid JSON Schema"),
+            (
+                r#"{"type":"object","properties":{"a":{"$ref":"https://x.test/a.json"}}}"#,
+                "remote `$ref`s are not allowed",
+            ),
+            (r#"{"type":"object","properties":{"a":{"$ref":"other.json"}}}"#, "remote `$ref`s are not allowed"),
+            (r#"{"type":"object","properties":{"a":{"pattern":"(a)\\1"}}}"#, "without lookaround"),
+            (r#"{"type":"object","properties":{"a":{"pattern":"(?<=a)b"}}}"#, "without lookaround"),
         ];
         for (text, expected) in cases {
             let err = check_schema("t", text).unwrap_err();

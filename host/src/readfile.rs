@@ -93,7 +93,12 @@ pub fn open_regular(path: &Path) -> Result<File, ReadError> {
         options.custom_flags(libc::O_NONBLOCK);
     }
     let file = options.open(path).map_err(|err| match err.kind() {
+        std::io::ErrorKind::NotFound if path.symlink_metadata().is_ok_and(|meta| meta.file_type().is_symlink()) => {
+            ReadError::NotRegular("a symlink to a file that does not exist")
+        }
         std::io::ErrorKind::NotFound => ReadError::NotFound,
+        #[cfg(unix)]
+        _ if err.raw_os_error() == Some(libc::ELOOP) => ReadError::NotRegular("a symlink loop"),
         _ => ReadError::Io(err),
     })?;
     let metadata = file.metadata().map_err(ReadError::Io)?;
@@ -166,7 +171,13 @@ mod tests {
             assert!(matches!(read_regular(&fifo, 5), Err(ReadError::NotRegular("a FIFO"))));
             let dangling = dir.path().join("dangling");
             std::os::unix::fs::symlink(dir.path().join("nowhere"), &dangling).unwrap();
-            assert!(read_regular(&dangling, 5).unwrap_err().is_not_found());
+            assert!(matches!(
+                read_regular(&dangling, 5),
+                Err(ReadError::NotRegular("a symlink to a file that does not exist"))
+            ));
+            let looped = dir.path().join("loop");
+            std::os::unix::fs::symlink(&looped, &looped).unwrap();
+            assert!(matches!(read_regular(&looped, 5), Err(ReadError::NotRegular("a symlink loop"))));
         }
     }
 }

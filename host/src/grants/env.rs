@@ -155,30 +155,57 @@ impl fmt::Display for Secret {
 pub const MIN_REDACTED_LEN: usize = 4;
 
 /// Replaces the values of a plugin's secrets with `[secret NAME]` in text.
+///
+/// It recognises a value written out as it is, and in JSON (where escapes such
+/// as `\u0041`, `\/` or surrogate pairs decode to it): [`Redactor::scrub_json`]
+/// scrubs the decoded strings, keys and numbers of a JSON document, so that no
+/// later decoding or pretty-printing can bring a value back. Other encodings
+/// (base64, URL-encoding, a value split in pieces) are not recognised.
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {
-    secrets: Vec<(String, Secret)>,
+    /// (name, a text that shows the value), longest first.
+    patterns: Vec<(String, Secret)>,
+    /// The length in bytes of the longest pattern.
+    longest: usize,
 }
 
 impl Redactor {
     /// A redactor for `secrets` (name, value).
     pub fn new(secrets: &[(String, Secret)]) -> Redactor {
-        let mut secrets: Vec<(String, Secret)> =
-            secrets.iter().filter(|(_, value)| value.0.len() >= MIN_REDACTED_LEN).cloned().collect();
+        let mut patterns = Vec::new();
+        for (name, value) in secrets.iter().filter(|(_, value)| value.0.len() >= MIN_REDACTED_LEN) {
+            patterns.push((name.clone(), value.clone()));
+            // A value holding JSON escapes (`a\nb`) reappears when the text it
+            // decodes to is written out as JSON (`--json`, events, transcripts).
+            if value.0.contains('\\')
+                && let Ok(decoded) = serde_json::from_str::<String>(&format!("\"{}\"", value.0))
+                && decoded != value.0
+                && decoded.len() >= MIN_REDACTED_LEN
+            {
+                patterns.push((name.clone(), Secret(decoded)));
+            }
+        }
         // Longest first, so a secret that contains another is replaced whole.
-        secrets.sort_by_key(|(_, value)| std::cmp::Reverse(value.0.len()));
-        Redactor { secrets }
+        patterns.sort_by_key(|(_, value)| std::cmp::Reverse(value.0.len()));
+        let longest = patterns.first().map_or(0, |(_, value)| value.0.len());
+        Redactor { patterns, longest }
     }
 
     /// True when there is nothing to scrub.
     pub fn is_empty(&self) -> bool {
-        self.secrets.is_empty()
+        self.patterns.is_empty()
+    }
+
+    /// The length in bytes of the longest text it replaces (0 when none): a
+    /// buffer cut anywhere keeps this much more, so no value is cut in two.
+    pub fn longest(&self) -> usize {
+        self.longest
     }
 
     /// `text` with every secret value replaced.
     pub fn scrub(&self, text: String) -> String {
         let mut text = text;
-        for (name, value) in &self.secrets {
+        for (name, value) in &self.patterns {
             if text.contains(value.expose()) {
                 text = text.replace(value.expose(), &format!("[secret {name}]"));
             }
@@ -190,6 +217,95 @@ impl Redactor {
     pub fn scrub_in_place(&self, text: &mut String) {
         if !self.is_empty() {
             *text = self.scrub(std::mem::take(text));
+        }
+    }
+
+    /// Scrubs `text` in place; true when it changed.
+    fn scrub_changed(&self, text: &mut String) -> bool {
+        if self.patterns.iter().any(|(_, value)| text.contains(value.expose())) {
+            *text = self.scrub(std::mem::take(text));
+            true
+        } else {
+            false
+        }
+    }
+
+    /// `text`, a JSON document already parsed into `value`, with every secret
+    /// value scrubbed from what it decodes to: each string (keys and values)
+    /// and each number as it would be shown. When something changed, the
+    /// document is written out again from the scrubbed values, so no escape
+    /// (`\u0041`, `\/`, surrogate pairs) can carry a value past the scrubber.
+    ///
+    /// Fails, naming the secret and never showing it, when the text still
+    /// shows a value that cannot be removed without breaking the JSON (a
+    /// value spanning a string's quotes, say).
+    pub fn scrub_json(&self, text: String, mut value: serde_json::Value) -> Result<String, String> {
+        if self.is_empty() {
+            return Ok(text);
+        }
+        let text = if self.scrub_value(&mut value) { value.to_string() } else { text };
+        match self.patterns.iter().find(|(_, secret)| text.contains(secret.expose())) {
+            None => Ok(text),
+            Some((name, _)) => Err(format!(
+                "its JSON output shows the value of the secret `{name}` in a way that cannot be removed \
+                 without breaking the JSON, so the output is withheld"
+            )),
+        }
+    }
+
+    /// Scrubs every string, key and number in `value`; true when any changed.
+    fn scrub_value(&self, value: &mut serde_json::Value) -> bool {
+        use serde_json::Value;
+        match value {
+            Value::String(text) => self.scrub_changed(text),
+            Value::Number(number) => {
+                let mut shown = number.to_string();
+                if self.scrub_changed(&mut shown) {
+                    *value = Value::String(shown);
+                    true
+                } else {
+                    false
+                }
+            }
+            Value::Array(items) => items.iter_mut().fold(false, |changed, item| self.scrub_value(item) | changed),
+            Value::Object(map) => {
+                let keys_change = map.keys().any(|key| self.patterns.iter().any(|(_, v)| key.contains(v.expose())));
+                let mut changed = keys_change;
+                if keys_change {
+                    let old = std::mem::take(map);
+                    for (mut key, item) in old {
+                        self.scrub_changed(&mut key);
+                        map.insert(key, item);
+                    }
+                }
+                for item in map.values_mut() {
+                    changed |= self.scrub_value(item);
+                }
+                changed
+            }
+            Value::Null | Value::Bool(_) => false,
+        }
+    }
+
+    /// Where a cut at byte `cut` of `bytes` may safely go so that no secret
+    /// value is cut in two: past the end of any value that starts before `cut`
+    /// and ends after it (the buffer must hold [`Redactor::longest`] bytes past
+    /// `cut` for this to see every such value).
+    pub fn safe_cut(&self, bytes: &[u8], cut: usize) -> usize {
+        let mut safe = cut;
+        loop {
+            let before = safe;
+            for (_, value) in &self.patterns {
+                let value = value.expose().as_bytes();
+                let straddling = (before.saturating_sub(value.len() - 1)..before)
+                    .map(|start| start + value.len())
+                    .filter(|&end| end > before && bytes.get(end - value.len()..end) == Some(value))
+                    .max();
+                safe = safe.max(straddling.unwrap_or(safe));
+            }
+            if safe == before {
+                return safe;
+            }
         }
     }
 }
@@ -241,6 +357,57 @@ mod tests {
             "a [secret KEY] b [secret LONG] x",
             "longest first; too-short values are left alone"
         );
+    }
+
+    fn token() -> Redactor {
+        Redactor::new(&[("TOKEN".into(), Secret::new("tok/3n-\u{1F600}-42")), ("NUM".into(), Secret::new("987654321"))])
+    }
+
+    #[test]
+    fn scrubs_json_strings_keys_and_numbers_however_they_are_escaped() {
+        let redactor = token();
+        let cases = [
+            (r#"{"a":"\u0074ok/3n-\ud83d\ude00-42"}"#, r#"{"a":"[secret TOKEN]"}"#),
+            (r#"{"a":"tok\/3n-\ud83d\ude00-42"}"#, r#"{"a":"[secret TOKEN]"}"#),
+            (r#"{"tok/3n-\ud83d\ude00-42":[1]}"#, r#"{"[secret TOKEN]":[1]}"#),
+            (r#"[[{"x":"say \"tok/3n-\ud83d\ude00-42\""}]]"#, r#"[[{"x":"say \"[secret TOKEN]\""}]]"#),
+            (r#"{"n":987654321}"#, r#"{"n":"[secret NUM]"}"#),
+            (r#"{"n":9.87654321e8}"#, r#"{"n":"[secret NUM].0"}"#),
+        ];
+        for (text, expected) in cases {
+            let value = serde_json::from_str(text).unwrap();
+            assert_eq!(redactor.scrub_json(text.to_owned(), value).as_deref(), Ok(expected), "{text}");
+        }
+        let untouched = r#"{ "kept":  "as written" }"#;
+        let value = serde_json::from_str(untouched).unwrap();
+        assert_eq!(redactor.scrub_json(untouched.to_owned(), value).as_deref(), Ok(untouched));
+    }
+
+    #[test]
+    fn rejects_json_that_shows_a_secret_across_its_structure() {
+        let redactor = Redactor::new(&[("KEY".into(), Secret::new(r#"a","b"#))]);
+        let text = r#"["a","b"]"#;
+        let err = redactor.scrub_json(text.to_owned(), serde_json::from_str(text).unwrap()).unwrap_err();
+        assert!(err.contains("`KEY`") && !err.contains(r#"a","b"#), "{err}");
+    }
+
+    #[test]
+    fn a_secret_holding_escapes_is_also_scrubbed_where_json_would_spell_it() {
+        let redactor = Redactor::new(&[("KEY".into(), Secret::new(r"line\nbreak"))]);
+        assert_eq!(redactor.scrub("line\nbreak".into()), "[secret KEY]");
+        assert_eq!(redactor.scrub(r"line\nbreak".into()), "[secret KEY]");
+    }
+
+    #[test]
+    fn a_safe_cut_never_falls_inside_a_secret() {
+        let redactor = token();
+        let text = b"xxxxx987654321yyyy";
+        assert_eq!(redactor.safe_cut(text, 3), 3);
+        for cut in 6..14 {
+            assert_eq!(redactor.safe_cut(text, cut), 14, "{cut}");
+        }
+        assert_eq!(redactor.safe_cut(text, 5), 5, "just before it");
+        assert_eq!(redactor.longest(), "tok/3n-\u{1F600}-42".len());
     }
 
     #[test]

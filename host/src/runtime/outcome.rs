@@ -68,13 +68,21 @@ pub enum CallError {
         limit: Duration,
     },
     /// The output (or error text) was larger than allowed.
-    #[error("returned {size} of output, over the limit of {limit} (ask for less, or raise the `output` limit)")]
+    #[error(
+        "returned {}, over the limit of {limit} (ask for less, or raise the `output` limit)",
+        returned(.size, .limit)
+    )]
     OutputTooLarge {
-        /// The output's size.
-        size: ByteSize,
+        /// The output's size, when the host copied it; `None` when it was so
+        /// far over the limit that the host refused to copy it at all.
+        size: Option<ByteSize>,
         /// The output limit.
         limit: ByteSize,
     },
+    /// The plugin broke the contract with what it returned: `json` output
+    /// that is not JSON, or a secret's value where it cannot be removed.
+    #[error("returned an unusable output: {0}")]
+    InvalidOutput(String),
     /// The guest overflowed its call stack (usually unbounded recursion).
     #[error("overflowed its stack (unbounded recursion?)")]
     StackOverflow,
@@ -87,6 +95,17 @@ pub enum CallError {
     /// The host could not run the call at all (for example no instance slot).
     #[error("could not be run: {0}")]
     Host(String),
+}
+
+/// "4MiB of output", or, when the host refused to copy it, how far it got.
+fn returned(size: &Option<ByteSize>, limit: &ByteSize) -> String {
+    match size {
+        Some(size) => format!("{size} of output"),
+        None => format!(
+            "more than {} of output (toolhost stopped copying it there)",
+            ByteSize(limit.bytes().saturating_add(crate::runtime::sandbox::TRANSFER_SLACK))
+        ),
+    }
 }
 
 fn suggest(suggestion: &Option<String>) -> String {
@@ -107,6 +126,7 @@ impl CallError {
             CallError::MemoryLimit { .. } => "memory_limit",
             CallError::Timeout { .. } => "timeout",
             CallError::OutputTooLarge { .. } => "output_too_large",
+            CallError::InvalidOutput(_) => "invalid_output",
             CallError::StackOverflow => "stack_overflow",
             CallError::Trap { .. } => "trap",
             CallError::Host(_) => "host",

@@ -11,6 +11,7 @@
 //! everything the call hands back.
 
 use crate::grants::Granted;
+use crate::grants::env::Redactor;
 use crate::runtime::limits::{ByteSize, Limits};
 use crate::runtime::outbound::{self, Outbound, SharedLedger};
 use crate::runtime::outcome::{CallError, LogRecord, Refusal, Usage};
@@ -27,6 +28,10 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 /// Bytes of stdout and of stderr kept per call; the rest is counted and dropped.
 pub const CAPTURE_LIMIT: usize = 64 << 10;
+/// How much more than the `output` limit the host copies out of a guest in
+/// any one transfer (its answer, a log record, a write) before it stops: an
+/// answer larger than the limit plus this is never copied at all.
+pub const TRANSFER_SLACK: u64 = 1 << 20;
 /// Instructions between two cooperative yields of a busy guest.
 pub const FUEL_YIELD_INTERVAL: u64 = 10_000_000;
 /// Log records kept per call.
@@ -90,8 +95,36 @@ pub(crate) fn linker(engine: &Engine) -> anyhow::Result<Linker<HostState>> {
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
     v0_1_0::Plugin::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |state| state)
         .map_err(anyhow::Error::from)?;
+    refuse_symlinks(&mut linker)?;
     Ok(linker)
 }
+
+/// Replaces `wasi:filesystem`'s `symlink-at` with one that always answers
+/// `not-permitted`. A symlink a plugin makes in a read-write folder cannot be
+/// followed out of it inside the sandbox, but it stays on the host, where any
+/// other program that follows it would reach wherever it points.
+fn refuse_symlinks(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
+    use wasmtime::component::Resource;
+    use wasmtime_wasi::p2::bindings::filesystem::types::{Descriptor, ErrorCode};
+    linker.allow_shadowing(true);
+    linker
+        .instance(FILESYSTEM_TYPES)
+        .and_then(|mut types| {
+            types.func_wrap_async(
+                "[method]descriptor.symlink-at",
+                |_store, (_folder, _target, _link): (Resource<Descriptor>, String, String)| {
+                    Box::new(async { Ok((Err::<(), ErrorCode>(ErrorCode::NotPermitted),)) })
+                },
+            )
+        })
+        .map_err(anyhow::Error::from)?;
+    linker.allow_shadowing(false);
+    Ok(())
+}
+
+/// The `wasi:filesystem/types` version wasmtime-wasi links (plugins built
+/// against any 0.2.x are matched to it).
+const FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
 
 /// Bounds linear memory, summed over the instance's memories, and records the peak.
 struct MemoryLimiter {
@@ -148,7 +181,10 @@ impl LogSink {
             })
             .collect();
         let plugin = &*self.plugin;
-        let shown: String = fields.iter().map(|(key, value)| format!(" {key}={value:?}")).collect();
+        // `{:?}` escapes characters, which could spell out a value that
+        // contains escapes: scrub what is actually logged.
+        let mut shown: String = fields.iter().map(|(key, value)| format!(" {key}={value:?}")).collect();
+        redactor.scrub_in_place(&mut shown);
         let level = match level {
             Level::Trace => {
                 tracing::trace!(target: "toolhost::plugin", plugin, "{message}{shown}");
@@ -186,32 +222,48 @@ fn truncate(text: &mut String, limit: usize) {
 /// A bounded in-memory stdout/stderr: keeps the first [`CAPTURE_LIMIT`]
 /// bytes and silently drops the rest, so a chatty plugin never fails (or
 /// traps) because its output is full.
+///
+/// Secret values are scrubbed before the text is cut, never after: the buffer
+/// holds `margin` bytes (the longest secret) past the limit, and the cut moves
+/// past any value that straddles it, so no part of a value is ever shown.
 #[derive(Clone)]
 struct Capture(Arc<Mutex<CaptureBuffer>>);
 
 struct CaptureBuffer {
     bytes: Vec<u8>,
+    keep: usize,
     dropped: u64,
 }
 
 impl Capture {
-    fn new() -> Capture {
-        Capture(Arc::new(Mutex::new(CaptureBuffer { bytes: Vec::new(), dropped: 0 })))
+    fn new(margin: usize) -> Capture {
+        let keep = CAPTURE_LIMIT + margin;
+        Capture(Arc::new(Mutex::new(CaptureBuffer { bytes: Vec::new(), keep, dropped: 0 })))
     }
 
     fn push(&self, bytes: &[u8]) {
         let mut buffer = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let room = CAPTURE_LIMIT.saturating_sub(buffer.bytes.len());
+        let room = buffer.keep.saturating_sub(buffer.bytes.len());
         let kept = room.min(bytes.len());
         buffer.bytes.extend_from_slice(&bytes[..kept]);
         buffer.dropped += (bytes.len() - kept) as u64;
     }
 
-    fn text(&self) -> String {
+    /// The first [`CAPTURE_LIMIT`] bytes or so as text, scrubbed by `redactor`.
+    fn text(&self, redactor: &Redactor) -> String {
         let buffer = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let mut text = String::from_utf8_lossy(&buffer.bytes).into_owned();
-        if buffer.dropped > 0 {
-            text.push_str(&format!("\n… ({} more bytes dropped)", buffer.dropped));
+        let bytes = &buffer.bytes;
+        let mut cut = bytes.len().min(CAPTURE_LIMIT);
+        // Not inside a UTF-8 sequence, then not inside a secret value.
+        while cut < bytes.len() && cut > 0 && bytes[cut] & 0xC0 == 0x80 {
+            cut -= 1;
+        }
+        let cut = redactor.safe_cut(bytes, cut);
+        let mut text = String::from_utf8_lossy(&bytes[..cut]).into_owned();
+        redactor.scrub_in_place(&mut text);
+        let dropped = (bytes.len() - cut) as u64 + buffer.dropped;
+        if dropped > 0 {
+            text.push_str(&format!("\n… ({dropped} more bytes dropped)"));
         }
         text
     }
@@ -310,8 +362,9 @@ impl Sandbox {
     ) -> Invocation {
         let start = Instant::now();
         let deadline = start + limits.timeout;
-        let stdout = Capture::new();
-        let stderr = Capture::new();
+        let margin = granted.redactor.longest();
+        let stdout = Capture::new(margin);
+        let stderr = Capture::new(margin);
         let ledger = SharedLedger::new(plugin.clone(), granted.clone());
         let mut wasi = WasiCtxBuilder::new();
         wasi.stdout(stdout.clone()).stderr(stderr.clone());
@@ -339,6 +392,11 @@ impl Sandbox {
         };
         let mut store = Store::new(engine, state);
         store.limiter(|state| &mut state.limiter);
+        // Bounds what wasmtime copies out of the guest in one transfer (the
+        // answer above all), so an oversized answer is refused before it is
+        // copied rather than after; `classify` reports it as `OutputTooLarge`.
+        let transfer = limits.output.bytes().saturating_add(TRANSFER_SLACK);
+        store.set_hostcall_fuel(usize::try_from(transfer).unwrap_or(usize::MAX));
         // Fuel is always configured on our engine, so these cannot fail.
         let _ = store.set_fuel(limits.fuel);
         // Yielding every so many instructions keeps a busy guest from holding
@@ -360,13 +418,11 @@ impl Sandbox {
         let fuel = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
         let state = store.into_data();
         let redactor = &granted.redactor;
-        let mut stderr = stderr.text();
-        redactor.scrub_in_place(&mut stderr);
-        let mut stdout = stdout.text();
-        redactor.scrub_in_place(&mut stdout);
+        let stderr = stderr.text(redactor);
+        let stdout = stdout.text(redactor);
         let result = match outcome {
-            Ok(Ok(response)) => Ok(scrub_response(response, granted)),
-            Ok(Err(err)) => Err(classify(err, limits, state.limiter.refused, &stderr)),
+            Ok(Ok(response)) => check_response(response, limits, redactor),
+            Ok(Err(err)) => Err(scrub_error(classify(err, limits, state.limiter.refused, &stderr), redactor)),
             Err(_elapsed) => Err(CallError::Timeout { limit: limits.timeout }),
         };
         let network = ledger.take();
@@ -423,27 +479,59 @@ fn note_more_refusals(refused: &mut [Refusal], more: usize) {
     }
 }
 
-/// The guest's answer with secret values scrubbed from its text.
-fn scrub_response(response: Response, granted: &Granted) -> Response {
-    let redactor = &granted.redactor;
-    if redactor.is_empty() {
-        return response;
-    }
-    match response {
+/// The guest's answer held to the contract and the output limit, with secret
+/// values scrubbed from it: a text over the limit is `OutputTooLarge`; a `json`
+/// output must parse, and its decoded strings are what is scrubbed.
+fn check_response(response: Response, limits: &Limits, redactor: &Redactor) -> Result<Response, CallError> {
+    let within = |text: &str| {
+        if text.len() as u64 > limits.output.bytes() {
+            Err(CallError::OutputTooLarge { size: Some(ByteSize(text.len() as u64)), limit: limits.output })
+        } else {
+            Ok(())
+        }
+    };
+    let scrub = |text: String| if redactor.is_empty() { text } else { redactor.scrub(text) };
+    Ok(match response {
         Response::Called(Ok(WitToolOutput::Text(text))) => {
-            Response::Called(Ok(WitToolOutput::Text(redactor.scrub(text))))
+            within(&text)?;
+            Response::Called(Ok(WitToolOutput::Text(scrub(text))))
         }
         Response::Called(Ok(WitToolOutput::Json(text))) => {
-            Response::Called(Ok(WitToolOutput::Json(redactor.scrub(text))))
+            within(&text)?;
+            let value: serde_json::Value = serde_json::from_str(&text).map_err(|err| {
+                CallError::InvalidOutput(format!(
+                    "it returned `json` output that is not valid JSON ({err}); this is a bug in the plugin"
+                ))
+            })?;
+            let text = redactor.scrub_json(text, value).map_err(CallError::InvalidOutput)?;
+            Response::Called(Ok(WitToolOutput::Json(text)))
         }
         Response::Called(Err(WitCallError::InvalidArguments(text))) => {
-            Response::Called(Err(WitCallError::InvalidArguments(redactor.scrub(text))))
+            within(&text)?;
+            Response::Called(Err(WitCallError::InvalidArguments(scrub(text))))
         }
         Response::Called(Err(WitCallError::Failed(text))) => {
-            Response::Called(Err(WitCallError::Failed(redactor.scrub(text))))
+            within(&text)?;
+            Response::Called(Err(WitCallError::Failed(scrub(text))))
         }
         tools @ Response::Tools(_) => tools,
+    })
+}
+
+/// `error` with secret values scrubbed from the text it carries.
+fn scrub_error(error: CallError, redactor: &Redactor) -> CallError {
+    match error {
+        CallError::Trap { message } => CallError::Trap { message: redactor.scrub(message) },
+        CallError::Host(message) => CallError::Host(redactor.scrub(message)),
+        other => other,
     }
+}
+
+/// True when `err` is wasmtime refusing to copy more than the store's
+/// hostcall fuel out of the guest (`Store::set_hostcall_fuel`). The error
+/// type is private to wasmtime, so this matches its message.
+fn is_transfer_too_large(err: &wasmtime::Error) -> bool {
+    err.chain().any(|cause| cause.to_string().contains("fuel allocated for hostcalls has been exhausted"))
 }
 
 /// Turns a wasmtime error from instantiation or a call into its outcome.
@@ -460,6 +548,9 @@ fn classify(err: wasmtime::Error, limits: &Limits, refused: Option<u64>, stderr:
     // some trap: the refusal is the real cause.
     if let Some(requested) = refused {
         return CallError::MemoryLimit { limit: limits.memory, requested: ByteSize(requested) };
+    }
+    if is_transfer_too_large(&err) {
+        return CallError::OutputTooLarge { size: None, limit: limits.output };
     }
     let said = guest_said(stderr);
     match trap {
@@ -524,11 +615,11 @@ mod tests {
 
     #[test]
     fn capture_keeps_the_first_bytes_and_counts_the_rest() {
-        let capture = Capture::new();
+        let capture = Capture::new(0);
         capture.push(&vec![b'a'; CAPTURE_LIMIT - 1]);
         capture.push(b"bc");
         capture.push(b"def");
-        let text = capture.text();
+        let text = capture.text(&Redactor::default());
         assert!(text.starts_with("aaa"));
         assert!(text.contains("ab\n"), "the first byte of the overflow is kept");
         assert!(text.ends_with("(4 more bytes dropped)"), "{}", &text[text.len() - 40..]);

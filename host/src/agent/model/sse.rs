@@ -150,3 +150,48 @@ mod tests {
         assert_eq!(take_event(&mut buffer, false), Some(Event { name: None, data: "{\"a\":1}".into() }));
     }
 }
+
+/// Property tests: whatever bytes arrive, in whatever chunks, framing never
+/// panics and never loses or invents an event's data.
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn framing_never_panics_on_any_bytes_in_any_chunks(
+            bytes in prop::collection::vec(any::<u8>(), 0..512),
+            cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..6),
+        ) {
+            let mut cuts: Vec<usize> = cuts.iter().map(|cut| cut.index(bytes.len() + 1)).collect();
+            cuts.sort_unstable();
+            let mut buffer = Vec::new();
+            let mut start = 0;
+            for cut in cuts.into_iter().chain([bytes.len()]) {
+                buffer.extend_from_slice(&bytes[start..cut]);
+                start = cut;
+                while take_event(&mut buffer, false).is_some() {}
+            }
+            while take_event(&mut buffer, true).is_some() {}
+        }
+
+        #[test]
+        fn framing_keeps_every_event_of_a_well_formed_stream(
+            events in prop::collection::vec(("[a-z]{0,5}", "[ -~]{0,40}"), 0..8),
+            crlf in any::<bool>(),
+        ) {
+            let end = if crlf { "\r\n" } else { "\n" };
+            let text: String = events.iter().map(|(name, data)| format!("event: {name}{end}data: {data}{end}{end}")).collect();
+            let mut buffer = text.into_bytes();
+            let mut seen = Vec::new();
+            while let Some(event) = take_event(&mut buffer, true) {
+                seen.push(event.data);
+            }
+            let expected: Vec<String> = events.iter().map(|(_, data)| data.clone()).collect();
+            prop_assert_eq!(seen, expected);
+        }
+    }
+}

@@ -1,0 +1,474 @@
+//! What an adversarial review tried, as an attacker would: hostile plugins
+//! built from `plugins/` (`leaks_secret`, `bad_json`, `huge_output`,
+//! `catastrophic_pattern` and the broken ones), special files where toolhost
+//! expects regular ones, all through the real binary. Every command that
+//! could hang on a special file runs under a deadline, so a regression fails
+//! instead of hanging the suite.
+
+mod common;
+
+use common::model_server::{ModelServer, Script};
+use common::{plugin_dir, shared_cache, stderr, stdout};
+use serde_json::{Value, json};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A secret with a `/` (for `\/`) and a character outside the BMP (for surrogate pairs).
+const TOKEN: &str = "tok/3n-\u{1F600}-0123456789";
+/// A secret that is a number, for JSON numbers.
+const NUMBER: &str = "98765432109876";
+
+/// Runs the real binary in `cwd` with `env`, killing it and failing the test
+/// if it takes longer than `deadline`.
+fn toolhost_within(deadline: Duration, cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(args)
+        .current_dir(cwd)
+        .env("TOOLHOST_CACHE_DIR", shared_cache())
+        .env_remove("TOOLHOST_PLUGINS")
+        .env_remove("TOOLHOST_CONFIG")
+        .env_remove("TOOLHOST_LOG")
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run toolhost");
+    let pid = child.id();
+    // Waiting (and draining the pipes) on a thread, so the deadline holds
+    // whatever the child does.
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = send.send(child.wait_with_output());
+    });
+    match receive.recv_timeout(deadline) {
+        Ok(output) => output.expect("output"),
+        Err(_) => {
+            // SAFETY: signalling the child this test started.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            panic!("toolhost {args:?} did not finish within {deadline:?} (it hangs)");
+        }
+    }
+}
+
+/// At most the first 2,000 characters of `text`, for failure messages.
+fn head(text: &str) -> &str {
+    &text[..text.floor_char_boundary(2_000)]
+}
+
+fn toolhost(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    toolhost_within(Duration::from_secs(60), cwd, args, env)
+}
+
+fn mkfifo(path: &Path) {
+    let name = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0, "mkfifo {}", path.display());
+}
+
+/// A folder with `toolhost.toml` granting `leaks_secret` the two secrets, and its plugins folder.
+fn secret_setup(plugins: &[&str]) -> (tempfile::TempDir, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = plugin_dir(plugins);
+    std::fs::write(
+        dir.path().join("toolhost.toml"),
+        format!(
+            "plugins_dir = {:?}\n[plugins.leaks_secret]\nsecrets = [\"LEAKS_TOKEN\", \"LEAKS_NUMBER\"]\n",
+            plugins.path().display().to_string()
+        ),
+    )
+    .unwrap();
+    (dir, plugins)
+}
+
+const SECRETS: [(&str, &str); 2] = [("LEAKS_TOKEN", TOKEN), ("LEAKS_NUMBER", NUMBER)];
+
+/// Every string in `value`, keys included, decoded.
+fn strings(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::String(text) => {
+            out.push(text.clone());
+            // A string that is itself JSON (the output's `value`) is decoded too.
+            if let Ok(inner) = serde_json::from_str::<Value>(text)
+                && !inner.is_string()
+            {
+                strings(&inner, out);
+            }
+        }
+        Value::Number(number) => out.push(number.to_string()),
+        Value::Array(items) => items.iter().for_each(|item| strings(item, out)),
+        Value::Object(map) => {
+            for (key, item) in map {
+                out.push(key.clone());
+                strings(item, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Fails if `text` shows `secret`, or its first six characters, raw or in any JSON it holds.
+fn assert_never_shows(what: &str, text: &str, secret: &str) {
+    // A cut secret shows its beginning: no six characters of it may show.
+    let chars: Vec<char> = secret.chars().collect();
+    let half: String = chars[..6].iter().collect();
+    let mut shown = vec![text.to_owned()];
+    for line in text.lines() {
+        if let Ok(value) = serde_json::from_str::<Value>(line) {
+            strings(&value, &mut shown);
+        }
+    }
+    if let Ok(value) = serde_json::from_str::<Value>(text) {
+        strings(&value, &mut shown);
+    }
+    for shown in shown {
+        if let Some(at) = shown.find(&half) {
+            panic!("{what}: the secret (or its beginning) leaked: …{}", head(&shown[at.saturating_sub(200)..]));
+        }
+    }
+}
+
+#[test]
+fn a_secret_never_gets_past_the_scrubber_whatever_the_trick() {
+    let (dir, _plugins) = secret_setup(&["leaks_secret"]);
+    let tricks = [
+        ("LEAKS_TOKEN", "text"),
+        ("LEAKS_TOKEN", "json_escape_one"),
+        ("LEAKS_TOKEN", "json_escape_all"),
+        ("LEAKS_TOKEN", "json_key"),
+        ("LEAKS_TOKEN", "json_slash"),
+        ("LEAKS_TOKEN", "json_surrogate"),
+        ("LEAKS_NUMBER", "json_number"),
+        ("LEAKS_NUMBER", "json_exponent"),
+        ("LEAKS_TOKEN", "stdout_cut"),
+        ("LEAKS_TOKEN", "log"),
+        ("LEAKS_TOKEN", "failed"),
+        ("LEAKS_TOKEN", "invalid_args"),
+        ("LEAKS_TOKEN", "panic"),
+    ];
+    for (var, how) in tricks {
+        let secret = if var == "LEAKS_TOKEN" { TOKEN } else { NUMBER };
+        let args = json!({ "var": var, "how": how }).to_string();
+        // As a person sees it (JSON pretty-printed, plugin output and logs at -vv) and as JSON.
+        for extra in [&["-vv"][..], &["-vv", "--json"][..]] {
+            let mut command = vec!["call", "leaks_secret", &args];
+            command.extend_from_slice(extra);
+            let output = toolhost(dir.path(), &command, &SECRETS);
+            let everything = format!("{}\n{}", stdout(&output), stderr(&output));
+            assert_never_shows(&format!("{how} {extra:?}"), &stdout(&output), secret);
+            assert_never_shows(&format!("{how} {extra:?}"), &everything, secret);
+            assert!(
+                everything.contains(&format!("[secret {var}]")),
+                "{how} {extra:?}: the plugin did get the secret, and it shows scrubbed: {}",
+                head(&everything)
+            );
+        }
+    }
+}
+
+#[test]
+fn a_scrubbed_json_output_stays_json_and_keeps_the_rest() {
+    let (dir, _plugins) = secret_setup(&["leaks_secret"]);
+    let args = json!({ "var": "LEAKS_TOKEN", "how": "json_key" }).to_string();
+    let output = toolhost(dir.path(), &["call", "leaks_secret", &args, "--json"], &SECRETS);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["output"]["type"], "json");
+    let value: Value = serde_json::from_str(report["output"]["value"].as_str().unwrap()).unwrap();
+    assert_eq!(value, json!({"a": [{"[secret LEAKS_TOKEN]": 1}]}));
+}
+
+#[test]
+fn what_the_model_events_and_transcript_get_is_scrubbed_too() {
+    let (dir, plugins) = secret_setup(&["leaks_secret"]);
+    let script = Script { anthropic: false, stream: false };
+    let calls: Vec<(String, String)> = ["json_escape_one", "json_surrogate", "json_key", "failed", "stdout_cut"]
+        .iter()
+        .map(|how| (format!("c_{how}"), json!({ "var": "LEAKS_TOKEN", "how": how }).to_string()))
+        .collect();
+    let scripted: Vec<(&str, &str, &str)> =
+        calls.iter().map(|(id, args)| (id.as_str(), "leaks_secret", args.as_str())).collect();
+    let server = ModelServer::start(vec![script.calls(&scripted), script.text("done")]);
+    let transcript = dir.path().join("t.json");
+    let events = dir.path().join("e.jsonl");
+    let base_url = script.base_url(&server);
+    let plugins = plugins.path().display().to_string();
+    let mut env = SECRETS.to_vec();
+    env.push(("OPENAI_API_KEY", "test-key"));
+    let output = toolhost(
+        dir.path(),
+        &[
+            "--plugins",
+            &plugins,
+            "run",
+            "leak it",
+            "--yes",
+            "--no-stream",
+            "--model",
+            script.model(),
+            "--base-url",
+            &base_url,
+            "--transcript",
+            transcript.to_str().unwrap(),
+            "--events",
+            events.to_str().unwrap(),
+        ],
+        &env,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let requests = server.requests();
+    let results = script.results(&requests[1]);
+    assert_eq!(results.len(), calls.len(), "{results:?}");
+    assert!(results[0].1.contains("[secret LEAKS_TOKEN]"), "{results:?}");
+    assert_never_shows("the model's request", &requests[1].body.to_string(), TOKEN);
+    assert_never_shows("the transcript", &std::fs::read_to_string(&transcript).unwrap(), TOKEN);
+    assert_never_shows("the events", &std::fs::read_to_string(&events).unwrap(), TOKEN);
+    assert_never_shows("the terminal", &format!("{}{}", stdout(&output), stderr(&output)), TOKEN);
+}
+
+#[test]
+fn json_output_that_is_not_json_is_a_typed_failure_never_json() {
+    let plugins = plugin_dir(&["bad_json"]);
+    let dir = plugins.path().display().to_string();
+    for text in [r#"{"answer": 42"#, "not json at all", "", "{\"a\":1} trailing"] {
+        let args = json!({ "text": text }).to_string();
+        let output = toolhost(Path::new("."), &["--plugins", &dir, "call", "bad_json", &args, "--json"], &[]);
+        assert_eq!(output.status.code(), Some(1), "{text:?}: {}", stdout(&output));
+        let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+        assert_eq!(report["error"]["kind"], "invalid_output", "{text:?}: {report}");
+        assert!(
+            report["error"]["message"].as_str().unwrap().contains("not valid JSON"),
+            "{text:?}: {}",
+            report["error"]["message"]
+        );
+        assert!(report.get("output").is_none(), "{text:?}: nothing is passed on as output: {report}");
+    }
+    let output = toolhost(Path::new("."), &["--plugins", &dir, "call", "bad_json"], &[]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stdout(&output).is_empty(), "{}", stdout(&output));
+    assert!(stderr(&output).contains("error: bad_json: returned an unusable output"), "{}", stderr(&output));
+
+    // To a model it is an error result, not a JSON document.
+    let script = Script { anthropic: true, stream: false };
+    let server = ModelServer::start(vec![script.calls(&[("b", "bad_json", "{}")]), script.text("ok")]);
+    let base_url = script.base_url(&server);
+    let output = toolhost(
+        Path::new("."),
+        &["--plugins", &dir, "run", "go", "--yes", "--no-stream", "--model", script.model(), "--base-url", &base_url],
+        &[("ANTHROPIC_API_KEY", "test-key")],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results = script.results(&server.requests()[1]);
+    assert!(results[0].2, "marked as an error: {results:?}");
+    assert!(results[0].1.contains("not valid JSON"), "{results:?}");
+}
+
+#[test]
+fn oversized_output_is_always_output_too_large() {
+    let plugins = plugin_dir(&["huge_output"]);
+    let dir = plugins.path().display().to_string();
+    let call = |bytes: u64, extra: &[&str]| -> Value {
+        let args = json!({ "bytes": bytes }).to_string();
+        let mut command = vec!["--plugins", &dir, "call", "huge_output", &args, "--json"];
+        command.extend_from_slice(extra);
+        let output = toolhost(Path::new("."), &command, &[]);
+        serde_json::from_str(&stdout(&output)).unwrap_or_else(|_| panic!("{bytes}: {}", stderr(&output)))
+    };
+    // Around the limit: exactly at it passes, one byte over is refused with its size.
+    let at = call(1000, &["--max-output", "1000B"]);
+    assert_eq!(at["ok"], true, "{at}");
+    let over = call(1001, &["--max-output", "1000B"]);
+    assert_eq!(over["error"]["kind"], "output_too_large", "{over}");
+    assert!(over["error"]["message"].as_str().unwrap().contains("returned 1001B"), "{over}");
+    // Far past it: refused before it is copied into the host.
+    let far = call(3 << 20, &["--max-output", "1000B"]);
+    assert_eq!(far["error"]["kind"], "output_too_large", "{far}");
+    assert!(far["error"]["message"].as_str().unwrap().contains("toolhost stopped copying it there"), "{far}");
+    // The default limit, and past wasmtime's own 128 MiB bound on one transfer.
+    let default = call(4 << 20, &[]);
+    assert_eq!(default["error"]["kind"], "output_too_large", "{default}");
+    let huge = call(200 << 20, &["--memory", "512MiB", "--max-output", "1MiB"]);
+    assert_eq!(huge["error"]["kind"], "output_too_large", "not a trap: {huge}");
+    let raised = call(160 << 20, &["--memory", "512MiB", "--max-output", "150MiB"]);
+    assert_eq!(raised["error"]["kind"], "output_too_large", "over a raised limit too: {raised}");
+}
+
+#[test]
+fn non_regular_wasm_entries_are_reported_as_skipped() {
+    let plugins = plugin_dir(&["echo"]);
+    let root = plugins.path();
+    mkfifo(&root.join("fifo.wasm"));
+    std::fs::create_dir(root.join("folder.wasm")).unwrap();
+    std::os::unix::fs::symlink(root.join("nowhere.wasm"), root.join("dangling.wasm")).unwrap();
+    std::os::unix::fs::symlink(root.join("loop.wasm"), root.join("loop.wasm")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", root.join("zero.wasm")).unwrap();
+    let dir = root.display().to_string();
+    let output = toolhost_within(Duration::from_secs(30), Path::new("."), &["--plugins", &dir, "tools"], &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("echo"), "the good plugin still loads: {}", stdout(&output));
+    let warnings = stderr(&output);
+    for (file, why) in [
+        ("fifo.wasm", "not a regular file (it is a FIFO)"),
+        ("folder.wasm", "not a regular file (it is a folder)"),
+        ("dangling.wasm", "a symlink to a file that does not exist"),
+        ("loop.wasm", "a symlink loop"),
+        ("zero.wasm", "not a regular file (it is a character device)"),
+    ] {
+        let line = warnings.lines().find(|line| line.contains(file)).unwrap_or_else(|| panic!("{file}: {warnings}"));
+        assert!(line.starts_with("warning: skipped ") && line.contains(why), "{file}: {line}");
+    }
+}
+
+#[test]
+fn a_manifest_that_is_a_fifo_or_dev_zero_gives_a_notice_and_never_hangs() {
+    for (make, why) in [
+        (mkfifo as fn(&Path), "it is a FIFO"),
+        (|path: &Path| std::os::unix::fs::symlink("/dev/zero", path).unwrap(), "it is a character device"),
+        (|path: &Path| std::fs::create_dir(path).unwrap(), "it is a folder"),
+    ] {
+        let plugins = plugin_dir(&["echo"]);
+        make(&plugins.path().join("echo.toml"));
+        let dir = plugins.path().display().to_string();
+        for command in [&["tools"][..], &["call", "echo", r#"{"text":"hi"}"#]] {
+            let mut args = vec!["--plugins", &dir];
+            args.extend_from_slice(command);
+            let output = toolhost_within(Duration::from_secs(30), Path::new("."), &args, &[]);
+            assert!(output.status.success(), "{command:?}: {}", stderr(&output));
+            let warnings = stderr(&output);
+            assert!(
+                warnings.contains("echo.toml") && warnings.contains(why),
+                "{command:?}: the manifest problem is shown: {warnings}"
+            );
+        }
+        let wasm = plugins.path().join("echo.wasm").display().to_string();
+        let output = toolhost_within(Duration::from_secs(30), Path::new("."), &["inspect", &wasm], &[]);
+        assert!(output.status.success(), "{}", stderr(&output));
+        assert!(stdout(&output).contains(why), "{}", stdout(&output));
+    }
+}
+
+#[test]
+fn inspect_and_config_refuse_special_files_quickly_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("plugin.wasm");
+    mkfifo(&fifo);
+    let zero = dir.path().join("zero.wasm");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    let folder = dir.path().join("folder.wasm");
+    std::fs::create_dir(&folder).unwrap();
+    for (path, why) in [
+        (&fifo, "not a regular file (it is a FIFO)"),
+        (&zero, "not a regular file (it is a character device)"),
+        (&folder, "not a regular file (it is a folder)"),
+    ] {
+        let shown = path.display().to_string();
+        let output = toolhost_within(Duration::from_secs(20), dir.path(), &["inspect", &shown], &[]);
+        assert_eq!(output.status.code(), Some(1), "{shown}: {}", stderr(&output));
+        let error = stderr(&output);
+        assert!(error.contains(&format!("error: {shown}: could not read the file: {why}")), "{error}");
+    }
+
+    let config = dir.path().join("toolhost.toml");
+    mkfifo(&config);
+    let zero_config = dir.path().join("zero.toml");
+    std::os::unix::fs::symlink("/dev/zero", &zero_config).unwrap();
+    for (path, why) in [(&config, "it is a FIFO"), (&zero_config, "it is a character device")] {
+        let shown = path.display().to_string();
+        for args in [vec!["--config", &shown, "tools"], vec!["tools"]] {
+            if args.len() == 1 && path != &config {
+                continue;
+            }
+            let output = toolhost_within(Duration::from_secs(20), dir.path(), &args, &[]);
+            assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
+            let error = stderr(&output);
+            assert!(error.contains("could not read config file") && error.contains(why), "{args:?}: {error}");
+            assert_eq!(error.lines().count(), 1, "one line: {error}");
+        }
+    }
+}
+
+fn inspect_error(name: &str) -> String {
+    let plugins = plugin_dir(&[name]);
+    let wasm = plugins.path().join(format!("{name}.wasm")).display().to_string();
+    let output = toolhost(Path::new("."), &["inspect", &wasm, "--json"], &[]);
+    assert_eq!(output.status.code(), Some(1), "{name}: {}", stdout(&output));
+    let found: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let error = found["error"].as_str().unwrap().to_owned();
+    // `tools` skips it with the same reason.
+    let dir = plugins.path().display().to_string();
+    let output = toolhost(Path::new("."), &["--plugins", &dir, "tools"], &[]);
+    assert!(stderr(&output).contains(&format!("warning: skipped {wasm}: {error}")), "{}", stderr(&output));
+    error
+}
+
+#[test]
+fn a_missing_import_is_named_and_said_to_be_missing() {
+    let error = inspect_error("imports_missing");
+    assert!(
+        error.contains("it imports `forecast` from `example:missing/weather`, which toolhost does not provide"),
+        "{error}"
+    );
+    assert!(!error.contains("wrong type") && !error.contains("linker"), "{error}");
+}
+
+#[test]
+fn a_remote_ref_says_remote_refs_are_not_allowed() {
+    let error = inspect_error("remote_ref");
+    assert!(error.contains("the input schema of tool `remote_ref`"), "{error}");
+    assert!(error.contains("https://schemas.example.com/address.json"), "{error}");
+    assert!(error.contains("remote `$ref`s are not allowed") && error.contains("inline"), "{error}");
+    assert!(!error.contains("feature") && !error.contains("registry"), "no crate internals: {error}");
+}
+
+#[test]
+fn a_pattern_only_a_backtracking_engine_runs_refuses_the_plugin() {
+    let error = inspect_error("lookaround_pattern");
+    assert!(error.contains("the input schema of tool `lookaround_pattern`"), "{error}");
+    assert!(error.contains("^(?=.*[0-9]).{8,}$"), "names the pattern: {error}");
+    assert!(error.contains("without lookaround"), "says what is wrong: {error}");
+}
+
+#[test]
+fn a_catastrophic_pattern_is_matched_in_linear_time_and_blames_no_one_wrongly() {
+    let plugins = plugin_dir(&["catastrophic_pattern"]);
+    let dir = plugins.path().display().to_string();
+    let hostile = json!({ "word": format!("{}!", "a".repeat(60)) }).to_string();
+    let start = Instant::now();
+    let output =
+        toolhost(Path::new("."), &["--plugins", &dir, "call", "catastrophic_pattern", &hostile, "--json"], &[]);
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["error"]["kind"], "invalid_arguments", "{report}");
+    let message = report["error"]["message"].as_str().unwrap();
+    assert!(message.contains("at `/word`") && message.contains("does not match"), "{message}");
+    assert!(!message.contains("backtrack"), "{message}");
+    assert!(start.elapsed() < Duration::from_secs(20), "took {:?}", start.elapsed());
+    let fine = json!({ "word": "a".repeat(5_000) }).to_string();
+    let output = toolhost(Path::new("."), &["--plugins", &dir, "call", "catastrophic_pattern", &fine], &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+}
+
+#[test]
+fn a_plugin_cannot_leave_a_symlink_in_a_read_write_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let plugins = plugin_dir(&["makes_symlink"]);
+    std::fs::write(
+        dir.path().join("toolhost.toml"),
+        format!(
+            "plugins_dir = {:?}\n[plugins.makes_symlink]\ndirs = [\"out:/out:rw\"]\n",
+            plugins.path().display().to_string()
+        ),
+    )
+    .unwrap();
+    for target in ["/etc/passwd", "../toolhost.toml", "inside.txt"] {
+        let args = json!({ "folder": "/out", "target": target, "link": "link" }).to_string();
+        let output = toolhost(dir.path(), &["call", "makes_symlink", &args, "--json"], &[]);
+        let report: Value =
+            serde_json::from_str(&stdout(&output)).unwrap_or_else(|_| panic!("{}", head(&stderr(&output))));
+        assert_eq!(report["error"]["kind"], "tool_failed", "{target}: {report}");
+        assert!(report["error"]["message"].as_str().unwrap().contains("not-permitted"), "{target}: {report}");
+        assert!(out.join("link").symlink_metadata().is_err(), "{target}: no symlink was left on the host");
+    }
+}
