@@ -422,7 +422,10 @@ fn anthropic_json(text: &str, calls: &[Call<'_>], stop: Option<&str>) -> Value {
     for (id, name, args) in calls {
         // A call cut off by the token limit has arguments that do not parse;
         // Anthropic then sends what it has as a string in the input.
-        let input: Value = serde_json::from_str(args).unwrap_or_else(|_| json!(args));
+        let input: Value = match args.trim() {
+            "" => json!({}),
+            args => serde_json::from_str(args).unwrap_or_else(|_| json!(args)),
+        };
         content.push(json!({"type": "tool_use", "id": id, "name": name, "input": input}));
     }
     let stop = stop.unwrap_or(if calls.is_empty() { "end_turn" } else { "tool_use" });

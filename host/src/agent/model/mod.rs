@@ -592,10 +592,9 @@ impl Failure {
         let mut source = std::error::Error::source(err);
         while let Some(cause) = source {
             // An untrusted certificate fails the same way every time: not worth a retry.
-            let tls = cause
-                .downcast_ref::<rustls::Error>()
-                .or_else(|| cause.downcast_ref::<std::io::Error>()?.get_ref()?.downcast_ref::<rustls::Error>());
-            if let Some(tls @ (rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented)) = tls {
+            if let Some(tls @ (rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented)) =
+                tls_error(cause)
+            {
                 return Failure::Final(ModelError::Certificate { url: url.to_owned(), message: tls.to_string() });
             }
             message.push_str(": ");
@@ -620,6 +619,16 @@ impl Failure {
             retry_after: None,
         }
     }
+}
+
+/// The rustls error in `error`, also when I/O errors wrap it (which hide it
+/// from `source()`).
+fn tls_error<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    if let Some(tls) = error.downcast_ref::<rustls::Error>() {
+        return Some(tls);
+    }
+    let inner: &(dyn std::error::Error + 'static) = error.downcast_ref::<std::io::Error>()?.get_ref()?;
+    tls_error(inner)
 }
 
 /// What went wrong with an attempt that will be retried, in a few words.
