@@ -189,8 +189,7 @@ fn bad_calls_get_error_results_the_model_can_act_on() {
             script.text("sorry"),
         ]);
         let (t, e) = (transcript.to_str().unwrap(), events.to_str().unwrap());
-        let output =
-            toolhost(script, &server, &bundled(), &["run", "try", "--yes", "--transcript", t, "--events", e]);
+        let output = toolhost(script, &server, &bundled(), &["run", "try", "--yes", "--transcript", t, "--events", e]);
         assert!(output.status.success(), "{script:?}: {}", stderr(&output));
         let results = results(script, &server, 1);
         assert_eq!(results.len(), 4, "{script:?}: every call has exactly one result");
@@ -283,7 +282,8 @@ fn a_429_is_retried_after_retry_after_with_one_line_and_event_per_retry() {
             status(503, &[("retry-after-ms", "10")], json!({"error": {"message": "busy"}})),
             script.text("finally"),
         ]);
-        let output = toolhost(script, &server, &bundled(), &["run", "hi", "--yes", "--events", events.to_str().unwrap()]);
+        let output =
+            toolhost(script, &server, &bundled(), &["run", "hi", "--yes", "--events", events.to_str().unwrap()]);
         assert!(output.status.success(), "{script:?}: {}", stderr(&output));
         assert!(stdout(&output).contains("finally"));
         assert_eq!(server.requests().len(), 3);
@@ -291,11 +291,19 @@ fn a_429_is_retried_after_retry_after_with_one_line_and_event_per_retry() {
         let retries: Vec<&str> = text.lines().filter(|line| line.contains("retrying in")).collect();
         assert_eq!(retries.len(), 2, "{script:?}: {text}");
         assert!(retries[0].contains("HTTP 429: slow down") && retries[0].contains("attempt 2 of 5"), "{text}");
-        assert!(retries[1].contains("HTTP 503: busy") && retries[1].contains("10ms") && retries[1].contains("attempt 3 of 5"), "{text}");
+        assert!(
+            retries[1].contains("HTTP 503: busy")
+                && retries[1].contains("10ms")
+                && retries[1].contains("attempt 3 of 5"),
+            "{text}"
+        );
         let retried: Vec<Value> =
             read_events(&events).into_iter().filter(|event| event["event"] == "model_retry").collect();
         assert_eq!(retried.len(), 2, "{script:?}");
-        assert_eq!((retried[1]["attempt"].clone(), retried[1]["max_attempts"].clone(), retried[1]["wait_ms"].clone()), (json!(3), json!(5), json!(10)));
+        assert_eq!(
+            (retried[1]["attempt"].clone(), retried[1]["max_attempts"].clone(), retried[1]["wait_ms"].clone()),
+            (json!(3), json!(5), json!(10))
+        );
     }
 }
 
@@ -530,7 +538,12 @@ fn check_call_events(events: &[Value]) {
             kinds.as_slice(),
             ["tool_call_requested", "tool_call_failed" | "tool_call_denied"]
                 | ["tool_call_requested", "tool_call_approved", "tool_call_failed"]
-                | ["tool_call_requested", "tool_call_approved", "tool_call_started", "tool_call_completed" | "tool_call_failed"]
+                | [
+                    "tool_call_requested",
+                    "tool_call_approved",
+                    "tool_call_started",
+                    "tool_call_completed" | "tool_call_failed"
+                ]
         );
         assert!(valid, "call {id}: {kinds:?}");
     }
@@ -684,7 +697,8 @@ fn a_stream_dropped_before_any_text_is_retried_with_a_line_saying_so() {
 #[test]
 fn yes_approves_ask_calls_as_the_yes_flag_and_deny_still_wins() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("toolhost.toml"), "[approvals]\ntools = { sha256 = \"ask\", echo = \"deny\" }\n").unwrap();
+    std::fs::write(dir.path().join("toolhost.toml"), "[approvals]\ntools = { sha256 = \"ask\", echo = \"deny\" }\n")
+        .unwrap();
     let events = dir.path().join("e.jsonl");
     let script = ALL[1];
     let server = ModelServer::start(vec![
@@ -732,8 +746,9 @@ fn ctrl_c_keeps_the_results_of_calls_that_finished() {
         &plugins.path().display().to_string(),
         &["run", "go", "--yes", "--transcript", t, "--events", e],
         || {
-            std::fs::read_to_string(&events)
-                .is_ok_and(|text| text.contains("tool_call_completed") && text.contains("\"tool_call_started\",\"call_id\":\"slow\""))
+            std::fs::read_to_string(&events).is_ok_and(|text| {
+                text.contains("tool_call_completed") && text.contains("\"tool_call_started\",\"call_id\":\"slow\"")
+            })
         },
     );
     assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
@@ -767,10 +782,7 @@ fn private_ca() -> (std::sync::Arc<rustls::ServerConfig>, String) {
         .with_safe_default_protocol_versions()
         .unwrap()
         .with_no_client_auth()
-        .with_single_cert(
-            vec![cert.der().clone()],
-            rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
-        )
+        .with_single_cert(vec![cert.der().clone()], rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()))
         .unwrap();
     (std::sync::Arc::new(config), ca_cert.pem())
 }
@@ -804,7 +816,8 @@ fn model_requests_go_through_the_proxy_the_environment_names() {
     // Plain HTTP: the proxy gets the request in absolute form.
     let server = ModelServer::start(vec![script.text("via the proxy"), script.text("direct")]);
     let proxy = Proxy::start();
-    let run = |env: &[(&str, &str)]| toolhost_env(Path::new("."), script, &server, &bundled(), &["run", "hi"], None, env);
+    let run =
+        |env: &[(&str, &str)]| toolhost_env(Path::new("."), script, &server, &bundled(), &["run", "hi"], None, env);
     let output = run(&[("HTTP_PROXY", &proxy.url)]);
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(stdout(&output).contains("via the proxy"));
@@ -823,7 +836,8 @@ fn model_requests_go_through_the_proxy_the_environment_names() {
     for script in [ALL[0], ALL[3]] {
         let server = ModelServer::start_tls(vec![script.text("tunnelled")], tls.clone());
         let proxy = Proxy::start();
-        let output = toolhost_env(dir.path(), script, &server, &bundled(), &["run", "hi"], None, &[("HTTPS_PROXY", &proxy.url)]);
+        let output =
+            toolhost_env(dir.path(), script, &server, &bundled(), &["run", "hi"], None, &[("HTTPS_PROXY", &proxy.url)]);
         assert!(output.status.success(), "{script:?}: {}", stderr(&output));
         assert!(stdout(&output).contains("tunnelled"));
         let authority = server.url.trim_start_matches("https://");
@@ -867,7 +881,8 @@ fn ctrl_c_at_the_approval_prompt_of_run_exits_at_once_on_a_terminal() {
         script.calls(&[("first", "calculate", r#"{"expression":"1+1"}"#), ("asked", "sha256", r#"{"text":"abc"}"#)]),
         script.text("never asked for"),
     ]);
-    let mut terminal = on_terminal(dir.path(), script, &server, &["run", "go", "--transcript", transcript.to_str().unwrap()]);
+    let mut terminal =
+        on_terminal(dir.path(), script, &server, &["run", "go", "--transcript", transcript.to_str().unwrap()]);
     terminal.expect("The model wants to call `sha256`");
     terminal.expect("allow it?");
     terminal.ctrl_c();

@@ -301,7 +301,11 @@ impl Script {
                 .flatten()
                 .filter(|block| block["type"] == "tool_use")
                 .map(|block| {
-                    (block["id"].as_str().unwrap_or_default().to_owned(), block["name"].as_str().unwrap_or_default().to_owned(), block["input"].clone())
+                    (
+                        block["id"].as_str().unwrap_or_default().to_owned(),
+                        block["name"].as_str().unwrap_or_default().to_owned(),
+                        block["input"].clone(),
+                    )
                 })
                 .collect()
         } else {
@@ -557,7 +561,10 @@ fn proxy(client: TcpStream, seen: &Mutex<Vec<String>>) {
     } else {
         let rest = target.strip_prefix("http://").unwrap_or(target);
         let (address, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-        (address.to_owned(), Some(format!("{method} {} HTTP/1.1\r\n{}", if path.is_empty() { "/" } else { path }, head.concat())))
+        (
+            address.to_owned(),
+            Some(format!("{method} {} HTTP/1.1\r\n{}", if path.is_empty() { "/" } else { path }, head.concat())),
+        )
     };
     let Ok(mut upstream) = TcpStream::connect(&address) else {
         let _ = (&client).write_all(b"HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n");

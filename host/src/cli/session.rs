@@ -191,7 +191,9 @@ pub fn report(outcome: &RunOutcome, max_turns_hint: &str) -> ExitCode {
             "error: the answer was cut off: the model hit its output token limit (raise `max_tokens` in [model])"
         ),
         RunStatus::Empty => {
-            eprintln!("error: the model sent an empty reply (no text and no tool calls); try again or rephrase the prompt")
+            eprintln!(
+                "error: the model sent an empty reply (no text and no tool calls); try again or rephrase the prompt"
+            )
         }
         RunStatus::ContentFilter => eprintln!("error: the provider filtered or refused the answer"),
         RunStatus::Failed => match &outcome.error {

@@ -139,7 +139,11 @@ impl Terminal {
                 self.pause();
                 eprintln!(
                     "  ↻ the model request failed ({reason}); retrying in {} (attempt {attempt} of {max_attempts})",
-                    if *wait_ms < 1_000 { format!("{wait_ms}ms") } else { format!("{:.1}s", *wait_ms as f64 / 1_000.0) }
+                    if *wait_ms < 1_000 {
+                        format!("{wait_ms}ms")
+                    } else {
+                        format!("{:.1}s", *wait_ms as f64 / 1_000.0)
+                    }
                 );
                 if spinning && std::io::stderr().is_terminal() {
                     self.state().spinner = Some(spinner("waiting for the model".to_owned()));

@@ -110,7 +110,10 @@ pub(super) fn parse_reply(value: &Value) -> Result<Reply, Failure> {
             Some("text") => content.push_str(block.get("text").and_then(Value::as_str).unwrap_or_default()),
             Some("tool_use") => tool_calls.push(ToolCall::new(
                 block.get("id").and_then(Value::as_str).unwrap_or_default(),
-                block.get("name").and_then(Value::as_str).ok_or_else(|| Failure::protocol("a tool_use block has no name"))?,
+                block
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| Failure::protocol("a tool_use block has no name"))?,
                 block.get("input").map(Value::to_string).unwrap_or_default(),
             )),
             _ => {} // thinking and other block kinds carry nothing for us

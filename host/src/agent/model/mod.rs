@@ -449,9 +449,7 @@ impl ModelClient {
                 })
                 .await;
             let (error, retry_after) = match &result {
-                Err(Failure::Retryable { error, retry_after })
-                    if attempt <= self.options.max_retries && !delivered =>
-                {
+                Err(Failure::Retryable { error, retry_after }) if attempt <= self.options.max_retries && !delivered => {
                     (error, *retry_after)
                 }
                 _ => return result.map_err(|failure| self.error(failure, attempt, &url, delivered)),
@@ -615,7 +613,12 @@ impl Failure {
     /// A stream that broke off before the response was complete.
     fn dropped(url: &str, message: impl Into<String>) -> Failure {
         Failure::Retryable {
-            error: ModelError::Dropped { url: url.to_owned(), attempts: 0, message: message.into(), partial_text: false },
+            error: ModelError::Dropped {
+                url: url.to_owned(),
+                attempts: 0,
+                message: message.into(),
+                partial_text: false,
+            },
             retry_after: None,
         }
     }
