@@ -5,7 +5,7 @@
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{BufRead, IsTerminal, Write};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use toolhost::agent::approval::{ApprovalRequest, Approver, Decision};
@@ -16,36 +16,41 @@ use toolhost::agent::events::Event;
 /// Reading the terminal must never hold up exit: a read in tokio's blocking
 /// pool would keep the runtime from shutting down until Enter was pressed.
 /// This thread is never waited for, and the prompts (`chat`'s and the
-/// approval prompt) all take their lines from it, in order.
-#[derive(Clone)]
+/// approval prompt) all take their lines from it, in order. It starts at the
+/// first prompt, so a run that asks nothing never reads stdin.
+#[derive(Clone, Default)]
 pub struct Input {
-    lines: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>>,
+    lines: Arc<OnceLock<tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>>>,
 }
 
 impl Input {
     pub fn stdin() -> Input {
-        let (sender, receiver) = mpsc::unbounded_channel();
-        std::thread::spawn(move || {
-            let mut stdin = std::io::stdin().lock();
-            loop {
-                let mut line = String::new();
-                match stdin.read_line(&mut line) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {
-                        if sender.send(line).is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
-        });
-        Input { lines: Arc::new(tokio::sync::Mutex::new(receiver)) }
+        Input::default()
     }
 
     /// The next line, or `None` at the end of the input.
     pub async fn line(&self) -> Option<String> {
-        self.lines.lock().await.recv().await
+        self.lines.get_or_init(read_stdin).lock().await.recv().await
     }
+}
+
+fn read_stdin() -> tokio::sync::Mutex<mpsc::UnboundedReceiver<String>> {
+    let (sender, receiver) = mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        let mut stdin = std::io::stdin().lock();
+        loop {
+            let mut line = String::new();
+            match stdin.read_line(&mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    if sender.send(line).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    tokio::sync::Mutex::new(receiver)
 }
 
 use super::format;
