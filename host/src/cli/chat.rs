@@ -26,7 +26,10 @@ pub async fn run(host: Host, args: Args) -> Result<ExitCode> {
         eprintln!("chatting with {} · /reset starts over · /exit or Ctrl-D ends", session.agent.model_name());
     }
     let mut status = ExitCode::SUCCESS;
+    let mut runs = 0;
     loop {
+        // The answer and its tool lines are on the screen before the next prompt.
+        session.terminal.shown(runs).await;
         if interactive {
             eprint!("\n> ");
             let _ = std::io::stderr().flush();
@@ -55,6 +58,7 @@ pub async fn run(host: Host, args: Args) -> Result<ExitCode> {
             _ => {}
         }
         let outcome = session.agent.run(&mut session.conversation, prompt, &cancel).await;
+        runs += 1;
         session.save()?;
         if outcome.status != RunStatus::Answered {
             status = session::report(&outcome, "--max-turns or `max_turns` in [model]");

@@ -59,6 +59,8 @@ pub struct Session {
     pub conversation: Conversation,
     /// What is typed on stdin, shared by the prompts.
     pub input: Input,
+    /// What the event display shows.
+    pub terminal: Terminal,
     transcript: Option<PathBuf>,
     display: JoinHandle<Result<()>>,
 }
@@ -112,11 +114,11 @@ impl Session {
             Arc::new(NobodyToAsk)
         };
         let (events, receiver) = mpsc::unbounded_channel();
-        let display = tokio::spawn(display(receiver, terminal, events_file));
+        let display = tokio::spawn(display(receiver, terminal.clone(), events_file));
         let agent = Agent::new(Arc::new(host), client, spec, approver).with_options(agent_options).with_events(events);
         let conversation =
             Conversation { system: args.system.clone().or_else(|| settings.system.clone()), messages: Vec::new() };
-        Ok(Session { agent, conversation, input, transcript: args.transcript.clone(), display })
+        Ok(Session { agent, conversation, input, terminal, transcript: args.transcript.clone(), display })
     }
 
     /// Saves the transcript, if asked for.

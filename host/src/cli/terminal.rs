@@ -59,6 +59,8 @@ use super::format;
 #[derive(Clone)]
 pub struct Terminal {
     inner: Arc<Mutex<State>>,
+    /// How many runs the display has shown to the end (`run_finished`).
+    runs_shown: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 struct State {
@@ -69,7 +71,18 @@ struct State {
 
 impl Terminal {
     pub fn new() -> Terminal {
-        Terminal { inner: Arc::new(Mutex::new(State { spinner: None, at_line_start: true })) }
+        Terminal {
+            inner: Arc::new(Mutex::new(State { spinner: None, at_line_start: true })),
+            runs_shown: Arc::new(tokio::sync::watch::Sender::new(0)),
+        }
+    }
+
+    /// Waits until the display has shown `runs` runs to their end, so that a
+    /// prompt is printed after the answer, not in the middle of it (for at
+    /// most two seconds: a display that stopped must not hang the prompt).
+    pub async fn shown(&self, runs: u64) {
+        let mut shown = self.runs_shown.subscribe();
+        let _ = tokio::time::timeout(Duration::from_secs(2), shown.wait_for(|shown| *shown >= runs)).await;
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -154,7 +167,10 @@ impl Terminal {
                     self.state().spinner = Some(spinner("waiting for the model".to_owned()));
                 }
             }
-            Event::RunFinished { .. } => self.pause(),
+            Event::RunFinished { .. } => {
+                self.pause();
+                self.runs_shown.send_modify(|shown| *shown += 1);
+            }
             _ => {}
         }
     }
