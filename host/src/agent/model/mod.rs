@@ -715,6 +715,28 @@ mod tests {
     }
 
     #[test]
+    fn normalize_gives_every_call_a_unique_id_and_an_object() {
+        let mut taken: std::collections::HashSet<String> = ["call_0".to_owned()].into();
+        let mut calls = vec![
+            ToolCall::new("", "a", r#"{"x":1}"#),
+            ToolCall::new("dup", "b", ""),
+            ToolCall::new("dup", "c", r#"{"x": "#),
+            ToolCall::new("call_0", "d", "[1]"),
+            ToolCall::new("", "e", "{}"),
+        ];
+        ToolCall::normalize(&mut calls, &mut taken);
+        let ids: Vec<&str> = calls.iter().map(|call| call.id.as_str()).collect();
+        assert_eq!(ids, ["toolhost_call_2", "dup", "dup_4", "call_0_5", "toolhost_call_6"]);
+        assert_eq!(taken.len(), 6);
+        let arguments: Vec<(&str, Option<&str>)> =
+            calls.iter().map(|call| (call.arguments.as_str(), call.malformed_arguments.as_deref())).collect();
+        assert_eq!(
+            arguments,
+            [(r#"{"x":1}"#, None), ("", None), ("{}", Some(r#"{"x": "#)), ("{}", Some("[1]")), ("{}", None)]
+        );
+    }
+
+    #[test]
     fn api_keys_never_print() {
         let key = ApiKey::new("sk-secret");
         assert!(!format!("{key:?}").contains("secret"));
