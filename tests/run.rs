@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::model_server::{ModelServer, Script, status};
+use common::model_server::{ModelServer, Proxy, Script, status};
 use common::{stderr, stdout};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -36,6 +36,22 @@ fn toolhost_in(
     args: &[&str],
     stdin: Option<&str>,
 ) -> Output {
+    toolhost_env(cwd, script, server, plugins, args, stdin, &[])
+}
+
+/// The proxy variables toolhost honours; unset in every test unless it sets them.
+const PROXY_VARS: [&str; 8] =
+    ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"];
+
+fn toolhost_env(
+    cwd: &Path,
+    script: Script,
+    server: &ModelServer,
+    plugins: &str,
+    args: &[&str],
+    stdin: Option<&str>,
+    env: &[(&str, &str)],
+) -> Output {
     let base_url = script.base_url(server);
     let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
     command
@@ -50,6 +66,10 @@ fn toolhost_in(
         .env_remove("TOOLHOST_CONFIG")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    for name in PROXY_VARS {
+        command.env_remove(name);
+    }
+    command.envs(env.iter().copied());
     if script.stream {
         // streaming is the default
     } else {
@@ -155,7 +175,10 @@ fn multi_turn_keeps_the_whole_conversation() {
 
 #[test]
 fn bad_calls_get_error_results_the_model_can_act_on() {
+    let dir = tempfile::tempdir().unwrap();
     for script in ALL {
+        let transcript = dir.path().join("t.json");
+        let events = dir.path().join("e.jsonl");
         let server = ModelServer::start(vec![
             script.calls(&[
                 ("bad_json", "sha256", r#"{"text": "#),
@@ -165,10 +188,32 @@ fn bad_calls_get_error_results_the_model_can_act_on() {
             ]),
             script.text("sorry"),
         ]);
-        let output = toolhost(script, &server, &bundled(), &["run", "try", "--yes"]);
+        let (t, e) = (transcript.to_str().unwrap(), events.to_str().unwrap());
+        let output = toolhost(script, &server, &bundled(), &["run", "try", "--yes", "--transcript", t, "--events", e]);
         assert!(output.status.success(), "{script:?}: {}", stderr(&output));
         let results = results(script, &server, 1);
         assert_eq!(results.len(), 4, "{script:?}: every call has exactly one result");
+        // What went back as the assistant's calls is a JSON object for each,
+        // even for arguments that were not; the transcript keeps the original.
+        let sent = script.sent_calls(&server.requests()[1]);
+        assert_eq!(sent.len(), 4, "{script:?}");
+        assert!(sent.iter().all(|(_, _, arguments)| arguments.is_object()), "{script:?}: {sent:?}");
+        assert_eq!(sent[0].2, json!({}), "{script:?}");
+        let saved: Value = serde_json::from_slice(&std::fs::read(&transcript).unwrap()).unwrap();
+        let call = &saved["messages"][1]["tool_calls"][0];
+        assert_eq!(call["arguments"], "{}", "{script:?}: {call}");
+        if !script.anthropic {
+            assert_eq!(call["malformed_arguments"], r#"{"text": "#, "{script:?}: {call}");
+        }
+        assert!(results[0].1.contains("malformed and was not run"), "{script:?}: {results:?}");
+        let events = read_events(&events);
+        check_call_events(&events);
+        assert_eq!(
+            kinds_of_call(&events, "unknown"),
+            ["tool_call_requested", "tool_call_failed"],
+            "{script:?}: an unknown tool is neither approved nor started"
+        );
+        assert_eq!(kinds_of_call(&events, "bad_json"), ["tool_call_requested", "tool_call_failed"]);
         let expect = [
             ("bad_json", "not valid JSON"),
             ("unknown", "no tool named `no_such_tool`"),
@@ -228,17 +273,37 @@ fn max_turns_ends_a_runaway_loop() {
 }
 
 #[test]
-fn a_429_is_retried_after_retry_after() {
-    for script in [ALL[0], ALL[3]] {
+fn a_429_is_retried_after_retry_after_with_one_line_and_event_per_retry() {
+    let dir = tempfile::tempdir().unwrap();
+    for script in ALL {
+        let events = dir.path().join("e.jsonl");
         let server = ModelServer::start(vec![
             status(429, &[("retry-after", "0")], json!({"error": {"message": "slow down"}})),
             status(503, &[("retry-after-ms", "10")], json!({"error": {"message": "busy"}})),
             script.text("finally"),
         ]);
-        let output = toolhost(script, &server, &bundled(), &["run", "hi", "--yes"]);
+        let output =
+            toolhost(script, &server, &bundled(), &["run", "hi", "--yes", "--events", events.to_str().unwrap()]);
         assert!(output.status.success(), "{script:?}: {}", stderr(&output));
         assert!(stdout(&output).contains("finally"));
         assert_eq!(server.requests().len(), 3);
+        let text = stderr(&output);
+        let retries: Vec<&str> = text.lines().filter(|line| line.contains("retrying in")).collect();
+        assert_eq!(retries.len(), 2, "{script:?}: {text}");
+        assert!(retries[0].contains("HTTP 429: slow down") && retries[0].contains("attempt 2 of 5"), "{text}");
+        assert!(
+            retries[1].contains("HTTP 503: busy")
+                && retries[1].contains("10ms")
+                && retries[1].contains("attempt 3 of 5"),
+            "{text}"
+        );
+        let retried: Vec<Value> =
+            read_events(&events).into_iter().filter(|event| event["event"] == "model_retry").collect();
+        assert_eq!(retried.len(), 2, "{script:?}");
+        assert_eq!(
+            (retried[1]["attempt"].clone(), retried[1]["max_attempts"].clone(), retried[1]["wait_ms"].clone()),
+            (json!(3), json!(5), json!(10))
+        );
     }
 }
 
@@ -367,6 +432,9 @@ fn interrupt(script: Script, server: &ModelServer, plugins: &str, args: &[&str],
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    for name in PROXY_VARS {
+        command.env_remove(name);
+    }
     let child = command.spawn().unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while !ready() {
@@ -436,4 +504,441 @@ fn a_refused_host_is_named_to_the_model_and_in_the_events() {
     let finished =
         text.lines().find(|line| line.contains("tool_call_failed") || line.contains("tool_call_completed")).unwrap();
     assert!(finished.contains("\"refused\":[{\"target\":\"http://127.0.0.1:9"), "{finished}");
+}
+
+/// Every event of a `--events` file.
+fn read_events(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|err| panic!("{err}: {line}")))
+        .collect()
+}
+
+/// The event names of one call, in order.
+fn kinds_of_call(events: &[Value], call_id: &str) -> Vec<String> {
+    events
+        .iter()
+        .filter(|event| event["call_id"] == call_id)
+        .map(|event| event["event"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Checks the documented sequence for every call: `tool_call_requested`,
+/// then exactly one final event, `tool_call_failed` or `tool_call_denied`
+/// directly, or `tool_call_approved` (then `tool_call_started` if it ran)
+/// then `tool_call_completed` or `tool_call_failed`.
+fn check_call_events(events: &[Value]) {
+    let mut ids: Vec<&str> = events.iter().filter_map(|event| event["call_id"].as_str()).collect();
+    ids.dedup();
+    for id in ids {
+        let kinds = kinds_of_call(events, id);
+        let kinds: Vec<&str> = kinds.iter().map(String::as_str).collect();
+        let valid = matches!(
+            kinds.as_slice(),
+            ["tool_call_requested", "tool_call_failed" | "tool_call_denied"]
+                | ["tool_call_requested", "tool_call_approved", "tool_call_failed"]
+                | [
+                    "tool_call_requested",
+                    "tool_call_approved",
+                    "tool_call_started",
+                    "tool_call_completed" | "tool_call_failed"
+                ]
+        );
+        assert!(valid, "call {id}: {kinds:?}");
+    }
+}
+
+#[test]
+fn calls_without_ids_get_ids_of_their_own_in_every_protocol() {
+    for script in ALL {
+        let server = ModelServer::start(vec![
+            script.calls(&[("", "sha256", r#"{"text":"abc"}"#), ("", "calculate", r#"{"expression":"6*7"}"#)]),
+            script.text("done"),
+        ]);
+        let output = toolhost(script, &server, &bundled(), &["run", "go", "--yes"]);
+        assert!(output.status.success(), "{script:?}: {}", stderr(&output));
+        let sent = script.sent_calls(&server.requests()[1]);
+        let results = results(script, &server, 1);
+        assert_eq!(sent.len(), 2, "{script:?}");
+        assert!(!sent[0].0.is_empty() && sent[0].0 != sent[1].0, "{script:?}: {sent:?}");
+        let sent_ids: Vec<&str> = sent.iter().map(|(id, _, _)| id.as_str()).collect();
+        let result_ids: Vec<&str> = results.iter().map(|(id, _, _)| id.as_str()).collect();
+        assert_eq!(sent_ids, result_ids, "{script:?}");
+        assert_eq!(results[0].1, ABC_SHA256, "{script:?}");
+        assert!(results[1].1.contains("42"), "{script:?}: {results:?}");
+    }
+}
+
+#[test]
+fn streamed_calls_without_ids_on_distinct_indexes_stay_apart() {
+    let script = ALL[1];
+    let server = ModelServer::start(vec![
+        Script::openai_deltas(
+            &[
+                json!({"index": 0, "type": "function", "function": {"name": "echo", "arguments": ""}}),
+                json!({"index": 1, "type": "function", "function": {"name": "sha256", "arguments": "{\"text\":"}}),
+                json!({"index": 0, "function": {"arguments": "{\"text\":\"hi\"}"}}),
+                json!({"index": 2, "type": "function", "function": {"name": "calculate", "arguments": "{\"expression\":\"1+1\"}"}}),
+                json!({"index": 1, "function": {"arguments": "\"abc\"}"}}),
+            ],
+            "tool_calls",
+        ),
+        script.text("done"),
+    ]);
+    let output = toolhost(script, &server, &bundled(), &["run", "go", "--yes"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let sent = script.sent_calls(&server.requests()[1]);
+    let names: Vec<&str> = sent.iter().map(|(_, name, _)| name.as_str()).collect();
+    assert_eq!(names, ["echo", "sha256", "calculate"]);
+    let results = results(script, &server, 1);
+    assert_eq!(results.len(), 3);
+    assert!(results[0].1.contains("hi") && !results[0].2, "{results:?}");
+    assert_eq!(results[1].1, ABC_SHA256);
+    assert!(results[2].1.contains('2') && !results[2].2, "{results:?}");
+    let mut ids: Vec<&str> = results.iter().map(|(id, _, _)| id.as_str()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 3, "{results:?}");
+}
+
+#[test]
+fn two_calls_with_one_id_get_two_ids_and_two_results() {
+    for script in ALL {
+        let server = ModelServer::start(vec![
+            script.calls(&[("dup", "sha256", r#"{"text":"abc"}"#), ("dup", "sha256", r#"{"text":""}"#)]),
+            script.text("done"),
+        ]);
+        let output = toolhost(script, &server, &bundled(), &["run", "go", "--yes"]);
+        assert!(output.status.success(), "{script:?}: {}", stderr(&output));
+        let sent = script.sent_calls(&server.requests()[1]);
+        let results = results(script, &server, 1);
+        assert_eq!(sent.len(), 2, "{script:?}");
+        assert_eq!(sent[0].0, "dup", "{script:?}: the first keeps the provider's id");
+        assert_ne!(sent[0].0, sent[1].0, "{script:?}");
+        let sent_ids: Vec<&str> = sent.iter().map(|(id, _, _)| id.as_str()).collect();
+        let result_ids: Vec<&str> = results.iter().map(|(id, _, _)| id.as_str()).collect();
+        assert_eq!(sent_ids, result_ids, "{script:?}");
+        assert_eq!(results[0].1, ABC_SHA256, "{script:?}");
+        assert_eq!(results[1].1, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", "{script:?}");
+    }
+}
+
+#[test]
+fn calls_cut_off_by_the_token_limit_are_not_run() {
+    let dir = tempfile::tempdir().unwrap();
+    for script in ALL {
+        let events = dir.path().join("e.jsonl");
+        let transcript = dir.path().join("t.json");
+        let server = ModelServer::start(vec![
+            script.calls_cut_off(&[("c1", "sha256", r#"{"text":"abc"}"#), ("c2", "sha256", r#"{"text": "ab"#)]),
+            script.text("never asked for"),
+        ]);
+        let (t, e) = (transcript.to_str().unwrap(), events.to_str().unwrap());
+        let output = toolhost(script, &server, &bundled(), &["run", "go", "--yes", "--transcript", t, "--events", e]);
+        assert_eq!(output.status.code(), Some(1), "{script:?}: {}", stderr(&output));
+        let text = stderr(&output);
+        assert!(text.contains("cut off by its output token limit") && text.contains("max_tokens"), "{text}");
+        assert!(!text.contains("✓"), "{script:?}: nothing ran: {text}");
+        assert_eq!(server.requests().len(), 1, "{script:?}");
+        let events = read_events(&events);
+        check_call_events(&events);
+        assert!(events.iter().all(|event| event["event"] != "tool_call_started"), "{script:?}");
+        assert_eq!(events.last().unwrap()["status"], "length");
+        // The transcript stays valid to send again: each call has its result.
+        let saved: Value = serde_json::from_slice(&std::fs::read(&transcript).unwrap()).unwrap();
+        let results = saved["messages"][2]["results"].as_array().unwrap();
+        assert_eq!(results.len(), 2, "{script:?}");
+        assert!(results.iter().all(|r| r["is_error"] == true && r["content"].as_str().unwrap().contains("not run")));
+    }
+}
+
+#[test]
+fn an_empty_reply_is_an_error() {
+    for script in ALL {
+        let server = ModelServer::start(vec![script.text("")]);
+        let output = toolhost(script, &server, &bundled(), &["run", "hi"]);
+        assert_eq!(output.status.code(), Some(1), "{script:?}: {}", stderr(&output));
+        assert!(stderr(&output).contains("the model sent an empty reply"), "{script:?}: {}", stderr(&output));
+    }
+}
+
+#[test]
+fn a_stream_dropped_after_text_says_so_and_keeps_the_text() {
+    let dir = tempfile::tempdir().unwrap();
+    for script in [ALL[1], ALL[3]] {
+        let transcript = dir.path().join("t.json");
+        let server = ModelServer::start(vec![script.dropped_after("The answer is 4"), script.text("again")]);
+        let t = transcript.to_str().unwrap();
+        let output = toolhost(script, &server, &bundled(), &["run", "2+2?", "--transcript", t]);
+        assert_eq!(output.status.code(), Some(1), "{script:?}");
+        assert!(stdout(&output).contains("The answer is 4"), "{script:?}");
+        let text = stderr(&output);
+        assert!(text.contains("broke off before it was complete") && text.contains("kept in the transcript"), "{text}");
+        assert!(!text.contains("could not reach"), "the model was reached: {text}");
+        assert_eq!(server.requests().len(), 1, "{script:?}: text was shown, so no retry repeats it");
+        let saved: Value = serde_json::from_slice(&std::fs::read(&transcript).unwrap()).unwrap();
+        assert_eq!(saved["messages"][1], json!({"role": "assistant", "content": "The answer is 4"}), "{script:?}");
+    }
+}
+
+#[test]
+fn a_stream_dropped_before_any_text_is_retried_with_a_line_saying_so() {
+    for script in [ALL[1], ALL[3]] {
+        let server = ModelServer::start(vec![script.dropped_after(""), script.text("whole")]);
+        let output = toolhost(script, &server, &bundled(), &["run", "hi"]);
+        assert!(output.status.success(), "{script:?}: {}", stderr(&output));
+        assert_eq!(stdout(&output).trim(), "whole");
+        assert!(stderr(&output).contains("the response broke off"), "{}", stderr(&output));
+        assert_eq!(server.requests().len(), 2);
+    }
+}
+
+#[test]
+fn yes_approves_ask_calls_as_the_yes_flag_and_deny_still_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("toolhost.toml"), "[approvals]\ntools = { sha256 = \"ask\", echo = \"deny\" }\n")
+        .unwrap();
+    let events = dir.path().join("e.jsonl");
+    let script = ALL[1];
+    let server = ModelServer::start(vec![
+        script.calls(&[
+            ("asked", "sha256", r#"{"text":"abc"}"#),
+            ("denied", "echo", r#"{"text":"x"}"#),
+            ("auto", "calculate", r#"{"expression":"1+1"}"#),
+        ]),
+        script.text("done"),
+    ]);
+    let e = events.to_str().unwrap();
+    let output = toolhost_in(dir.path(), script, &server, &bundled(), &["run", "go", "--yes", "--events", e], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results = results(script, &server, 1);
+    assert_eq!(results[0].1, ABC_SHA256);
+    assert!(results[1].2 && results[1].1.contains("the operator does not allow calls to `echo`"), "{results:?}");
+    let events = read_events(&events);
+    check_call_events(&events);
+    let approved_by = |id: &str| {
+        events.iter().find(|e| e["event"] == "tool_call_approved" && e["call_id"] == id).map(|e| e["by"].clone())
+    };
+    assert_eq!(approved_by("asked"), Some(json!("yes_flag")));
+    assert_eq!(approved_by("auto"), Some(json!("policy")));
+    assert_eq!(kinds_of_call(&events, "denied"), ["tool_call_requested", "tool_call_denied"]);
+
+    let help = Command::new(env!("CARGO_BIN_EXE_toolhost")).args(["run", "--help"]).output().unwrap();
+    assert!(stdout(&help).contains("a `deny` policy still wins"), "{}", stdout(&help));
+}
+
+#[test]
+fn ctrl_c_keeps_the_results_of_calls_that_finished() {
+    let script = ALL[1];
+    let plugins = common::plugin_dir(&["hash", "sleep_forever"]);
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = dir.path().join("t.json");
+    let events = dir.path().join("e.jsonl");
+    let server = ModelServer::start(vec![
+        script.calls(&[("fast", "sha256", r#"{"text":"abc"}"#), ("slow", "sleep_forever", "{}")]),
+        script.text("never asked for"),
+    ]);
+    let (t, e) = (transcript.to_str().unwrap(), events.to_str().unwrap());
+    let output = interrupt(
+        script,
+        &server,
+        &plugins.path().display().to_string(),
+        &["run", "go", "--yes", "--transcript", t, "--events", e],
+        || {
+            std::fs::read_to_string(&events).is_ok_and(|text| {
+                text.contains("tool_call_completed") && text.contains("\"tool_call_started\",\"call_id\":\"slow\"")
+            })
+        },
+    );
+    assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
+    let saved: Value = serde_json::from_slice(&std::fs::read(&transcript).unwrap()).unwrap();
+    let results = &saved["messages"][2]["results"];
+    assert_eq!(results[0]["content"], ABC_SHA256, "a finished call keeps its result: {results}");
+    assert_eq!(results[0]["is_error"], false);
+    assert!(results[1]["content"].as_str().unwrap().contains("cancelled while this call was running"), "{results}");
+    let events = read_events(&events);
+    check_call_events(&events);
+    let last = events.iter().rfind(|e| e["call_id"] == "slow").unwrap();
+    assert_eq!((last["event"].clone(), last["kind"].clone()), (json!("tool_call_failed"), json!("cancelled")));
+}
+
+/// A CA and a certificate for 127.0.0.1 signed by it, made for this test run:
+/// the server's TLS config and the CA's PEM.
+fn private_ca() -> (std::sync::Arc<rustls::ServerConfig>, String) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name.push(DnType::CommonName, "toolhost test CA");
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let mut leaf = CertificateParams::new(vec!["127.0.0.1".to_owned()]).unwrap();
+    leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let cert = leaf.signed_by(&key, &issuer).unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.der().clone()], rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()))
+        .unwrap();
+    (std::sync::Arc::new(config), ca_cert.pem())
+}
+
+#[test]
+fn a_model_server_with_a_private_ca_is_trusted_through_ca_file() {
+    let (tls, ca_pem) = private_ca();
+    let dir = tempfile::tempdir().unwrap();
+    for script in [ALL[1], ALL[2]] {
+        // Not trusted without the CA: one clear line, and no retries.
+        let _ = std::fs::remove_file(dir.path().join("toolhost.toml"));
+        let server = ModelServer::start_tls(vec![script.text("secure")], tls.clone());
+        let output = toolhost_in(dir.path(), script, &server, &bundled(), &["run", "hi"], None);
+        assert_eq!(output.status.code(), Some(1), "{script:?}: {}", stderr(&output));
+        let text = stderr(&output);
+        assert!(text.contains("could not verify the TLS certificate") && text.contains("ca_file"), "{text}");
+        assert!(!text.contains("retrying"), "a certificate error is not retried: {text}");
+
+        std::fs::write(dir.path().join("ca.pem"), &ca_pem).unwrap();
+        std::fs::write(dir.path().join("toolhost.toml"), "ca_file = \"ca.pem\"\n").unwrap();
+        let output = toolhost_in(dir.path(), script, &server, &bundled(), &["run", "hi"], None);
+        assert!(output.status.success(), "{script:?}: {}", stderr(&output));
+        assert!(stdout(&output).contains("secure"));
+        assert_eq!(server.requests().len(), 1);
+    }
+}
+
+#[test]
+fn model_requests_go_through_the_proxy_the_environment_names() {
+    let script = ALL[1];
+    // Plain HTTP: the proxy gets the request in absolute form.
+    let server = ModelServer::start(vec![script.text("via the proxy"), script.text("direct")]);
+    let proxy = Proxy::start();
+    let run =
+        |env: &[(&str, &str)]| toolhost_env(Path::new("."), script, &server, &bundled(), &["run", "hi"], None, env);
+    let output = run(&[("HTTP_PROXY", &proxy.url)]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("via the proxy"));
+    assert_eq!(proxy.seen(), [format!("POST {}/v1/chat/completions HTTP/1.1", server.url)]);
+    // NO_PROXY names hosts reached directly.
+    let output = run(&[("http_proxy", &proxy.url), ("NO_PROXY", "127.0.0.1")]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(proxy.seen().len(), 1, "{:?}", proxy.seen());
+    assert_eq!(server.requests().len(), 2);
+
+    // HTTPS through a CONNECT tunnel, with the private CA from the config.
+    let (tls, ca_pem) = private_ca();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("ca.pem"), &ca_pem).unwrap();
+    std::fs::write(dir.path().join("toolhost.toml"), "ca_file = \"ca.pem\"\n").unwrap();
+    for script in [ALL[0], ALL[3]] {
+        let server = ModelServer::start_tls(vec![script.text("tunnelled")], tls.clone());
+        let proxy = Proxy::start();
+        let output =
+            toolhost_env(dir.path(), script, &server, &bundled(), &["run", "hi"], None, &[("HTTPS_PROXY", &proxy.url)]);
+        assert!(output.status.success(), "{script:?}: {}", stderr(&output));
+        assert!(stdout(&output).contains("tunnelled"));
+        let authority = server.url.trim_start_matches("https://");
+        assert_eq!(proxy.seen(), [format!("CONNECT {authority} HTTP/1.1")], "{script:?}");
+        assert_eq!(server.requests().len(), 1);
+    }
+}
+
+/// `toolhost ARGS` on a pseudo-terminal against `server`, in `cwd`.
+fn on_terminal(cwd: &Path, script: Script, server: &ModelServer, args: &[&str]) -> common::pty::Terminal {
+    let base_url = script.base_url(server);
+    let cache = common::shared_cache().display().to_string();
+    let plugins = bundled();
+    let mut all = vec!["--plugins", &plugins];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--model", script.model(), "--base-url", &base_url]);
+    let mut remove = vec!["TOOLHOST_MODEL", "TOOLHOST_CONFIG", "TOOLHOST_PLUGINS", "TOOLHOST_LOG"];
+    remove.extend_from_slice(&PROXY_VARS);
+    common::pty::Terminal::spawn(
+        Path::new(env!("CARGO_BIN_EXE_toolhost")),
+        &all,
+        cwd,
+        &[("TOOLHOST_CACHE_DIR", &cache), ("OPENAI_API_KEY", "test-key"), ("ANTHROPIC_API_KEY", "test-key")],
+        &remove,
+    )
+}
+
+/// A folder whose toolhost.toml makes `sha256` ask for approval.
+fn asking_config() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("toolhost.toml"), "[approvals]\ntools = { sha256 = \"ask\" }\n").unwrap();
+    dir
+}
+
+#[test]
+fn ctrl_c_at_the_approval_prompt_of_run_exits_at_once_on_a_terminal() {
+    let script = ALL[1];
+    let dir = asking_config();
+    let transcript = dir.path().join("t.json");
+    let server = ModelServer::start(vec![
+        script.calls(&[("first", "calculate", r#"{"expression":"1+1"}"#), ("asked", "sha256", r#"{"text":"abc"}"#)]),
+        script.text("never asked for"),
+    ]);
+    let mut terminal =
+        on_terminal(dir.path(), script, &server, &["run", "go", "--transcript", transcript.to_str().unwrap()]);
+    terminal.expect("The model wants to call `sha256`");
+    terminal.expect("allow it?");
+    terminal.ctrl_c();
+    assert_eq!(terminal.exit_code(std::time::Duration::from_secs(10)), 130, "{}", terminal.output());
+    assert!(terminal.output().contains("cancelled"), "{}", terminal.output());
+    let saved: Value = serde_json::from_slice(&std::fs::read(&transcript).unwrap()).unwrap();
+    let results = &saved["messages"][2]["results"];
+    assert!(results[0]["content"].as_str().unwrap().contains("cancelled before this call started"), "{results}");
+    assert!(results[1]["content"].as_str().unwrap().contains("cancelled before this call was approved"), "{results}");
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[test]
+fn ctrl_c_at_the_chat_prompt_exits_130_on_a_terminal() {
+    let script = ALL[3];
+    let server = ModelServer::start(vec![script.text("Hello there.")]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut terminal = on_terminal(dir.path(), script, &server, &["chat"]);
+    terminal.expect("chatting with anthropic/test-model");
+    terminal.expect("> ");
+    terminal.send("hi\r");
+    terminal.expect("Hello there.");
+    terminal.expect("> ");
+    terminal.ctrl_c();
+    assert_eq!(terminal.exit_code(std::time::Duration::from_secs(10)), 130, "{}", terminal.output());
+    assert!(terminal.output().contains("cancelled"), "{}", terminal.output());
+}
+
+#[test]
+fn chat_on_a_terminal_asks_runs_answers_and_ctrl_c_at_the_next_prompt_exits_130() {
+    let script = ALL[1];
+    let dir = asking_config();
+    let events = dir.path().join("e.jsonl");
+    let server = ModelServer::start(vec![
+        script.calls(&[("one", "sha256", r#"{"text":"abc"}"#)]),
+        script.text("The digest is ba78."),
+        script.calls(&[("two", "sha256", r#"{"text":"again"}"#)]),
+        script.text("never asked for"),
+    ]);
+    let mut terminal = on_terminal(dir.path(), script, &server, &["chat", "--events", events.to_str().unwrap()]);
+    terminal.expect("> ");
+    terminal.send("hash abc\r");
+    terminal.expect("allow it?");
+    terminal.send("y\r");
+    terminal.expect("✓ sha256");
+    terminal.expect("The digest is ba78.");
+    terminal.expect("> ");
+    terminal.send("and again\r");
+    terminal.expect("allow it?");
+    terminal.ctrl_c();
+    assert_eq!(terminal.exit_code(std::time::Duration::from_secs(10)), 130, "{}", terminal.output());
+    assert_eq!(results(script, &server, 1), [("one".to_owned(), ABC_SHA256.to_owned(), false)]);
+    let events = read_events(&events);
+    check_call_events(&events);
+    let approved = events.iter().find(|e| e["event"] == "tool_call_approved").unwrap();
+    assert_eq!(approved["by"], "user_once");
+    assert_eq!(kinds_of_call(&events, "two"), ["tool_call_requested", "tool_call_denied"]);
+    assert_eq!(server.requests().len(), 3);
 }

@@ -1,11 +1,13 @@
 //! A scripted model server on 127.0.0.1 for tests: it answers each request
-//! with the next scripted response (OpenAI or Anthropic, streamed or not)
-//! and records what it was sent. It stops when dropped.
+//! with the next scripted response (OpenAI or Anthropic, streamed or not),
+//! over plain HTTP or TLS, and records what it was sent; and an HTTP proxy
+//! (absolute-form requests and CONNECT tunnels) that records what went
+//! through it. Both stop when dropped.
 #![allow(dead_code)]
 
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -52,6 +54,16 @@ pub struct ModelServer {
 
 impl ModelServer {
     pub fn start(script: Vec<Response>) -> ModelServer {
+        ModelServer::serve_with(script, None)
+    }
+
+    /// The same over TLS with `tls`; `url` is `https://127.0.0.1:PORT`.
+    pub fn start_tls(script: Vec<Response>, tls: Arc<rustls::ServerConfig>) -> ModelServer {
+        ModelServer::serve_with(script, Some(tls))
+    }
+
+    fn serve_with(script: Vec<Response>, tls: Option<Arc<rustls::ServerConfig>>) -> ModelServer {
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = listener.local_addr().unwrap().port();
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -68,11 +80,22 @@ impl ModelServer {
                     let Ok(stream) = stream else { continue };
                     let requests = requests.clone();
                     let script = script.clone();
-                    std::thread::spawn(move || serve(stream, &requests, &script));
+                    let tls = tls.clone();
+                    std::thread::spawn(move || match tls {
+                        None => serve(&mut { stream }, &requests, &script),
+                        Some(config) => {
+                            let Ok(connection) = rustls::ServerConnection::new(config) else { return };
+                            // A client that rejects the certificate ends here, with nothing recorded.
+                            let mut tls = rustls::StreamOwned::new(connection, stream);
+                            serve(&mut tls, &requests, &script);
+                            tls.conn.send_close_notify();
+                            let _ = tls.flush();
+                        }
+                    });
                 }
             })
         };
-        ModelServer { url: format!("http://127.0.0.1:{port}"), requests, stop, thread: Some(thread), port }
+        ModelServer { url: format!("{scheme}://127.0.0.1:{port}"), requests, stop, thread: Some(thread), port }
     }
 
     pub fn requests(&self) -> Vec<Request> {
@@ -90,8 +113,12 @@ impl Drop for ModelServer {
     }
 }
 
-fn serve(stream: TcpStream, requests: &Mutex<Vec<Request>>, script: &Mutex<std::vec::IntoIter<Response>>) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
+fn serve(
+    stream: &mut (impl Read + Write),
+    requests: &Mutex<Vec<Request>>,
+    script: &Mutex<std::vec::IntoIter<Response>>,
+) {
+    let mut reader = BufReader::new(stream);
     let mut request_line = String::new();
     if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
         return;
@@ -124,7 +151,7 @@ fn serve(stream: TcpStream, requests: &Mutex<Vec<Request>>, script: &Mutex<std::
         headers: Vec::new(),
         body: Body::Json(json!({"error": {"message": "the test script has no more responses"}})),
     });
-    let mut stream = stream;
+    let stream = reader.get_mut();
     let reason = match response.status {
         200 => "OK",
         401 => "Unauthorized",
@@ -169,8 +196,11 @@ fn serve(stream: TcpStream, requests: &Mutex<Vec<Request>>, script: &Mutex<std::
     let _ = stream.flush();
 }
 
-/// A tool call to script: id, tool name, arguments text.
+/// A tool call to script: id (empty: none is sent), tool name, arguments text.
 pub type Call<'a> = (&'a str, &'a str, &'a str);
+
+/// A stop reason that means: end the stream here, unfinished.
+const DROP: &str = "(drop)";
 
 pub fn hang() -> Response {
     Response { status: 200, headers: Vec::new(), body: Body::Hang }
@@ -214,7 +244,38 @@ impl Script {
     }
 
     pub fn truncated(&self, text: &str) -> Response {
-        self.reply(text, &[], Some(if self.anthropic { "max_tokens" } else { "length" }))
+        self.reply(text, &[], Some(self.length()))
+    }
+
+    /// Calls cut off by the token limit (the last one's arguments unfinished).
+    pub fn calls_cut_off(&self, calls: &[Call<'_>]) -> Response {
+        self.reply("", calls, Some(self.length()))
+    }
+
+    /// A streamed reply that breaks off after `text`: the server closes the
+    /// connection without finishing the response (streamed scripts only).
+    pub fn dropped_after(&self, text: &str) -> Response {
+        assert!(self.stream, "only a stream can break off");
+        self.reply(text, &[], Some(DROP))
+    }
+
+    /// The `index`/`id`/`function` entries of streamed OpenAI `tool_calls`
+    /// deltas, one chunk each, exactly as given, then `finish_reason`.
+    pub fn openai_deltas(deltas: &[Value], finish: &str) -> Response {
+        let chunk = |delta: Value, finish: Value| {
+            (None, json!({"id": "c", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}).to_string())
+        };
+        let mut events = vec![chunk(json!({"role": "assistant", "content": null}), Value::Null)];
+        for delta in deltas {
+            events.push(chunk(json!({"tool_calls": [delta]}), Value::Null));
+        }
+        events.push(chunk(json!({}), json!(finish)));
+        events.push((None, "[DONE]".to_owned()));
+        ok(Body::Events(events))
+    }
+
+    fn length(&self) -> &'static str {
+        if self.anthropic { "max_tokens" } else { "length" }
     }
 
     fn reply(&self, text: &str, calls: &[Call<'_>], stop: Option<&str>) -> Response {
@@ -223,6 +284,44 @@ impl Script {
             (false, true) => ok(Body::Events(openai_events(text, calls, stop))),
             (true, false) => ok(Body::Json(anthropic_json(text, calls, stop))),
             (true, true) => ok(Body::Events(anthropic_events(text, calls, stop))),
+        }
+    }
+
+    /// The tool calls of the last assistant message in `request`, as the host
+    /// sent them back: (call id, tool, arguments).
+    pub fn sent_calls(&self, request: &Request) -> Vec<(String, String, Value)> {
+        let messages = request.body["messages"].as_array().cloned().unwrap_or_default();
+        let Some(assistant) = messages.iter().rev().find(|message| message["role"] == "assistant") else {
+            return Vec::new();
+        };
+        if self.anthropic {
+            assistant["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|block| block["type"] == "tool_use")
+                .map(|block| {
+                    (
+                        block["id"].as_str().unwrap_or_default().to_owned(),
+                        block["name"].as_str().unwrap_or_default().to_owned(),
+                        block["input"].clone(),
+                    )
+                })
+                .collect()
+        } else {
+            assistant["tool_calls"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|call| {
+                    let arguments = call["function"]["arguments"].as_str().unwrap_or_default();
+                    (
+                        call["id"].as_str().unwrap_or_default().to_owned(),
+                        call["function"]["name"].as_str().unwrap_or_default().to_owned(),
+                        serde_json::from_str(arguments).unwrap_or_else(|_| json!({"not JSON": arguments})),
+                    )
+                })
+                .collect()
         }
     }
 
@@ -267,7 +366,13 @@ impl Script {
 fn openai_json(text: &str, calls: &[Call<'_>], stop: Option<&str>) -> Value {
     let tool_calls: Vec<Value> = calls
         .iter()
-        .map(|(id, name, args)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}}))
+        .map(|(id, name, args)| {
+            let mut call = json!({"type": "function", "function": {"name": name, "arguments": args}});
+            if !id.is_empty() {
+                call["id"] = json!(id);
+            }
+            call
+        })
         .collect();
     let mut message = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
     if !tool_calls.is_empty() {
@@ -290,14 +395,18 @@ fn openai_events(text: &str, calls: &[Call<'_>], stop: Option<&str>) -> Vec<(Opt
         events.push(chunk(json!({"content": piece}), Value::Null));
     }
     for (index, (id, name, args)) in calls.iter().enumerate() {
-        events.push(chunk(
-            json!({"tool_calls": [{"index": index, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}),
-            Value::Null,
-        ));
+        let mut start = json!({"index": index, "type": "function", "function": {"name": name, "arguments": ""}});
+        if !id.is_empty() {
+            start["id"] = json!(id);
+        }
+        events.push(chunk(json!({"tool_calls": [start]}), Value::Null));
         for piece in split(args) {
             events
                 .push(chunk(json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}), Value::Null));
         }
+    }
+    if stop == Some(DROP) {
+        return events;
     }
     let finish = stop.unwrap_or(if calls.is_empty() { "stop" } else { "tool_calls" });
     events.push(chunk(json!({}), json!(finish)));
@@ -315,7 +424,12 @@ fn anthropic_json(text: &str, calls: &[Call<'_>], stop: Option<&str>) -> Value {
         content.push(json!({"type": "text", "text": text}));
     }
     for (id, name, args) in calls {
-        let input: Value = serde_json::from_str(args).unwrap_or(json!({}));
+        // A call cut off by the token limit has arguments that do not parse;
+        // Anthropic then sends what it has as a string in the input.
+        let input: Value = match args.trim() {
+            "" => json!({}),
+            args => serde_json::from_str(args).unwrap_or_else(|_| json!(args)),
+        };
         content.push(json!({"type": "tool_use", "id": id, "name": name, "input": input}));
     }
     let stop = stop.unwrap_or(if calls.is_empty() { "end_turn" } else { "tool_use" });
@@ -356,6 +470,9 @@ fn anthropic_events(text: &str, calls: &[Call<'_>], stop: Option<&str>) -> Vec<(
         events.push(event("content_block_stop", json!({"type": "content_block_stop", "index": index})));
         index += 1;
     }
+    if stop == Some(DROP) {
+        return events;
+    }
     let stop = stop.unwrap_or(if calls.is_empty() { "end_turn" } else { "tool_use" });
     events.push(event("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 7}})));
     events.push(event("message_stop", json!({"type": "message_stop"})));
@@ -366,4 +483,110 @@ fn anthropic_events(text: &str, calls: &[Call<'_>], stop: Option<&str>) -> Vec<(
 fn split(text: &str) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();
     chars.chunks(7).map(|piece| piece.iter().collect()).collect()
+}
+
+/// An HTTP proxy on 127.0.0.1: forwards absolute-form requests
+/// (`POST http://HOST:PORT/path`) and tunnels `CONNECT HOST:PORT`, and
+/// records each request line. It stops when dropped.
+pub struct Proxy {
+    pub url: String,
+    seen: Arc<Mutex<Vec<String>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    port: u16,
+}
+
+impl Proxy {
+    pub fn start() -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let seen = seen.clone();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                for client in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(client) = client else { continue };
+                    let seen = seen.clone();
+                    std::thread::spawn(move || proxy(client, &seen));
+                }
+            })
+        };
+        Proxy { url: format!("http://127.0.0.1:{port}"), seen, stop, thread: Some(thread), port }
+    }
+
+    /// The request lines that went through, e.g. `CONNECT 127.0.0.1:4431 HTTP/1.1`.
+    pub fn seen(&self) -> Vec<String> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn proxy(client: TcpStream, seen: &Mutex<Vec<String>>) {
+    let mut reader = BufReader::new(client.try_clone().unwrap());
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+        return;
+    }
+    let mut head = Vec::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let end = line.trim_end().is_empty();
+        head.push(line);
+        if end {
+            break;
+        }
+    }
+    seen.lock().unwrap().push(request_line.trim_end().to_owned());
+    let mut parts = request_line.split_whitespace();
+    let (method, target) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
+    let (address, first) = if method == "CONNECT" {
+        (target.to_owned(), None)
+    } else {
+        let rest = target.strip_prefix("http://").unwrap_or(target);
+        let (address, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        (
+            address.to_owned(),
+            Some(format!("{method} {} HTTP/1.1\r\n{}", if path.is_empty() { "/" } else { path }, head.concat())),
+        )
+    };
+    let Ok(mut upstream) = TcpStream::connect(&address) else {
+        let _ = (&client).write_all(b"HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n");
+        return;
+    };
+    match first {
+        None => {
+            let _ = (&client).write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
+        }
+        Some(first) => {
+            let _ = upstream.write_all(first.as_bytes());
+        }
+    }
+    // What the reader already buffered goes first, then both directions are piped.
+    let _ = upstream.write_all(reader.buffer());
+    let mut to_upstream = upstream.try_clone().unwrap();
+    let mut from_client = client.try_clone().unwrap();
+    let forward = std::thread::spawn(move || {
+        let _ = std::io::copy(&mut from_client, &mut to_upstream);
+        let _ = to_upstream.shutdown(Shutdown::Write);
+    });
+    let _ = std::io::copy(&mut upstream, &mut &client);
+    let _ = client.shutdown(Shutdown::Both);
+    let _ = forward.join();
 }

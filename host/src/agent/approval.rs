@@ -66,6 +66,8 @@ pub enum Decision {
     AllowOnce,
     /// Run this call and every later call to the same tool in this session.
     AllowSession,
+    /// Run this call: the operator approved every call in advance (`--yes`).
+    AllowAll,
     /// Do not run it, for this reason (told to the model).
     Deny(String),
 }
@@ -76,12 +78,13 @@ pub trait Approver: Send + Sync {
     fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>>;
 }
 
-/// Approves everything (`--yes`).
+/// Approves every call whose policy is `ask` (`--yes`); a `deny` policy
+/// still wins, as an approver is only asked about `ask`.
 pub struct ApproveAll;
 
 impl Approver for ApproveAll {
     fn decide<'a>(&'a self, _: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
-        Box::pin(async { Decision::AllowOnce })
+        Box::pin(async { Decision::AllowAll })
     }
 }
 

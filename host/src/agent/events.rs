@@ -1,6 +1,20 @@
 //! The typed event stream of a run: what the model was asked and answered,
 //! and what happened to every tool call. The library sends events on a
 //! channel; `toolhost run --events FILE` writes them as JSON Lines.
+//!
+//! A run is `run_started`, then per turn `model_request`, any number of
+//! `model_retry`, and `model_response` (unless the request failed or was
+//! cancelled), then the turn's tool calls, then `run_finished`. Every tool
+//! call has `tool_call_requested` first and exactly one final event:
+//!
+//! - `tool_call_failed` at once, for an unknown tool or arguments that are
+//!   not a JSON object (kinds `unknown_tool`, `invalid_arguments`), or for a
+//!   call of a reply cut off by the token limit (`cut_off`); it never runs;
+//! - `tool_call_denied` (policy `deny`, a person said no, nobody to ask, or
+//!   Ctrl-C before it was approved);
+//! - `tool_call_approved`, then `tool_call_started` when it starts, then
+//!   `tool_call_completed` or `tool_call_failed` (kind `cancelled`, without
+//!   `tool_call_started` when Ctrl-C came before it started).
 
 use crate::agent::model::{StopReason, TokenUsage};
 use crate::runtime::outcome::Refusal;
@@ -19,6 +33,8 @@ pub enum RunStatus {
     Length,
     /// The provider filtered or refused the answer.
     ContentFilter,
+    /// The model replied with neither text nor tool calls.
+    Empty,
     /// The run was cancelled (Ctrl-C).
     Cancelled,
     /// A model request failed.
@@ -37,8 +53,8 @@ pub enum ApprovedBy {
     UserSession,
     /// The person allowed the tool earlier in this session.
     Session,
-    /// `--yes` approves everything.
-    Yes,
+    /// `--yes` approved it (every call whose policy is `ask`).
+    YesFlag,
 }
 
 /// One thing that happened during a run.
@@ -63,6 +79,19 @@ pub enum Event {
     TextDelta {
         /// The new text.
         text: String,
+    },
+    /// A model request failed and is being made again after a wait.
+    ModelRetry {
+        /// The turn.
+        turn: u32,
+        /// The attempt about to be made, from 2.
+        attempt: u32,
+        /// The most attempts that will be made.
+        max_attempts: u32,
+        /// How long toolhost waits first.
+        wait_ms: u64,
+        /// What went wrong, e.g. `HTTP 429: slow down`.
+        reason: String,
     },
     /// The model answered.
     ModelResponse {
@@ -136,7 +165,8 @@ pub enum Event {
         #[serde(skip_serializing_if = "Vec::is_empty")]
         refused: Vec<Refusal>,
     },
-    /// The call failed (including unknown tools and invalid arguments).
+    /// The call failed, or could not run: kind `unknown_tool`,
+    /// `invalid_arguments`, `cut_off` or `cancelled`, or an outcome kind.
     ToolCallFailed {
         /// The call id.
         call_id: String,

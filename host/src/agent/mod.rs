@@ -11,15 +11,16 @@ pub mod events;
 pub mod model;
 pub mod transcript;
 
-use crate::Host;
 use crate::agent::approval::{ApprovalConfig, ApprovalRequest, Approver, Decision, Policy};
 use crate::agent::events::{ApprovedBy, Event, RunStatus};
 use crate::agent::model::{
-    Conversation, Message, ModelClient, ModelError, StopReason, TokenUsage, ToolCall, ToolResult, ToolSpec,
+    Conversation, Message, ModelClient, ModelError, Progress, StopReason, TokenUsage, ToolCall, ToolResult, ToolSpec,
 };
 use crate::runtime::limits::LimitOverrides;
-use futures_util::StreamExt;
+use crate::{Host, Plugin};
+use futures_util::{FutureExt, StreamExt};
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tokio::sync::mpsc::UnboundedSender;
@@ -67,6 +68,8 @@ pub struct RunOutcome {
     pub turns: u32,
     /// Tool calls made.
     pub tool_calls: u32,
+    /// Calls of a reply cut off by the token limit, which were not run.
+    pub calls_not_run: u32,
     /// Tokens used over all turns.
     pub usage: TokenUsage,
     /// The model error that ended the run, if one did.
@@ -154,51 +157,95 @@ impl Agent {
             answer: String::new(),
             turns: 0,
             tool_calls: 0,
+            calls_not_run: 0,
             usage: TokenUsage::default(),
             error: None,
         };
+        // Call ids already in the conversation: a new call never reuses one.
+        let mut taken: HashSet<String> = conversation
+            .messages
+            .iter()
+            .flat_map(|message| match message {
+                Message::Assistant { tool_calls, .. } => tool_calls.as_slice(),
+                _ => &[],
+            })
+            .map(|call| call.id.clone())
+            .collect();
         for turn in 1..=self.options.max_turns {
             outcome.turns = turn;
             self.emit(Event::ModelRequest { turn, messages: conversation.messages.len() });
             let requested = Instant::now();
-            let mut on_text = |text: &str| self.emit(Event::TextDelta { text: text.to_owned() });
-            let reply = tokio::select! {
-                reply = self.client.complete(conversation, &self.tools, &mut on_text) => reply,
-                () = cancel.cancelled() => {
-                    outcome.status = RunStatus::Cancelled;
-                    break;
+            // The text shown so far, kept if the response breaks off or is cancelled.
+            let mut shown = String::new();
+            let mut on_progress = |progress: Progress<'_>| match progress {
+                Progress::Text(text) => {
+                    shown.push_str(text);
+                    self.emit(Event::TextDelta { text: text.to_owned() });
                 }
+                Progress::Retry(retry) => self.emit(Event::ModelRetry {
+                    turn,
+                    attempt: retry.attempt,
+                    max_attempts: retry.max_attempts,
+                    wait_ms: retry.wait.as_millis() as u64,
+                    reason: retry.reason,
+                }),
+            };
+            let reply = tokio::select! {
+                biased;
+                () = cancel.cancelled() => None,
+                reply = self.client.complete(conversation, &self.tools, &mut on_progress) => Some(reply),
             };
             let reply = match reply {
-                Ok(reply) => reply,
-                Err(err) => {
-                    outcome.status = RunStatus::Failed;
-                    outcome.error = Some(err);
+                Some(Ok(reply)) => reply,
+                failed => {
+                    if !shown.is_empty() {
+                        outcome.answer.clone_from(&shown);
+                        conversation.messages.push(Message::Assistant { content: shown, tool_calls: Vec::new() });
+                    }
+                    match failed {
+                        Some(Err(err)) => {
+                            outcome.status = RunStatus::Failed;
+                            outcome.error = Some(err);
+                        }
+                        _ => outcome.status = RunStatus::Cancelled,
+                    }
                     break;
                 }
             };
             outcome.usage.input += reply.usage.input;
             outcome.usage.output += reply.usage.output;
+            let mut calls = reply.tool_calls;
+            ToolCall::normalize(&mut calls, &mut taken);
             self.emit(Event::ModelResponse {
                 turn,
                 stop_reason: reply.stop.clone(),
-                tool_calls: reply.tool_calls.len(),
+                tool_calls: calls.len(),
                 input_tokens: reply.usage.input,
                 output_tokens: reply.usage.output,
                 duration_ms: requested.elapsed().as_millis() as u64,
             });
-            outcome.answer = reply.content.clone();
-            let calls = reply.tool_calls.clone();
-            conversation.messages.push(Message::Assistant { content: reply.content, tool_calls: reply.tool_calls });
+            outcome.answer.clone_from(&reply.content);
+            let empty = reply.content.trim().is_empty();
+            conversation.messages.push(Message::Assistant { content: reply.content, tool_calls: calls.clone() });
             if calls.is_empty() {
                 outcome.status = match reply.stop {
                     StopReason::Length => RunStatus::Length,
                     StopReason::ContentFilter => RunStatus::ContentFilter,
+                    _ if empty => RunStatus::Empty,
                     _ => RunStatus::Answered,
                 };
                 break;
             }
             outcome.tool_calls += calls.len() as u32;
+            if reply.stop == StopReason::Length {
+                // The last call may be incomplete, and the turn cannot go on:
+                // none of its calls runs, and each is told why.
+                let results = calls.iter().map(|call| self.not_run(turn, call)).collect();
+                conversation.messages.push(Message::Tool { results });
+                outcome.calls_not_run = calls.len() as u32;
+                outcome.status = RunStatus::Length;
+                break;
+            }
             let results = self.run_calls(turn, &calls, cancel).await;
             conversation.messages.push(Message::Tool { results });
             if cancel.is_cancelled() {
@@ -216,58 +263,115 @@ impl Agent {
         outcome
     }
 
-    /// Approves, runs and answers one turn's calls; results in call order.
-    async fn run_calls(&self, turn: u32, calls: &[ToolCall], cancel: &CancellationToken) -> Vec<ToolResult> {
-        // Approvals first, one at a time, so a person is asked in order.
-        let mut verdicts: Vec<Result<(), String>> = Vec::with_capacity(calls.len());
-        for call in calls {
-            self.emit(Event::ToolCallRequested {
-                turn,
-                call_id: call.id.clone(),
-                tool: call.name.clone(),
-                arguments: call.arguments.clone(),
-            });
-            let verdict = tokio::select! {
-                verdict = self.approve(call) => verdict,
-                () = cancel.cancelled() => Err("the run was cancelled before this call was approved".to_owned()),
-            };
-            match &verdict {
-                Ok(Some(by)) => {
-                    self.emit(Event::ToolCallApproved { call_id: call.id.clone(), tool: call.name.clone(), by: *by })
-                }
-                Ok(None) => {} // unknown tool: the call itself reports it
-                Err(reason) => self.emit(Event::ToolCallDenied {
-                    call_id: call.id.clone(),
-                    tool: call.name.clone(),
-                    reason: reason.clone(),
-                }),
-            }
-            verdicts.push(verdict.map(|_| ()));
-        }
-        let work = futures_util::stream::iter(calls.iter().zip(verdicts))
-            .map(|(call, verdict)| self.run_call(call, verdict))
-            .buffered(self.options.max_concurrent_tools.max(1))
-            .collect::<Vec<ToolResult>>();
-        tokio::select! {
-            results = work => results,
-            () = cancel.cancelled() => calls
-                .iter()
-                .map(|call| error_result(call, "the run was cancelled before this call finished".to_owned()))
-                .collect(),
-        }
+    /// The result of a call in a turn cut off by the token limit.
+    fn not_run(&self, turn: u32, call: &ToolCall) -> ToolResult {
+        self.emit(requested(turn, call));
+        let message = "not run: the reply was cut off by the output token limit, so this call may be \
+                       incomplete; no call of that reply was run"
+            .to_owned();
+        self.emit(failed_before_running(call, "cut_off", &message));
+        error_result(call, message)
     }
 
-    /// `Ok(Some(by))` to run, `Ok(None)` for an unknown tool, `Err(reason)` if denied.
-    async fn approve(&self, call: &ToolCall) -> Result<Option<ApprovedBy>, String> {
-        let Some((_, plugin)) = self.host.find(&call.name) else {
-            return Ok(None);
-        };
+    /// Checks, approves, runs and answers one turn's calls; results in call order.
+    ///
+    /// Events per call: `tool_call_requested`, then exactly one of
+    /// `tool_call_failed` (unknown tool or malformed arguments: never asked
+    /// about, never run), `tool_call_denied`, or `tool_call_approved`
+    /// followed by `tool_call_started` (once it runs) and `tool_call_completed`
+    /// or `tool_call_failed` (`cancelled` when Ctrl-C came first).
+    async fn run_calls(&self, turn: u32, calls: &[ToolCall], cancel: &CancellationToken) -> Vec<ToolResult> {
+        let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
+        let mut approved: Vec<usize> = Vec::with_capacity(calls.len());
+        // Approvals first, one at a time, so a person is asked in order.
+        for (i, call) in calls.iter().enumerate() {
+            self.emit(requested(turn, call));
+            let Some((_, plugin)) = self.host.find(&call.name) else {
+                let report = self.host.call(&call.name, "{}", &LimitOverrides::default()).await;
+                let message = report.outcome.err().map(|err| err.to_string()).unwrap_or_default();
+                self.emit(failed_before_running(call, "unknown_tool", &message));
+                results[i] = Some(error_result(call, message));
+                continue;
+            };
+            if let Some(original) = &call.malformed_arguments {
+                let message = malformed(original);
+                self.emit(failed_before_running(call, "invalid_arguments", &message));
+                results[i] = Some(error_result(call, message));
+                continue;
+            }
+            let verdict = tokio::select! {
+                biased;
+                () = cancel.cancelled() => Err("the run was cancelled before this call was approved".to_owned()),
+                verdict = self.approve(call, plugin) => verdict,
+            };
+            match verdict {
+                Ok(by) => {
+                    self.emit(Event::ToolCallApproved { call_id: call.id.clone(), tool: call.name.clone(), by });
+                    approved.push(i);
+                }
+                Err(reason) => {
+                    self.emit(Event::ToolCallDenied {
+                        call_id: call.id.clone(),
+                        tool: call.name.clone(),
+                        reason: reason.clone(),
+                    });
+                    results[i] = Some(error_result(call, format!("denied: {reason}")));
+                }
+            }
+        }
+        let started: Vec<AtomicBool> = calls.iter().map(|_| AtomicBool::new(false)).collect();
+        if !cancel.is_cancelled() {
+            let mut work = futures_util::stream::iter(approved.iter().copied())
+                .map(|i| {
+                    let started = &started[i];
+                    async move { (i, self.run_call(&calls[i], started).await) }
+                })
+                .buffer_unordered(self.options.max_concurrent_tools.max(1));
+            loop {
+                tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => {
+                        // Keep whatever finished at the same moment.
+                        while let Some(Some((i, result))) = work.next().now_or_never() {
+                            results[i] = Some(result);
+                        }
+                        break;
+                    }
+                    next = work.next() => match next {
+                        Some((i, result)) => results[i] = Some(result),
+                        None => break,
+                    },
+                }
+            }
+        }
+        // Only cancellation leaves an approved call without a result.
+        for i in approved {
+            if results[i].is_none() {
+                let call = &calls[i];
+                let message = if started[i].load(Ordering::SeqCst) {
+                    "cancelled: the run was cancelled while this call was running"
+                } else {
+                    "cancelled: the run was cancelled before this call started"
+                };
+                self.emit(failed_before_running(call, "cancelled", message));
+                results[i] = Some(error_result(call, message.to_owned()));
+            }
+        }
+        results
+            .into_iter()
+            .zip(calls)
+            .map(|(result, call)| result.unwrap_or_else(|| error_result(call, "cancelled".to_owned())))
+            .collect()
+    }
+
+    /// `Ok(by)` to run, `Err(reason)` if denied.
+    async fn approve(&self, call: &ToolCall, plugin: &Plugin) -> Result<ApprovedBy, String> {
         match self.approvals.policy_for(&call.name, &plugin.name) {
-            Policy::Auto => Ok(Some(ApprovedBy::Policy)),
+            Policy::Auto => Ok(ApprovedBy::Policy),
             Policy::Deny => Err(format!("the operator does not allow calls to `{}`", call.name)),
             Policy::Ask => {
                 if self.session_allows(&call.name) {
-                    return Ok(Some(ApprovedBy::Session));
+                    return Ok(ApprovedBy::Session);
                 }
                 let request = ApprovalRequest {
                     tool: call.name.clone(),
@@ -281,11 +385,12 @@ impl Agent {
                         .collect(),
                 };
                 match self.approver.decide(&request).await {
-                    Decision::AllowOnce => Ok(Some(ApprovedBy::UserOnce)),
+                    Decision::AllowOnce => Ok(ApprovedBy::UserOnce),
                     Decision::AllowSession => {
                         self.allowed_for_session.lock().unwrap_or_else(|p| p.into_inner()).insert(call.name.clone());
-                        Ok(Some(ApprovedBy::UserSession))
+                        Ok(ApprovedBy::UserSession)
                     }
+                    Decision::AllowAll => Ok(ApprovedBy::YesFlag),
                     Decision::Deny(reason) => Err(reason),
                 }
             }
@@ -296,10 +401,8 @@ impl Agent {
         self.allowed_for_session.lock().unwrap_or_else(|p| p.into_inner()).contains(tool)
     }
 
-    async fn run_call(&self, call: &ToolCall, verdict: Result<(), String>) -> ToolResult {
-        if let Err(reason) = verdict {
-            return error_result(call, format!("denied: {reason}"));
-        }
+    async fn run_call(&self, call: &ToolCall, started: &AtomicBool) -> ToolResult {
+        started.store(true, Ordering::SeqCst);
         self.emit(Event::ToolCallStarted { call_id: call.id.clone(), tool: call.name.clone() });
         let report = self.host.call(&call.name, &call.arguments, &LimitOverrides::default()).await;
         let duration_ms = report.usage.wall.as_secs_f64() * 1_000.0;
@@ -339,6 +442,52 @@ impl Agent {
                 error_result(call, content)
             }
         }
+    }
+}
+
+fn requested(turn: u32, call: &ToolCall) -> Event {
+    Event::ToolCallRequested {
+        turn,
+        call_id: call.id.clone(),
+        tool: call.name.clone(),
+        arguments: call.malformed_arguments.clone().unwrap_or_else(|| call.arguments.clone()),
+    }
+}
+
+/// `tool_call_failed` for a call that never ran.
+fn failed_before_running(call: &ToolCall, kind: &str, message: &str) -> Event {
+    Event::ToolCallFailed {
+        call_id: call.id.clone(),
+        tool: call.name.clone(),
+        kind: kind.to_owned(),
+        message: message.to_owned(),
+        fuel: 0,
+        memory_peak: 0,
+        duration_ms: 0.0,
+        refused: Vec::new(),
+    }
+}
+
+/// The result for a call whose arguments were not a JSON object.
+fn malformed(original: &str) -> String {
+    let what = match serde_json::from_str::<serde_json::Value>(original) {
+        Err(err) => format!("they are not valid JSON ({err})"),
+        Ok(value) => format!("they are JSON {}, not an object", json_kind(&value)),
+    };
+    format!(
+        "the call was malformed and was not run: {what}. Send the arguments as one JSON object that matches \
+         the tool's input schema"
+    )
+}
+
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
     }
 }
 

@@ -1,6 +1,7 @@
 //! `toolhost chat`: a conversation over several prompts. Each line read from
 //! stdin is a prompt; `/reset` starts over, `/exit` (or end of input) ends.
-//! Ctrl-C cancels the reply in progress and ends the chat.
+//! Ctrl-C cancels the reply in progress, or the prompt, and ends the chat
+//! with exit status 130.
 
 use super::session::{self, ModelArgs, Session};
 use anyhow::Result;
@@ -25,14 +26,24 @@ pub async fn run(host: Host, args: Args) -> Result<ExitCode> {
         eprintln!("chatting with {} · /reset starts over · /exit or Ctrl-D ends", session.agent.model_name());
     }
     let mut status = ExitCode::SUCCESS;
+    let mut runs = 0;
     loop {
+        // The answer and its tool lines are on the screen before the next prompt.
+        session.terminal.shown(runs).await;
         if interactive {
             eprint!("\n> ");
             let _ = std::io::stderr().flush();
         }
         let line = tokio::select! {
-            line = tokio::task::spawn_blocking(read_line) => line.ok().flatten(),
-            () = cancel.cancelled() => None,
+            biased;
+            () = cancel.cancelled() => {
+                if interactive {
+                    eprintln!();
+                }
+                status = session::cancelled();
+                break;
+            }
+            line = session.input.line() => line,
         };
         let Some(line) = line else { break };
         let prompt = line.trim();
@@ -47,6 +58,7 @@ pub async fn run(host: Host, args: Args) -> Result<ExitCode> {
             _ => {}
         }
         let outcome = session.agent.run(&mut session.conversation, prompt, &cancel).await;
+        runs += 1;
         session.save()?;
         if outcome.status != RunStatus::Answered {
             status = session::report(&outcome, "--max-turns or `max_turns` in [model]");
@@ -58,12 +70,4 @@ pub async fn run(host: Host, args: Args) -> Result<ExitCode> {
     session.save()?;
     session.finish().await?;
     Ok(status)
-}
-
-fn read_line() -> Option<String> {
-    let mut line = String::new();
-    match std::io::stdin().read_line(&mut line) {
-        Ok(0) | Err(_) => None,
-        Ok(_) => Some(line),
-    }
 }

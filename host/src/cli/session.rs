@@ -1,7 +1,7 @@
 //! What `run` and `chat` share: flags for the model, building the agent,
 //! the event display and `--events` file, and saving the transcript.
 
-use super::terminal::{Terminal, TerminalApprover};
+use super::terminal::{Input, Terminal, TerminalApprover};
 use anyhow::{Context, Result};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -36,7 +36,7 @@ pub struct ModelArgs {
     #[arg(long, value_name = "N")]
     max_turns: Option<u32>,
 
-    /// Approve every tool call, whatever its policy
+    /// Approve every tool call whose policy is `ask` without asking (a `deny` policy still wins)
     #[arg(long, short = 'y')]
     yes: bool,
 
@@ -57,6 +57,10 @@ pub struct ModelArgs {
 pub struct Session {
     pub agent: Agent,
     pub conversation: Conversation,
+    /// What is typed on stdin, shared by the prompts.
+    pub input: Input,
+    /// What the event display shows.
+    pub terminal: Terminal,
     transcript: Option<PathBuf>,
     display: JoinHandle<Result<()>>,
 }
@@ -70,11 +74,16 @@ impl Session {
         };
         let endpoint = providers::resolve(&spec, &config, args.base_url.as_deref())?;
         let settings = &config.model;
+        let extra_roots = match &config.ca_file {
+            Some(path) => toolhost::tls::load_ca_file(path)?,
+            None => Vec::new(),
+        };
         let options = RequestOptions {
             stream: !args.no_stream && settings.stream.unwrap_or(true),
             timeout: settings.request_timeout.map(|t| t.0).unwrap_or(RequestOptions::default().timeout),
             max_retries: settings.max_retries.unwrap_or(RequestOptions::default().max_retries),
             max_tokens: settings.max_tokens,
+            extra_roots,
         };
         let client = ModelClient::new(endpoint, options)?;
         let agent_options = AgentOptions {
@@ -96,19 +105,20 @@ impl Session {
             None => None,
         };
         let terminal = Terminal::new();
+        let input = Input::stdin();
         let approver: Arc<dyn Approver> = if args.yes {
             Arc::new(ApproveAll)
         } else if std::io::stdin().is_terminal() {
-            Arc::new(TerminalApprover::new(terminal.clone()))
+            Arc::new(TerminalApprover::new(terminal.clone(), input.clone()))
         } else {
             Arc::new(NobodyToAsk)
         };
         let (events, receiver) = mpsc::unbounded_channel();
-        let display = tokio::spawn(display(receiver, terminal, events_file));
+        let display = tokio::spawn(display(receiver, terminal.clone(), events_file));
         let agent = Agent::new(Arc::new(host), client, spec, approver).with_options(agent_options).with_events(events);
         let conversation =
             Conversation { system: args.system.clone().or_else(|| settings.system.clone()), messages: Vec::new() };
-        Ok(Session { agent, conversation, transcript: args.transcript.clone(), display })
+        Ok(Session { agent, conversation, input, terminal, transcript: args.transcript.clone(), display })
     }
 
     /// Saves the transcript, if asked for.
@@ -151,11 +161,17 @@ async fn display(
     Ok(())
 }
 
-/// Cancels `cancel` on every Ctrl-C.
+/// Cancels `cancel` on the first Ctrl-C (the run stops, results and the
+/// transcript are kept); a second Ctrl-C exits at once with status 130.
 pub fn cancel_on_ctrl_c(cancel: tokio_util::sync::CancellationToken) {
     tokio::spawn(async move {
-        while tokio::signal::ctrl_c().await.is_ok() {
-            cancel.cancel();
+        if tokio::signal::ctrl_c().await.is_err() {
+            return;
+        }
+        cancel.cancel();
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("\ncancelled (Ctrl-C twice: exiting at once)");
+            std::process::exit(130);
         }
     });
 }
@@ -168,18 +184,31 @@ pub fn report(outcome: &RunOutcome, max_turns_hint: &str) -> ExitCode {
             "error: the model was still calling tools after {} turns, the limit; raise it with {max_turns_hint}",
             outcome.turns
         ),
+        RunStatus::Length if outcome.calls_not_run > 0 => eprintln!(
+            "error: the model's reply was cut off by its output token limit while it was writing tool calls; \
+             none of its {} calls was run (raise `max_tokens` in [model])",
+            outcome.calls_not_run
+        ),
         RunStatus::Length => eprintln!(
             "error: the answer was cut off: the model hit its output token limit (raise `max_tokens` in [model])"
         ),
+        RunStatus::Empty => {
+            eprintln!(
+                "error: the model sent an empty reply (no text and no tool calls); try again or rephrase the prompt"
+            )
+        }
         RunStatus::ContentFilter => eprintln!("error: the provider filtered or refused the answer"),
         RunStatus::Failed => match &outcome.error {
             Some(err) => eprintln!("error: {err}"),
             None => eprintln!("error: the model request failed"),
         },
-        RunStatus::Cancelled => {
-            eprintln!("cancelled");
-            return ExitCode::from(130);
-        }
+        RunStatus::Cancelled => return cancelled(),
     }
     ExitCode::FAILURE
+}
+
+/// Says the run was cancelled; exit status 130.
+pub fn cancelled() -> ExitCode {
+    eprintln!("cancelled");
+    ExitCode::from(130)
 }

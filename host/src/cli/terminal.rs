@@ -1,14 +1,57 @@
 //! What a person sees during `run` and `chat`: a spinner while the model
-//! thinks, the answer as it streams (stdout), one line per tool call
-//! (stderr), and approval prompts.
+//! thinks, the answer as it streams (stdout), one line per tool call and per
+//! retry (stderr), and approval prompts; and the lines they type.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::io::{IsTerminal, Write};
+use std::io::{BufRead, IsTerminal, Write};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
+use tokio::sync::mpsc;
 use toolhost::agent::approval::{ApprovalRequest, Approver, Decision};
 use toolhost::agent::events::Event;
+
+/// The lines typed on stdin, read by a thread of their own.
+///
+/// Reading the terminal must never hold up exit: a read in tokio's blocking
+/// pool would keep the runtime from shutting down until Enter was pressed.
+/// This thread is never waited for, and the prompts (`chat`'s and the
+/// approval prompt) all take their lines from it, in order. It starts at the
+/// first prompt, so a run that asks nothing never reads stdin.
+#[derive(Clone, Default)]
+pub struct Input {
+    lines: Arc<OnceLock<tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>>>,
+}
+
+impl Input {
+    pub fn stdin() -> Input {
+        Input::default()
+    }
+
+    /// The next line, or `None` at the end of the input.
+    pub async fn line(&self) -> Option<String> {
+        self.lines.get_or_init(read_stdin).lock().await.recv().await
+    }
+}
+
+fn read_stdin() -> tokio::sync::Mutex<mpsc::UnboundedReceiver<String>> {
+    let (sender, receiver) = mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        let mut stdin = std::io::stdin().lock();
+        loop {
+            let mut line = String::new();
+            match stdin.read_line(&mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    if sender.send(line).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    tokio::sync::Mutex::new(receiver)
+}
 
 use super::format;
 
@@ -16,6 +59,8 @@ use super::format;
 #[derive(Clone)]
 pub struct Terminal {
     inner: Arc<Mutex<State>>,
+    /// How many runs the display has shown to the end (`run_finished`).
+    runs_shown: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 struct State {
@@ -26,7 +71,18 @@ struct State {
 
 impl Terminal {
     pub fn new() -> Terminal {
-        Terminal { inner: Arc::new(Mutex::new(State { spinner: None, at_line_start: true })) }
+        Terminal {
+            inner: Arc::new(Mutex::new(State { spinner: None, at_line_start: true })),
+            runs_shown: Arc::new(tokio::sync::watch::Sender::new(0)),
+        }
+    }
+
+    /// Waits until the display has shown `runs` runs to their end, so that a
+    /// prompt is printed after the answer, not in the middle of it (for at
+    /// most two seconds: a display that stopped must not hang the prompt).
+    pub async fn shown(&self, runs: u64) {
+        let mut shown = self.runs_shown.subscribe();
+        let _ = tokio::time::timeout(Duration::from_secs(2), shown.wait_for(|shown| *shown >= runs)).await;
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -96,7 +152,25 @@ impl Terminal {
                 self.pause();
                 eprintln!("  ⊘ {tool} · denied: {reason}");
             }
-            Event::RunFinished { .. } => self.pause(),
+            Event::ModelRetry { attempt, max_attempts, wait_ms, reason, .. } => {
+                let spinning = self.state().spinner.is_some();
+                self.pause();
+                eprintln!(
+                    "  ↻ the model request failed ({reason}); retrying in {} (attempt {attempt} of {max_attempts})",
+                    if *wait_ms < 1_000 {
+                        format!("{wait_ms}ms")
+                    } else {
+                        format!("{:.1}s", *wait_ms as f64 / 1_000.0)
+                    }
+                );
+                if spinning && std::io::stderr().is_terminal() {
+                    self.state().spinner = Some(spinner("waiting for the model".to_owned()));
+                }
+            }
+            Event::RunFinished { .. } => {
+                self.pause();
+                self.runs_shown.send_modify(|shown| *shown += 1);
+            }
             _ => {}
         }
     }
@@ -117,11 +191,12 @@ pub fn spinner(message: String) -> ProgressBar {
 /// Asks the person at the terminal about each call whose policy is `ask`.
 pub struct TerminalApprover {
     terminal: Terminal,
+    input: Input,
 }
 
 impl TerminalApprover {
-    pub fn new(terminal: Terminal) -> TerminalApprover {
-        TerminalApprover { terminal }
+    pub fn new(terminal: Terminal, input: Input) -> TerminalApprover {
+        TerminalApprover { terminal, input }
     }
 }
 
@@ -145,18 +220,14 @@ impl Approver for TerminalApprover {
             }
             eprintln!("  the plugin is granted: {granted}");
             eprint!("  allow it? [y] once, [a] for this session, [N] deny: ");
-            let answer = tokio::task::spawn_blocking(|| {
-                let mut line = String::new();
-                std::io::stdin().read_line(&mut line).map(|_| line)
-            })
-            .await;
-            match answer {
-                Ok(Ok(line)) => match line.trim().to_ascii_lowercase().as_str() {
+            let _ = std::io::stderr().flush();
+            match self.input.line().await {
+                Some(line) => match line.trim().to_ascii_lowercase().as_str() {
                     "y" | "yes" => Decision::AllowOnce,
                     "a" | "always" => Decision::AllowSession,
                     _ => Decision::Deny("the person at the terminal denied it".to_owned()),
                 },
-                _ => Decision::Deny("no answer could be read from the terminal".to_owned()),
+                None => Decision::Deny("no answer could be read from the terminal".to_owned()),
             }
         })
     }

@@ -108,15 +108,14 @@ pub(super) fn parse_reply(value: &Value) -> Result<Reply, Failure> {
     for block in blocks {
         match block.get("type").and_then(Value::as_str) {
             Some("text") => content.push_str(block.get("text").and_then(Value::as_str).unwrap_or_default()),
-            Some("tool_use") => tool_calls.push(ToolCall {
-                id: block.get("id").and_then(Value::as_str).unwrap_or_default().to_owned(),
-                name: block
+            Some("tool_use") => tool_calls.push(ToolCall::new(
+                block.get("id").and_then(Value::as_str).unwrap_or_default(),
+                block
                     .get("name")
                     .and_then(Value::as_str)
-                    .ok_or_else(|| Failure::protocol("a tool_use block has no name"))?
-                    .to_owned(),
-                arguments: block.get("input").map(Value::to_string).unwrap_or_default(),
-            }),
+                    .ok_or_else(|| Failure::protocol("a tool_use block has no name"))?,
+                block.get("input").map(Value::to_string).unwrap_or_default(),
+            )),
             _ => {} // thinking and other block kinds carry nothing for us
         }
     }
@@ -159,11 +158,11 @@ pub(super) async fn read_stream(mut events: Events, on_text: &mut (dyn FnMut(&st
                 match block.get("type").and_then(Value::as_str) {
                     Some("tool_use") => calls.push((
                         index,
-                        ToolCall {
-                            id: block.get("id").and_then(Value::as_str).unwrap_or_default().to_owned(),
-                            name: block.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
-                            arguments: String::new(),
-                        },
+                        ToolCall::new(
+                            block.get("id").and_then(Value::as_str).unwrap_or_default(),
+                            block.get("name").and_then(Value::as_str).unwrap_or_default(),
+                            "",
+                        ),
                     )),
                     Some("text") => {
                         if let Some(text) = block.get("text").and_then(Value::as_str).filter(|text| !text.is_empty()) {
@@ -231,11 +230,7 @@ mod tests {
                 Message::User { content: "hash it".into() },
                 Message::Assistant {
                     content: String::new(),
-                    tool_calls: vec![ToolCall {
-                        id: "t1".into(),
-                        name: "sha256".into(),
-                        arguments: r#"{"text":"a"}"#.into(),
-                    }],
+                    tool_calls: vec![ToolCall::new("t1", "sha256", r#"{"text":"a"}"#)],
                 },
                 Message::Tool {
                     results: vec![ToolResult {

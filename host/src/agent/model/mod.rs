@@ -13,6 +13,7 @@ pub mod providers;
 mod sse;
 
 use crate::runtime::limits::HumanDuration;
+use rustls::pki_types::CertificateDer;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
@@ -45,12 +46,51 @@ pub enum Message {
 /// A tool call as the model made it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolCall {
-    /// The provider's id for the call, echoed back with the result.
+    /// The call's id, echoed back with the result: the provider's, unless it
+    /// gave none or gave the same one to two calls of a turn; then toolhost's
+    /// own (see [`ToolCall::normalize`]).
     pub id: String,
     /// The tool's name.
     pub name: String,
-    /// The arguments exactly as the model sent them (normally a JSON object).
+    /// The arguments: a JSON object as text (empty means `{}`), as sent back
+    /// to the provider.
     pub arguments: String,
+    /// The arguments exactly as the model sent them, kept when they were not
+    /// a JSON object (invalid JSON, cut off, or another kind of value); then
+    /// `arguments` is `{}` and the call is not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub malformed_arguments: Option<String>,
+}
+
+impl ToolCall {
+    /// A call with `arguments` taken as they are.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: impl Into<String>) -> ToolCall {
+        ToolCall { id: id.into(), name: name.into(), arguments: arguments.into(), malformed_arguments: None }
+    }
+
+    /// Makes one turn's calls safe to send back: every call gets an id no
+    /// other call in `taken` (the ids already in the conversation) or in
+    /// `calls` has, invented when the provider gave none; arguments that are
+    /// not a JSON object move to `malformed_arguments` and become `{}`.
+    pub fn normalize(calls: &mut [ToolCall], taken: &mut std::collections::HashSet<String>) {
+        for call in calls.iter_mut() {
+            if call.id.is_empty() || taken.contains(&call.id) {
+                let base = if call.id.is_empty() { "toolhost_call".to_owned() } else { call.id.clone() };
+                let mut n = taken.len() + 1;
+                while taken.contains(&format!("{base}_{n}")) {
+                    n += 1;
+                }
+                call.id = format!("{base}_{n}");
+            }
+            taken.insert(call.id.clone());
+            if call.malformed_arguments.is_none() && !call.arguments.trim().is_empty() {
+                let is_object = matches!(serde_json::from_str::<Value>(&call.arguments), Ok(Value::Object(_)));
+                if !is_object {
+                    call.malformed_arguments = Some(std::mem::replace(&mut call.arguments, "{}".to_owned()));
+                }
+            }
+        }
+    }
 }
 
 /// What goes back to the model for one call.
@@ -202,12 +242,42 @@ pub struct RequestOptions {
     pub max_retries: u32,
     /// The output token limit sent to the model (required by Anthropic).
     pub max_tokens: Option<u32>,
+    /// Root certificates trusted on top of the system's (the config's `ca_file`).
+    pub extra_roots: Vec<CertificateDer<'static>>,
 }
 
 impl Default for RequestOptions {
     fn default() -> Self {
-        RequestOptions { stream: true, timeout: Duration::from_secs(120), max_retries: 4, max_tokens: None }
+        RequestOptions {
+            stream: true,
+            timeout: Duration::from_secs(120),
+            max_retries: 4,
+            max_tokens: None,
+            extra_roots: Vec::new(),
+        }
     }
+}
+
+/// What a request reports while it is under way.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Progress<'a> {
+    /// Streamed text.
+    Text(&'a str),
+    /// An attempt failed and another follows after a wait.
+    Retry(Retry),
+}
+
+/// An attempt that failed and will be made again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Retry {
+    /// What went wrong, e.g. `HTTP 429: slow down`.
+    pub reason: String,
+    /// How long toolhost waits before the next attempt.
+    pub wait: Duration,
+    /// The number of the next attempt, from 2.
+    pub attempt: u32,
+    /// The most attempts that will be made (`max_retries` + 1).
+    pub max_attempts: u32,
 }
 
 /// Why a model request failed, after any retries.
@@ -240,7 +310,7 @@ pub enum ModelError {
         message: String,
     },
     /// 429 or 5xx, still failing after the retries.
-    #[error("the model provider is unavailable (HTTP {status}) after {attempts} attempts: {message}")]
+    #[error("the model provider is unavailable (HTTP {status}) after {}: {message}", Attempts(*.attempts))]
     Unavailable {
         /// The last HTTP status.
         status: u16,
@@ -249,14 +319,46 @@ pub enum ModelError {
         /// The provider's last message.
         message: String,
     },
-    /// The connection failed or dropped, still after the retries.
-    #[error("could not reach the model at {url} after {attempts} attempts: {message}")]
+    /// The connection could not be made, still after the retries.
+    #[error("could not reach the model at {url} after {}: {message}", Attempts(*.attempts))]
     Connection {
         /// The URL.
         url: String,
         /// How many requests were made.
         attempts: u32,
         /// What went wrong.
+        message: String,
+    },
+    /// The model answered, but its streamed response broke off before it was
+    /// complete: on every attempt, or after text was already shown (which a
+    /// retry would show again, so there is none).
+    #[error(
+        "the model's response from {url} broke off before it was complete ({message}); {}",
+        if *partial_text {
+            "the text shown so far is kept in the transcript (not retried, so as not to repeat it)".to_owned()
+        } else {
+            format!("gave up after {}", Attempts(*attempts))
+        }
+    )]
+    Dropped {
+        /// The URL.
+        url: String,
+        /// How many requests were made.
+        attempts: u32,
+        /// What went wrong.
+        message: String,
+        /// Whether some text of the answer had already been streamed.
+        partial_text: bool,
+    },
+    /// The server's TLS certificate could not be verified.
+    #[error(
+        "could not verify the TLS certificate of {url}: {message}. If the server uses a private or \
+         company CA, name its PEM file as `ca_file` in the config"
+    )]
+    Certificate {
+        /// The URL.
+        url: String,
+        /// What rustls said.
         message: String,
     },
     /// The response did not start, or stalled, within the timeout.
@@ -274,6 +376,18 @@ pub enum ModelError {
     },
 }
 
+/// "1 attempt", "3 attempts".
+struct Attempts(u32);
+
+impl fmt::Display for Attempts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            1 => f.write_str("1 attempt"),
+            n => write!(f, "{n} attempts"),
+        }
+    }
+}
+
 /// A client for one model endpoint.
 #[derive(Clone)]
 pub struct ModelClient {
@@ -288,10 +402,20 @@ impl ModelClient {
         // reqwest is built without a default TLS crypto provider (the
         // `ring` one is already in the tree); install it once per process.
         let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut roots = Vec::with_capacity(options.extra_roots.len());
+        for root in &options.extra_roots {
+            roots.push(
+                reqwest::Certificate::from_der(root)
+                    .map_err(|err| anyhow::anyhow!("a certificate of the CA file is not usable: {err}"))?,
+            );
+        }
+        // Proxies come from HTTPS_PROXY, HTTP_PROXY, ALL_PROXY and NO_PROXY
+        // (upper or lower case), which reqwest reads when the client is built.
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10).min(options.timeout))
             .read_timeout(options.timeout)
             .user_agent(concat!("toolhost/", env!("CARGO_PKG_VERSION")))
+            .tls_certs_merge(roots)
             .build()
             .map_err(|err| anyhow::anyhow!("could not set up the HTTP client: {err}"))?;
         Ok(ModelClient { endpoint, options, http })
@@ -302,12 +426,13 @@ impl ModelClient {
         &self.endpoint
     }
 
-    /// Sends the conversation and the tools; streams text to `on_text`.
+    /// Sends the conversation and the tools; reports streamed text and
+    /// retries to `on_progress` as they happen.
     pub async fn complete(
         &self,
         conversation: &Conversation,
         tools: &[ToolSpec],
-        on_text: &mut (dyn FnMut(&str) + Send),
+        on_progress: &mut (dyn FnMut(Progress<'_>) + Send),
     ) -> Result<Reply, ModelError> {
         let (url, body) = match self.endpoint.protocol {
             Protocol::Openai => openai::request(&self.endpoint, &self.options, conversation, tools),
@@ -320,18 +445,24 @@ impl ModelClient {
             let result = self
                 .attempt(&url, &body, &mut |text: &str| {
                     delivered = true;
-                    on_text(text);
+                    on_progress(Progress::Text(text));
                 })
                 .await;
-            let retry_after = match &result {
-                Err(Failure::Retryable { retry_after, .. }) if attempt <= self.options.max_retries && !delivered => {
-                    *retry_after
+            let (error, retry_after) = match &result {
+                Err(Failure::Retryable { error, retry_after }) if attempt <= self.options.max_retries && !delivered => {
+                    (error, *retry_after)
                 }
-                _ => return result.map_err(|failure| self.error(failure, attempt, &url)),
+                _ => return result.map_err(|failure| self.error(failure, attempt, &url, delivered)),
             };
-            let backoff = retry_after.unwrap_or_else(|| backoff(attempt));
-            tracing::info!(attempt, wait_ms = backoff.as_millis() as u64, "retrying the model request");
-            tokio::time::sleep(backoff).await;
+            let wait = retry_after.unwrap_or_else(|| backoff(attempt));
+            on_progress(Progress::Retry(Retry {
+                reason: retry_reason(error),
+                wait,
+                attempt: attempt + 1,
+                max_attempts: self.options.max_retries + 1,
+            }));
+            tracing::info!(attempt, wait_ms = wait.as_millis() as u64, "retrying the model request");
+            tokio::time::sleep(wait).await;
         }
     }
 
@@ -390,13 +521,16 @@ impl ModelClient {
         }
     }
 
-    fn error(&self, failure: Failure, attempts: u32, url: &str) -> ModelError {
+    fn error(&self, failure: Failure, attempts: u32, url: &str, partial_text: bool) -> ModelError {
         match failure {
             Failure::Retryable { error, .. } => match error {
                 ModelError::Unavailable { status, message, .. } => {
                     ModelError::Unavailable { status, attempts, message }
                 }
                 ModelError::Connection { url, message, .. } => ModelError::Connection { url, attempts, message },
+                ModelError::Dropped { url, message, .. } => {
+                    ModelError::Dropped { url, attempts, message, partial_text }
+                }
                 other => other,
             },
             Failure::Final(error) => error,
@@ -449,15 +583,21 @@ enum Failure {
 
 impl Failure {
     fn connection(url: &str, err: &reqwest::Error) -> Failure {
+        if err.is_timeout() {
+            return Failure::Timeout;
+        }
         let mut message = err.to_string();
         let mut source = std::error::Error::source(err);
         while let Some(cause) = source {
+            // An untrusted certificate fails the same way every time: not worth a retry.
+            if let Some(tls @ (rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented)) =
+                tls_error(cause)
+            {
+                return Failure::Final(ModelError::Certificate { url: url.to_owned(), message: tls.to_string() });
+            }
             message.push_str(": ");
             message.push_str(&cause.to_string());
             source = cause.source();
-        }
-        if err.is_timeout() {
-            return Failure::Timeout;
         }
         Failure::Retryable {
             error: ModelError::Connection { url: url.to_owned(), attempts: 0, message },
@@ -473,9 +613,34 @@ impl Failure {
     /// A stream that broke off before the response was complete.
     fn dropped(url: &str, message: impl Into<String>) -> Failure {
         Failure::Retryable {
-            error: ModelError::Connection { url: url.to_owned(), attempts: 0, message: message.into() },
+            error: ModelError::Dropped {
+                url: url.to_owned(),
+                attempts: 0,
+                message: message.into(),
+                partial_text: false,
+            },
             retry_after: None,
         }
+    }
+}
+
+/// The rustls error in `error`, also when I/O errors wrap it (which hide it
+/// from `source()`).
+fn tls_error<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    if let Some(tls) = error.downcast_ref::<rustls::Error>() {
+        return Some(tls);
+    }
+    let inner: &(dyn std::error::Error + 'static) = error.downcast_ref::<std::io::Error>()?.get_ref()?;
+    tls_error(inner)
+}
+
+/// What went wrong with an attempt that will be retried, in a few words.
+fn retry_reason(error: &ModelError) -> String {
+    match error {
+        ModelError::Unavailable { status, message, .. } => format!("HTTP {status}: {message}"),
+        ModelError::Connection { message, .. } => format!("could not connect: {message}"),
+        ModelError::Dropped { message, .. } => format!("the response broke off: {message}"),
+        other => other.to_string(),
     }
 }
 
@@ -547,6 +712,28 @@ mod tests {
         assert_eq!(error_message(r#"{"type":"error","error":{"type":"x","message":"overloaded"}}"#), "overloaded");
         assert_eq!(error_message("<html>nope</html>"), "<html>nope</html>");
         assert_eq!(error_message(""), "(no message)");
+    }
+
+    #[test]
+    fn normalize_gives_every_call_a_unique_id_and_an_object() {
+        let mut taken: std::collections::HashSet<String> = ["call_0".to_owned()].into();
+        let mut calls = vec![
+            ToolCall::new("", "a", r#"{"x":1}"#),
+            ToolCall::new("dup", "b", ""),
+            ToolCall::new("dup", "c", r#"{"x": "#),
+            ToolCall::new("call_0", "d", "[1]"),
+            ToolCall::new("", "e", "{}"),
+        ];
+        ToolCall::normalize(&mut calls, &mut taken);
+        let ids: Vec<&str> = calls.iter().map(|call| call.id.as_str()).collect();
+        assert_eq!(ids, ["toolhost_call_2", "dup", "dup_4", "call_0_5", "toolhost_call_6"]);
+        assert_eq!(taken.len(), 6);
+        let arguments: Vec<(&str, Option<&str>)> =
+            calls.iter().map(|call| (call.arguments.as_str(), call.malformed_arguments.as_deref())).collect();
+        assert_eq!(
+            arguments,
+            [(r#"{"x":1}"#, None), ("", None), ("{}", Some(r#"{"x": "#)), ("{}", Some("[1]")), ("{}", None)]
+        );
     }
 
     #[test]

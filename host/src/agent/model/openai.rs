@@ -102,20 +102,13 @@ pub(super) fn parse_reply(value: &Value) -> Result<Reply, Failure> {
     let message = choice.get("message").ok_or_else(|| Failure::protocol("`choices[0]` has no `message`"))?;
     let content = message.get("content").and_then(Value::as_str).unwrap_or_default().to_owned();
     let mut tool_calls = Vec::new();
-    for (n, call) in message.get("tool_calls").and_then(Value::as_array).into_iter().flatten().enumerate() {
+    for call in message.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
         let function = call.get("function").ok_or_else(|| Failure::protocol("a tool call has no `function`"))?;
         let name =
             function.get("name").and_then(Value::as_str).ok_or_else(|| Failure::protocol("a tool call has no name"))?;
-        tool_calls.push(ToolCall {
-            id: call
-                .get("id")
-                .and_then(Value::as_str)
-                .filter(|id| !id.is_empty())
-                .map(str::to_owned)
-                .unwrap_or_else(|| format!("call_{n}")),
-            name: name.to_owned(),
-            arguments: arguments_text(function.get("arguments")),
-        });
+        // A missing id stays empty here: ToolCall::normalize invents one.
+        let id = call.get("id").and_then(Value::as_str).unwrap_or_default();
+        tool_calls.push(ToolCall::new(id, name, arguments_text(function.get("arguments"))));
     }
     let stop = match choice.get("finish_reason").and_then(Value::as_str) {
         Some(reason) => StopReason::from_openai(reason),
@@ -128,12 +121,17 @@ pub(super) fn parse_reply(value: &Value) -> Result<Reply, Failure> {
 /// Tool calls being assembled from stream chunks.
 ///
 /// Servers differ: OpenAI sends the id once per call and continues it by
-/// `index`; some repeat the full id in every chunk; some reuse index 0 for
-/// several parallel calls with different ids; some send a whole call in one
-/// chunk. A chunk's id, when present, decides which call it continues.
+/// `index`; some send no ids at all, only indexes; some repeat the full id in
+/// every chunk; some reuse index 0 for several parallel calls with different
+/// ids; some send a whole call in one chunk; some give two calls one id. So:
+/// an index not seen before always starts a new call; a known index continues
+/// its latest call, unless the chunk names a different id (index reused). A
+/// chunk without an index continues the call with its id, else the last call.
+/// Missing and repeated ids are fixed later by [`ToolCall::normalize`].
 #[derive(Default)]
 struct Assembler {
     calls: Vec<ToolCall>,
+    /// For each index seen, the position of its latest call.
     by_index: Vec<(u64, usize)>,
 }
 
@@ -145,28 +143,35 @@ impl Assembler {
         let name = function.and_then(|f| f.get("name")).and_then(Value::as_str).unwrap_or_default();
         let arguments = arguments_text(function.and_then(|f| f.get("arguments")));
 
-        let existing_by_id = id.and_then(|id| self.calls.iter().position(|call| call.id == id));
-        let by_index = index
-            .and_then(|index| self.by_index.iter().rev().find(|(i, _)| *i == index).map(|(_, position)| *position));
-        let position = match (id, existing_by_id) {
-            (_, Some(position)) => position,
-            (Some(id), None) => {
-                self.calls.push(ToolCall { id: id.to_owned(), name: String::new(), arguments: String::new() });
-                self.calls.len() - 1
-            }
-            (None, None) => match by_index.or_else(|| self.calls.len().checked_sub(1)) {
-                Some(position) => position,
-                None => {
-                    let id = format!("call_{}", self.calls.len());
-                    self.calls.push(ToolCall { id, name: String::new(), arguments: String::new() });
-                    self.calls.len() - 1
-                }
+        let continued = match index {
+            Some(index) => self
+                .by_index
+                .iter()
+                .find(|(i, _)| *i == index)
+                .map(|(_, position)| *position)
+                .filter(|position| id.is_none_or(|id| self.calls[*position].id == id)),
+            None => match id {
+                Some(id) => self.calls.iter().rposition(|call| call.id == id),
+                None => self.calls.len().checked_sub(1),
             },
         };
+        let position = continued.unwrap_or_else(|| {
+            self.calls.push(ToolCall::new(id.unwrap_or_default(), "", ""));
+            self.calls.len() - 1
+        });
         if let Some(index) = index {
-            self.by_index.push((index, position));
+            match self.by_index.iter_mut().find(|(i, _)| *i == index) {
+                Some(entry) => entry.1 = position,
+                None => self.by_index.push((index, position)),
+            }
         }
         let call = &mut self.calls[position];
+        if call.id.is_empty()
+            && let Some(id) = id
+        {
+            call.id = id.to_owned();
+        }
+        // Some servers repeat the whole name in every chunk; others split it.
         if !name.is_empty() && call.name != name {
             call.name.push_str(name);
         }
@@ -231,7 +236,7 @@ mod tests {
     }
 
     fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
-        ToolCall { id: id.into(), name: name.into(), arguments: arguments.into() }
+        ToolCall::new(id, name, arguments)
     }
 
     #[test]
@@ -265,6 +270,32 @@ mod tests {
     }
 
     #[test]
+    fn accepts_calls_without_ids_each_on_its_own_index() {
+        let calls = assemble(&[
+            json!({"index":0,"function":{"name":"echo","arguments":""}}),
+            json!({"index":0,"function":{"arguments":"{\"text\":\"a\"}"}}),
+            json!({"index":1,"function":{"name":"sha256","arguments":"{\"text\":"}}),
+            json!({"index":2,"function":{"name":"calculate","arguments":"{}"}}),
+            json!({"index":1,"function":{"arguments":"\"b\"}"}}),
+        ]);
+        assert_eq!(
+            calls,
+            [call("", "echo", r#"{"text":"a"}"#), call("", "sha256", r#"{"text":"b"}"#), call("", "calculate", "{}")]
+        );
+    }
+
+    #[test]
+    fn accepts_one_id_on_two_indexes_as_two_calls() {
+        let calls = assemble(&[
+            json!({"index":0,"id":"dup","function":{"name":"echo","arguments":"{\"text\":"}}),
+            json!({"index":0,"function":{"arguments":"\"a\"}"}}),
+            json!({"index":1,"id":"dup","function":{"name":"echo","arguments":"{\"text\":"}}),
+            json!({"index":1,"id":"dup","function":{"arguments":"\"b\"}"}}),
+        ]);
+        assert_eq!(calls, [call("dup", "echo", r#"{"text":"a"}"#), call("dup", "echo", r#"{"text":"b"}"#)]);
+    }
+
+    #[test]
     fn accepts_calls_without_ids_or_with_object_arguments() {
         let reply = parse_reply(&json!({
             "choices":[{"message":{"content":null,"tool_calls":[
@@ -273,7 +304,7 @@ mod tests {
             "usage":{"prompt_tokens":3,"completion_tokens":4}
         }))
         .unwrap();
-        assert_eq!(reply.tool_calls, [call("call_0", "echo", r#"{"text":"x"}"#)]);
+        assert_eq!(reply.tool_calls, [call("", "echo", r#"{"text":"x"}"#)]);
         assert_eq!(reply.stop, StopReason::ToolUse);
         assert_eq!(reply.usage, TokenUsage { input: 3, output: 4 });
     }

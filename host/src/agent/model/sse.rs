@@ -40,7 +40,7 @@ impl Events {
                 Some(Ok(chunk)) => self.buffer.extend_from_slice(&chunk),
                 Some(Err(err)) if err.is_timeout() => return Some(Err(Failure::Timeout)),
                 Some(Err(err)) => {
-                    return Some(Err(Failure::dropped(&self.url, format!("the stream broke off: {err}"))));
+                    return Some(Err(Failure::dropped(&self.url, format!("the connection failed: {err}"))));
                 }
                 None => self.ended = true,
             }
@@ -49,7 +49,7 @@ impl Events {
 
     /// A failure for a stream that ended before the response was complete.
     pub fn ended_early(&self) -> Failure {
-        Failure::dropped(&self.url, "the stream ended before the response was complete")
+        Failure::dropped(&self.url, "the server closed the stream without finishing the response")
     }
 }
 
