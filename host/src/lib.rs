@@ -12,6 +12,7 @@
 //! The `toolhost` binary (module `cli`) is a thin layer over this library.
 
 pub mod agent;
+pub mod catalog;
 pub mod config;
 pub mod grants;
 mod host;
@@ -21,6 +22,7 @@ pub mod readfile;
 pub mod runtime;
 pub mod tls;
 
+pub use catalog::{Catalog, Entry, SharedCatalog};
 pub use config::Config;
 pub use grants::Grants;
 pub use grants::manifest::Manifest;

@@ -17,6 +17,7 @@ use crate::agent::events::{ApprovedBy, Event, RunStatus};
 use crate::agent::model::{
     Conversation, Message, ModelClient, ModelError, StopReason, TokenUsage, ToolCall, ToolResult, ToolSpec,
 };
+use crate::catalog::Catalog;
 use crate::runtime::limits::LimitOverrides;
 use futures_util::StreamExt;
 use std::collections::HashSet;
@@ -78,7 +79,8 @@ pub struct Agent {
     host: Arc<Host>,
     client: ModelClient,
     model_name: String,
-    tools: Vec<ToolSpec>,
+    /// The tool specs of the last catalog generation seen, rebuilt when it changes.
+    specs: Mutex<(u64, Arc<Vec<ToolSpec>>)>,
     options: AgentOptions,
     approvals: ApprovalConfig,
     approver: Arc<dyn Approver>,
@@ -95,21 +97,14 @@ impl Agent {
         model_name: impl Into<String>,
         approver: Arc<dyn Approver>,
     ) -> Agent {
-        let tools = host
-            .tools()
-            .into_iter()
-            .map(|(tool, _)| ToolSpec {
-                name: tool.name.clone(),
-                description: tool.description.clone(),
-                schema: tool.schema.clone(),
-            })
-            .collect();
+        let catalog = host.catalog();
+        let specs = Mutex::new((catalog.generation(), Arc::new(tool_specs(&catalog))));
         let approvals = host.config().approvals.clone();
         Agent {
             host,
             client,
             model_name: model_name.into(),
-            tools,
+            specs,
             options: AgentOptions::default(),
             approvals,
             approver,
@@ -130,9 +125,25 @@ impl Agent {
         self
     }
 
+    /// The host whose tools the agent uses.
+    pub fn host(&self) -> &Arc<Host> {
+        &self.host
+    }
+
     /// `provider/model`.
     pub fn model_name(&self) -> &str {
         &self.model_name
+    }
+
+    /// The catalog snapshot for one turn and the tool specs sent with it:
+    /// the turn's list and its calls agree even if a reload swaps the catalog.
+    fn snapshot(&self) -> (Arc<Catalog>, Arc<Vec<ToolSpec>>) {
+        let catalog = self.host.catalog();
+        let mut specs = self.specs.lock().unwrap_or_else(|p| p.into_inner());
+        if specs.0 != catalog.generation() {
+            *specs = (catalog.generation(), Arc::new(tool_specs(&catalog)));
+        }
+        (catalog, specs.1.clone())
     }
 
     fn emit(&self, event: Event) {
@@ -148,7 +159,7 @@ impl Agent {
     pub async fn run(&self, conversation: &mut Conversation, prompt: &str, cancel: &CancellationToken) -> RunOutcome {
         let started = Instant::now();
         conversation.messages.push(Message::User { content: prompt.to_owned() });
-        self.emit(Event::RunStarted { model: self.model_name.clone(), tools: self.tools.len() });
+        self.emit(Event::RunStarted { model: self.model_name.clone(), tools: self.snapshot().1.len() });
         let mut outcome = RunOutcome {
             status: RunStatus::MaxTurns,
             answer: String::new(),
@@ -161,9 +172,10 @@ impl Agent {
             outcome.turns = turn;
             self.emit(Event::ModelRequest { turn, messages: conversation.messages.len() });
             let requested = Instant::now();
+            let (catalog, tools) = self.snapshot();
             let mut on_text = |text: &str| self.emit(Event::TextDelta { text: text.to_owned() });
             let reply = tokio::select! {
-                reply = self.client.complete(conversation, &self.tools, &mut on_text) => reply,
+                reply = self.client.complete(conversation, &tools, &mut on_text) => reply,
                 () = cancel.cancelled() => {
                     outcome.status = RunStatus::Cancelled;
                     break;
@@ -199,7 +211,7 @@ impl Agent {
                 break;
             }
             outcome.tool_calls += calls.len() as u32;
-            let results = self.run_calls(turn, &calls, cancel).await;
+            let results = self.run_calls(&catalog, turn, &calls, cancel).await;
             conversation.messages.push(Message::Tool { results });
             if cancel.is_cancelled() {
                 outcome.status = RunStatus::Cancelled;
@@ -217,7 +229,13 @@ impl Agent {
     }
 
     /// Approves, runs and answers one turn's calls; results in call order.
-    async fn run_calls(&self, turn: u32, calls: &[ToolCall], cancel: &CancellationToken) -> Vec<ToolResult> {
+    async fn run_calls(
+        &self,
+        catalog: &Catalog,
+        turn: u32,
+        calls: &[ToolCall],
+        cancel: &CancellationToken,
+    ) -> Vec<ToolResult> {
         // Approvals first, one at a time, so a person is asked in order.
         let mut verdicts: Vec<Result<(), String>> = Vec::with_capacity(calls.len());
         for call in calls {
@@ -228,7 +246,7 @@ impl Agent {
                 arguments: call.arguments.clone(),
             });
             let verdict = tokio::select! {
-                verdict = self.approve(call) => verdict,
+                verdict = self.approve(catalog, call) => verdict,
                 () = cancel.cancelled() => Err("the run was cancelled before this call was approved".to_owned()),
             };
             match &verdict {
@@ -245,7 +263,7 @@ impl Agent {
             verdicts.push(verdict.map(|_| ()));
         }
         let work = futures_util::stream::iter(calls.iter().zip(verdicts))
-            .map(|(call, verdict)| self.run_call(call, verdict))
+            .map(|(call, verdict)| self.run_call(catalog, call, verdict))
             .buffered(self.options.max_concurrent_tools.max(1))
             .collect::<Vec<ToolResult>>();
         tokio::select! {
@@ -258,11 +276,11 @@ impl Agent {
     }
 
     /// `Ok(Some(by))` to run, `Ok(None)` for an unknown tool, `Err(reason)` if denied.
-    async fn approve(&self, call: &ToolCall) -> Result<Option<ApprovedBy>, String> {
-        let Some((_, plugin)) = self.host.find(&call.name) else {
+    async fn approve(&self, catalog: &Catalog, call: &ToolCall) -> Result<Option<ApprovedBy>, String> {
+        let Some(entry) = catalog.find(&call.name) else {
             return Ok(None);
         };
-        match self.approvals.policy_for(&call.name, &plugin.name) {
+        match self.approvals.policy_for(&call.name, entry.origin()) {
             Policy::Auto => Ok(Some(ApprovedBy::Policy)),
             Policy::Deny => Err(format!("the operator does not allow calls to `{}`", call.name)),
             Policy::Ask => {
@@ -271,14 +289,9 @@ impl Agent {
                 }
                 let request = ApprovalRequest {
                     tool: call.name.clone(),
-                    plugin: plugin.name.to_string(),
+                    plugin: entry.origin().to_owned(),
                     arguments: call.arguments.clone(),
-                    capabilities: plugin
-                        .grants
-                        .describe()
-                        .into_iter()
-                        .map(|(kind, granted)| format!("{kind}: {granted}"))
-                        .collect(),
+                    capabilities: entry.capabilities(),
                 };
                 match self.approver.decide(&request).await {
                     Decision::AllowOnce => Ok(Some(ApprovedBy::UserOnce)),
@@ -296,12 +309,12 @@ impl Agent {
         self.allowed_for_session.lock().unwrap_or_else(|p| p.into_inner()).contains(tool)
     }
 
-    async fn run_call(&self, call: &ToolCall, verdict: Result<(), String>) -> ToolResult {
+    async fn run_call(&self, catalog: &Catalog, call: &ToolCall, verdict: Result<(), String>) -> ToolResult {
         if let Err(reason) = verdict {
             return error_result(call, format!("denied: {reason}"));
         }
         self.emit(Event::ToolCallStarted { call_id: call.id.clone(), tool: call.name.clone() });
-        let report = self.host.call(&call.name, &call.arguments, &LimitOverrides::default()).await;
+        let report = self.host.call_in(catalog, &call.name, &call.arguments, &LimitOverrides::default()).await;
         let duration_ms = report.usage.wall.as_secs_f64() * 1_000.0;
         // The model is told what the host refused, so it does not retry blindly.
         let refusals: String =
@@ -340,6 +353,18 @@ impl Agent {
             }
         }
     }
+}
+
+fn tool_specs(catalog: &Catalog) -> Vec<ToolSpec> {
+    catalog
+        .tools()
+        .iter()
+        .map(|entry| ToolSpec {
+            name: entry.name().to_owned(),
+            description: entry.description().to_owned(),
+            schema: entry.schema().clone(),
+        })
+        .collect()
 }
 
 fn error_result(call: &ToolCall, content: String) -> ToolResult {

@@ -53,8 +53,9 @@ pub async fn run(host: &Host, args: Args) -> Result<ExitCode> {
         output: args.max_output,
         ..LimitOverrides::default()
     };
-    let report = host.call(&args.tool, &arguments, &overrides).await;
-    if let Some(plugin) = host.plugins().iter().find(|plugin| Some(&*plugin.name) == report.plugin.as_deref()) {
+    let catalog = host.catalog();
+    let report = host.call_in(&catalog, &args.tool, &arguments, &overrides).await;
+    if let Some(plugin) = catalog.find(&args.tool).and_then(|entry| entry.plugin()) {
         for notice in &plugin.notices {
             eprintln!("warning: {}: {notice}", plugin.path.display());
         }

@@ -110,11 +110,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
 /// (Grant notices are printed by the commands: all of them by `tools`, the
 /// called plugin's by `call`.)
 async fn load(config: Config, flag: Option<&Path>) -> Result<Host> {
-    let dir = flag
-        .map(Path::to_path_buf)
-        .or_else(|| config.plugins_dir.clone())
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_PLUGINS_DIR));
-    let mut host = Host::new(config)?;
+    let dir = plugins_dir(&config, flag);
+    let host = Host::new(config)?;
     {
         // Loading from the compile cache takes milliseconds; compiling a new
         // or changed plugin can take seconds, so say what is going on then.
@@ -137,6 +134,13 @@ async fn load(config: Config, flag: Option<&Path>) -> Result<Host> {
         }
     }
     Ok(host)
+}
+
+/// The plugins folder: the flag, else the config's `plugins_dir`, else the default.
+fn plugins_dir(config: &Config, flag: Option<&Path>) -> PathBuf {
+    flag.map(Path::to_path_buf)
+        .or_else(|| config.plugins_dir.clone())
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_PLUGINS_DIR))
 }
 
 fn init_tracing(verbose: u8) {
