@@ -67,6 +67,7 @@ pub struct Host {
     cache: Option<Cache>,
     config: Config,
     catalog: Arc<SharedCatalog>,
+    servers: crate::mcp::client::source::Servers,
     permits: Arc<Semaphore>,
     _ticker: EpochTicker,
 }
@@ -87,6 +88,7 @@ impl Host {
             cache,
             config,
             catalog: Arc::new(SharedCatalog::new()),
+            servers: Default::default(),
             permits: Arc::new(Semaphore::new(concurrency)),
             _ticker: ticker,
         })
@@ -193,6 +195,20 @@ impl Host {
         Limits::default().with(&self.config.limits_for(name))
     }
 
+    /// Starts the config's MCP servers (all at once, each within its
+    /// `startup_timeout`; run it beside [`Host::load_dir`]) and adds their
+    /// tools to the catalog. Returns the servers that could not be started.
+    pub async fn connect_servers(&self) -> Vec<crate::mcp::client::source::ServerProblem> {
+        self.servers.connect(&self.config, &self.catalog).await
+    }
+
+    /// Lists again the tools of the MCP servers that said their tools changed
+    /// (or were restarted), so the next snapshot has them. The agent calls
+    /// this before each model turn.
+    pub async fn refresh_servers(&self) -> Vec<crate::mcp::client::source::ServerProblem> {
+        self.servers.refresh(&self.catalog).await
+    }
+
     /// The current tool catalog: one consistent snapshot of every tool.
     pub fn catalog(&self) -> Arc<Catalog> {
         self.catalog.snapshot()
@@ -237,6 +253,13 @@ impl Host {
         };
         match entry.source() {
             Source::Plugin { plugin, index } => self.call_plugin(plugin.clone(), *index, arguments, overrides).await,
+            Source::Mcp { server, tool } => {
+                // The output limit is the plugins' one; the time limit is the
+                // server's `tool_timeout` unless the caller sets one.
+                let mut limits = Limits::default().with(&self.config.limits);
+                limits.timeout = server.config().tool_timeout;
+                server.call(tool, arguments, &limits.with(overrides)).await
+            }
         }
     }
 

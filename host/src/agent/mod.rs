@@ -172,6 +172,10 @@ impl Agent {
             outcome.turns = turn;
             self.emit(Event::ModelRequest { turn, messages: conversation.messages.len() });
             let requested = Instant::now();
+            // A server that said its tools changed is listed again first.
+            for problem in self.host.refresh_servers().await {
+                tracing::warn!(server = problem.server, "{}", problem.message);
+            }
             let (catalog, tools) = self.snapshot();
             let mut on_text = |text: &str| self.emit(Event::TextDelta { text: text.to_owned() });
             let reply = tokio::select! {
@@ -280,7 +284,11 @@ impl Agent {
         let Some(entry) = catalog.find(&call.name) else {
             return Ok(None);
         };
-        match self.approvals.policy_for(&call.name, entry.origin()) {
+        let policy = match entry.mcp_server() {
+            Some(server) => self.approvals.policy_for_server(&call.name, server.name()),
+            None => self.approvals.policy_for(&call.name, entry.origin()),
+        };
+        match policy {
             Policy::Auto => Ok(Some(ApprovedBy::Policy)),
             Policy::Deny => Err(format!("the operator does not allow calls to `{}`", call.name)),
             Policy::Ask => {
@@ -313,7 +321,12 @@ impl Agent {
         if let Err(reason) = verdict {
             return error_result(call, format!("denied: {reason}"));
         }
-        self.emit(Event::ToolCallStarted { call_id: call.id.clone(), tool: call.name.clone() });
+        let source = catalog.find(&call.name).map(|entry| entry.source_label());
+        self.emit(Event::ToolCallStarted {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            source: source.clone().unwrap_or_default(),
+        });
         let report = self.host.call_in(catalog, &call.name, &call.arguments, &LimitOverrides::default()).await;
         let duration_ms = report.usage.wall.as_secs_f64() * 1_000.0;
         // The model is told what the host refused, so it does not retry blindly.
@@ -333,7 +346,7 @@ impl Agent {
                     truncated_bytes,
                     refused: report.refused,
                 });
-                ToolResult { call_id: call.id.clone(), name: call.name.clone(), content, is_error: false }
+                ToolResult { call_id: call.id.clone(), name: call.name.clone(), content, is_error: false, source }
             }
             Err(err) => {
                 let message = err.to_string();
@@ -349,7 +362,7 @@ impl Agent {
                 });
                 let (mut content, _) = cut_to_budget(&message, self.options.output_budget);
                 content.push_str(&refusals);
-                error_result(call, content)
+                ToolResult { source, ..error_result(call, content) }
             }
         }
     }
@@ -368,7 +381,7 @@ fn tool_specs(catalog: &Catalog) -> Vec<ToolSpec> {
 }
 
 fn error_result(call: &ToolCall, content: String) -> ToolResult {
-    ToolResult { call_id: call.id.clone(), name: call.name.clone(), content, is_error: true }
+    ToolResult { call_id: call.id.clone(), name: call.name.clone(), content, is_error: true, source: None }
 }
 
 /// `text` if it fits in `budget` bytes, else its head and tail around a

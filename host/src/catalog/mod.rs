@@ -20,6 +20,7 @@
 
 use crate::grants::Grants;
 use crate::host::{LoadProblem, ProblemKind};
+use crate::mcp::client::{McpServer, McpTool};
 use crate::plugin::{Plugin, Tool};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -38,6 +39,13 @@ pub enum Source {
         /// The tool's position in `plugin.tools`.
         index: usize,
     },
+    /// A tool of an external MCP server (not sandboxed: it runs wherever the server does).
+    Mcp {
+        /// The server (kept alive, and so its connection, by every snapshot holding it).
+        server: Arc<McpServer>,
+        /// The tool, as the server listed it.
+        tool: Arc<McpTool>,
+    },
 }
 
 /// One tool of the catalog.
@@ -53,6 +61,28 @@ impl Entry {
         Entry { source: Source::Plugin { plugin, index } }
     }
 
+    /// The entry for `tool` of the MCP server `server`.
+    pub fn mcp_tool(server: Arc<McpServer>, tool: Arc<McpTool>) -> Entry {
+        Entry { source: Source::Mcp { server, tool } }
+    }
+
+    /// The MCP server offering the tool, when it is an external server's.
+    pub fn mcp_server(&self) -> Option<&Arc<McpServer>> {
+        match &self.source {
+            Source::Mcp { server, .. } => Some(server),
+            Source::Plugin { .. } => None,
+        }
+    }
+
+    /// Which source runs the tool, for events and transcripts: `plugin NAME`
+    /// or `mcp NAME` (an external, unsandboxed server).
+    pub fn source_label(&self) -> String {
+        match &self.source {
+            Source::Plugin { plugin, .. } => format!("plugin {}", plugin.name),
+            Source::Mcp { server, .. } => format!("mcp {}", server.name()),
+        }
+    }
+
     /// Where the tool comes from.
     pub fn source(&self) -> &Source {
         &self.source
@@ -62,6 +92,7 @@ impl Entry {
     pub fn name(&self) -> &str {
         match &self.source {
             Source::Plugin { plugin, index } => &plugin.tools[*index].name,
+            Source::Mcp { tool, .. } => &tool.name,
         }
     }
 
@@ -69,6 +100,7 @@ impl Entry {
     pub fn description(&self) -> &str {
         match &self.source {
             Source::Plugin { plugin, index } => &plugin.tools[*index].description,
+            Source::Mcp { tool, .. } => &tool.description,
         }
     }
 
@@ -76,14 +108,17 @@ impl Entry {
     pub fn schema(&self) -> &Value {
         match &self.source {
             Source::Plugin { plugin, index } => &plugin.tools[*index].schema,
+            Source::Mcp { tool, .. } => &tool.schema,
         }
     }
 
     /// The name approvals and messages use for the tool's source: the
-    /// plugin's file stem (`[approvals] plugins = { NAME = … }`).
+    /// plugin's file stem (`[approvals] plugins = { NAME = … }`), or the MCP
+    /// server's name (`[approvals] servers = { NAME = … }`).
     pub fn origin(&self) -> &str {
         match &self.source {
             Source::Plugin { plugin, .. } => &plugin.name,
+            Source::Mcp { server, .. } => server.name(),
         }
     }
 
@@ -91,6 +126,7 @@ impl Entry {
     pub fn location(&self) -> PathBuf {
         match &self.source {
             Source::Plugin { plugin, .. } => plugin.path.clone(),
+            Source::Mcp { server, .. } => PathBuf::from(format!("[mcp_servers.{}]", server.name())),
         }
     }
 
@@ -98,6 +134,7 @@ impl Entry {
     pub fn plugin(&self) -> Option<&Arc<Plugin>> {
         match &self.source {
             Source::Plugin { plugin, .. } => Some(plugin),
+            Source::Mcp { .. } => None,
         }
     }
 
@@ -105,6 +142,7 @@ impl Entry {
     pub fn plugin_tool_ref(&self) -> Option<(&Tool, &Arc<Plugin>)> {
         match &self.source {
             Source::Plugin { plugin, index } => Some((&plugin.tools[*index], plugin)),
+            Source::Mcp { .. } => None,
         }
     }
 
@@ -114,6 +152,9 @@ impl Entry {
         match &self.source {
             Source::Plugin { plugin, .. } => {
                 plugin.grants.describe().into_iter().map(|(kind, granted)| format!("{kind}: {granted}")).collect()
+            }
+            Source::Mcp { server, .. } => {
+                vec![format!("everything: an external MCP server, not sandboxed ({})", server.location())]
             }
         }
     }
@@ -127,6 +168,14 @@ impl Entry {
                 let declared = plugin.asks.as_ref().map(|asks| asks.hints_for(&plugin.tools[*index].name));
                 Hints::derive(&plugin.grants, declared.unwrap_or_default())
             }
+            // What the server declares, passed on as declared: toolhost cannot
+            // check an external server, and never relaxes an approval for a hint.
+            Source::Mcp { tool, .. } => tool.annotations.as_ref().map_or_else(Hints::default, |declared| Hints {
+                read_only: declared.read_only_hint,
+                destructive: declared.destructive_hint,
+                idempotent: declared.idempotent_hint,
+                open_world: declared.open_world_hint,
+            }),
         }
     }
 }

@@ -106,7 +106,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-/// Makes a host and loads the plugins folder, printing what could not load.
+/// Makes a host, loads the plugins folder and starts the MCP servers (at the
+/// same time), printing what could not load; a `required` server that does
+/// not start stops toolhost.
 /// (Grant notices are printed by the commands: all of them by `tools`, the
 /// called plugin's by `call`.)
 async fn load(config: Config, flag: Option<&Path>) -> Result<Host> {
@@ -115,18 +117,33 @@ async fn load(config: Config, flag: Option<&Path>) -> Result<Host> {
     {
         // Loading from the compile cache takes milliseconds; compiling a new
         // or changed plugin can take seconds, so say what is going on then.
-        let loading = host.load_dir(&dir);
+        let loading = async { tokio::join!(host.load_dir(&dir), host.connect_servers()) };
         tokio::pin!(loading);
-        let loaded = tokio::select! {
+        let (loaded, servers) = tokio::select! {
             loaded = &mut loading => loaded,
             () = tokio::time::sleep(std::time::Duration::from_millis(400)) => {
-                let spinner = terminal::spinner("loading plugins (compiling new ones, cached for next time)".to_owned());
+                let message = if host.config().mcp_servers.is_empty() {
+                    "loading plugins (compiling new ones, cached for next time)"
+                } else {
+                    "loading plugins and starting MCP servers"
+                };
+                let spinner = terminal::spinner(message.to_owned());
                 let loaded = loading.await;
                 spinner.finish_and_clear();
                 loaded
             }
         };
         loaded.with_context(|| "could not load plugins".to_owned())?;
+        if let Some(required) = servers.iter().find(|problem| problem.required) {
+            anyhow::bail!(
+                "{} (the server `{}` is `required`: fix it, or set `required = false` to run without it)",
+                required.message,
+                required.server
+            );
+        }
+        for problem in servers {
+            eprintln!("warning: {}; its tools are left out", problem.message);
+        }
     }
     for problem in host.problems() {
         if problem.kind != ProblemKind::Grant {

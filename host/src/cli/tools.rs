@@ -32,6 +32,14 @@ pub fn run(host: &Host, args: &Args) -> Result<ExitCode> {
                     "input_schema": entry.schema(),
                     "path": entry.location().display().to_string(),
                 });
+                if let Some(server) = entry.mcp_server() {
+                    listed["source"] = json!("mcp");
+                    listed["server"] = json!(server.name());
+                    listed["external"] = json!(true);
+                    listed["sandboxed"] = json!(false);
+                } else {
+                    listed["source"] = json!("plugin");
+                }
                 if let Some(plugin) = entry.plugin() {
                     listed["asks"] = json!(plugin.asks.as_ref().map(|asks| asks.to_json()));
                     listed["grants"] = plugin.grants.to_json();
@@ -48,7 +56,10 @@ pub fn run(host: &Host, args: &Args) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     for entry in tools {
-        println!("{}  (plugin {})", entry.name(), entry.origin());
+        match entry.mcp_server() {
+            Some(server) => println!("{}  (MCP server {}: external, not sandboxed)", entry.name(), server.name()),
+            None => println!("{}  (plugin {})", entry.name(), entry.origin()),
+        }
         for line in entry.description().lines() {
             println!("    {line}");
         }
@@ -67,7 +78,13 @@ pub fn run(host: &Host, args: &Args) -> Result<ExitCode> {
         }
         println!();
     }
-    eprintln!("{} tools from {} plugins", tools.len(), catalog.plugins().len());
+    let servers: std::collections::BTreeSet<&str> =
+        tools.iter().filter_map(|entry| entry.mcp_server()).map(|server| server.name()).collect();
+    if servers.is_empty() {
+        eprintln!("{} tools from {} plugins", tools.len(), catalog.plugins().len());
+    } else {
+        eprintln!("{} tools from {} plugins and {} MCP servers", tools.len(), catalog.plugins().len(), servers.len());
+    }
     Ok(ExitCode::SUCCESS)
 }
 
