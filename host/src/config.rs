@@ -70,6 +70,9 @@ pub struct Config {
     /// Which tool calls need approval.
     #[serde(default)]
     pub approvals: ApprovalConfig,
+    /// `toolhost serve --http`: token, allowed hosts and origins, bounds.
+    #[serde(default)]
+    pub serve: crate::mcp::ServeConfig,
 }
 
 /// `[model]`: the model and the loop around it.

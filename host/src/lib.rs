@@ -17,6 +17,7 @@ pub mod config;
 pub mod grants;
 mod host;
 pub mod inspect;
+pub mod mcp;
 pub mod plugin;
 pub mod readfile;
 pub mod runtime;
