@@ -442,7 +442,7 @@ fn ctrl_c_during_an_mcp_call_leaves_no_child_behind() {
 /// Runs the conformance suite's client `scenario` with `toolhost` as the client.
 fn conformance(scenario: &str) -> Output {
     let tools = tools();
-    let suite = tools.join("everything/node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    let suite = tools.join("conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js");
     let node22 = tools.join("node22/node_modules/.bin/node");
     let wrapper = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/conformance-client.sh");
     let results = tempfile::tempdir().unwrap();

@@ -74,6 +74,9 @@ pub struct Config {
     /// External MCP servers whose tools join the catalog, by name.
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// `toolhost serve --http`: token, allowed hosts and origins, bounds.
+    #[serde(default)]
+    pub serve: crate::mcp::ServeConfig,
 }
 
 /// `[model]`: the model and the loop around it.

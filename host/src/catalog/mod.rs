@@ -18,6 +18,8 @@
 //! own call path returning a `CallReport`; `tools`, `call`, `run`, `chat` and
 //! `serve` only use [`Entry`]'s accessors and `Host::call_in`, so they do not change.
 
+pub mod reload;
+
 use crate::grants::Grants;
 use crate::host::{LoadProblem, ProblemKind};
 use crate::mcp::client::{McpServer, McpTool};

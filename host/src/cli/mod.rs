@@ -7,6 +7,7 @@ mod format;
 mod inspect;
 mod new;
 mod run;
+mod serve;
 mod session;
 mod terminal;
 mod tools;
@@ -57,6 +58,8 @@ enum Command {
     Run(run::Args),
     /// Talk with a model over several prompts, letting it call the tools
     Chat(chat::Args),
+    /// Serve every tool over MCP (stdio, or Streamable HTTP with --http), reloading changed plugins
+    Serve(serve::Args),
     /// Start a plugin project in Rust, Python, JavaScript or C from a template
     New(new::Args),
 }
@@ -101,7 +104,20 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             inspect::run(&host, &args).await
         }
         Command::Run(args) => run::run(load(config, cli.plugins.as_deref()).await?, args).await,
-        Command::Chat(args) => chat::run(load(config, cli.plugins.as_deref()).await?, args).await,
+        Command::Chat(args) => {
+            let dir = plugins_dir(&config, cli.plugins.as_deref());
+            chat::run(load(config, cli.plugins.as_deref()).await?, &dir, args).await
+        }
+        Command::Serve(mut args) => {
+            let dir = plugins_dir(&config, cli.plugins.as_deref());
+            // MCP servers' tools are re-exported only when asked for.
+            let mut config = config;
+            if !args.include_mcp {
+                config.mcp_servers.clear();
+            }
+            args.include_mcp &= !config.mcp_servers.is_empty();
+            serve::run(load(config, cli.plugins.as_deref()).await?, &dir, args).await
+        }
         Command::New(args) => new::run(&args),
     }
 }
