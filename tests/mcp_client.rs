@@ -466,3 +466,73 @@ fn conformance_client_scenarios_pass() {
         assert!(text.contains("0 failed"), "{scenario}: {text}");
     }
 }
+
+/// Speaks MCP over stdio to `toolhost serve` (newline-delimited JSON-RPC):
+/// initialize, list the tools, call `call` with `arguments`; returns the
+/// tools/list and tools/call results.
+fn serve_list_and_call(dir: &Path, plugins: &Path, flags: &[&str], call: &str, arguments: &str) -> (Value, Value) {
+    use std::io::{BufRead, BufReader, Write};
+    let config = dir.join("toolhost.toml").display().to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(dir)
+        .args(["--config", &config, "--plugins", &plugins.display().to_string(), "serve", "--no-watch"])
+        .args(flags)
+        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
+    let mut answer = |id: u64| -> Value {
+        loop {
+            let line = lines.next().expect("toolhost serve answered").unwrap();
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == id {
+                return message["result"].clone();
+            }
+        }
+    };
+    send(serde_json::json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}));
+    answer(1);
+    send(serde_json::json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+    send(serde_json::json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}));
+    let listed = answer(2);
+    let arguments: Value = serde_json::from_str(arguments).unwrap();
+    send(
+        serde_json::json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":call,"arguments":arguments}}),
+    );
+    let called = answer(3);
+    drop(send);
+    drop(stdin);
+    let _ = child.wait();
+    (listed, called)
+}
+
+#[test]
+fn serve_re_exports_mcp_tools_only_with_include_mcp() {
+    let (dir, plugins) = setup(&everything_stdio(""), &["hash"]);
+    let names = |listed: &Value| -> Vec<String> {
+        listed["tools"].as_array().unwrap().iter().map(|tool| tool["name"].as_str().unwrap().to_owned()).collect()
+    };
+    let (listed, called) = serve_list_and_call(dir.path(), plugins.path(), &[], "sha256", r#"{"text":"abc"}"#);
+    assert!(names(&listed).contains(&"sha256".to_owned()));
+    assert!(!names(&listed).iter().any(|name| name.starts_with("mcp__")), "off by default: {listed}");
+    assert!(called.to_string().contains(ABC_SHA256), "{called}");
+
+    let (listed, called) = serve_list_and_call(
+        dir.path(),
+        plugins.path(),
+        &["--include-mcp"],
+        "mcp__everything__echo",
+        r#"{"message":"through toolhost"}"#,
+    );
+    assert!(
+        names(&listed).contains(&"mcp__everything__echo".to_owned()) && names(&listed).contains(&"sha256".to_owned())
+    );
+    assert!(called.to_string().contains("Echo: through toolhost"), "{called}");
+    assert_ne!(called["isError"], true, "{called}");
+}
