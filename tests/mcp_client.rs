@@ -506,7 +506,7 @@ fn serve_list_and_call(dir: &Path, plugins: &Path, flags: &[&str], call: &str, a
         serde_json::json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":call,"arguments":arguments}}),
     );
     let called = answer(3);
-    drop(send);
+    let _ = send;
     drop(stdin);
     let _ = child.wait();
     (listed, called)

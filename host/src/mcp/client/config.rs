@@ -185,10 +185,8 @@ impl TryFrom<ServerTable> for McpServerConfig {
                 }
             }
         };
-        if let (Some(only), false) = (&table.enabled_tools, table.disabled_tools.is_empty()) {
-            if let Some(both) = only.iter().find(|tool| table.disabled_tools.contains(tool)) {
-                return Err(format!("`{both}` is in both `enabled_tools` and `disabled_tools`: keep one"));
-            }
+        if let Some(both) = table.enabled_tools.iter().flatten().find(|tool| table.disabled_tools.contains(tool)) {
+            return Err(format!("`{both}` is in both `enabled_tools` and `disabled_tools`: keep one"));
         }
         Ok(McpServerConfig {
             transport,
