@@ -536,3 +536,21 @@ fn serve_re_exports_mcp_tools_only_with_include_mcp() {
     assert!(called.to_string().contains("Echo: through toolhost"), "{called}");
     assert_ne!(called["isError"], true, "{called}");
 }
+
+#[test]
+fn a_call_cut_by_tool_timeout_is_cancelled_on_the_server() {
+    let script = Script { anthropic: false, stream: false };
+    let (dir, plugins) = setup(&py("tools", "tool_timeout = \"1s\""), &[]);
+    let server = ModelServer::start(vec![
+        script.calls(&[("s", "mcp__py__sleep", "{}")]),
+        script.calls(&[("w", "mcp__py__was_cancelled", "{}")]),
+        script.text("done"),
+    ]);
+    let output = run(dir.path(), plugins.path(), &server, script, &["sleep"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let requests = server.requests();
+    let slept = script.results(&requests[1]);
+    assert!(slept[0].2 && slept[0].1.contains("timed out after 1000ms"), "{slept:?}");
+    let asked = script.results(&requests[2]);
+    assert!(asked[0].1.contains("cancelled: sleep"), "the server was sent notifications/cancelled: {asked:?}");
+}

@@ -5,7 +5,7 @@ Modes:
   tools    add_numbers, environment (the names of its environment variables),
            grow (adds the tool `late_tool` and sends tools/list_changed),
            crash (the process exits in the middle of the call), pid (its process id),
-           sleep (never answers)
+           sleep (never answers), was_cancelled (whether a sleep was cancelled)
   hang     never finishes starting (never reads its stdin)
 """
 
@@ -62,11 +62,24 @@ def pid() -> str:
     return str(os.getpid())
 
 
+cancelled = []
+
+
 @server.tool()
 async def sleep() -> str:
     """Never answers (until cancelled)."""
-    await asyncio.sleep(3600)
+    try:
+        await asyncio.sleep(3600)
+    except asyncio.CancelledError:
+        cancelled.append("sleep")
+        raise
     return "woke up"
+
+
+@server.tool()
+def was_cancelled() -> str:
+    """Which calls the client cancelled (notifications/cancelled)."""
+    return "cancelled: " + (", ".join(cancelled) or "none")
 
 
 server.run("stdio")
