@@ -64,7 +64,7 @@ impl ApprovalConfig {
 pub struct ApprovalRequest {
     /// The tool.
     pub tool: String,
-    /// Its plugin.
+    /// Its source: `plugin NAME`, or `mcp SERVER` for an external MCP server.
     pub plugin: String,
     /// The arguments the model sent.
     pub arguments: String,

@@ -297,7 +297,7 @@ impl Agent {
                 }
                 let request = ApprovalRequest {
                     tool: call.name.clone(),
-                    plugin: entry.origin().to_owned(),
+                    plugin: entry.source_label(),
                     arguments: call.arguments.clone(),
                     capabilities: entry.capabilities(),
                 };
