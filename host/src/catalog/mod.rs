@@ -13,10 +13,11 @@
 //! published on a `watch` channel ([`SharedCatalog::subscribe`]) so MCP
 //! sessions and the agent loop learn that the list changed.
 //!
-//! Sources: today WebAssembly plugins ([`Source::Plugin`]). Another kind of
-//! source (an external MCP server's tools) is a new [`Source`] variant with its
-//! own call path returning a `CallReport`; `tools`, `call`, `run`, `chat` and
-//! `serve` only use [`Entry`]'s accessors and `Host::call_in`, so they do not change.
+//! Two sources: WebAssembly plugins ([`Source::Plugin`]) and the tools of
+//! external MCP servers ([`Source::Mcp`], published by
+//! `crate::mcp::client::source` as `Parts::external`), each with its own call
+//! path returning a `CallReport`; `tools`, `call`, `run`, `chat` and `serve`
+//! only use [`Entry`]'s accessors and `Host::call_in`.
 
 pub mod reload;
 
