@@ -179,7 +179,8 @@ fn plugins_dir(config: &Config, flag: Option<&Path>) -> PathBuf {
 fn init_tracing(verbose: u8) {
     use tracing_subscriber::EnvFilter;
     let default = match verbose {
-        0 => "warn",
+        // rmcp logs a failed connection at error level itself; toolhost reports it once.
+        0 => "warn,rmcp=off",
         1 => "info",
         2 => "debug",
         _ => "trace",

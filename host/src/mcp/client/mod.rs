@@ -330,8 +330,14 @@ impl McpServer {
             server: self.name.clone(),
         };
         let id = self.connections.fetch_add(1, Ordering::SeqCst) + 1;
-        let handshake_failed =
-            |err: String| format!("MCP server `{}` failed the handshake: {}{}", self.name, err, self.stderr_tail());
+        let handshake_failed = |err: String| {
+            format!(
+                "MCP server `{}` failed the handshake: {}{}",
+                self.name,
+                without_type_names(&err),
+                self.stderr_tail()
+            )
+        };
         match &self.config.transport {
             Transport::Stdio { command, args, cwd, .. } => {
                 self.stderr.lock().unwrap_or_else(|p| p.into_inner()).clear();
@@ -518,6 +524,32 @@ impl McpServer {
     }
 }
 
+/// `text` without the Rust type names rmcp puts in some errors
+/// (`Transport [rmcp::transport::…<…>] error: …`): they say nothing to a person.
+fn without_type_names(text: &str) -> String {
+    let mut text = text.to_owned();
+    while let Some(start) = text.find(" [rmcp::") {
+        let mut depth = 0usize;
+        let Some(end) = text[start + 1..].char_indices().find_map(|(at, c)| {
+            match c {
+                '[' => depth += 1,
+                ']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(start + 1 + at);
+                    }
+                }
+                _ => {}
+            }
+            None
+        }) else {
+            break;
+        };
+        text.replace_range(start..=end, "");
+    }
+    text
+}
+
 /// Sends `tools/call`; dropping the future before the answer cancels the request.
 async fn call_tool(peer: &Peer<RoleClient>, params: CallToolRequestParams) -> Result<CallToolResult, ServiceError> {
     peer.call_tool(params).await
@@ -591,5 +623,18 @@ impl Drop for ChildGroup {
                 libc::kill(-pgid, libc::SIGKILL);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn type_names_are_left_out_of_errors() {
+        let text = "Send message error Transport [rmcp::transport::worker::WorkerTransport<rmcp::X<reqwest::Client>>] \
+                    error: HTTP 500, when send initialize request";
+        assert_eq!(
+            super::without_type_names(text),
+            "Send message error Transport error: HTTP 500, when send initialize request"
+        );
     }
 }
