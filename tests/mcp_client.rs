@@ -554,3 +554,24 @@ fn a_call_cut_by_tool_timeout_is_cancelled_on_the_server() {
     let asked = script.results(&requests[2]);
     assert!(asked[0].1.contains("cancelled: sleep"), "the server was sent notifications/cancelled: {asked:?}");
 }
+
+#[test]
+fn a_name_two_servers_would_share_is_refused_from_both() {
+    // `py.x` and `py_x` clean to the same server part, so both would offer `mcp__py_x__add_numbers`.
+    let config = format!(
+        "[mcp_servers.\"py.x\"]\ncommand = {python:?}\nargs = [{script:?}, \"tools\"]\n\
+         [mcp_servers.py_x]\ncommand = {python:?}\nargs = [{script:?}, \"tools\"]\n",
+        python = python(),
+        script = pyserver()
+    );
+    let (dir, plugins) = setup(&config, &[]);
+    let output = toolhost(dir.path(), plugins.path(), &["tools", "--json"], &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let names: Vec<String> = listed(&output).iter().map(|tool| tool["name"].as_str().unwrap().to_owned()).collect();
+    assert!(!names.contains(&"mcp__py_x__add_numbers".to_owned()), "{names:?}");
+    let text = stderr(&output);
+    assert!(
+        text.contains("[mcp_servers.py.x] and [mcp_servers.py_x]: both offer a tool named `mcp__py_x__add_numbers`"),
+        "{text}"
+    );
+}
