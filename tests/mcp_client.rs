@@ -575,3 +575,37 @@ fn a_name_two_servers_would_share_is_refused_from_both() {
         "{text}"
     );
 }
+
+#[test]
+fn ctrl_c_during_call_leaves_no_child_behind() {
+    let (dir, plugins) = setup(&py("tools", ""), &[]);
+    let config = dir.path().join("toolhost.toml").display().to_string();
+    let child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(dir.path())
+        .args(["--config", &config, "--plugins", &plugins.path().display().to_string(), "call", "mcp__py__sleep"])
+        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut servers = Vec::new();
+    while servers.is_empty() {
+        assert!(Instant::now() < deadline, "the MCP server never started");
+        std::thread::sleep(Duration::from_millis(50));
+        servers = children_of(child.id());
+    }
+    // Past the handshake and into the call.
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: sending SIGINT to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
+    assert!(stderr(&output).contains("cancelled"), "{}", stderr(&output));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while servers.iter().any(|pid| alive(*pid)) {
+        assert!(Instant::now() < deadline, "the MCP server outlived toolhost: {servers:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
