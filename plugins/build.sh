@@ -3,7 +3,8 @@
 # where the host and the tests look for them:
 #   plugins/dist/          the example plugins (the default plugins directory),
 #                          each with its manifest NAME.toml when it has one
-#   plugins/dist-test/     test plugins that misbehave on purpose when called
+#   plugins/dist-test/     test plugins that misbehave on purpose when called, and
+#                          testing/* (tools the MCP tests call by fixed names)
 #   plugins/dist-broken/   test plugins that break the contract and must not load
 # Rust plugins (the cargo workspace here) are built for wasm32-wasip2; the
 # Python, JavaScript and C ones by python/build.sh, js/build.sh and
@@ -34,6 +35,10 @@ for manifest in */Cargo.toml; do
     fi
 done
 for manifest in misbehaving/*/Cargo.toml; do
+    name="$(basename "$(dirname "$manifest")")"
+    cp "$out/$name.wasm" dist-test/
+done
+for manifest in testing/*/Cargo.toml; do
     name="$(basename "$(dirname "$manifest")")"
     cp "$out/$name.wasm" dist-test/
 done

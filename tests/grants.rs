@@ -337,7 +337,7 @@ async fn asks_not_granted_are_shown_at_load_and_grants_that_cannot_be_honoured_t
         config_from("[plugins.files]\ndirs = [\"/nonexistent/notes:/data\"]\nenv = [\"TOOLHOST_TEST_SURELY_UNSET\"]\n"),
     )
     .await;
-    assert_eq!(host.tools().len(), 4, "the plugins still load");
+    assert_eq!(host.catalog().tools().len(), 4, "the plugins still load");
     let notices: Vec<String> = host
         .problems()
         .iter()
@@ -350,7 +350,8 @@ async fn asks_not_granted_are_shown_at_load_and_grants_that_cannot_be_honoured_t
     );
     assert!(notices.iter().any(|notice| notice.contains("/nonexistent/notes")), "{notices:?}");
     assert!(notices.iter().any(|notice| notice.contains("TOOLHOST_TEST_SURELY_UNSET")), "{notices:?}");
-    let fetch = host.plugins().iter().find(|plugin| &*plugin.name == "fetch").unwrap();
+    let plugins = host.plugins();
+    let fetch = plugins.iter().find(|plugin| &*plugin.name == "fetch").unwrap();
     assert_eq!(fetch.asks.as_ref().unwrap().http[0].to_string(), "https://*");
     assert!(fetch.grants.is_empty());
 }

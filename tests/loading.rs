@@ -9,16 +9,16 @@ use toolhost::runtime::cache::Origin;
 use toolhost::{Config, Host, LimitOverrides, ToolOutput};
 
 async fn load(dir: &std::path::Path, config: Config) -> Host {
-    let mut host = Host::new(config).expect("host");
+    let host = Host::new(config).expect("host");
     host.load_dir(dir).await.expect("load");
     host
 }
 
-fn problem_for<'a>(host: &'a Host, file: &str) -> &'a str {
+fn problem_for(host: &Host, file: &str) -> String {
     host.problems()
-        .iter()
+        .into_iter()
         .find(|problem| problem.paths.iter().any(|path| path.ends_with(file)))
-        .map(|problem| problem.reason.as_str())
+        .map(|problem| problem.reason)
         .unwrap_or_else(|| panic!("no problem reported for {file}: {:?}", host.problems()))
 }
 
@@ -33,7 +33,8 @@ async fn broken_files_are_reported_and_the_rest_load() {
 
     let host = load(dir.path(), config()).await;
 
-    let names: Vec<&str> = host.tools().iter().map(|(tool, _)| tool.name.as_str()).collect();
+    let catalog = host.catalog();
+    let names: Vec<&str> = catalog.tools().iter().map(|entry| entry.name()).collect();
     assert_eq!(names, ["echo"]);
     assert_eq!(host.problems().len(), 7, "{:?}", host.problems());
     assert!(problem_for(&host, "text_file.wasm").contains("not a WebAssembly file"));
@@ -56,7 +57,8 @@ async fn a_tool_name_offered_twice_loads_neither_and_names_both_files() {
 
     let host = load(dir.path(), config()).await;
 
-    let names: Vec<&str> = host.tools().iter().map(|(tool, _)| tool.name.as_str()).collect();
+    let catalog = host.catalog();
+    let names: Vec<&str> = catalog.tools().iter().map(|entry| entry.name()).collect();
     assert_eq!(names, ["keeps_state"], "the colliding name is not callable from either file");
     let problem = &host.problems()[0];
     assert_eq!(problem.kind, toolhost::ProblemKind::Collision);
@@ -67,7 +69,7 @@ async fn a_tool_name_offered_twice_loads_neither_and_names_both_files() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_folder_is_an_error_that_says_what_to_do() {
-    let mut host = Host::new(config()).unwrap();
+    let host = Host::new(config()).unwrap();
     let err = host.load_dir("/nonexistent/plugins".as_ref()).await.unwrap_err();
     let message = format!("{err:#}");
     assert!(message.contains("/nonexistent/plugins") && message.contains("plugins/build.sh"), "{message}");
@@ -93,7 +95,7 @@ async fn the_second_start_loads_from_the_cache_and_a_changed_file_recompiles() {
     std::fs::copy(plugin("keeps_state"), dir.path().join("echo.wasm")).unwrap();
     let third = load(dir.path(), config.clone()).await;
     assert_eq!(third.plugins()[0].origin, Origin::Compiled);
-    assert_eq!(third.tools()[0].0.name, "keeps_state");
+    assert_eq!(third.catalog().tools()[0].name(), "keeps_state");
 
     // A corrupted artifact is discarded and replaced, not trusted. (Artifacts
     // are memory-mapped, so the hosts using them go first: toolhost itself
@@ -119,7 +121,8 @@ async fn per_plugin_limits_come_from_the_config() {
 
     let report = host.call("spin_forever", "{}", &LimitOverrides::default()).await;
     assert_eq!(report.outcome, Err(toolhost::CallError::OutOfFuel { limit: 1_000_000 }));
-    let echo = host.plugins().iter().find(|plugin| &*plugin.name == "echo").unwrap();
+    let plugins = host.plugins();
+    let echo = plugins.iter().find(|plugin| &*plugin.name == "echo").unwrap();
     assert_eq!(echo.limits.fuel, toolhost::Limits::DEFAULT_FUEL);
     assert_eq!(echo.limits.timeout, std::time::Duration::from_secs(3));
 }

@@ -35,7 +35,7 @@ fn main() {
     assert!(dir.join("echo.wasm").is_file(), "run `bash plugins/build.sh` first");
     let cache = tempfile::tempdir().unwrap();
     let host = runtime.block_on(async {
-        let mut host = Host::new(Config { cache_dir: Some(cache.path().to_owned()), ..Config::default() }).unwrap();
+        let host = Host::new(Config { cache_dir: Some(cache.path().to_owned()), ..Config::default() }).unwrap();
         host.load_dir(&dir).await.unwrap();
         Arc::new(host)
     });

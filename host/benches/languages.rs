@@ -41,7 +41,7 @@ fn median(mut samples: Vec<Duration>) -> Duration {
 
 async fn load(dir: &Path, cache: &Path) -> (Host, Duration) {
     let start = Instant::now();
-    let mut host = Host::new(Config { cache_dir: Some(cache.to_owned()), ..Config::default() }).unwrap();
+    let host = Host::new(Config { cache_dir: Some(cache.to_owned()), ..Config::default() }).unwrap();
     host.load_dir(dir).await.unwrap();
     let took = start.elapsed();
     assert!(host.problems().is_empty(), "{:?}", host.problems());

@@ -137,11 +137,12 @@ async fn toolhost_call(host: &Host) -> Stats {
 
 async fn start_up(dir: &Path, cache: &Path) -> Duration {
     let start = Instant::now();
-    let mut host = Host::new(Config { cache_dir: Some(cache.to_owned()), ..Config::default() }).unwrap();
+    let host = Host::new(Config { cache_dir: Some(cache.to_owned()), ..Config::default() }).unwrap();
     host.load_dir(dir).await.unwrap();
     // Grant notices (a bundled plugin asking for access the default config
     // does not grant) are expected; anything else means a plugin did not load.
-    let failed: Vec<_> = host.problems().iter().filter(|problem| problem.kind != ProblemKind::Grant).collect();
+    let problems = host.problems();
+    let failed: Vec<_> = problems.iter().filter(|problem| problem.kind != ProblemKind::Grant).collect();
     assert!(failed.is_empty(), "{failed:?}");
     start.elapsed()
 }
@@ -160,7 +161,7 @@ fn main() {
     row("bare wasmtime (pooling)", &bare);
     let cache = tempfile::tempdir().unwrap();
     let host = runtime.block_on(async {
-        let mut host = Host::new(Config { cache_dir: Some(cache.path().to_owned()), ..Config::default() }).unwrap();
+        let host = Host::new(Config { cache_dir: Some(cache.path().to_owned()), ..Config::default() }).unwrap();
         host.load_dir(&dir).await.unwrap();
         host
     });

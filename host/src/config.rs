@@ -29,6 +29,7 @@ use crate::grants::Grants;
 use crate::grants::env::{EnvGrant, EnvName};
 use crate::grants::files::{DirGrant, FilesGrant};
 use crate::grants::network::{HostPattern, NetworkGrant};
+pub use crate::mcp::client::config::McpServerConfig;
 use crate::runtime::limits::{ByteSize, HumanDuration, LimitOverrides};
 use anyhow::{Context, Result};
 use serde::Deserialize;
@@ -70,6 +71,12 @@ pub struct Config {
     /// Which tool calls need approval.
     #[serde(default)]
     pub approvals: ApprovalConfig,
+    /// External MCP servers whose tools join the catalog, by name.
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// `toolhost serve --http`: token, allowed hosts and origins, bounds.
+    #[serde(default)]
+    pub serve: crate::mcp::ServeConfig,
 }
 
 /// `[model]`: the model and the loop around it.
@@ -162,6 +169,11 @@ impl Config {
         config.plugins_dir = config.plugins_dir.map(|dir| base.join(dir));
         config.cache_dir = config.cache_dir.map(|dir| base.join(dir));
         config.ca_file = config.ca_file.map(|file| base.join(file));
+        for server in config.mcp_servers.values_mut() {
+            if let crate::mcp::client::config::Transport::Stdio { cwd: Some(cwd), .. } = &mut server.transport {
+                *cwd = base.join(&*cwd);
+            }
+        }
         for plugin in config.plugins.values_mut() {
             for dir in &mut plugin.grants.files.dirs {
                 dir.host = base.join(&dir.host);

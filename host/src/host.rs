@@ -1,8 +1,9 @@
 //! [`Host`]: the plugins loaded from a folder, their tools, and calls to them.
 
+use crate::catalog::{Catalog, SharedCatalog, Source};
 use crate::config::{self, Config};
 use crate::grants;
-use crate::plugin::{self, Plugin, Tool};
+use crate::plugin::{self, Plugin};
 use crate::runtime::cache::Cache;
 use crate::runtime::engine::{self, EpochTicker};
 use crate::runtime::limits::{LimitOverrides, Limits};
@@ -11,7 +12,6 @@ use crate::runtime::sandbox::{self, HostState, Request, Response, WitCallError, 
 use crate::tls;
 use anyhow::{Context, Result};
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -52,13 +52,6 @@ impl fmt::Display for LoadProblem {
     }
 }
 
-/// Where a tool lives.
-#[derive(Clone)]
-struct ToolEntry {
-    plugin: Arc<Plugin>,
-    index: usize,
-}
-
 /// Loads plugins and runs their tools, each call in a fresh sandboxed instance.
 ///
 /// ```no_run
@@ -74,9 +67,8 @@ pub struct Host {
     linker: Linker<HostState>,
     cache: Option<Cache>,
     config: Config,
-    plugins: Vec<Arc<Plugin>>,
-    tools: HashMap<String, ToolEntry>,
-    problems: Vec<LoadProblem>,
+    catalog: Arc<SharedCatalog>,
+    servers: crate::mcp::client::source::Servers,
     permits: Arc<Semaphore>,
     /// TLS client settings for plugin HTTPS: webpki's roots and `ca_file`'s.
     tls: Arc<rustls::ClientConfig>,
@@ -100,9 +92,8 @@ impl Host {
             linker,
             cache,
             config,
-            plugins: Vec::new(),
-            tools: HashMap::new(),
-            problems: Vec::new(),
+            catalog: Arc::new(SharedCatalog::new()),
+            servers: Default::default(),
             permits: Arc::new(Semaphore::new(concurrency)),
             tls,
             _ticker: ticker,
@@ -139,54 +130,42 @@ impl Host {
         &self.config
     }
 
-    /// Loads every `*.wasm` file in `dir`. A file that cannot be loaded is
-    /// recorded in [`Host::problems`] and the others still load; the error
-    /// case is only for a folder that cannot be read.
-    pub async fn load_dir(&mut self, dir: &Path) -> Result<()> {
-        let entries = std::fs::read_dir(dir).with_context(|| {
-            format!(
-                "could not read the plugins folder {} (build the bundled plugins with \
-                 `bash plugins/build.sh`, or point --plugins at a folder of .wasm files)",
-                dir.display()
-            )
-        })?;
-        let mut paths: Vec<PathBuf> = entries
-            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-            // Not only regular files: a folder, FIFO or broken symlink named
-            // `*.wasm` is reported as skipped (by `plugin::read`), not ignored.
-            .filter(|path| path.extension().is_some_and(|ext| ext == "wasm"))
-            .collect();
-        paths.sort();
+    /// Loads every `*.wasm` file in `dir` and adds them to the catalog. A
+    /// file that cannot be loaded is recorded in the catalog's problems and
+    /// the others still load; the error case is only for a folder that
+    /// cannot be read.
+    pub async fn load_dir(&self, dir: &Path) -> Result<()> {
+        let paths = plugin_files(dir)?;
+        let mut loaded = Vec::new();
+        let mut problems = Vec::new();
         for path in paths {
             match self.load_file(&path).await {
                 Ok(plugin) => {
-                    for notice in &plugin.notices {
-                        self.problems.push(LoadProblem {
-                            kind: ProblemKind::Grant,
-                            paths: vec![path.clone()],
-                            reason: notice.clone(),
-                        });
-                    }
-                    self.plugins.push(Arc::new(plugin));
+                    problems.extend(grant_notices(&plugin));
+                    loaded.push(Arc::new(plugin));
                 }
                 Err(reason) => {
                     tracing::debug!(path = %path.display(), "skipped plugin: {reason}");
-                    self.problems.push(LoadProblem { kind: ProblemKind::Plugin, paths: vec![path], reason });
+                    problems.push(LoadProblem { kind: ProblemKind::Plugin, paths: vec![path], reason });
                 }
             }
         }
-        for name in self.config.plugins.keys() {
-            if !self.plugins.iter().any(|plugin| &*plugin.name == name)
-                && !self.problems.iter().any(|problem| problem.paths.iter().any(|path| stem(path) == *name))
-            {
-                self.problems.push(LoadProblem {
-                    kind: ProblemKind::Config,
-                    paths: vec![dir.join(format!("{name}.wasm"))],
-                    reason: format!("the config has settings for plugin `{name}`, but there is no such file"),
-                });
+        self.catalog.update(|parts| {
+            parts.plugins.extend(loaded);
+            parts.problems.extend(problems);
+            for name in self.config.plugins.keys() {
+                if !parts.plugins.iter().any(|plugin| &*plugin.name == name)
+                    && !parts.problems.iter().any(|problem| problem.paths.iter().any(|path| stem(path) == *name))
+                {
+                    parts.problems.push(LoadProblem {
+                        kind: ProblemKind::Config,
+                        paths: vec![dir.join(format!("{name}.wasm"))],
+                        reason: format!("the config has settings for plugin `{name}`, but there is no such file"),
+                    });
+                }
             }
-        }
-        self.index_tools();
+            true
+        });
         Ok(())
     }
 
@@ -227,65 +206,84 @@ impl Host {
         Limits::default().with(&self.config.limits_for(name))
     }
 
-    /// Rebuilds the tool index. A name offered by two plugins is dropped from
-    /// both and reported: neither silently wins.
-    fn index_tools(&mut self) {
-        let mut offered: BTreeMap<&str, Vec<ToolEntry>> = BTreeMap::new();
-        for plugin in &self.plugins {
-            for (index, tool) in plugin.tools.iter().enumerate() {
-                offered.entry(&tool.name).or_default().push(ToolEntry { plugin: plugin.clone(), index });
-            }
-        }
-        let mut tools = HashMap::new();
-        let mut problems = Vec::new();
-        for (name, mut entries) in offered {
-            if entries.len() == 1 {
-                tools.insert(name.to_owned(), entries.remove(0));
-            } else {
-                problems.push(LoadProblem {
-                    kind: ProblemKind::Collision,
-                    paths: entries.iter().map(|entry| entry.plugin.path.clone()).collect(),
-                    reason: format!("both offer a tool named `{name}`, so neither is loaded: remove or rename one"),
-                });
-            }
-        }
-        self.tools = tools;
-        self.problems.retain(|problem| problem.kind != ProblemKind::Collision);
-        self.problems.extend(problems);
+    /// Starts the config's MCP servers (all at once, each within its
+    /// `startup_timeout`; run it beside [`Host::load_dir`]) and adds their
+    /// tools to the catalog. Returns the servers that could not be started.
+    pub async fn connect_servers(&self) -> Vec<crate::mcp::client::source::ServerProblem> {
+        self.servers.connect(&self.config, &self.catalog).await
     }
 
-    /// What could not be loaded.
-    pub fn problems(&self) -> &[LoadProblem] {
-        &self.problems
+    /// Lists again the tools of the MCP servers that said their tools changed
+    /// (or were restarted), so the next snapshot has them. The agent calls
+    /// this before each model turn.
+    pub async fn refresh_servers(&self) -> Vec<crate::mcp::client::source::ServerProblem> {
+        self.servers.refresh(&self.catalog).await
     }
 
-    /// The loaded plugins, in file-name order.
-    pub fn plugins(&self) -> &[Arc<Plugin>] {
-        &self.plugins
+    /// The current tool catalog: one consistent snapshot of every tool.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.catalog.snapshot()
     }
 
-    /// Every callable tool with its plugin, sorted by name.
-    pub fn tools(&self) -> Vec<(&Tool, &Plugin)> {
-        let mut tools: Vec<(&Tool, &Plugin)> =
-            self.tools.values().map(|entry| (&entry.plugin.tools[entry.index], &*entry.plugin)).collect();
-        tools.sort_by(|a, b| a.0.name.cmp(&b.0.name));
-        tools
+    /// The live catalog, for swapping in a new generation (hot reload) and
+    /// for learning when it changes ([`SharedCatalog::subscribe`]).
+    pub fn shared_catalog(&self) -> &Arc<SharedCatalog> {
+        &self.catalog
     }
 
-    /// The tool named `name` and its plugin, if loaded.
-    pub fn find(&self, name: &str) -> Option<(&Tool, &Plugin)> {
-        self.tools.get(name).map(|entry| (&entry.plugin.tools[entry.index], &*entry.plugin))
+    /// What could not be loaded, and grant notices (from the current catalog).
+    pub fn problems(&self) -> Vec<LoadProblem> {
+        self.catalog().problems().to_vec()
+    }
+
+    /// The loaded plugins, in file-name order (from the current catalog).
+    pub fn plugins(&self) -> Vec<Arc<Plugin>> {
+        self.catalog().plugins().to_vec()
     }
 
     /// Calls `tool` with `arguments` (a JSON object as text; blank means `{}`)
     /// in a fresh instance, under the plugin's limits with `overrides` on top.
     /// Waits for a free slot when `max_concurrent_calls` calls are running.
     pub async fn call(&self, tool: &str, arguments: &str, overrides: &LimitOverrides) -> CallReport {
-        let Some(entry) = self.tools.get(tool) else {
-            let error = CallError::UnknownTool { name: tool.to_owned(), suggestion: self.similar_tool(tool) };
+        let catalog = self.catalog();
+        self.call_in(&catalog, tool, arguments, overrides).await
+    }
+
+    /// [`Host::call`] against the snapshot `catalog`, so that a caller that
+    /// showed a list of tools calls exactly those (an agent turn, an MCP list).
+    pub async fn call_in(
+        &self,
+        catalog: &Catalog,
+        tool: &str,
+        arguments: &str,
+        overrides: &LimitOverrides,
+    ) -> CallReport {
+        let Some(entry) = catalog.find(tool) else {
+            let error = CallError::UnknownTool { name: tool.to_owned(), suggestion: catalog.similar(tool) };
             return CallReport::rejected(tool, None, error);
         };
-        let plugin = &entry.plugin;
+        match entry.source() {
+            Source::Plugin { plugin, index } => self.call_plugin(plugin.clone(), *index, arguments, overrides).await,
+            Source::Mcp { server, tool } => {
+                // The output limit is the plugins' one; the time limit is the
+                // server's `tool_timeout` unless the caller sets one.
+                let mut limits = Limits::default().with(&self.config.limits);
+                limits.timeout = server.config().tool_timeout;
+                server.call(tool, arguments, &limits.with(overrides)).await
+            }
+        }
+    }
+
+    /// Calls tool number `index` of `plugin`. The plugin is held for the
+    /// whole call, so a reload that removes or replaces it does not cut it short.
+    async fn call_plugin(
+        &self,
+        plugin: Arc<Plugin>,
+        index: usize,
+        arguments: &str,
+        overrides: &LimitOverrides,
+    ) -> CallReport {
+        let tool = plugin.tools[index].name.as_str();
         let plugin_name = Some(plugin.name.to_string());
         let arguments = if arguments.trim().is_empty() { "{}" } else { arguments };
         let value: Value = match serde_json::from_str(arguments) {
@@ -295,7 +293,7 @@ impl Host {
                 return CallReport::rejected(tool, plugin_name, error);
             }
         };
-        if let Some(err) = plugin.tools[entry.index].validator.iter_errors(&value).next() {
+        if let Some(err) = plugin.tools[index].validator.iter_errors(&value).next() {
             let error = CallError::InvalidArguments(describe_mismatch(&err));
             return CallReport::rejected(tool, plugin_name, error);
         }
@@ -334,16 +332,6 @@ impl Host {
             logs: invocation.logs,
             refused: invocation.refused,
         }
-    }
-
-    fn similar_tool(&self, wanted: &str) -> Option<String> {
-        let wanted_lower = wanted.to_ascii_lowercase();
-        self.tools
-            .keys()
-            .map(|name| (edit_distance(&wanted_lower, &name.to_ascii_lowercase()), name))
-            .filter(|(distance, name)| *distance <= 2.max(name.len() / 4))
-            .min()
-            .map(|(_, name)| name.clone())
     }
 }
 
@@ -407,28 +395,41 @@ fn allowed_values(kind: &jsonschema::error::ValidationErrorKind) -> Option<Vec<V
     }
 }
 
-fn stem(path: &Path) -> String {
-    path.file_stem().map(|stem| stem.to_string_lossy().into_owned()).unwrap_or_default()
+/// The `*.wasm` files directly in `dir`, sorted.
+pub(crate) fn plugin_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let entries = std::fs::read_dir(dir).with_context(|| {
+        format!(
+            "could not read the plugins folder {} (build the bundled plugins with \
+             `bash plugins/build.sh`, or point --plugins at a folder of .wasm files)",
+            dir.display()
+        )
+    })?;
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+                // Not only regular files: a folder, FIFO or broken symlink named
+        // `*.wasm` is reported as skipped (by `plugin::read`), not ignored.
+        .filter(|path| path.extension().is_some_and(|ext| ext == "wasm"))
+        .collect();
+    paths.sort();
+    Ok(paths)
 }
 
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut previous = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = previous + usize::from(ca != *cb);
-            previous = row[j + 1];
-            row[j + 1] = substitution.min(row[j] + 1).min(previous + 1);
-        }
-    }
-    row[b.len()]
+/// A plugin's grant notices as load problems.
+pub(crate) fn grant_notices(plugin: &Plugin) -> impl Iterator<Item = LoadProblem> + '_ {
+    plugin.notices.iter().map(|notice| LoadProblem {
+        kind: ProblemKind::Grant,
+        paths: vec![plugin.path.clone()],
+        reason: notice.clone(),
+    })
+}
+
+pub(crate) fn stem(path: &Path) -> String {
+    path.file_stem().map(|stem| stem.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{describe_mismatch, edit_distance};
+    use super::describe_mismatch;
     use serde_json::{Value, json};
 
     fn mismatch(schema: &Value, args: Value) -> String {
@@ -473,13 +474,5 @@ mod tests {
         // Anything else keeps the validator's own words.
         let message = mismatch(&json!({ "type": "object", "required": ["a"] }), json!({}));
         assert!(message.contains("\"a\" is a required property"), "{message}");
-    }
-
-    #[test]
-    fn edit_distance_counts_edits() {
-        assert_eq!(edit_distance("sha256", "sha256"), 0);
-        assert_eq!(edit_distance("sha265", "sha256"), 2);
-        assert_eq!(edit_distance("echo", "eco"), 1);
-        assert_eq!(edit_distance("", "abc"), 3);
     }
 }

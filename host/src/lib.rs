@@ -12,17 +12,20 @@
 //! The `toolhost` binary (module `cli`) is a thin layer over this library.
 
 pub mod agent;
+pub mod catalog;
 pub mod config;
 #[cfg(test)]
 mod fuzz;
 pub mod grants;
 mod host;
 pub mod inspect;
+pub mod mcp;
 pub mod plugin;
 pub mod readfile;
 pub mod runtime;
 pub mod tls;
 
+pub use catalog::{Catalog, Entry, SharedCatalog};
 pub use config::Config;
 pub use grants::Grants;
 pub use grants::manifest::Manifest;

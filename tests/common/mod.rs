@@ -79,7 +79,7 @@ pub async fn host_with(names: &[&str]) -> (Host, tempfile::TempDir) {
 /// A host made from `config` with the named plugins loaded.
 pub async fn host_with_config(names: &[&str], config: Config) -> (Host, tempfile::TempDir) {
     let dir = plugin_dir(names);
-    let mut host = Host::new(config).expect("host");
+    let host = Host::new(config).expect("host");
     host.load_dir(dir.path()).await.expect("load");
     (host, dir)
 }

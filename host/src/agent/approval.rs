@@ -25,6 +25,7 @@ pub enum Policy {
 /// default = "auto"                  # what applies when nothing below matches
 /// tools = { regex_replace = "ask" } # by tool name (wins over the plugin)
 /// plugins = { fetch = "deny" }      # by plugin (file stem)
+/// servers = { github = "ask" }      # by MCP server (`[mcp_servers.NAME]`)
 /// ```
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -37,6 +38,9 @@ pub struct ApprovalConfig {
     /// Policies by plugin name.
     #[serde(default)]
     pub plugins: BTreeMap<String, Policy>,
+    /// Policies by MCP server name (`[mcp_servers.NAME]`).
+    #[serde(default)]
+    pub servers: BTreeMap<String, Policy>,
 }
 
 impl ApprovalConfig {
@@ -46,12 +50,21 @@ impl ApprovalConfig {
     }
 }
 
+impl ApprovalConfig {
+    /// The policy for `tool` of the MCP server `server`: the tool's, else
+    /// the server's, else the default. What the server declares about the
+    /// tool (`readOnlyHint`, …) plays no part.
+    pub fn policy_for_server(&self, tool: &str, server: &str) -> Policy {
+        self.tools.get(tool).or_else(|| self.servers.get(server)).copied().or(self.default).unwrap_or(Policy::Auto)
+    }
+}
+
 /// What a person is asked about.
 #[derive(Debug, Clone)]
 pub struct ApprovalRequest {
     /// The tool.
     pub tool: String,
-    /// Its plugin.
+    /// Its source: `plugin NAME`, or `mcp SERVER` for an external MCP server.
     pub plugin: String,
     /// The arguments the model sent.
     pub arguments: String,

@@ -143,6 +143,8 @@ pub enum Event {
         call_id: String,
         /// The tool.
         tool: String,
+        /// Which source runs it: `plugin NAME`, or `mcp SERVER` (an external server).
+        source: String,
     },
     /// The call produced output.
     ToolCallCompleted {

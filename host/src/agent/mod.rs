@@ -16,8 +16,9 @@ use crate::agent::events::{ApprovedBy, Event, RunStatus};
 use crate::agent::model::{
     Conversation, Message, ModelClient, ModelError, Progress, StopReason, TokenUsage, ToolCall, ToolResult, ToolSpec,
 };
+use crate::catalog::{Catalog, Entry};
 use crate::runtime::limits::LimitOverrides;
-use crate::{Host, Plugin};
+use crate::Host;
 use futures_util::{FutureExt, StreamExt};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -81,7 +82,8 @@ pub struct Agent {
     host: Arc<Host>,
     client: ModelClient,
     model_name: String,
-    tools: Vec<ToolSpec>,
+    /// The tool specs of the last catalog generation seen, rebuilt when it changes.
+    specs: Mutex<(u64, Arc<Vec<ToolSpec>>)>,
     options: AgentOptions,
     approvals: ApprovalConfig,
     approver: Arc<dyn Approver>,
@@ -98,21 +100,14 @@ impl Agent {
         model_name: impl Into<String>,
         approver: Arc<dyn Approver>,
     ) -> Agent {
-        let tools = host
-            .tools()
-            .into_iter()
-            .map(|(tool, _)| ToolSpec {
-                name: tool.name.clone(),
-                description: tool.description.clone(),
-                schema: tool.schema.clone(),
-            })
-            .collect();
+        let catalog = host.catalog();
+        let specs = Mutex::new((catalog.generation(), Arc::new(tool_specs(&catalog))));
         let approvals = host.config().approvals.clone();
         Agent {
             host,
             client,
             model_name: model_name.into(),
-            tools,
+            specs,
             options: AgentOptions::default(),
             approvals,
             approver,
@@ -133,9 +128,25 @@ impl Agent {
         self
     }
 
+    /// The host whose tools the agent uses.
+    pub fn host(&self) -> &Arc<Host> {
+        &self.host
+    }
+
     /// `provider/model`.
     pub fn model_name(&self) -> &str {
         &self.model_name
+    }
+
+    /// The catalog snapshot for one turn and the tool specs sent with it:
+    /// the turn's list and its calls agree even if a reload swaps the catalog.
+    fn snapshot(&self) -> (Arc<Catalog>, Arc<Vec<ToolSpec>>) {
+        let catalog = self.host.catalog();
+        let mut specs = self.specs.lock().unwrap_or_else(|p| p.into_inner());
+        if specs.0 != catalog.generation() {
+            *specs = (catalog.generation(), Arc::new(tool_specs(&catalog)));
+        }
+        (catalog, specs.1.clone())
     }
 
     fn emit(&self, event: Event) {
@@ -151,7 +162,7 @@ impl Agent {
     pub async fn run(&self, conversation: &mut Conversation, prompt: &str, cancel: &CancellationToken) -> RunOutcome {
         let started = Instant::now();
         conversation.messages.push(Message::User { content: prompt.to_owned() });
-        self.emit(Event::RunStarted { model: self.model_name.clone(), tools: self.tools.len() });
+        self.emit(Event::RunStarted { model: self.model_name.clone(), tools: self.snapshot().1.len() });
         let mut outcome = RunOutcome {
             status: RunStatus::MaxTurns,
             answer: String::new(),
@@ -175,6 +186,11 @@ impl Agent {
             outcome.turns = turn;
             self.emit(Event::ModelRequest { turn, messages: conversation.messages.len() });
             let requested = Instant::now();
+            // A server that said its tools changed is listed again first.
+            for problem in self.host.refresh_servers().await {
+                tracing::warn!(server = problem.server, "{}", problem.message);
+            }
+            let (catalog, tools) = self.snapshot();
             // The text shown so far, kept if the response breaks off or is cancelled.
             let mut shown = String::new();
             let mut on_progress = |progress: Progress<'_>| match progress {
@@ -193,7 +209,7 @@ impl Agent {
             let reply = tokio::select! {
                 biased;
                 () = cancel.cancelled() => None,
-                reply = self.client.complete(conversation, &self.tools, &mut on_progress) => Some(reply),
+                reply = self.client.complete(conversation, &tools, &mut on_progress) => Some(reply),
             };
             let reply = match reply {
                 Some(Ok(reply)) => reply,
@@ -246,7 +262,7 @@ impl Agent {
                 outcome.status = RunStatus::Length;
                 break;
             }
-            let results = self.run_calls(turn, &calls, cancel).await;
+            let results = self.run_calls(&catalog, turn, &calls, cancel).await;
             conversation.messages.push(Message::Tool { results });
             if cancel.is_cancelled() {
                 outcome.status = RunStatus::Cancelled;
@@ -280,14 +296,20 @@ impl Agent {
     /// about, never run), `tool_call_denied`, or `tool_call_approved`
     /// followed by `tool_call_started` (once it runs) and `tool_call_completed`
     /// or `tool_call_failed` (`cancelled` when Ctrl-C came first).
-    async fn run_calls(&self, turn: u32, calls: &[ToolCall], cancel: &CancellationToken) -> Vec<ToolResult> {
+    async fn run_calls(
+        &self,
+        catalog: &Catalog,
+        turn: u32,
+        calls: &[ToolCall],
+        cancel: &CancellationToken,
+    ) -> Vec<ToolResult> {
         let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
         let mut approved: Vec<usize> = Vec::with_capacity(calls.len());
         // Approvals first, one at a time, so a person is asked in order.
         for (i, call) in calls.iter().enumerate() {
             self.emit(requested(turn, call));
-            let Some((_, plugin)) = self.host.find(&call.name) else {
-                let report = self.host.call(&call.name, "{}", &LimitOverrides::default()).await;
+            let Some(entry) = catalog.find(&call.name) else {
+                let report = self.host.call_in(catalog, &call.name, "{}", &LimitOverrides::default()).await;
                 let message = report.outcome.err().map(|err| err.to_string()).unwrap_or_default();
                 self.emit(failed_before_running(call, "unknown_tool", &message));
                 results[i] = Some(error_result(call, message));
@@ -302,7 +324,7 @@ impl Agent {
             let verdict = tokio::select! {
                 biased;
                 () = cancel.cancelled() => Err("the run was cancelled before this call was approved".to_owned()),
-                verdict = self.approve(call, plugin) => verdict,
+                verdict = self.approve(call, entry) => verdict,
             };
             match verdict {
                 Ok(by) => {
@@ -324,7 +346,7 @@ impl Agent {
             let mut work = futures_util::stream::iter(approved.iter().copied())
                 .map(|i| {
                     let started = &started[i];
-                    async move { (i, self.run_call(&calls[i], started).await) }
+                    async move { (i, self.run_call(catalog, &calls[i], started).await) }
                 })
                 .buffer_unordered(self.options.max_concurrent_tools.max(1));
             loop {
@@ -365,8 +387,12 @@ impl Agent {
     }
 
     /// `Ok(by)` to run, `Err(reason)` if denied.
-    async fn approve(&self, call: &ToolCall, plugin: &Plugin) -> Result<ApprovedBy, String> {
-        match self.approvals.policy_for(&call.name, &plugin.name) {
+    async fn approve(&self, call: &ToolCall, entry: &Entry) -> Result<ApprovedBy, String> {
+        let policy = match entry.mcp_server() {
+            Some(server) => self.approvals.policy_for_server(&call.name, server.name()),
+            None => self.approvals.policy_for(&call.name, entry.origin()),
+        };
+        match policy {
             Policy::Auto => Ok(ApprovedBy::Policy),
             Policy::Deny => Err(format!("the operator does not allow calls to `{}`", call.name)),
             Policy::Ask => {
@@ -375,14 +401,9 @@ impl Agent {
                 }
                 let request = ApprovalRequest {
                     tool: call.name.clone(),
-                    plugin: plugin.name.to_string(),
+                    plugin: entry.source_label(),
                     arguments: call.arguments.clone(),
-                    capabilities: plugin
-                        .grants
-                        .describe()
-                        .into_iter()
-                        .map(|(kind, granted)| format!("{kind}: {granted}"))
-                        .collect(),
+                    capabilities: entry.capabilities(),
                 };
                 match self.approver.decide(&request).await {
                     Decision::AllowOnce => Ok(ApprovedBy::UserOnce),
@@ -401,10 +422,15 @@ impl Agent {
         self.allowed_for_session.lock().unwrap_or_else(|p| p.into_inner()).contains(tool)
     }
 
-    async fn run_call(&self, call: &ToolCall, started: &AtomicBool) -> ToolResult {
+    async fn run_call(&self, catalog: &Catalog, call: &ToolCall, started: &AtomicBool) -> ToolResult {
         started.store(true, Ordering::SeqCst);
-        self.emit(Event::ToolCallStarted { call_id: call.id.clone(), tool: call.name.clone() });
-        let report = self.host.call(&call.name, &call.arguments, &LimitOverrides::default()).await;
+        let source = catalog.find(&call.name).map(|entry| entry.source_label());
+        self.emit(Event::ToolCallStarted {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            source: source.clone().unwrap_or_default(),
+        });
+        let report = self.host.call_in(catalog, &call.name, &call.arguments, &LimitOverrides::default()).await;
         let duration_ms = report.usage.wall.as_secs_f64() * 1_000.0;
         // The model is told what the host refused, so it does not retry blindly.
         let refusals: String =
@@ -423,7 +449,7 @@ impl Agent {
                     truncated_bytes,
                     refused: report.refused,
                 });
-                ToolResult { call_id: call.id.clone(), name: call.name.clone(), content, is_error: false }
+                ToolResult { call_id: call.id.clone(), name: call.name.clone(), content, is_error: false, source }
             }
             Err(err) => {
                 let message = err.to_string();
@@ -439,10 +465,22 @@ impl Agent {
                 });
                 let (mut content, _) = cut_to_budget(&message, self.options.output_budget);
                 content.push_str(&refusals);
-                error_result(call, content)
+                ToolResult { source, ..error_result(call, content) }
             }
         }
     }
+}
+
+fn tool_specs(catalog: &Catalog) -> Vec<ToolSpec> {
+    catalog
+        .tools()
+        .iter()
+        .map(|entry| ToolSpec {
+            name: entry.name().to_owned(),
+            description: entry.description().to_owned(),
+            schema: entry.schema().clone(),
+        })
+        .collect()
 }
 
 fn requested(turn: u32, call: &ToolCall) -> Event {
@@ -492,7 +530,7 @@ fn json_kind(value: &serde_json::Value) -> &'static str {
 }
 
 fn error_result(call: &ToolCall, content: String) -> ToolResult {
-    ToolResult { call_id: call.id.clone(), name: call.name.clone(), content, is_error: true }
+    ToolResult { call_id: call.id.clone(), name: call.name.clone(), content, is_error: true, source: None }
 }
 
 /// `text` if it fits in `budget` bytes, else its head and tail around a

@@ -58,8 +58,19 @@ pub async fn run(host: &Host, args: Args) -> Result<ExitCode> {
         http_request_body: args.http_request_body,
         ..LimitOverrides::default()
     };
-    let report = host.call(&args.tool, &arguments, &overrides).await;
-    if let Some(plugin) = host.plugins().iter().find(|plugin| Some(&*plugin.name) == report.plugin.as_deref()) {
+    let catalog = host.catalog();
+    let call = host.call_in(&catalog, &args.tool, &arguments, &overrides);
+    let report = tokio::select! {
+        report = call => report,
+        _ = tokio::signal::ctrl_c() => {
+            // Dropping the call cancels it (an MCP server is sent
+            // `notifications/cancelled`); the host's servers stop with it.
+            eprintln!("cancelled");
+            return Ok(ExitCode::from(130));
+        }
+    };
+    let external = catalog.find(&args.tool).and_then(|entry| entry.mcp_server()).map(|server| server.name().to_owned());
+    if let Some(plugin) = catalog.find(&args.tool).and_then(|entry| entry.plugin()) {
         for notice in &plugin.notices {
             eprintln!("warning: {}: {notice}", plugin.path.display());
         }
@@ -67,12 +78,12 @@ pub async fn run(host: &Host, args: Args) -> Result<ExitCode> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&as_json(&report))?);
     } else {
-        show(&report);
+        show(&report, external.as_deref());
     }
     Ok(if report.outcome.is_ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-fn show(report: &CallReport) {
+fn show(report: &CallReport, server: Option<&str>) {
     match &report.outcome {
         Ok(ToolOutput::Text(text)) => println!("{text}"),
         Ok(ToolOutput::Json(text)) => match serde_json::from_str::<Value>(text) {
@@ -102,6 +113,10 @@ fn show(report: &CallReport) {
     } else {
         String::new()
     };
+    if let Some(server) = server {
+        eprintln!("{status} · {} · {} · MCP server {server}", report.tool, format::duration(usage.wall));
+        return;
+    }
     eprintln!(
         "{status} · {} · {} · fuel {} · memory {}{http}",
         report.tool,

@@ -6,10 +6,12 @@
 use super::session::{self, ModelArgs, Session};
 use anyhow::Result;
 use std::io::{IsTerminal, Write};
+use std::path::Path;
 use std::process::ExitCode;
 use tokio_util::sync::CancellationToken;
 use toolhost::Host;
 use toolhost::agent::events::RunStatus;
+use toolhost::catalog::reload::Watcher;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -17,8 +19,17 @@ pub struct Args {
     model: ModelArgs,
 }
 
-pub async fn run(host: Host, args: Args) -> Result<ExitCode> {
+pub async fn run(host: Host, dir: &Path, args: Args) -> Result<ExitCode> {
     let mut session = Session::start(host, &args.model)?;
+    // Plugins added, changed or removed while chatting are picked up between
+    // turns (each turn works on one snapshot of the tools).
+    let _watcher = match Watcher::start(session.agent.host().clone(), dir) {
+        Ok(watcher) => Some(watcher),
+        Err(err) => {
+            eprintln!("warning: plugins will not be reloaded during the chat: {err:#}");
+            None
+        }
+    };
     let cancel = CancellationToken::new();
     session::cancel_on_ctrl_c(cancel.clone());
     let interactive = std::io::stdin().is_terminal();

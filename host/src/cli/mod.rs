@@ -7,6 +7,7 @@ mod format;
 mod inspect;
 mod new;
 mod run;
+mod serve;
 mod session;
 mod terminal;
 mod tools;
@@ -57,6 +58,8 @@ enum Command {
     Run(run::Args),
     /// Talk with a model over several prompts, letting it call the tools
     Chat(chat::Args),
+    /// Serve every tool over MCP (stdio, or Streamable HTTP with --http), reloading changed plugins
+    Serve(serve::Args),
     /// Start a plugin project in Rust, Python, JavaScript or C from a template
     New(new::Args),
 }
@@ -101,35 +104,62 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             inspect::run(&host, &args).await
         }
         Command::Run(args) => run::run(load(config, cli.plugins.as_deref()).await?, args).await,
-        Command::Chat(args) => chat::run(load(config, cli.plugins.as_deref()).await?, args).await,
+        Command::Chat(args) => {
+            let dir = plugins_dir(&config, cli.plugins.as_deref());
+            chat::run(load(config, cli.plugins.as_deref()).await?, &dir, args).await
+        }
+        Command::Serve(mut args) => {
+            let dir = plugins_dir(&config, cli.plugins.as_deref());
+            // MCP servers' tools are re-exported only when asked for.
+            let mut config = config;
+            if !args.include_mcp {
+                config.mcp_servers.clear();
+            }
+            args.include_mcp &= !config.mcp_servers.is_empty();
+            serve::run(load(config, cli.plugins.as_deref()).await?, &dir, args).await
+        }
         Command::New(args) => new::run(&args),
     }
 }
 
-/// Makes a host and loads the plugins folder, printing what could not load.
+/// Makes a host, loads the plugins folder and starts the MCP servers (at the
+/// same time), printing what could not load; a `required` server that does
+/// not start stops toolhost.
 /// (Grant notices are printed by the commands: all of them by `tools`, the
 /// called plugin's by `call`.)
 async fn load(config: Config, flag: Option<&Path>) -> Result<Host> {
-    let dir = flag
-        .map(Path::to_path_buf)
-        .or_else(|| config.plugins_dir.clone())
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_PLUGINS_DIR));
-    let mut host = Host::new(config)?;
+    let dir = plugins_dir(&config, flag);
+    let host = Host::new(config)?;
     {
         // Loading from the compile cache takes milliseconds; compiling a new
         // or changed plugin can take seconds, so say what is going on then.
-        let loading = host.load_dir(&dir);
+        let loading = async { tokio::join!(host.load_dir(&dir), host.connect_servers()) };
         tokio::pin!(loading);
-        let loaded = tokio::select! {
+        let (loaded, servers) = tokio::select! {
             loaded = &mut loading => loaded,
             () = tokio::time::sleep(std::time::Duration::from_millis(400)) => {
-                let spinner = terminal::spinner("loading plugins (compiling new ones, cached for next time)".to_owned());
+                let message = if host.config().mcp_servers.is_empty() {
+                    "loading plugins (compiling new ones, cached for next time)"
+                } else {
+                    "loading plugins and starting MCP servers"
+                };
+                let spinner = terminal::spinner(message.to_owned());
                 let loaded = loading.await;
                 spinner.finish_and_clear();
                 loaded
             }
         };
         loaded.with_context(|| "could not load plugins".to_owned())?;
+        if let Some(required) = servers.iter().find(|problem| problem.required) {
+            anyhow::bail!(
+                "{} (the server `{}` is `required`: fix it, or set `required = false` to run without it)",
+                required.message,
+                required.server
+            );
+        }
+        for problem in servers {
+            eprintln!("warning: {}; its tools are left out", problem.message);
+        }
     }
     for problem in host.problems() {
         if problem.kind != ProblemKind::Grant {
@@ -139,10 +169,18 @@ async fn load(config: Config, flag: Option<&Path>) -> Result<Host> {
     Ok(host)
 }
 
+/// The plugins folder: the flag, else the config's `plugins_dir`, else the default.
+fn plugins_dir(config: &Config, flag: Option<&Path>) -> PathBuf {
+    flag.map(Path::to_path_buf)
+        .or_else(|| config.plugins_dir.clone())
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_PLUGINS_DIR))
+}
+
 fn init_tracing(verbose: u8) {
     use tracing_subscriber::EnvFilter;
     let default = match verbose {
-        0 => "warn",
+        // rmcp logs a failed connection at error level itself; toolhost reports it once.
+        0 => "warn,rmcp=off",
         1 => "info",
         2 => "debug",
         _ => "trace",

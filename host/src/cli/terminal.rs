@@ -214,7 +214,7 @@ impl Approver for TerminalApprover {
             } else {
                 request.capabilities.join(", ")
             };
-            eprintln!("\nThe model wants to call `{}` (plugin {}) with:", request.tool, request.plugin);
+            eprintln!("\nThe model wants to call `{}` ({}) with:", request.tool, request.plugin);
             for line in arguments.lines() {
                 eprintln!("    {line}");
             }

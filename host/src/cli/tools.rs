@@ -14,26 +14,38 @@ pub struct Args {
 }
 
 pub fn run(host: &Host, args: &Args) -> Result<ExitCode> {
-    for problem in host.problems() {
+    let catalog = host.catalog();
+    for problem in catalog.problems() {
         if problem.kind == ProblemKind::Grant {
             eprintln!("warning: {problem}");
         }
     }
-    let tools = host.tools();
+    let tools = catalog.tools();
     if args.json {
         let listed: Vec<Value> = tools
             .iter()
-            .map(|(tool, plugin)| {
-                json!({
-                    "name": tool.name,
-                    "plugin": &*plugin.name,
-                    "description": tool.description,
-                    "input_schema": tool.schema,
-                    "path": plugin.path.display().to_string(),
-                    "asks": plugin.asks.as_ref().map(|asks| asks.to_json()),
-                    "grants": plugin.grants.to_json(),
-                    "notices": plugin.notices,
-                })
+            .map(|entry| {
+                let mut listed = json!({
+                    "name": entry.name(),
+                    "plugin": entry.origin(),
+                    "description": entry.description(),
+                    "input_schema": entry.schema(),
+                    "path": entry.location().display().to_string(),
+                });
+                if let Some(server) = entry.mcp_server() {
+                    listed["source"] = json!("mcp");
+                    listed["server"] = json!(server.name());
+                    listed["external"] = json!(true);
+                    listed["sandboxed"] = json!(false);
+                } else {
+                    listed["source"] = json!("plugin");
+                }
+                if let Some(plugin) = entry.plugin() {
+                    listed["asks"] = json!(plugin.asks.as_ref().map(|asks| asks.to_json()));
+                    listed["grants"] = plugin.grants.to_json();
+                    listed["notices"] = json!(plugin.notices);
+                }
+                listed
             })
             .collect();
         println!("{}", serde_json::to_string_pretty(&listed)?);
@@ -43,17 +55,20 @@ pub fn run(host: &Host, args: &Args) -> Result<ExitCode> {
         eprintln!("no tools loaded");
         return Ok(ExitCode::SUCCESS);
     }
-    for (tool, plugin) in &tools {
-        println!("{}  (plugin {})", tool.name, plugin.name);
-        for line in wrap(&tool.description, "    ", "    ") {
+    for entry in tools {
+        match entry.mcp_server() {
+            Some(server) => println!("{}  (MCP server {}: external, not sandboxed)", entry.name(), server.name()),
+            None => println!("{}  (plugin {})", entry.name(), entry.origin()),
+        }
+        for line in wrap(entry.description(), "    ", "    ") {
             println!("{line}");
         }
-        for line in arguments(&tool.schema) {
+        for line in arguments(entry.schema()) {
             println!("{line}");
         }
         println!();
     }
-    for plugin in host.plugins() {
+    for plugin in catalog.plugins() {
         if plugin.asks.is_none() && plugin.grants.is_empty() {
             continue;
         }
@@ -63,7 +78,14 @@ pub fn run(host: &Host, args: &Args) -> Result<ExitCode> {
         }
         println!();
     }
-    eprintln!("{} from {}", counted(tools.len(), "tool"), counted(host.plugins().len(), "plugin"));
+    let servers: std::collections::BTreeSet<&str> =
+        tools.iter().filter_map(|entry| entry.mcp_server()).map(|server| server.name()).collect();
+    let plugins = counted(catalog.plugins().len(), "plugin");
+    if servers.is_empty() {
+        eprintln!("{} from {plugins}", counted(tools.len(), "tool"));
+    } else {
+        eprintln!("{} from {plugins} and {}", counted(tools.len(), "tool"), counted(servers.len(), "MCP server"));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -10,6 +10,14 @@
 //! env = ["LANG"]                 # environment variables, by name
 //! secrets = ["GITHUB_TOKEN"]     # the same, for values that must never be shown
 //! dirs = ["/data:ro"]            # guest folders it expects, read-only or read-write
+//!
+//! # Hints for MCP clients (tool annotations), for every tool or per tool.
+//! # They never claim more than the grants allow (see `catalog::Hints::derive`).
+//! read_only = true
+//! idempotent = true
+//! [tools.write_file]
+//! read_only = false
+//! destructive = true
 //! ```
 
 use super::Grants;
@@ -17,6 +25,7 @@ use super::env::EnvName;
 use super::files::{Access, GuestDir};
 use super::network::HostPattern;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// What a plugin asks for. `Default` asks for nothing.
@@ -38,6 +47,40 @@ pub struct Manifest {
     /// Guest folders it expects.
     #[serde(default)]
     pub dirs: Vec<GuestDir>,
+    /// Hint for every tool: it does not change its environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
+    /// Hint for every tool: a change it makes may destroy something.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive: Option<bool>,
+    /// Hint for every tool: calling it again with the same arguments has no further effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent: Option<bool>,
+    /// Hint for every tool: it reaches outside toolhost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world: Option<bool>,
+    /// Hints for one tool, by name, over the plugin-wide ones.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tools: BTreeMap<String, HintsTable>,
+}
+
+/// What a manifest says about a tool's behaviour, for MCP clients. Each is
+/// optional; what a plugin is granted decides what can be claimed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HintsTable {
+    /// The tool does not change its environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
+    /// A change it makes may destroy something.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive: Option<bool>,
+    /// Calling it again with the same arguments has no further effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent: Option<bool>,
+    /// It reaches outside toolhost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world: Option<bool>,
 }
 
 impl Manifest {
@@ -63,6 +106,17 @@ impl Manifest {
     /// Parses manifest text.
     pub fn parse(text: &str) -> Result<Manifest, String> {
         toml::from_str(text).map_err(|err| err.to_string().trim_end().to_owned())
+    }
+
+    /// The hints declared for `tool`: its own `[tools.NAME]` table over the plugin-wide keys.
+    pub fn hints_for(&self, tool: &str) -> crate::catalog::Hints {
+        let own = self.tools.get(tool).copied().unwrap_or_default();
+        crate::catalog::Hints {
+            read_only: own.read_only.or(self.read_only),
+            destructive: own.destructive.or(self.destructive),
+            idempotent: own.idempotent.or(self.idempotent),
+            open_world: own.open_world.or(self.open_world),
+        }
     }
 
     /// True when it asks for nothing.
@@ -125,6 +179,26 @@ mod tests {
         assert_eq!(manifest.http.len(), 2);
         assert!(manifest.sockets);
         assert_eq!(manifest.dirs[1], GuestDir { guest: "/out".into(), access: Access::ReadWrite });
+    }
+
+    #[test]
+    fn accepts_hints_for_every_tool_and_per_tool() {
+        let manifest = Manifest::parse(
+            r#"
+            read_only = true
+            idempotent = true
+            [tools.write_file]
+            read_only = false
+            destructive = true
+            "#,
+        )
+        .unwrap();
+        let read = manifest.hints_for("read_file");
+        assert_eq!((read.read_only, read.idempotent, read.destructive), (Some(true), Some(true), None));
+        let write = manifest.hints_for("write_file");
+        assert_eq!((write.read_only, write.idempotent, write.destructive), (Some(false), Some(true), Some(true)));
+        let err = Manifest::parse("[tools.x]\nreadonly = true\n").unwrap_err();
+        assert!(err.contains("unknown field `readonly`"), "{err}");
     }
 
     #[test]

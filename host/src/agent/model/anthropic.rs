@@ -238,6 +238,7 @@ mod tests {
                         name: "sha256".into(),
                         content: "ca97".into(),
                         is_error: false,
+                        source: None,
                     }],
                 },
                 Message::User { content: "thanks".into() },

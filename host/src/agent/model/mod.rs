@@ -104,6 +104,10 @@ pub struct ToolResult {
     pub content: String,
     /// True when `content` is an error the model should act on.
     pub is_error: bool,
+    /// Which source ran the call (`plugin NAME`, `mcp SERVER`); none when
+    /// it did not run (denied, unknown tool). Kept in transcripts, not sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 /// A conversation: an optional system prompt and the messages so far.

@@ -1,0 +1,100 @@
+//! `toolhost serve`: every tool over MCP, on stdio or Streamable HTTP, with
+//! the plugins folder watched and reloaded.
+
+use anyhow::{Context, Result};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use toolhost::Host;
+use toolhost::catalog::reload::Watcher;
+use toolhost::mcp::{self, HttpOptions};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio, e.g. 127.0.0.1:8931
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+
+    /// Require `Authorization: Bearer TOKEN` on HTTP, TOKEN read from this
+    /// environment variable (needed to bind a non-loopback address)
+    #[arg(long, value_name = "NAME")]
+    token_env: Option<String>,
+
+    /// Also accept this Host header on HTTP (besides localhost, 127.0.0.1, ::1); repeatable
+    #[arg(long = "allow-host", value_name = "HOST")]
+    allow_hosts: Vec<String>,
+
+    /// Also accept this Origin on HTTP (besides http://localhost:*, 127.0.0.1, [::1]); repeatable
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    allow_origins: Vec<String>,
+
+    /// Do not watch the plugins folder for changes
+    #[arg(long)]
+    no_watch: bool,
+
+    /// Also serve the tools of the config's `[mcp_servers]` (external, not
+    /// sandboxed); off by default, and those servers are not even started
+    #[arg(long)]
+    pub include_mcp: bool,
+}
+
+pub async fn run(host: Host, dir: &Path, args: Args) -> Result<ExitCode> {
+    let host = Arc::new(host);
+    let _watcher = if args.no_watch { None } else { Some(Watcher::start(host.clone(), dir)?) };
+    if args.include_mcp {
+        // A server that says its tools changed is listed again, and the
+        // catalog swap tells every MCP client (list_changed).
+        let host = Arc::downgrade(&host);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
+            while let Some(host) = (tick.tick().await, host.upgrade()).1 {
+                for problem in host.refresh_servers().await {
+                    tracing::warn!(server = problem.server, "{}", problem.message);
+                }
+            }
+        });
+    }
+    let Some(address) = args.http else {
+        mcp::serve_stdio(host).await.context("the MCP session on stdio failed")?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    let serve = &host.config().serve;
+    let token_env = args.token_env.clone().or_else(|| serve.token_env.clone());
+    let token = match &token_env {
+        Some(name) => {
+            let value = std::env::var(name)
+                .with_context(|| format!("--token-env {name}: the environment variable `{name}` is not set"))?;
+            if value.trim().len() < 16 {
+                anyhow::bail!(
+                    "the token in `{name}` is shorter than 16 characters: use a long random one (e.g. `openssl rand -hex 32`)"
+                );
+            }
+            Some(value.trim().to_owned())
+        }
+        None => None,
+    };
+    if !address.ip().is_loopback() && token.is_none() {
+        anyhow::bail!(
+            "refusing to serve on {address} without a token: any machine that can reach it could call the tools. \
+             Set one with --token-env NAME (or `token_env` in [serve]), or bind 127.0.0.1"
+        );
+    }
+    let mut options = HttpOptions::from_config(serve);
+    options.token = token;
+    options.allowed_hosts.extend(args.allow_hosts);
+    options.allowed_origins.extend(args.allow_origins);
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .with_context(|| format!("could not listen on {address} (is another server using the port?)"))?;
+    let bound = listener.local_addr().context("could not read the bound address")?;
+    eprintln!("toolhost: serving MCP at http://{bound}/mcp");
+    let stop = tokio_util::sync::CancellationToken::new();
+    let on_signal = stop.clone();
+    tokio::spawn(async move {
+        let _ = tokio::signal::ctrl_c().await;
+        on_signal.cancel();
+    });
+    mcp::serve_http(host, listener, options, stop).await?;
+    Ok(ExitCode::SUCCESS)
+}

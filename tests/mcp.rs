@@ -1,0 +1,407 @@
+//! `toolhost serve` driven by real third-party MCP clients: the official
+//! Python SDK (`mcp`, over stdio and Streamable HTTP, in both protocol
+//! generations) and the MCP conformance suite (over HTTP), plus the HTTP
+//! front's own checks with raw requests. The clients are installed by
+//! `tests/mcp/setup.sh` into a gitignored folder the first time; a failed
+//! install fails the tests.
+
+mod common;
+
+use common::{plugin, plugin_dir, shared_cache};
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+fn mcp_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp")
+}
+
+/// Installs the clients (once per test binary; setup.sh itself is idempotent).
+fn tools() -> PathBuf {
+    static READY: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    let ready = READY.get_or_init(|| {
+        let output = Command::new("bash").arg(mcp_dir().join("setup.sh")).output().expect("run tests/mcp/setup.sh");
+        if output.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "installing the MCP test clients failed:\n{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            ))
+        }
+    });
+    if let Err(err) = ready {
+        panic!("{err}");
+    }
+    mcp_dir().join(".tools")
+}
+
+fn python() -> PathBuf {
+    tools().join("venv/bin/python")
+}
+
+/// A plugins folder and config for the serve tests: hash, the runaway
+/// `spin_forever` (no fuel limit to speak of, a 3 s timeout), `fetch` granted
+/// a loopback address, and `sha512` denied. One call at a time, so a guest
+/// left running after a cancellation would hold up the next call.
+fn served() -> (tempfile::TempDir, PathBuf) {
+    let dir = plugin_dir(&["hash", "spin_forever", "fetch"]);
+    let config = dir.path().join("toolhost.toml");
+    std::fs::write(
+        &config,
+        "max_concurrent_calls = 1\n\
+         [plugins.spin_forever.limits]\nfuel = 1_000_000_000_000_000\ntimeout = \"3s\"\n\
+         [plugins.fetch]\nhttp = [\"http://127.0.0.1:9\"]\n\
+         [approvals]\ntools = { sha512 = \"deny\" }\n",
+    )
+    .unwrap();
+    (dir, config)
+}
+
+fn toolhost_args(dir: &Path, config: &Path) -> Vec<String> {
+    vec![
+        env!("CARGO_BIN_EXE_toolhost").to_owned(),
+        "--plugins".to_owned(),
+        dir.display().to_string(),
+        "--config".to_owned(),
+        config.display().to_string(),
+    ]
+}
+
+/// A child process killed when dropped.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `toolhost serve --http 127.0.0.1:0 EXTRA…` and returns it with its URL.
+fn serve_http(dir: &Path, config: &Path, extra: &[&str], env: &[(&str, &str)]) -> (Running, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+    command
+        .args(&toolhost_args(dir, config)[1..])
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .args(extra)
+        .env("TOOLHOST_CACHE_DIR", shared_cache())
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = Running(command.spawn().expect("start toolhost serve --http"));
+    let stderr = child.0.stderr.take().unwrap();
+    let (sender, receiver) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            eprintln!("[serve] {line}");
+            if let Some(url) = line.strip_prefix("toolhost: serving MCP at ") {
+                let _ = sender.send(url.to_owned());
+            }
+        }
+    });
+    let url = receiver.recv_timeout(Duration::from_secs(120)).expect("toolhost serve --http did not start");
+    (child, url)
+}
+
+/// Runs `client.py` and parses the JSON it prints.
+fn python_client(args: &[String]) -> Value {
+    let output = Command::new(python())
+        .arg(mcp_dir().join("client.py"))
+        .args(args)
+        .env("TOOLHOST_CACHE_DIR", shared_cache())
+        .output()
+        .expect("run client.py");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "client.py {args:?} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|err| panic!("client.py printed no JSON ({err}): {stdout}"))
+}
+
+fn stdio_args(mode: &str, scenario: &str, dir: &Path, config: &Path) -> Vec<String> {
+    let mut args = vec!["--mode".to_owned(), mode.to_owned(), scenario.to_owned(), "--".to_owned()];
+    args.extend(toolhost_args(dir, config));
+    args
+}
+
+fn http_args(mode: &str, scenario: &str, url: &str) -> Vec<String> {
+    vec!["--mode".to_owned(), mode.to_owned(), "--url".to_owned(), url.to_owned(), scenario.to_owned()]
+}
+
+fn check_basics(result: &Value, mode: &str) {
+    let expected_protocol = if mode == "legacy" { "2025-11-25" } else { "2026-07-28" };
+    assert_eq!(result["protocol"], expected_protocol, "{result}");
+    let tools: Vec<&str> = result["tools"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    assert!(tools.contains(&"sha256") && tools.contains(&"spin_forever") && tools.contains(&"fetch"), "{tools:?}");
+    assert!(!tools.contains(&"sha512"), "a denied tool is not listed: {tools:?}");
+
+    // The same input schema `tools --json` shows.
+    let listed = common::toolhost(
+        Path::new("."),
+        &["--plugins", &plugin_dir(&["hash"]).path().display().to_string(), "tools", "--json"],
+    );
+    let cli: Vec<Value> = serde_json::from_slice(&listed.stdout).unwrap();
+    let sha256 = cli.iter().find(|tool| tool["name"] == "sha256").unwrap();
+    assert_eq!(result["schemas"]["sha256"], sha256["input_schema"]);
+
+    // Annotations: derived from grants, never looser than them.
+    assert_eq!(result["annotations"]["sha256"]["read_only_hint"], true, "{result}");
+    assert_eq!(result["annotations"]["sha256"]["open_world_hint"], false, "{result}");
+    assert_eq!(result["annotations"]["fetch"]["open_world_hint"], true, "{result}");
+
+    let sha256 = &result["sha256"];
+    assert_eq!(sha256["is_error"], false, "{sha256}");
+    assert_eq!(sha256["text"], "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824");
+    let usage = &sha256["meta"]["toolhost/usage"];
+    assert!(usage["fuel"].as_u64().unwrap() > 0 && usage["wall_us"].as_u64().is_some(), "{sha256}");
+
+    let runaway = &result["runaway"];
+    assert_eq!(runaway["is_error"], true, "{runaway}");
+    assert!(runaway["text"].as_str().unwrap().starts_with("spin_forever: timed out after 3000ms"), "{runaway}");
+
+    let bad = &result["bad_arguments"];
+    assert_eq!(bad["is_error"], true, "{bad}");
+    assert!(bad["text"].as_str().unwrap().starts_with("sha256: invalid arguments: at `/text`"), "{bad}");
+
+    assert_eq!(result["unknown"]["code"], -32602, "{result}");
+    assert!(result["unknown"]["message"].as_str().unwrap().contains("nope"), "{result}");
+
+    let cancelled = &result["cancelled"];
+    assert_eq!(cancelled["completed"], false, "{cancelled}");
+    assert!(cancelled["returned_after_s"].as_f64().unwrap() < 1.0, "{cancelled}");
+    // One call at a time: had the cancelled guest kept running (up to its 3 s
+    // timeout), this call would have waited for it.
+    let after = &result["after_cancel"];
+    assert_eq!(after["is_error"], false, "{after}");
+    assert!(after["took_s"].as_f64().unwrap() < 1.0, "the cancelled guest was not stopped: {after}");
+}
+
+#[test]
+fn python_client_over_stdio_in_both_protocol_generations() {
+    let (dir, config) = served();
+    for mode in ["legacy", "2026-07-28"] {
+        let result = python_client(&stdio_args(mode, "basics", dir.path(), &config));
+        check_basics(&result, mode);
+    }
+}
+
+#[test]
+fn python_client_over_http_in_both_protocol_generations() {
+    let (dir, config) = served();
+    let (_server, url) = serve_http(dir.path(), &config, &[], &[]);
+    for mode in ["legacy", "2026-07-28"] {
+        let result = python_client(&http_args(mode, "basics", &url));
+        check_basics(&result, mode);
+    }
+}
+
+#[test]
+fn plugin_logs_reach_a_client_that_set_a_level() {
+    let (dir, config) = served();
+    let result = python_client(&stdio_args("legacy", "logs", dir.path(), &config));
+    assert_eq!(result["result"]["is_error"], false, "{result}");
+    let logs = result["logs"].as_array().unwrap();
+    assert!(
+        logs.iter()
+            .any(|log| log["level"] == "debug" && log["data"]["message"] == "hashing text" && log["logger"] == "hash"),
+        "{result}"
+    );
+}
+
+/// Runs the `listchanged` scenario and copies `echo.wasm` into the folder once
+/// the client is listening.
+fn list_changed(args: Vec<String>, dir: &Path) -> Value {
+    let mut child = Running(
+        Command::new(python())
+            .arg(mcp_dir().join("client.py"))
+            .args(&args)
+            .env("TOOLHOST_CACHE_DIR", shared_cache())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run client.py"),
+    );
+    let stderr = child.0.stderr.take().unwrap();
+    let (sender, receiver) = mpsc::channel();
+    let listening_marker = if args.contains(&"2026-07-28".to_owned()) { "listening" } else { "\"ready\"" };
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            eprintln!("[client] {line}");
+            if line.contains(listening_marker) {
+                let _ = sender.send(());
+            }
+        }
+    });
+    receiver.recv_timeout(Duration::from_secs(120)).expect("the client never got ready");
+    std::thread::sleep(Duration::from_millis(100));
+    let copied = Instant::now();
+    let staged = dir.join(".echo.wasm.part");
+    std::fs::copy(plugin("echo"), &staged).unwrap();
+    std::fs::rename(&staged, dir.join("echo.wasm")).unwrap();
+    let mut stdout = String::new();
+    child.0.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
+    assert!(child.0.wait().unwrap().success(), "client.py failed: {stdout}");
+    assert!(copied.elapsed() < Duration::from_secs(10));
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|err| panic!("{err}: {stdout}"))
+}
+
+fn check_list_changed(result: &Value) {
+    let before: Vec<&str> = result["before"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    let after: Vec<&str> = result["after"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    assert!(!before.contains(&"echo") && after.contains(&"echo"), "{result}");
+    assert!(result["waited_s"].as_f64().unwrap() <= 2.5, "list_changed came late: {result}");
+}
+
+#[test]
+fn a_plugin_copied_in_is_announced_to_stdio_and_http_clients() {
+    let (dir, config) = served();
+    let result = list_changed(stdio_args("legacy", "listchanged", dir.path(), &config), dir.path());
+    check_list_changed(&result);
+
+    let (dir, config) = served();
+    let (_server, url) = serve_http(dir.path(), &config, &[], &[]);
+    let result = list_changed(http_args("2026-07-28", "listchanged", &url), dir.path());
+    check_list_changed(&result);
+    // The new tool is callable.
+    let echo = python_client(&http_args("legacy", "basics", &url));
+    assert!(echo["tools"].as_array().unwrap().iter().any(|tool| tool == "echo"), "{echo}");
+}
+
+/// One raw HTTP/1.1 request; returns the status code and the whole response.
+fn raw_request(url: &str, request: &str) -> (u16, String) {
+    let address = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = Vec::new();
+    let mut buffer = [0u8; 8192];
+    // Read until the headers and a little body are in, or the server closes.
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(5) {
+        match stream.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => {
+                response.extend_from_slice(&buffer[..n]);
+                let text = String::from_utf8_lossy(&response);
+                if let Some(end) = text.find("\r\n\r\n")
+                    && text.len() > end + 4
+                {
+                    break;
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status = text.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0);
+    (status, text)
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+
+fn post(host: &str, extra_headers: &str, body: &str) -> String {
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{extra_headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+#[test]
+fn http_checks_host_origin_token_path_and_body_size() {
+    let (dir, config) = served();
+    let token = "a-long-random-test-token-0123456789";
+    let (_server, url) = serve_http(dir.path(), &config, &["--token-env", "SERVE_TOKEN"], &[("SERVE_TOKEN", token)]);
+    let host = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    let auth = format!("Authorization: Bearer {token}\r\n");
+
+    let (status, text) = raw_request(&url, &post(&host, &auth, INITIALIZE));
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("mcp-session-id") || text.contains("Mcp-Session-Id"), "{text}");
+
+    let (status, text) = raw_request(&url, &post(&host, "", INITIALIZE));
+    assert_eq!(status, 401, "no token: {text}");
+    assert!(text.to_ascii_lowercase().contains("www-authenticate: bearer"), "{text}");
+    let (status, _) =
+        raw_request(&url, &post(&host, "Authorization: Bearer wrong-token-wrong-token-000\r\n", INITIALIZE));
+    assert_eq!(status, 401, "a wrong token");
+
+    let (status, text) = raw_request(&url, &post("evil.example.com", &auth, INITIALIZE));
+    assert_eq!(status, 403, "DNS rebinding (Host): {text}");
+    let (status, text) =
+        raw_request(&url, &post(&host, &format!("{auth}Origin: http://evil.example.com\r\n"), INITIALIZE));
+    assert_eq!(status, 403, "a foreign Origin: {text}");
+    let (status, text) =
+        raw_request(&url, &post(&host, &format!("{auth}Origin: http://localhost:3000\r\n"), INITIALIZE));
+    assert_eq!(status, 200, "a loopback Origin: {text}");
+
+    let (status, _) = raw_request(&url, &post(&host, &auth, INITIALIZE).replace("POST /mcp", "POST /other"));
+    assert_eq!(status, 404);
+    let huge = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        64 << 20
+    );
+    let (status, text) = raw_request(&url, &huge);
+    assert_eq!(status, 413, "{text}");
+    let (status, text) = raw_request(&url, &post(&host, &auth, "{not json"));
+    assert!((400..500).contains(&status), "a malformed body gets a client error: {text}");
+}
+
+#[test]
+fn serve_refuses_a_non_loopback_address_without_a_token() {
+    let (dir, config) = served();
+    let mut args = toolhost_args(dir.path(), &config);
+    args.remove(0);
+    args.extend(["serve", "--http", "0.0.0.0:0"].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let output = common::toolhost(Path::new("."), &args);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = common::stderr(&output);
+    assert!(stderr.contains("refusing to serve on 0.0.0.0") && stderr.contains("--token-env"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+}
+
+#[test]
+fn conformance_suite_passes_except_the_baselined_features() {
+    let tools = tools();
+    let dir = plugin_dir(&["hash", "mcp_conformance"]);
+    let config = dir.path().join("toolhost.toml");
+    std::fs::write(&config, "").unwrap();
+    let (_server, url) = serve_http(dir.path(), &config, &[], &[]);
+    let results = tempfile::tempdir().unwrap();
+    let output = Command::new(tools.join("node22/node_modules/.bin/node"))
+        .arg(tools.join("conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"))
+        .args(["server", "--url", &url, "--expected-failures"])
+        .arg(mcp_dir().join("conformance-baseline.yaml"))
+        .arg("-o")
+        .arg(results.path())
+        .output()
+        .expect("run the conformance suite");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "conformance failed outside the baseline:\n{stdout}\n{stderr}");
+    for scenario in [
+        "server-initialize",
+        "tools-list",
+        "ping",
+        "server-sse-multiple-streams",
+        "dns-rebinding-protection",
+        "tools-call-simple-text",
+        "tools-call-error",
+    ] {
+        let line = stdout
+            .lines()
+            .find(|line| line.contains(&format!(" {scenario}:")))
+            .unwrap_or_else(|| panic!("{scenario} did not run:\n{stdout}"));
+        assert!(line.contains(" 0 failed"), "{line}\n{stdout}");
+    }
+}

@@ -1,0 +1,141 @@
+"""Drives `toolhost serve` with the official Python MCP SDK (`mcp`), as an agent would.
+
+Usage (the Rust tests in tests/mcp.rs run it with the venv setup.sh made):
+    client.py --mode legacy|2026-07-28 --url http://127.0.0.1:PORT/mcp SCENARIO
+    client.py --mode legacy|2026-07-28 --plugins DIR --config FILE -- TOOLHOST SCENARIO
+
+Scenarios:
+    basics       list the tools, call sha256, a runaway plugin, an unknown tool,
+                 cancel spin_forever, then call again; prints one JSON object
+    listchanged  wait (up to 10 s) for tools/list_changed, via a pushed
+                 notification (legacy) or subscriptions/listen (2026-07-28),
+                 then list again; prints the tool names before and after
+    logs         set the log level to debug, call a tool that logs; prints the log
+                 notifications received
+
+Everything printed on stdout is one JSON object; failures raise (exit 1).
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+
+def content_text(result):
+    return "".join(block.text for block in result.content if getattr(block, "type", None) == "text")
+
+
+def as_json(result):
+    return {
+        "is_error": bool(result.is_error),
+        "text": content_text(result),
+        "structured": result.structured_content,
+        "meta": result.meta,
+    }
+
+
+async def basics(client):
+    out = {"protocol": client.protocol_version}
+    listed = await client.list_tools()
+    out["tools"] = sorted(tool.name for tool in listed.tools)
+    out["annotations"] = {
+        tool.name: (tool.annotations.model_dump(exclude_none=True) if tool.annotations else None)
+        for tool in listed.tools
+    }
+    out["schemas"] = {tool.name: tool.input_schema for tool in listed.tools}
+    out["sha256"] = as_json(await client.call_tool("sha256", {"text": "hello"}))
+    out["runaway"] = as_json(await client.call_tool("spin_forever", {}))
+    out["bad_arguments"] = as_json(await client.call_tool("sha256", {"text": 5}))
+    try:
+        await client.call_tool("nope", {})
+        out["unknown"] = None
+    except MCPError as err:
+        out["unknown"] = {"code": err.code, "message": err.error.message}
+    started = time.monotonic()
+    try:
+        await asyncio.wait_for(client.call_tool("spin_forever", {}), timeout=0.3)
+        out["cancelled"] = {"completed": True}
+    except (asyncio.TimeoutError, TimeoutError):
+        out["cancelled"] = {"completed": False}
+    out["cancelled"]["returned_after_s"] = time.monotonic() - started
+    started = time.monotonic()
+    after = await client.call_tool("sha256", {"text": "still here"})
+    out["after_cancel"] = as_json(after)
+    out["after_cancel"]["took_s"] = time.monotonic() - started
+    return out
+
+
+async def listchanged(client):
+    before = sorted(tool.name for tool in (await client.list_tools()).tools)
+    print(json.dumps({"ready": True}), file=sys.stderr, flush=True)
+    started = time.monotonic()
+    if client.protocol_version == "2026-07-28":
+        async with client.listen(tools_list_changed=True) as subscription:
+            print("listening", file=sys.stderr, flush=True)
+            async def first():
+                async for _event in subscription:
+                    return
+            await asyncio.wait_for(first(), timeout=10)
+    else:
+        await asyncio.wait_for(CHANGED.wait(), timeout=10)
+    waited = time.monotonic() - started
+    after = sorted(tool.name for tool in (await client.list_tools()).tools)
+    return {"before": before, "after": after, "waited_s": waited}
+
+
+LOGS = []
+CHANGED = asyncio.Event()
+
+
+async def on_message(message):
+    method = getattr(getattr(message, "root", message), "method", None) or getattr(message, "method", None)
+    if method == "notifications/tools/list_changed" or type(message).__name__ == "ToolListChangedNotification":
+        CHANGED.set()
+
+
+async def on_log(params):
+    LOGS.append({"level": params.level, "logger": params.logger, "data": params.data})
+
+
+async def logs(client):
+    if client.protocol_version != "2026-07-28":
+        await client.set_logging_level("debug")
+    result = await client.call_tool("hash", {"text": "abc", "algorithm": "sha256"})
+    await asyncio.sleep(0.2)
+    return {"result": as_json(result), "logs": LOGS}
+
+
+async def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mode", default="legacy")
+    parser.add_argument("--url")
+    parser.add_argument("scenario")
+    parser.add_argument("command", nargs="*")
+    args = parser.parse_args()
+    if args.url:
+        server = args.url
+    else:
+        server = StdioServerParameters(command=args.command[0], args=args.command[1:] + ["serve"], env=dict(os.environ))
+    client = Client(
+        server,
+        mode=args.mode,
+        message_handler=on_message,
+        logging_callback=on_log,
+        log_level="debug" if args.mode == "2026-07-28" else None,
+        cache=None,
+    )
+    async with client:
+        scenario = {"basics": basics, "listchanged": listchanged, "logs": logs}[args.scenario]
+        result = await scenario(client)
+    print(json.dumps(result, default=str))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

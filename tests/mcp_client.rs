@@ -1,0 +1,611 @@
+//! External MCP servers as tools, through the real `toolhost` binary:
+//! `@modelcontextprotocol/server-everything` (npm) over stdio and Streamable
+//! HTTP, and servers written with the official Python `mcp` package
+//! (`tests/mcp/servers/pyserver.py`): listing, calls, errors, timeouts, a
+//! tool list that changes at run time, a server that crashes mid-call, one
+//! that never starts, the child's environment, approvals, and `toolhost run`
+//! against the scripted model with an MCP tool and a plugin tool in one turn.
+//! The servers are installed by `tests/mcp/servers.sh` into the gitignored
+//! `tests/mcp/.tools`; a failed install fails the tests.
+
+mod common;
+
+use common::model_server::{ModelServer, Script};
+use common::{stderr, stdout};
+use serde_json::Value;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+const ABC_SHA256: &str = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+
+/// `tests/mcp/.tools`, installed once per test binary.
+fn tools() -> PathBuf {
+    static INSTALLED: OnceLock<PathBuf> = OnceLock::new();
+    INSTALLED
+        .get_or_init(|| {
+            let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp");
+            let output = Command::new("bash").arg(here.join("servers.sh")).output().expect("run tests/mcp/servers.sh");
+            assert!(
+                output.status.success(),
+                "installing the MCP test servers failed (tests/mcp/servers.sh):\n{}{}",
+                stdout(&output),
+                stderr(&output)
+            );
+            here.join(".tools").canonicalize().unwrap()
+        })
+        .clone()
+}
+
+fn everything_js() -> String {
+    tools().join("everything/node_modules/@modelcontextprotocol/server-everything/dist/index.js").display().to_string()
+}
+
+fn python() -> String {
+    tools().join("venv/bin/python").display().to_string()
+}
+
+fn pyserver() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/mcp/servers/pyserver.py")
+        .canonicalize()
+        .unwrap()
+        .display()
+        .to_string()
+}
+
+/// `[mcp_servers.everything]` over stdio.
+fn everything_stdio(extra: &str) -> String {
+    format!("[mcp_servers.everything]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n{extra}\n", everything_js())
+}
+
+/// `[mcp_servers.py]`, the Python server in `mode`.
+fn py(mode: &str, extra: &str) -> String {
+    format!("[mcp_servers.py]\ncommand = {:?}\nargs = [{:?}, {mode:?}]\n{extra}\n", python(), pyserver())
+}
+
+/// A folder with `toolhost.toml` holding `config` and a plugins folder with `plugins`.
+fn setup(config: &str, plugins: &[&str]) -> (tempfile::TempDir, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("toolhost.toml"), config).unwrap();
+    (dir, common::plugin_dir(plugins))
+}
+
+/// Runs `toolhost --config DIR/toolhost.toml --plugins PLUGINS ARGS`.
+fn toolhost(dir: &Path, plugins: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let config = dir.join("toolhost.toml").display().to_string();
+    let plugins = plugins.display().to_string();
+    let mut all = vec!["--config", &config, "--plugins", &plugins];
+    all.extend_from_slice(args);
+    common::toolhost_with_env(dir, &all, env)
+}
+
+fn listed(output: &Output) -> Vec<Value> {
+    serde_json::from_str::<Value>(&stdout(output))
+        .unwrap_or_else(|err| panic!("{err}: {}", stdout(output)))
+        .as_array()
+        .cloned()
+        .unwrap()
+}
+
+#[test]
+fn everything_over_stdio_lists_calls_and_reports_errors() {
+    let (dir, plugins) = setup(&everything_stdio("tool_timeout = \"2s\""), &["hash"]);
+    let output = toolhost(dir.path(), plugins.path(), &["tools", "--json"], &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let tools = listed(&output);
+    let echo = tools.iter().find(|tool| tool["name"] == "mcp__everything__echo").expect("echo is listed");
+    assert_eq!(echo["source"], "mcp");
+    assert_eq!(echo["server"], "everything");
+    assert_eq!(echo["sandboxed"], false);
+    assert!(echo["input_schema"]["properties"]["message"].is_object(), "{echo}");
+    assert!(tools.iter().any(|tool| tool["name"] == "sha256" && tool["source"] == "plugin"), "plugins beside");
+
+    let output = toolhost(dir.path(), plugins.path(), &["tools"], &[]);
+    assert!(stdout(&output).contains("mcp__everything__echo  (MCP server everything: external, not sandboxed)"));
+
+    let output = toolhost(dir.path(), plugins.path(), &["call", "mcp__everything__echo", r#"{"message":"hi"}"#], &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("Echo: hi"), "{}", stdout(&output));
+    assert!(stderr(&output).contains("ok · mcp__everything__echo"), "{}", stderr(&output));
+    assert!(stderr(&output).contains("MCP server everything"), "{}", stderr(&output));
+
+    let output = toolhost(dir.path(), plugins.path(), &["call", "mcp__everything__get-sum", r#"{"a":2,"b":3}"#], &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains('5'), "{}", stdout(&output));
+
+    // Bad arguments: the server's error, as an error result.
+    let output =
+        toolhost(dir.path(), plugins.path(), &["call", "mcp__everything__get-sum", r#"{"a":"two"}"#, "--json"], &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["ok"], false);
+    assert!(["tool_failed", "invalid_arguments"].contains(&report["error"]["kind"].as_str().unwrap()), "{report}");
+    assert!(report["error"]["message"].as_str().unwrap().contains('b'), "names what is wrong: {report}");
+
+    // A long-running tool is cut by tool_timeout.
+    let started = Instant::now();
+    let output = toolhost(
+        dir.path(),
+        plugins.path(),
+        &["call", "mcp__everything__trigger-long-running-operation", r#"{"duration":30,"steps":3}"#],
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stderr(&output).contains("timed out after 2000ms"), "{}", stderr(&output));
+    assert!(started.elapsed() < Duration::from_secs(20), "took {:?}", started.elapsed());
+}
+
+/// server-everything over Streamable HTTP on a free port; killed when dropped.
+struct HttpEverything {
+    child: Child,
+    url: String,
+}
+
+impl HttpEverything {
+    fn start() -> HttpEverything {
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new("node")
+            .args([&everything_js(), "streamableHttp"])
+            .env("PORT", port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start server-everything");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "server-everything did not listen on {port}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        HttpEverything { child, url: format!("http://127.0.0.1:{port}/mcp") }
+    }
+}
+
+impl Drop for HttpEverything {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn everything_over_streamable_http() {
+    let server = HttpEverything::start();
+    let config = format!(
+        "[mcp_servers.web]\nurl = {:?}\ntool_timeout = \"2s\"\nbearer_token_env_var = \"WEB_TOKEN\"\n\
+         http_headers = {{ \"X-Team\" = \"header-secret-value\" }}\n",
+        server.url
+    );
+    let (dir, plugins) = setup(&config, &[]);
+    let env = [("WEB_TOKEN", "token-secret-value")];
+    let output = toolhost(dir.path(), plugins.path(), &["-vv", "tools", "--json"], &env);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let names: Vec<String> = listed(&output).iter().map(|tool| tool["name"].as_str().unwrap().to_owned()).collect();
+    assert!(
+        names.contains(&"mcp__web__echo".to_owned()) && names.contains(&"mcp__web__get-sum".to_owned()),
+        "{names:?}"
+    );
+    for secret in ["token-secret-value", "header-secret-value"] {
+        assert!(!stderr(&output).contains(secret) && !stdout(&output).contains(secret), "{secret} was shown");
+    }
+
+    let output = toolhost(dir.path(), plugins.path(), &["call", "mcp__web__echo", r#"{"message":"over http"}"#], &env);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("Echo: over http"), "{}", stdout(&output));
+    let output = toolhost(dir.path(), plugins.path(), &["call", "mcp__web__get-sum", r#"{"a":20,"b":22}"#], &env);
+    assert!(stdout(&output).contains("42"), "{}", stdout(&output));
+    let output = toolhost(dir.path(), plugins.path(), &["call", "mcp__web__get-sum", r#"{"a":[]}"#], &env);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stderr(&output).starts_with("error: mcp__web__get-sum:"), "{}", stderr(&output));
+    let output = toolhost(
+        dir.path(),
+        plugins.path(),
+        &["call", "mcp__web__trigger-long-running-operation", r#"{"duration":30,"steps":3}"#],
+        &env,
+    );
+    assert!(stderr(&output).contains("timed out after 2000ms"), "{}", stderr(&output));
+
+    // A missing token variable is named, and the server left out.
+    let output = toolhost(dir.path(), plugins.path(), &["tools"], &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stderr(&output).contains("`WEB_TOKEN` is not set"), "{}", stderr(&output));
+}
+
+#[test]
+fn a_stdio_server_gets_only_the_minimal_environment() {
+    let (dir, plugins) = setup(&py("tools", "env = { EXTRA_SETTING = \"on\" }\nenv_vars = [\"PASSED_TOKEN\"]"), &[]);
+    let env = [("PASSED_TOKEN", "passed-token-value"), ("NOT_PASSED", "1")];
+    let output = toolhost(dir.path(), plugins.path(), &["call", "mcp__py__environment"], &env);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let names = stdout(&output);
+    for expected in ["PATH", "HOME", "PASSED_TOKEN", "EXTRA_SETTING"] {
+        assert!(names.contains(expected), "{expected} missing: {names}");
+    }
+    assert!(!names.contains("NOT_PASSED") && !names.contains("CARGO"), "{names}");
+}
+
+#[test]
+fn a_server_that_never_starts_is_one_warning_or_a_clear_stop_when_required() {
+    let (dir, plugins) = setup(&py("hang", "startup_timeout = \"1s\""), &["hash"]);
+    let started = Instant::now();
+    let output = toolhost(dir.path(), plugins.path(), &["tools"], &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
+    let text = stderr(&output);
+    let warnings: Vec<&str> = text.lines().filter(|line| line.starts_with("warning:")).collect();
+    assert_eq!(warnings.len(), 1, "{}", stderr(&output));
+    assert!(
+        warnings[0].contains("`py` did not start within 1s") && warnings[0].contains("startup_timeout"),
+        "{warnings:?}"
+    );
+    assert!(stdout(&output).contains("sha256"), "the plugins still load");
+
+    let (dir, plugins) = setup(&py("hang", "startup_timeout = \"1s\"\nrequired = true"), &["hash"]);
+    let output = toolhost(dir.path(), plugins.path(), &["call", "sha256", r#"{"text":"abc"}"#], &[]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let text = stderr(&output);
+    assert!(text.contains("`py` did not start within 1s") && text.contains("is `required`"), "{text}");
+    assert_eq!(text.lines().count(), 1, "one line: {text}");
+}
+
+/// Runs `toolhost run` against the scripted model, with `config`.
+fn run(dir: &Path, plugins: &Path, server: &ModelServer, script: Script, args: &[&str]) -> Output {
+    let config = dir.join("toolhost.toml").display().to_string();
+    Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(dir)
+        .args(["--config", &config, "--plugins", &plugins.display().to_string(), "run"])
+        .args(args)
+        .args(["--model", script.model(), "--base-url", &script.base_url(server)])
+        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+        .env("OPENAI_API_KEY", "test-key")
+        .env_remove("TOOLHOST_MODEL")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn run_calls_an_mcp_tool_and_a_plugin_tool_in_one_turn() {
+    let script = Script { anthropic: false, stream: true };
+    let (dir, plugins) = setup(&everything_stdio(""), &["hash"]);
+    let server = ModelServer::start(vec![
+        script.calls(&[
+            ("c1", "mcp__everything__echo", r#"{"message":"from the model"}"#),
+            ("c2", "sha256", r#"{"text":"abc"}"#),
+            ("c3", "mcp__everything__get-sum", r#"{"a":1}"#),
+        ]),
+        script.text("done"),
+    ]);
+    let transcript = dir.path().join("t.json");
+    let events = dir.path().join("e.jsonl");
+    let output = run(
+        dir.path(),
+        plugins.path(),
+        &server,
+        script,
+        &["both", "--transcript", transcript.to_str().unwrap(), "--events", events.to_str().unwrap()],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let requests = server.requests();
+    let offered: Vec<&str> = requests[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|tool| tool["function"]["name"].as_str())
+        .collect();
+    assert!(offered.contains(&"mcp__everything__echo") && offered.contains(&"sha256"), "{offered:?}");
+    let results = script.results(&requests[1]);
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert_eq!((results[0].0.as_str(), results[0].2), ("c1", false));
+    assert!(results[0].1.contains("Echo: from the model"), "{results:?}");
+    assert_eq!((results[1].0.as_str(), results[1].1.as_str(), results[1].2), ("c2", ABC_SHA256, false));
+    assert_eq!((results[2].0.as_str(), results[2].2), ("c3", true), "a bad call is an error result: {results:?}");
+
+    let events = std::fs::read_to_string(&events).unwrap();
+    assert!(
+        events.contains(r#""source":"mcp everything""#) && events.contains(r#""source":"plugin hash""#),
+        "{events}"
+    );
+    let saved: Value = serde_json::from_slice(&std::fs::read(&transcript).unwrap()).unwrap();
+    let saved_results = &saved["messages"][2]["results"];
+    assert_eq!(saved_results[0]["source"], "mcp everything");
+    assert_eq!(saved_results[1]["source"], "plugin hash");
+}
+
+#[test]
+fn a_changed_tool_list_is_seen_before_the_next_turn() {
+    let script = Script { anthropic: false, stream: false };
+    let (dir, plugins) = setup(&py("tools", ""), &[]);
+    let server = ModelServer::start(vec![
+        script.calls(&[("g", "mcp__py__grow", "{}")]),
+        script.calls(&[("l", "mcp__py__late_tool", "{}")]),
+        script.text("done"),
+    ]);
+    let output = run(dir.path(), plugins.path(), &server, script, &["grow"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let requests = server.requests();
+    let names = |request: usize| -> Vec<String> {
+        requests[request].body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert!(!names(0).contains(&"mcp__py__late_tool".to_owned()), "{:?}", names(0));
+    assert!(names(1).contains(&"mcp__py__late_tool".to_owned()), "{:?}", names(1));
+    let results = script.results(&requests[2]);
+    assert_eq!(results[0].0, "l");
+    assert!(results[0].1.contains("late tool here") && !results[0].2, "{results:?}");
+}
+
+#[test]
+fn a_server_that_crashes_mid_call_fails_that_call_and_is_started_again() {
+    let script = Script { anthropic: false, stream: false };
+    let (dir, plugins) = setup(&py("tools", ""), &[]);
+    let server = ModelServer::start(vec![
+        script.calls(&[("p1", "mcp__py__pid", "{}")]),
+        script.calls(&[("boom", "mcp__py__crash", "{}")]),
+        script.calls(&[("p2", "mcp__py__pid", "{}")]),
+        script.text("done"),
+    ]);
+    let output = run(dir.path(), plugins.path(), &server, script, &["crash"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let requests = server.requests();
+    let first = script.results(&requests[1]);
+    let crashed = script.results(&requests[2]);
+    let second = script.results(&requests[3]);
+    assert!(crashed[0].2, "{crashed:?}");
+    assert!(crashed[0].1.contains("MCP server `py` stopped during the call"), "{crashed:?}");
+    assert!(crashed[0].1.contains("starts it again on the next call"), "{crashed:?}");
+    assert!(!second[0].2, "the next call runs on a new server: {second:?}");
+    assert_ne!(first[0].1, second[0].1, "a new process answers: {first:?} {second:?}");
+}
+
+#[test]
+fn approvals_apply_per_server_and_hints_do_not_loosen_them() {
+    let script = Script { anthropic: false, stream: false };
+    let config = format!("{}\n[approvals]\nservers = {{ everything = \"deny\" }}\n", everything_stdio(""));
+    let (dir, plugins) = setup(&config, &["hash"]);
+    let server = ModelServer::start(vec![
+        // echo declares itself read-only; the server's policy still applies.
+        script.calls(&[("e", "mcp__everything__echo", r#"{"message":"x"}"#), ("h", "sha256", r#"{"text":"abc"}"#)]),
+        script.text("done"),
+    ]);
+    let output = run(dir.path(), plugins.path(), &server, script, &["deny"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results = script.results(&server.requests()[1]);
+    assert!(results[0].2 && results[0].1.contains("does not allow"), "{results:?}");
+    assert_eq!(results[1].1, ABC_SHA256);
+}
+
+/// The processes whose parent is `pid`.
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut children = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else { continue };
+        // pid (comm) state ppid …; comm may hold spaces, so split after the last ')'.
+        let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("").split_whitespace().collect();
+        if fields.get(1).and_then(|ppid| ppid.parse::<u32>().ok()) == Some(pid) {
+            children.push(child);
+        }
+    }
+    children
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')))
+}
+
+#[test]
+fn ctrl_c_during_an_mcp_call_leaves_no_child_behind() {
+    let script = Script { anthropic: false, stream: false };
+    let (dir, plugins) = setup(&py("tools", ""), &[]);
+    let server = ModelServer::start(vec![script.calls(&[("s", "mcp__py__sleep", "{}")])]);
+    let events = dir.path().join("e.jsonl");
+    let config = dir.path().join("toolhost.toml").display().to_string();
+    let child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(dir.path())
+        .args(["--config", &config, "--plugins", &plugins.path().display().to_string(), "run", "sleep"])
+        .args(["--events", events.to_str().unwrap()])
+        .args(["--model", script.model(), "--base-url", &script.base_url(&server)])
+        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+        .env("OPENAI_API_KEY", "test-key")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(&events).is_ok_and(|text| text.contains("tool_call_started")) {
+        assert!(Instant::now() < deadline, "the call never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let servers = children_of(child.id());
+    assert!(!servers.is_empty(), "the MCP server runs as toolhost's child");
+    std::thread::sleep(Duration::from_millis(200));
+    // SAFETY: sending SIGINT to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while servers.iter().any(|pid| alive(*pid)) {
+        assert!(Instant::now() < deadline, "the MCP server outlived toolhost: {servers:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Runs the conformance suite's client `scenario` with `toolhost` as the client.
+fn conformance(scenario: &str) -> Output {
+    let tools = tools();
+    let suite = tools.join("conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    let node22 = tools.join("node22/node_modules/.bin/node");
+    let wrapper = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/conformance-client.sh");
+    let results = tempfile::tempdir().unwrap();
+    Command::new(node22)
+        .arg(suite)
+        .args(["client", "--command", &format!("bash {}", wrapper.display()), "--scenario", scenario])
+        .args(["-o", &results.path().display().to_string()])
+        .current_dir(results.path())
+        .env("TOOLHOST_BIN", env!("CARGO_BIN_EXE_toolhost"))
+        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+        .output()
+        .expect("run the conformance suite")
+}
+
+#[test]
+fn conformance_client_scenarios_pass() {
+    for scenario in ["initialize", "tools_call", "sse-retry"] {
+        let output = conformance(scenario);
+        let text = format!("{}{}", stdout(&output), stderr(&output));
+        assert!(output.status.success(), "conformance scenario {scenario} failed:\n{text}");
+        assert!(text.contains("0 failed"), "{scenario}: {text}");
+    }
+}
+
+/// Speaks MCP over stdio to `toolhost serve` (newline-delimited JSON-RPC):
+/// initialize, list the tools, call `call` with `arguments`; returns the
+/// tools/list and tools/call results.
+fn serve_list_and_call(dir: &Path, plugins: &Path, flags: &[&str], call: &str, arguments: &str) -> (Value, Value) {
+    use std::io::{BufRead, BufReader, Write};
+    let config = dir.join("toolhost.toml").display().to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(dir)
+        .args(["--config", &config, "--plugins", &plugins.display().to_string(), "serve", "--no-watch"])
+        .args(flags)
+        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
+    let mut answer = |id: u64| -> Value {
+        loop {
+            let line = lines.next().expect("toolhost serve answered").unwrap();
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == id {
+                return message["result"].clone();
+            }
+        }
+    };
+    send(serde_json::json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}));
+    answer(1);
+    send(serde_json::json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+    send(serde_json::json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}));
+    let listed = answer(2);
+    let arguments: Value = serde_json::from_str(arguments).unwrap();
+    send(
+        serde_json::json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":call,"arguments":arguments}}),
+    );
+    let called = answer(3);
+    let _ = send;
+    drop(stdin);
+    let _ = child.wait();
+    (listed, called)
+}
+
+#[test]
+fn serve_re_exports_mcp_tools_only_with_include_mcp() {
+    let (dir, plugins) = setup(&everything_stdio(""), &["hash"]);
+    let names = |listed: &Value| -> Vec<String> {
+        listed["tools"].as_array().unwrap().iter().map(|tool| tool["name"].as_str().unwrap().to_owned()).collect()
+    };
+    let (listed, called) = serve_list_and_call(dir.path(), plugins.path(), &[], "sha256", r#"{"text":"abc"}"#);
+    assert!(names(&listed).contains(&"sha256".to_owned()));
+    assert!(!names(&listed).iter().any(|name| name.starts_with("mcp__")), "off by default: {listed}");
+    assert!(called.to_string().contains(ABC_SHA256), "{called}");
+
+    let (listed, called) = serve_list_and_call(
+        dir.path(),
+        plugins.path(),
+        &["--include-mcp"],
+        "mcp__everything__echo",
+        r#"{"message":"through toolhost"}"#,
+    );
+    assert!(
+        names(&listed).contains(&"mcp__everything__echo".to_owned()) && names(&listed).contains(&"sha256".to_owned())
+    );
+    assert!(called.to_string().contains("Echo: through toolhost"), "{called}");
+    assert_ne!(called["isError"], true, "{called}");
+}
+
+#[test]
+fn a_call_cut_by_tool_timeout_is_cancelled_on_the_server() {
+    let script = Script { anthropic: false, stream: false };
+    let (dir, plugins) = setup(&py("tools", "tool_timeout = \"1s\""), &[]);
+    let server = ModelServer::start(vec![
+        script.calls(&[("s", "mcp__py__sleep", "{}")]),
+        script.calls(&[("w", "mcp__py__was_cancelled", "{}")]),
+        script.text("done"),
+    ]);
+    let output = run(dir.path(), plugins.path(), &server, script, &["sleep"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let requests = server.requests();
+    let slept = script.results(&requests[1]);
+    assert!(slept[0].2 && slept[0].1.contains("timed out after 1000ms"), "{slept:?}");
+    let asked = script.results(&requests[2]);
+    assert!(asked[0].1.contains("cancelled: sleep"), "the server was sent notifications/cancelled: {asked:?}");
+}
+
+#[test]
+fn a_name_two_servers_would_share_is_refused_from_both() {
+    // `py.x` and `py_x` clean to the same server part, so both would offer `mcp__py_x__add_numbers`.
+    let config = format!(
+        "[mcp_servers.\"py.x\"]\ncommand = {python:?}\nargs = [{script:?}, \"tools\"]\n\
+         [mcp_servers.py_x]\ncommand = {python:?}\nargs = [{script:?}, \"tools\"]\n",
+        python = python(),
+        script = pyserver()
+    );
+    let (dir, plugins) = setup(&config, &[]);
+    let output = toolhost(dir.path(), plugins.path(), &["tools", "--json"], &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let names: Vec<String> = listed(&output).iter().map(|tool| tool["name"].as_str().unwrap().to_owned()).collect();
+    assert!(!names.contains(&"mcp__py_x__add_numbers".to_owned()), "{names:?}");
+    let text = stderr(&output);
+    assert!(
+        text.contains("[mcp_servers.py.x] and [mcp_servers.py_x]: both offer a tool named `mcp__py_x__add_numbers`"),
+        "{text}"
+    );
+}
+
+#[test]
+fn ctrl_c_during_call_leaves_no_child_behind() {
+    let (dir, plugins) = setup(&py("tools", ""), &[]);
+    let config = dir.path().join("toolhost.toml").display().to_string();
+    let child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(dir.path())
+        .args(["--config", &config, "--plugins", &plugins.path().display().to_string(), "call", "mcp__py__sleep"])
+        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut servers = Vec::new();
+    while servers.is_empty() {
+        assert!(Instant::now() < deadline, "the MCP server never started");
+        std::thread::sleep(Duration::from_millis(50));
+        servers = children_of(child.id());
+    }
+    // Past the handshake and into the call.
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: sending SIGINT to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
+    assert!(stderr(&output).contains("cancelled"), "{}", stderr(&output));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while servers.iter().any(|pid| alive(*pid)) {
+        assert!(Instant::now() < deadline, "the MCP server outlived toolhost: {servers:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -1,0 +1,88 @@
+//! Hot reload of a plugins folder, through the library with the real
+//! watcher (notify) on a real folder: a half-written file never replaces a
+//! working plugin, an unchanged file is a no-op, a manifest change reloads
+//! its plugin, and a call running across a swap finishes on the version it
+//! started with.
+
+mod common;
+
+use common::{config, plugin, plugin_dir};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use toolhost::catalog::reload::Watcher;
+use toolhost::{Host, LimitOverrides, ToolOutput};
+
+async fn watched(names: &[&str]) -> (Arc<Host>, Watcher, tempfile::TempDir) {
+    let dir = plugin_dir(names);
+    let host = Host::new(config()).expect("host");
+    host.load_dir(dir.path()).await.expect("load");
+    let host = Arc::new(host);
+    let watcher = Watcher::start(host.clone(), dir.path()).expect("watch");
+    (host, watcher, dir)
+}
+
+/// Waits up to 2 s for the catalog to reach a generation past `after`.
+async fn next_generation(host: &Host, after: u64) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(2) {
+        if host.catalog().generation() > after {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_truncated_file_never_replaces_a_working_plugin() {
+    let (host, _watcher, dir) = watched(&["echo"]).await;
+    let generation = host.catalog().generation();
+    let bytes = std::fs::read(plugin("echo")).unwrap();
+    std::fs::write(dir.path().join("echo.wasm"), &bytes[..bytes.len() / 3]).unwrap();
+    assert!(!next_generation(&host, generation).await, "a broken file must not swap the catalog");
+    let report = host.call("echo", r#"{"text":"still the old one"}"#, &LimitOverrides::default()).await;
+    assert_eq!(report.outcome, Ok(ToolOutput::Text("still the old one".to_owned())));
+
+    // The good file back: the same SHA-256 as the version loaded, so nothing to do.
+    std::fs::write(dir.path().join("echo.wasm"), &bytes).unwrap();
+    assert!(!next_generation(&host, generation).await, "an unchanged file is a no-op");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn added_replaced_and_removed_plugins_swap_the_catalog() {
+    let (host, _watcher, dir) = watched(&["echo"]).await;
+    let generation = host.catalog().generation();
+    std::fs::copy(plugin("hash"), dir.path().join("hash.wasm")).unwrap();
+    assert!(next_generation(&host, generation).await, "a new plugin shows within 2 s");
+    let report = host.call("sha256", r#"{"text":"abc"}"#, &LimitOverrides::default()).await;
+    assert!(report.outcome.is_ok(), "{:?}", report.outcome);
+
+    let generation = host.catalog().generation();
+    std::fs::write(dir.path().join("hash.toml"), "read_only = true\n").unwrap();
+    assert!(next_generation(&host, generation).await, "a manifest change reloads its plugin");
+    assert!(host.catalog().plugin("hash").unwrap().asks.as_ref().is_some_and(|asks| asks.read_only == Some(true)));
+
+    let generation = host.catalog().generation();
+    std::fs::remove_file(dir.path().join("hash.wasm")).unwrap();
+    assert!(next_generation(&host, generation).await, "a removed plugin goes");
+    assert!(host.catalog().find("sha256").is_none());
+    assert!(host.catalog().find("echo").is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_running_across_a_swap_completes() {
+    let (host, _watcher, dir) = watched(&["echo", "mcp_conformance"]).await;
+    let generation = host.catalog().generation();
+    let running = {
+        let host = host.clone();
+        tokio::spawn(async move {
+            host.call("slow_echo", r#"{"text":"across the swap","ms":1500}"#, &LimitOverrides::default()).await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    std::fs::remove_file(dir.path().join("mcp_conformance.wasm")).unwrap();
+    assert!(next_generation(&host, generation).await, "the removal swaps the catalog");
+    assert!(host.catalog().find("slow_echo").is_none(), "new calls no longer see the tool");
+    let report = running.await.unwrap();
+    assert_eq!(report.outcome, Ok(ToolOutput::Text("across the swap".to_owned())));
+}
