@@ -156,8 +156,10 @@ fn plugins_dir(config: &Config, flag: Option<&Path>) -> PathBuf {
 fn init_tracing(verbose: u8) {
     use tracing_subscriber::EnvFilter;
     let default = match verbose {
-        0 => "warn",
-        1 => "info",
+        // rmcp logs every JSON-RPC error answer (an unknown tool, a cancelled
+        // call) as a warning with a Debug dump; what the client got is enough.
+        0 => "warn,rmcp=off",
+        1 => "info,rmcp=error",
         2 => "debug",
         _ => "trace",
     };
