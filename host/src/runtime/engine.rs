@@ -35,7 +35,7 @@ pub fn build(max_instances: u32) -> Result<Engine> {
     pool.table_elements(100_000);
     pool.total_stacks(max_instances);
     config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-    Ok(Engine::new(&config).map_err(anyhow::Error::from)?)
+    Engine::new(&config).map_err(anyhow::Error::from)
 }
 
 /// Advances `engine`'s epoch every [`TICK`] until dropped.
