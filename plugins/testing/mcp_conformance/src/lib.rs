@@ -1,8 +1,9 @@
 //! Test plugin `mcp_conformance`: the tool names the MCP conformance suite
 //! (`@modelcontextprotocol/conformance`) calls, so that its
 //! `tools-call-simple-text`, `tools-call-error` and `tools-call-with-logging`
-//! scenarios run against real plugin calls; and `slow_echo`, which answers
-//! after a pause, for the test of a call that runs across a hot reload.
+//! scenarios run against real plugin calls (and `json_schema_2020_12_tool`,
+//! for the pending `json-schema-2020-12` scenario); and `slow_echo`, which
+//! answers after a pause, for the test of a call that runs across a hot reload.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
