@@ -141,8 +141,7 @@ async fn start_up(dir: &Path, cache: &Path) -> Duration {
     host.load_dir(dir).await.unwrap();
     // Grant notices (a bundled plugin asking for access the default config
     // does not grant) are expected; anything else means a plugin did not load.
-    let problems = host.problems();
-    let failed: Vec<_> = problems.iter().filter(|problem| problem.kind != ProblemKind::Grant).collect();
+    let failed: Vec<_> = host.problems().into_iter().filter(|problem| problem.kind != ProblemKind::Grant).collect();
     assert!(failed.is_empty(), "{failed:?}");
     start.elapsed()
 }

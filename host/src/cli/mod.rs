@@ -179,9 +179,10 @@ fn plugins_dir(config: &Config, flag: Option<&Path>) -> PathBuf {
 fn init_tracing(verbose: u8) {
     use tracing_subscriber::EnvFilter;
     let default = match verbose {
-        // rmcp logs a failed connection at error level itself; toolhost reports it once.
+        // rmcp logs a failed connection and every JSON-RPC error answer (an unknown tool, a cancelled
+        // call) as a warning with a Debug dump; what the client got is enough.
         0 => "warn,rmcp=off",
-        1 => "info",
+        1 => "info,rmcp=error",
         2 => "debug",
         _ => "trace",
     };
