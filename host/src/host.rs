@@ -406,7 +406,7 @@ pub(crate) fn plugin_files(dir: &Path) -> Result<Vec<PathBuf>> {
     })?;
     let mut paths: Vec<PathBuf> = entries
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-                // Not only regular files: a folder, FIFO or broken symlink named
+        // Not only regular files: a folder, FIFO or broken symlink named
         // `*.wasm` is reported as skipped (by `plugin::read`), not ignored.
         .filter(|path| path.extension().is_some_and(|ext| ext == "wasm"))
         .collect();

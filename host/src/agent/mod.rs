@@ -11,6 +11,7 @@ pub mod events;
 pub mod model;
 pub mod transcript;
 
+use crate::Host;
 use crate::agent::approval::{ApprovalConfig, ApprovalRequest, Approver, Decision, Policy};
 use crate::agent::events::{ApprovedBy, Event, RunStatus};
 use crate::agent::model::{
@@ -18,7 +19,6 @@ use crate::agent::model::{
 };
 use crate::catalog::{Catalog, Entry};
 use crate::runtime::limits::LimitOverrides;
-use crate::Host;
 use futures_util::{FutureExt, StreamExt};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
