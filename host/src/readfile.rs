@@ -76,9 +76,8 @@ pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
 /// [`read_regular`] as UTF-8 text.
 pub fn read_regular_text(path: &Path, limit: u64) -> Result<String, ReadError> {
     let bytes = read_regular(path, limit)?;
-    String::from_utf8(bytes).map_err(|_| {
-        ReadError::Io(std::io::Error::new(std::io::ErrorKind::InvalidData, "the file is not UTF-8 text"))
-    })
+    String::from_utf8(bytes)
+        .map_err(|_| ReadError::Io(std::io::Error::new(std::io::ErrorKind::InvalidData, "the file is not UTF-8 text")))
 }
 
 /// Opens `path` for reading without blocking on a FIFO, and checks on the

@@ -15,7 +15,10 @@ pub fn load_ca_file(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
     let mut certs = Vec::new();
     for cert in CertificateDer::pem_slice_iter(&pem) {
         let cert = cert.map_err(|err| {
-            anyhow::anyhow!("the CA file {} is not valid PEM: {err} (expected BEGIN CERTIFICATE blocks)", path.display())
+            anyhow::anyhow!(
+                "the CA file {} is not valid PEM: {err} (expected BEGIN CERTIFICATE blocks)",
+                path.display()
+            )
         })?;
         certs.push(cert.into_owned());
     }

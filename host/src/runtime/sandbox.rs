@@ -11,6 +11,7 @@
 //! everything the call hands back.
 
 use crate::grants::Granted;
+use crate::runtime::engine::EpochTicker;
 use crate::runtime::limits::{ByteSize, Limits};
 use crate::runtime::outbound::{self, Outbound, SharedLedger};
 use crate::runtime::outcome::{CallError, LogRecord, Refusal, Usage};
@@ -301,6 +302,7 @@ impl Sandbox {
     /// Runs `request` in a fresh instance under `limits`, with what `granted` grants.
     pub(crate) async fn invoke(
         &self,
+        clock: &EpochTicker,
         plugin: &Arc<str>,
         limits: &Limits,
         granted: &Arc<Granted>,
@@ -349,6 +351,8 @@ impl Sandbox {
         });
 
         let outcome = {
+            // The epoch clock ticks while any guest may run.
+            let _running = clock.running();
             let run = self.run(&mut store, request);
             // The epoch callback stops guest code; this also stops a guest
             // that is blocked in the host (a WASI sleep or poll).
