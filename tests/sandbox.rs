@@ -178,7 +178,7 @@ async fn two_hundred_concurrent_calls_mixing_good_and_bad_plugins() {
         let host = host.clone();
         calls.spawn(async move {
             let (tool, arguments, limits) = match i % 6 {
-                0 | 1 | 2 => ("echo", echo_args(&format!("call {i}")), LimitOverrides::default()),
+                0..=2 => ("echo", echo_args(&format!("call {i}")), LimitOverrides::default()),
                 3 => ("spin_forever", "{}".to_owned(), LimitOverrides { fuel: Some(5_000_000), ..Default::default() }),
                 4 => ("panics", "{}".to_owned(), LimitOverrides::default()),
                 _ => match i % 4 {

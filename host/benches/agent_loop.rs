@@ -8,7 +8,6 @@
 //! model round trip. Figures go to BENCHMARKS.md.
 
 #[path = "../../tests/common/model_server.rs"]
-#[allow(dead_code)]
 mod model_server;
 
 use model_server::{ModelServer, Script};

@@ -222,7 +222,7 @@ impl fmt::Display for ByteSize {
         for (scale, unit) in UNITS {
             if self.0 >= scale {
                 let value = self.0 as f64 / scale as f64;
-                return if self.0 % scale == 0 {
+                return if self.0.is_multiple_of(scale) {
                     write!(f, "{}{unit}", self.0 / scale)
                 } else {
                     write!(f, "{value:.1}{unit}")
@@ -281,7 +281,7 @@ fn duration_help(text: &str) -> String {
 impl fmt::Display for HumanDuration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let millis = self.0.as_millis();
-        if millis % 1_000 == 0 { write!(f, "{}s", millis / 1_000) } else { write!(f, "{millis}ms") }
+        if millis.is_multiple_of(1_000) { write!(f, "{}s", millis / 1_000) } else { write!(f, "{millis}ms") }
     }
 }
 
