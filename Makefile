@@ -56,3 +56,4 @@ test: plugins
 bench: plugins
 	$(CARGO) bench -p toolhost --bench per_call
 	$(CARGO) bench -p toolhost --bench languages
+	$(CARGO) bench -p toolhost --bench soak
