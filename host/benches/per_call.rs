@@ -18,7 +18,9 @@
 //!   a cold start and after a warm start;
 //! - the CPU an idle host uses.
 //!
-//! Figures go to BENCHMARKS.md; nothing here asserts a time.
+//! Figures go to BENCHMARKS.md; nothing here asserts a time. With
+//! `TOOLHOST_BENCH_PROFILE=N` it only makes N echo calls through `Host::call`
+//! (for `perf record`).
 
 #[path = "../../plugins/echo/src/core.rs"]
 #[allow(dead_code)]
@@ -337,6 +339,17 @@ fn main() {
         host
     });
     let pagemap = host.resets_dirty_pages_only();
+    if let Ok(calls) = std::env::var("TOOLHOST_BENCH_PROFILE") {
+        // Only `Host::call` on echo, `calls` times: for `perf record`.
+        let calls: usize = calls.parse().unwrap_or(200_000);
+        runtime.block_on(async {
+            for _ in 0..calls {
+                let report = host.call("echo", ARGS, &LimitOverrides::default()).await;
+                assert!(report.outcome.is_ok());
+            }
+        });
+        return;
+    }
 
     println!("## per call: the `echo` tool, {ITERATIONS} calls after {WARMUP} warm-up calls (µs)\n");
     println!(
