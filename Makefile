@@ -57,3 +57,4 @@ bench: plugins
 	$(CARGO) bench -p toolhost --bench per_call
 	$(CARGO) bench -p toolhost --bench languages
 	$(CARGO) bench -p toolhost --bench mcp
+	$(CARGO) bench -p toolhost --bench soak

@@ -83,8 +83,13 @@ async fn the_second_start_loads_from_the_cache_and_a_changed_file_recompiles() {
 
     let first = load(dir.path(), config.clone()).await;
     assert_eq!(first.plugins()[0].origin, Origin::Compiled);
-    let artifacts: Vec<_> = std::fs::read_dir(cache.path()).unwrap().collect();
-    assert_eq!(artifacts.len(), 1, "one artifact, no temporary files left");
+    let mut files: Vec<String> = std::fs::read_dir(cache.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 2, "one artifact and its tool list, no temporary files left: {files:?}");
+    assert!(files[0].ends_with(".cwasm") && files[1].ends_with(".tools.json"), "{files:?}");
 
     let second = load(dir.path(), config.clone()).await;
     assert_eq!(second.plugins()[0].origin, Origin::Cached);

@@ -3,8 +3,8 @@
 use crate::catalog::{Catalog, SharedCatalog, Source};
 use crate::config::{self, Config};
 use crate::grants;
-use crate::plugin::{self, Plugin};
-use crate::runtime::cache::Cache;
+use crate::plugin::{self, Code, Plugin, Tool};
+use crate::runtime::cache::{Cache, Listing, Origin};
 use crate::runtime::engine::{self, EpochTicker};
 use crate::runtime::limits::{LimitOverrides, Limits};
 use crate::runtime::outcome::{CallError, CallReport, ToolOutput};
@@ -52,6 +52,16 @@ impl fmt::Display for LoadProblem {
     }
 }
 
+/// What loading a file's code came to.
+struct Loaded {
+    sha256: String,
+    size: u64,
+    contract: &'static str,
+    tools: Vec<Tool>,
+    origin: Origin,
+    code: Code,
+}
+
 /// Loads plugins and runs their tools, each call in a fresh sandboxed instance.
 ///
 /// ```no_run
@@ -64,7 +74,8 @@ impl fmt::Display for LoadProblem {
 /// ```
 pub struct Host {
     engine: Engine,
-    linker: Linker<HostState>,
+    pagemap: bool,
+    linker: Arc<Linker<HostState>>,
     cache: Option<Cache>,
     config: Config,
     catalog: Arc<SharedCatalog>,
@@ -72,7 +83,7 @@ pub struct Host {
     permits: Arc<Semaphore>,
     /// TLS client settings for plugin HTTPS: webpki's roots and `ca_file`'s.
     tls: Arc<rustls::ClientConfig>,
-    _ticker: EpochTicker,
+    ticker: EpochTicker,
 }
 
 impl Host {
@@ -83,12 +94,13 @@ impl Host {
         let tls = tls::client_config(config.ca_file.as_deref())?;
         let concurrency = config.max_concurrent_calls.unwrap_or(config::DEFAULT_MAX_CONCURRENT_CALLS);
         let slots = u32::try_from(concurrency).context("`max_concurrent_calls` is too large")?;
-        let engine = engine::build(slots).context("could not set up the WebAssembly engine")?;
-        let linker = sandbox::linker(&engine).context("could not set up the host imports")?;
+        let (engine, pagemap) = engine::build(slots).context("could not set up the WebAssembly engine")?;
+        let linker = Arc::new(sandbox::linker(&engine).context("could not set up the host imports")?);
         let cache = config.cache_dir.clone().or_else(Cache::default_dir).map(|dir| Cache::new(dir, &engine));
         let ticker = EpochTicker::start(&engine).context("could not start the timeout clock")?;
         Ok(Host {
             engine,
+            pagemap,
             linker,
             cache,
             config,
@@ -96,7 +108,7 @@ impl Host {
             servers: Default::default(),
             permits: Arc::new(Semaphore::new(concurrency)),
             tls,
-            _ticker: ticker,
+            ticker,
         })
     }
 
@@ -120,6 +132,18 @@ impl Host {
         &self.tls
     }
 
+    /// The epoch clock calls run under.
+    pub(crate) fn clock(&self) -> &EpochTicker {
+        &self.ticker
+    }
+
+    /// Whether the instance pool resets only the pages a call wrote (the
+    /// kernel has `PAGEMAP_SCAN`, Linux 6.7 and later), or falls back to
+    /// resetting a fixed prefix of each memory.
+    pub fn resets_dirty_pages_only(&self) -> bool {
+        self.pagemap
+    }
+
     /// The compile cache, if any.
     pub fn cache(&self) -> Option<&Cache> {
         self.cache.as_ref()
@@ -138,8 +162,11 @@ impl Host {
         let paths = plugin_files(dir)?;
         let mut loaded = Vec::new();
         let mut problems = Vec::new();
-        for path in paths {
-            match self.load_file(&path).await {
+        // Concurrently: on a cold start the files compile in parallel, and a
+        // plugin slow to list its tools does not hold up the others.
+        let results = futures_util::future::join_all(paths.iter().map(|path| self.load_file(path))).await;
+        for (path, result) in paths.into_iter().zip(results) {
+            match result {
                 Ok(plugin) => {
                     problems.extend(grant_notices(&plugin));
                     loaded.push(Arc::new(plugin));
@@ -170,35 +197,110 @@ impl Host {
     }
 
     /// Loads one plugin file (without adding it to this host), with its
-    /// manifest and grants reviewed.
+    /// manifest and grants reviewed. A file seen before (same bytes, same
+    /// engine) is taken from the cache's [`Listing`] without instantiating
+    /// or even deserializing it; its code loads on the first call.
     pub async fn load_file(&self, path: &Path) -> Result<Plugin, String> {
         let name: Arc<str> = stem(path).into();
-        let wasm = plugin::read(path)?;
-        let (component, origin) = plugin::compile(&self.engine, self.cache.as_ref(), &wasm).await?;
-        let contract = plugin::contract_of(&self.engine, &component)?;
-        let sandbox = plugin::prepare(&self.linker, &component, contract)?;
         let limits = self.limits_for(&name);
-        let tools = {
-            let _permit = self.permits.acquire().await;
-            plugin::list_tools(&sandbox, &name, &limits, &self.tls).await?
-        };
+        let loaded = self.load_code(&name, path, &limits).await?;
         let grants = self.config.grants_for(&name);
         let review = grants::review(&name, path, &grants, |key| std::env::var(key).ok());
         Ok(Plugin {
             name,
             path: path.to_owned(),
-            sha256: wasm.sha256,
-            size: wasm.bytes.len() as u64,
-            contract,
-            origin,
+            sha256: loaded.sha256,
+            size: loaded.size,
+            contract: loaded.contract,
+            origin: loaded.origin,
             limits,
-            tools,
+            tools: loaded.tools,
             asks: review.asks,
             grants,
             notices: review.notices,
             granted: review.granted,
-            sandbox,
+            code: loaded.code,
         })
+    }
+
+    async fn load_code(&self, name: &Arc<str>, path: &Path, limits: &Limits) -> Result<Loaded, String> {
+        use std::io::Read;
+        let file = crate::readfile::open_regular(path).map_err(|err| format!("could not read the file: {err}"))?;
+        let metadata = file.metadata().map_err(|err| format!("could not read the file: {err}"))?;
+        let cache = self.cache.as_ref();
+        let known = cache.and_then(|cache| cache.known_sha256(&metadata));
+        let (sha256, bytes) = match known {
+            Some(sha256) => (sha256, None),
+            None => {
+                let limit = crate::readfile::limits::WASM;
+                let mut bytes = Vec::new();
+                file.take(limit + 1)
+                    .read_to_end(&mut bytes)
+                    .map_err(|err| format!("could not read the file: {err}"))?;
+                if bytes.len() as u64 > limit {
+                    return Err(format!("could not read the file: it is larger than {}", ByteSize(limit)));
+                }
+                let sha256 = crate::runtime::cache::sha256_hex(&bytes);
+                if let Some(cache) = cache {
+                    cache.remember_sha256(&metadata, &sha256);
+                }
+                (sha256, Some(bytes))
+            }
+        };
+        let listed =
+            cache.and_then(|cache| cache.listing(&sha256)).and_then(|listing| plugin::tools_of(listing, limits));
+        if let Some(listed) = listed {
+            let (contract, tools) = listed?;
+            let code = Code::lazy(&self.engine, &self.linker, cache, path, &sha256, contract);
+            return Ok(Loaded { size: metadata.len(), contract, tools, origin: Origin::Cached, code, sha256 });
+        }
+        // Not listed yet (or not under these limits): load it for real.
+        let wasm = match bytes {
+            Some(bytes) => plugin::WasmFile { bytes: bytes.into(), sha256 },
+            None => plugin::read(path)?,
+        };
+        let (size, sha256) = (wasm.bytes.len() as u64, wasm.sha256.clone());
+        let lazy = |contract| Code::lazy(&self.engine, &self.linker, cache, path, &sha256, contract);
+        match self.load_fresh(name, &wasm, limits).await {
+            Ok((contract, listed, sandbox, origin)) => {
+                if let Some(cache) = cache {
+                    cache.store_listing(
+                        &sha256,
+                        &Listing::Tools { contract: contract.to_owned(), tools: listed.clone() },
+                    );
+                }
+                let tools = plugin::check_tools(listed, limits)?;
+                Ok(Loaded { size, contract, tools, origin, code: lazy(contract).with(sandbox), sha256 })
+            }
+            Err((reason, under_limits)) => {
+                if let Some(cache) = cache {
+                    let limits = under_limits.then(|| format!("{limits:?}"));
+                    cache.store_listing(&sha256, &Listing::Failed { reason: reason.clone(), limits });
+                }
+                Err(reason)
+            }
+        }
+    }
+
+    /// Compiles (through the artifact cache), links and lists the tools of
+    /// `wasm`. A failure says why, and whether it happened under the limits
+    /// (listing the tools) rather than in the bytes themselves.
+    async fn load_fresh(
+        &self,
+        name: &Arc<str>,
+        wasm: &plugin::WasmFile,
+        limits: &Limits,
+    ) -> Result<(&'static str, Vec<crate::runtime::cache::ListedTool>, sandbox::Sandbox, Origin), (String, bool)> {
+        let fixed = |reason| (reason, false);
+        plugin::check_header(&wasm.bytes).map_err(fixed)?;
+        let (component, origin) = plugin::compile(&self.engine, self.cache.as_ref(), wasm).await.map_err(fixed)?;
+        let contract = plugin::contract_of(&self.engine, &component).map_err(fixed)?;
+        let sandbox = plugin::prepare(&self.linker, &component, contract).map_err(fixed)?;
+        let listed = {
+            let _permit = self.permits.acquire().await;
+            plugin::call_list_tools(&sandbox, &self.ticker, name, limits).await.map_err(|reason| (reason, true))?
+        };
+        Ok((contract, listed, sandbox, origin))
     }
 
     /// The limits a plugin named `name` runs under, from the config.
@@ -293,16 +395,34 @@ impl Host {
                 return CallReport::rejected(tool, plugin_name, error);
             }
         };
-        if let Some(err) = plugin.tools[index].validator.iter_errors(&value).next() {
+        let validator = &plugin.tools[index].validator;
+        // `is_valid` stops at the first mismatch without building errors;
+        // only a rejected call pays for the message.
+        if !validator.is_valid(&value)
+            && let Some(err) = validator.iter_errors(&value).next()
+        {
             let error = CallError::InvalidArguments(describe_mismatch(&err));
             return CallReport::rejected(tool, plugin_name, error);
         }
+        let sandbox = match plugin.code.sandbox().await {
+            Ok(sandbox) => sandbox,
+            Err(reason) => {
+                let error = CallError::Host(format!("could not load plugin `{}`: {reason}", plugin.name));
+                return CallReport::rejected(tool, plugin_name, error);
+            }
+        };
         let limits = plugin.limits.with(overrides);
         let invocation = {
             let _permit = self.permits.acquire().await;
-            plugin
-                .sandbox
-                .invoke(&plugin.name, &limits, &plugin.granted, &self.tls, Request::CallTool { name: tool, arguments })
+            sandbox
+                .invoke(
+                    &self.ticker,
+                    &plugin.name,
+                    &limits,
+                    &plugin.granted,
+                    &self.tls,
+                    Request::CallTool { name: tool, arguments },
+                )
                 .await
         };
         if !invocation.stdout.is_empty() || !invocation.stderr.is_empty() {

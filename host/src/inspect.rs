@@ -75,7 +75,7 @@ impl Host {
         let contract = plugin::contract_of(self.engine(), &component)?;
         found.contract = Some(contract);
         let sandbox = plugin::prepare(self.linker(), &component, contract)?;
-        found.tools = plugin::list_tools(&sandbox, name, &found.limits, self.tls()).await?;
+        found.tools = plugin::list_tools(&sandbox, self.clock(), name, &found.limits, self.tls()).await?;
         Ok(())
     }
 }

@@ -4,9 +4,16 @@
 //! broken file got: [`read`] the file, [`compile`] it (through the cache),
 //! [`contract_of`] its exports, [`prepare`] it against the host's linker and
 //! [`list_tools`] under the plugin's limits, checking every name and schema.
+//!
+//! A host start does less: what `list-tools` returned (or why the plugin
+//! failed to load) is kept in the cache beside the compiled artifact
+//! ([`Listing`]), so a file seen before is neither instantiated nor even
+//! deserialized at start. Its [`Code`] is loaded the first time one of its
+//! tools is called.
 
 use crate::grants::{Granted, Grants, Manifest};
-use crate::runtime::cache::{Cache, Origin};
+use crate::runtime::cache::{Cache, ListedTool, Listing, Origin};
+use crate::runtime::engine::EpochTicker;
 use crate::runtime::limits::{ByteSize, Limits};
 use crate::runtime::sandbox::{self, HostState, Request, Response, Sandbox, v0_1_0};
 use serde_json::Value;
@@ -41,7 +48,90 @@ pub struct Plugin {
     /// a sentence saying what is denied and what to do.
     pub notices: Vec<String>,
     pub(crate) granted: Arc<Granted>,
-    pub(crate) sandbox: Sandbox,
+    pub(crate) code: Code,
+}
+
+impl Plugin {
+    /// Whether its compiled code is in memory yet (it is loaded on the
+    /// first call, unless the plugin was compiled or listed at this start).
+    pub fn code_loaded(&self) -> bool {
+        self.code.sandbox.initialized()
+    }
+}
+
+/// A plugin's compiled code, ready to instantiate: loaded at most once, on
+/// first use, by whichever call gets there first.
+pub(crate) struct Code {
+    sandbox: tokio::sync::OnceCell<Sandbox>,
+    engine: Engine,
+    linker: Arc<Linker<HostState>>,
+    cache: Option<Cache>,
+    path: PathBuf,
+    sha256: String,
+    contract: &'static str,
+}
+
+impl Code {
+    /// Code to be loaded from the cache (or the file) when first used.
+    pub(crate) fn lazy(
+        engine: &Engine,
+        linker: &Arc<Linker<HostState>>,
+        cache: Option<&Cache>,
+        path: &Path,
+        sha256: &str,
+        contract: &'static str,
+    ) -> Code {
+        Code {
+            sandbox: tokio::sync::OnceCell::new(),
+            engine: engine.clone(),
+            linker: linker.clone(),
+            cache: cache.cloned(),
+            path: path.to_owned(),
+            sha256: sha256.to_owned(),
+            contract,
+        }
+    }
+
+    /// Code already loaded.
+    pub(crate) fn with(mut self, sandbox: Sandbox) -> Code {
+        self.sandbox = tokio::sync::OnceCell::new_with(Some(sandbox));
+        self
+    }
+
+    /// The plugin ready to instantiate, loading it first if needed.
+    pub(crate) async fn sandbox(&self) -> Result<&Sandbox, String> {
+        self.sandbox.get_or_try_init(|| self.load()).await
+    }
+
+    async fn load(&self) -> Result<Sandbox, String> {
+        let engine = self.engine.clone();
+        let cache = self.cache.clone();
+        let path = self.path.clone();
+        let sha256 = self.sha256.clone();
+        let component = tokio::task::spawn_blocking(move || {
+            if let Some(component) = cache.as_ref().and_then(|cache| cache.load(&engine, &sha256)) {
+                return Ok(component);
+            }
+            // The artifact is gone (or unusable): compile the file again,
+            // provided it is still the file that was listed at start.
+            let wasm = read(&path)?;
+            if wasm.sha256 != sha256 {
+                return Err("the file changed since its tools were listed: start toolhost again".to_owned());
+            }
+            let compiled = match &cache {
+                Some(cache) => cache.load_or_compile(&engine, &wasm.bytes, &sha256).map(|(component, _)| component),
+                None => crate::runtime::cache::compile(&engine, &wasm.bytes),
+            };
+            compiled.map_err(|err| format!("not a valid component: {err:#}"))
+        })
+        .await
+        .map_err(|err| format!("the loading thread failed: {err}"))??;
+        let contract = contract_of(&self.engine, &component)?;
+        if contract != self.contract {
+            return Err("the file changed since its tools were listed: start toolhost again".to_owned());
+        }
+        prepare(&self.linker, &component, contract)
+    }
 }
 
 /// One tool of a loaded plugin.
@@ -67,6 +157,13 @@ pub struct WasmFile {
 pub fn read(path: &Path) -> Result<WasmFile, String> {
     let bytes = crate::readfile::read_regular(path, crate::readfile::limits::WASM)
         .map_err(|err| format!("could not read the file: {err}"))?;
+    check_header(&bytes)?;
+    let sha256 = crate::runtime::cache::sha256_hex(&bytes);
+    Ok(WasmFile { bytes: bytes.into(), sha256 })
+}
+
+/// Checks that `bytes` start like a WebAssembly component.
+pub fn check_header(bytes: &[u8]) -> Result<(), String> {
     const MAGIC: &[u8] = b"\0asm";
     if bytes.len() < 8 || &bytes[..4] != MAGIC {
         return Err("not a WebAssembly file (no `\\0asm` header)".to_owned());
@@ -77,8 +174,7 @@ pub fn read(path: &Path) -> Result<WasmFile, String> {
                     or wrap it with `wasm-tools component new`"
             .to_owned());
     }
-    let sha256 = crate::runtime::cache::sha256_hex(&bytes);
-    Ok(WasmFile { bytes: bytes.into(), sha256 })
+    Ok(())
 }
 
 /// Compiles (or loads from `cache`) the component in `wasm`.
@@ -193,20 +289,41 @@ fn describe_link_error(err: &wasmtime::Error) -> String {
     }
 }
 
-/// Calls `list-tools` in a fresh instance under `limits` (granted nothing)
-/// and checks every tool.
+/// Calls `list-tools` in a fresh instance under `limits` and checks every tool.
 pub(crate) async fn list_tools(
     sandbox: &Sandbox,
+    clock: &EpochTicker,
     name: &Arc<str>,
     limits: &Limits,
     tls: &Arc<rustls::ClientConfig>,
 ) -> Result<Vec<Tool>, String> {
-    let invocation = sandbox.invoke(name, limits, &Granted::nothing(), tls, Request::ListTools).await;
-    let listed = match invocation.result {
-        Ok(Response::Tools(tools)) => tools,
-        Ok(Response::Called(_)) => return Err("answered the wrong request".to_owned()),
-        Err(err) => return Err(format!("listing its tools failed: it {err}")),
-    };
+    let listed = call_list_tools(sandbox, clock, name, limits, tls).await?;
+    check_tools(listed, limits)
+}
+
+/// Calls `list-tools` in a fresh instance under `limits`, with nothing granted.
+pub(crate) async fn call_list_tools(
+    sandbox: &Sandbox,
+    clock: &EpochTicker,
+    name: &Arc<str>,
+    limits: &Limits,
+    tls: &Arc<rustls::ClientConfig>,
+) -> Result<Vec<ListedTool>, String> {
+    let invocation = sandbox.invoke(clock, name, limits, &Granted::nothing(), tls, Request::ListTools).await;
+    match invocation.result {
+        Ok(Response::Tools(tools)) => Ok(tools
+            .into_iter()
+            .map(|tool| ListedTool { name: tool.name, description: tool.description, input_schema: tool.input_schema })
+            .collect()),
+        Ok(Response::Called(_)) => Err("answered the wrong request".to_owned()),
+        Err(err) => Err(format!("listing its tools failed: it {err}")),
+    }
+}
+
+/// Checks a listed set of tools (as a plugin returned it, or as the cache
+/// kept it): its size against the output limit, every name and schema, no
+/// name twice; and compiles the schema validators.
+pub(crate) fn check_tools(listed: Vec<ListedTool>, limits: &Limits) -> Result<Vec<Tool>, String> {
     let size: usize =
         listed.iter().map(|tool| tool.name.len() + tool.description.len() + tool.input_schema.len()).sum();
     if size as u64 > limits.output.bytes() {
@@ -229,6 +346,26 @@ pub(crate) async fn list_tools(
         tools.push(Tool { name: tool.name, description: tool.description, schema, validator });
     }
     Ok(tools)
+}
+
+/// The contract version named `version`, if this host supports it.
+pub(crate) fn known_contract(version: &str) -> Option<&'static str> {
+    match version {
+        "0.1.0" => Some("0.1.0"),
+        _ => None,
+    }
+}
+
+/// Turns a cached [`Listing`] of tools back into tools, checked again.
+pub(crate) fn tools_of(listing: Listing, limits: &Limits) -> Option<Result<(&'static str, Vec<Tool>), String>> {
+    match listing {
+        Listing::Tools { contract, tools } => {
+            let contract = known_contract(&contract)?;
+            Some(check_tools(tools, limits).map(|tools| (contract, tools)))
+        }
+        Listing::Failed { reason, limits: None } => Some(Err(reason)),
+        Listing::Failed { reason, limits: Some(under) } => (under == format!("{limits:?}")).then_some(Err(reason)),
+    }
 }
 
 /// Checks a tool name against `^[a-zA-Z0-9_-]{1,64}$`, what model APIs accept.

@@ -1,32 +1,59 @@
 //! The one wasmtime [`Engine`] a host uses, and the clock that drives timeouts.
 //!
 //! Every call gets its own store and instance from the pooling allocator,
-//! metered with fuel and interrupted through epochs: a background thread bumps
-//! the engine's epoch every [`TICK`], and each store's epoch callback compares
-//! the time with the call's deadline.
+//! metered with fuel and interrupted through epochs: while at least one call
+//! runs, a background thread bumps the engine's epoch every [`TICK`], and each
+//! store's epoch callback compares the time with the call's deadline. With no
+//! call running the thread sleeps until the next call starts, so an idle host
+//! costs no CPU.
 
 use anyhow::Result;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::thread::Thread;
 use std::time::Duration;
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-/// How often the epoch advances: the granularity of timeouts and of yielding
-/// a busy guest back to the async scheduler.
+/// How often the epoch advances while calls run: the granularity of timeouts
+/// and of yielding a busy guest back to the async scheduler.
 pub const TICK: Duration = Duration::from_millis(2);
 
-/// Builds the engine. `max_instances` bounds how many instances may be alive
-/// at once (the host's concurrency limit plus room for loading).
-pub fn build(max_instances: u32) -> Result<Engine> {
-    let mut config = Config::new();
-    config.consume_fuel(true);
-    config.epoch_interruption(true);
-    // Instances come from pre-reserved slots, so creating one per call is
-    // cheap; memory and table sizes are bounded per call by the store's
-    // limiter, so the pool only has to cover the largest allowed size.
-    // Slots are virtual address space reserved up front and committed only
-    // when used; components from other toolchains (Python, JavaScript) have
-    // many core instances and tables, hence the generous ratios.
+/// Bytes of each linear memory slot kept resident between calls when the
+/// kernel has `PAGEMAP_SCAN` (Linux 6.7 and later): only the pages a call
+/// actually wrote are reset, by copying, up to this many bytes, and the rest
+/// is given back with `madvise`. Each slot then holds only what its plugin
+/// dirties — tens of KiB for a small Rust tool, about 13 MiB for a Python or
+/// JavaScript interpreter's heap — and never more than this.
+pub const MEMORY_KEEP_RESIDENT: usize = 16 << 20;
+
+/// Bytes of each table slot kept resident between calls (the same scheme).
+pub const TABLE_KEEP_RESIDENT: usize = 1 << 20;
+
+/// Without `PAGEMAP_SCAN`, wasmtime resets the first `keep_resident` bytes
+/// of a slot with `memset` whether or not they were written, so a large
+/// setting would cost every call; this prefix covers a small tool's stack
+/// and data and leaves the rest to `madvise`.
+pub const PREFIX_KEEP_RESIDENT: usize = 64 << 10;
+
+/// The pooling allocator's settings for a host that runs at most
+/// `max_instances` calls at once, with dirty-page tracking (`pagemap`) or
+/// without. Public so that benchmarks can configure a bare wasmtime engine
+/// exactly the same way.
+///
+/// Instances come from pre-reserved slots, so creating one per call is cheap;
+/// memory and table sizes are bounded per call by the store's limiter, so the
+/// pool only has to cover the largest allowed size. Slots are virtual address
+/// space reserved up front and committed only when used; components from
+/// other toolchains (Python, JavaScript) have many core instances and tables,
+/// hence the generous ratios. Memory and tables stay resident between calls
+/// and only their dirty pages are reset (see [`MEMORY_KEEP_RESIDENT`]): a
+/// fresh instance then costs neither `madvise` (with its TLB shootdowns, which
+/// made two worker threads slower than one) nor page faults on its first
+/// touches. Slots stay affine to the module that last used them, so a
+/// plugin's calls keep finding their memory image mapped; at most
+/// `max_instances` unused slots keep memory for a module, which bounds what
+/// idle slots hold to about `max_instances × MEMORY_KEEP_RESIDENT`.
+pub fn pooling(max_instances: u32, pagemap: bool) -> PoolingAllocationConfig {
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(max_instances);
     pool.total_core_instances(max_instances * 32);
@@ -34,33 +61,131 @@ pub fn build(max_instances: u32) -> Result<Engine> {
     pool.total_tables(max_instances * 16);
     pool.table_elements(100_000);
     pool.total_stacks(max_instances);
-    config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-    Engine::new(&config).map_err(anyhow::Error::from)
+    pool.max_unused_warm_slots(max_instances);
+    if pagemap {
+        pool.pagemap_scan(Enabled::Yes);
+        pool.linear_memory_keep_resident(MEMORY_KEEP_RESIDENT);
+        pool.table_keep_resident(TABLE_KEEP_RESIDENT);
+    } else {
+        pool.pagemap_scan(Enabled::No);
+        pool.linear_memory_keep_resident(PREFIX_KEEP_RESIDENT);
+        pool.table_keep_resident(PREFIX_KEEP_RESIDENT);
+    }
+    pool
 }
 
-/// Advances `engine`'s epoch every [`TICK`] until dropped.
+/// The engine's settings apart from the allocator: fuel and epochs on.
+pub fn config() -> Config {
+    let mut config = Config::new();
+    config.consume_fuel(true);
+    config.epoch_interruption(true);
+    config
+}
+
+/// Builds the engine. `max_instances` bounds how many instances may be alive
+/// at once (the host's concurrency limit plus room for loading). Uses
+/// dirty-page tracking where the kernel has it and falls back to the prefix
+/// reset where it does not; the second value says which.
+pub fn build(max_instances: u32) -> Result<(Engine, bool)> {
+    let mut with_pagemap = config();
+    with_pagemap.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling(max_instances, true)));
+    if let Ok(engine) = Engine::new(&with_pagemap) {
+        return Ok((engine, true));
+    }
+    let mut without = config();
+    without.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling(max_instances, false)));
+    Ok((Engine::new(&without).map_err(anyhow::Error::from)?, false))
+}
+
+/// Advances an engine's epoch every [`TICK`] while at least one call holds a
+/// [`Running`] guard, and sleeps otherwise. Stops when dropped.
 pub struct EpochTicker {
-    stop: Arc<AtomicBool>,
+    shared: Arc<Shared>,
+    thread: Thread,
+}
+
+struct Shared {
+    running: AtomicUsize,
+    stop: AtomicBool,
+    ticks: AtomicU64,
+}
+
+/// Keeps the epoch clock ticking until dropped: held by each call for as long
+/// as its guest may run.
+pub struct Running<'a> {
+    shared: &'a Shared,
 }
 
 impl EpochTicker {
-    /// Starts the ticker thread.
+    /// Starts the ticker thread (asleep until the first call).
     pub fn start(engine: &Engine) -> Result<EpochTicker> {
-        let stop = Arc::new(AtomicBool::new(false));
+        let shared =
+            Arc::new(Shared { running: AtomicUsize::new(0), stop: AtomicBool::new(false), ticks: AtomicU64::new(0) });
         let engine = engine.clone();
-        let flag = stop.clone();
-        std::thread::Builder::new().name("toolhost-epoch".into()).spawn(move || {
-            while !flag.load(Ordering::Relaxed) {
+        let state = shared.clone();
+        let handle = std::thread::Builder::new().name("toolhost-epoch".into()).spawn(move || {
+            while !state.stop.load(Ordering::Acquire) {
+                if state.running.load(Ordering::Acquire) == 0 {
+                    // A wake-up token left by `unpark` makes this return at
+                    // once, so a call starting between the check and here is
+                    // never missed.
+                    std::thread::park();
+                    continue;
+                }
                 std::thread::sleep(TICK);
                 engine.increment_epoch();
+                state.ticks.fetch_add(1, Ordering::Relaxed);
             }
         })?;
-        Ok(EpochTicker { stop })
+        Ok(EpochTicker { shared, thread: handle.thread().clone() })
+    }
+
+    /// Marks a call as running: the clock ticks until the guard is dropped.
+    pub fn running(&self) -> Running<'_> {
+        if self.shared.running.fetch_add(1, Ordering::AcqRel) == 0 {
+            self.thread.unpark();
+        }
+        Running { shared: &self.shared }
+    }
+
+    /// How many times the clock has ticked so far.
+    pub fn ticks(&self) -> u64 {
+        self.shared.ticks.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.shared.running.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
 impl Drop for EpochTicker {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.shared.stop.store(true, Ordering::Release);
+        self.thread.unpark();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_clock_ticks_only_while_a_call_runs() {
+        let (engine, _) = build(2).unwrap();
+        let ticker = EpochTicker::start(&engine).unwrap();
+        std::thread::sleep(TICK * 10);
+        assert_eq!(ticker.ticks(), 0, "an idle host does not tick");
+        let running = ticker.running();
+        let second = ticker.running();
+        std::thread::sleep(TICK * 20);
+        assert!(ticker.ticks() > 0, "a running call makes it tick");
+        drop(running);
+        drop(second);
+        std::thread::sleep(TICK * 5);
+        let stopped_at = ticker.ticks();
+        std::thread::sleep(TICK * 20);
+        assert_eq!(ticker.ticks(), stopped_at, "it stops again once no call runs");
     }
 }

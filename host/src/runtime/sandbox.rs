@@ -12,6 +12,7 @@
 
 use crate::grants::Granted;
 use crate::grants::env::Redactor;
+use crate::runtime::engine::EpochTicker;
 use crate::runtime::limits::{ByteSize, Limits};
 use crate::runtime::outbound::{self, Outbound, SharedLedger};
 use crate::runtime::outcome::{CallError, LogRecord, Refusal, Usage};
@@ -354,6 +355,7 @@ impl Sandbox {
     /// grants; HTTPS requests speak TLS with `tls`.
     pub(crate) async fn invoke(
         &self,
+        clock: &EpochTicker,
         plugin: &Arc<str>,
         limits: &Limits,
         granted: &Arc<Granted>,
@@ -409,6 +411,8 @@ impl Sandbox {
         });
 
         let outcome = {
+            // The epoch clock ticks while any guest may run.
+            let _running = clock.running();
             let run = self.run(&mut store, request);
             // The epoch callback stops guest code; this also stops a guest
             // that is blocked in the host (a WASI sleep or poll).

@@ -10,6 +10,9 @@ Tools:
     py_grow_memory    keeps allocating 1 MiB buffers: the memory limit
     py_raises         raises an exception it does not catch: a trap whose message
                       carries the Python traceback
+    py_keeps_state    counts its calls in a module-level variable: every call runs
+                      in a fresh instance (a fresh copy of the interpreter's heap),
+                      so it must answer 1 every time
 """
 
 import json
@@ -19,6 +22,8 @@ from wit_world.imports import log, types
 
 EMPTY = json.dumps({"type": "object", "properties": {}})
 
+calls = 0
+
 
 class Tools(exports.Tools):
     def list_tools(self):
@@ -26,6 +31,7 @@ class Tools(exports.Tools):
             types.Tool("py_spin_forever", "Loops forever (test plugin).", EMPTY),
             types.Tool("py_grow_memory", "Allocates memory until stopped (test plugin).", EMPTY),
             types.Tool("py_raises", "Raises an uncaught ValueError (test plugin).", EMPTY),
+            types.Tool("py_keeps_state", "Counts its calls in this instance (test plugin).", EMPTY),
         ]
 
     def call_tool(self, name, arguments):
@@ -40,4 +46,8 @@ class Tools(exports.Tools):
                 hoard.append(bytearray(1 << 20))
         if name == "py_raises":
             raise ValueError("py_raises gave up on purpose")
+        if name == "py_keeps_state":
+            global calls
+            calls += 1
+            return types.ToolOutput_Text(str(calls))
         return types.ToolOutput_Text("unreachable")

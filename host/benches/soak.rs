@@ -1,0 +1,203 @@
+//! The soak: 10,000 calls through one `Host`, about 5% of them hostile, from
+//! 8 concurrent tasks on 2 worker threads. Every good call must return exactly
+//! its own expected output, every hostile call must end in its typed outcome,
+//! and resident memory must stay flat.
+//!
+//! Run with `cargo bench -p toolhost --bench soak` after
+//! `bash plugins/build.sh` (`make bench` does both). Good calls: `echo` with a
+//! text unique to the call, `sha256` of such a text (checked against the
+//! digest computed here) and `calculate` of `i * 3 + 1`. Hostile calls, in
+//! turn: a runaway loop (`spin_forever`, out of fuel), a memory bomb
+//! (`grow_memory` under 8 MiB), a panic (`panics`, a trap with its message),
+//! huge output (`huge_output`, 2 MiB over the 1 MiB limit) and a request to
+//! a host it was not granted (`fetch` to a listener on 127.0.0.1, refused
+//! before anything is sent). It prints the counts, the call rate, and the
+//! resident memory after each 1,000 calls. Figures go to BENCHMARKS.md.
+
+use sha2::{Digest, Sha256};
+use std::net::TcpListener;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+use toolhost::{ByteSize, CallError, CallReport, Config, Host, LimitOverrides, RefusalReason, ToolOutput};
+
+const CALLS: usize = 10_000;
+const TASKS: usize = 8;
+const SAMPLE_EVERY: usize = 1_000;
+
+fn resident_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn copy(from: &Path, names: &[&str], to: &Path) {
+    for name in names {
+        std::fs::copy(from.join(format!("{name}.wasm")), to.join(format!("{name}.wasm")))
+            .unwrap_or_else(|err| panic!("{name}: {err} (run `bash plugins/build.sh` first)"));
+    }
+}
+
+/// What call `i` is, and how to check its report. `None` from the check is a
+/// pass; `Some(why)` a wrong outcome.
+fn call_for(i: usize, port: u16) -> (&'static str, String, LimitOverrides, bool) {
+    let hostile = i % 20 == 7;
+    if hostile {
+        return match (i / 20) % 5 {
+            0 => {
+                ("spin_forever", "{}".to_owned(), LimitOverrides { fuel: Some(5_000_000), ..Default::default() }, true)
+            }
+            1 => (
+                "grow_memory",
+                "{}".to_owned(),
+                LimitOverrides { memory: Some(ByteSize(8 << 20)), ..Default::default() },
+                true,
+            ),
+            2 => ("panics", "{}".to_owned(), LimitOverrides::default(), true),
+            3 => ("huge_output", r#"{"megabytes": 2}"#.to_owned(), LimitOverrides::default(), true),
+            _ => ("fetch", format!(r#"{{"url":"http://127.0.0.1:{port}/secret"}}"#), LimitOverrides::default(), true),
+        };
+    }
+    match i % 3 {
+        0 => ("echo", format!(r#"{{"text":"call {i}"}}"#), LimitOverrides::default(), false),
+        1 => ("sha256", format!(r#"{{"text":"call {i}"}}"#), LimitOverrides::default(), false),
+        _ => ("calculate", format!(r#"{{"expression":"{i} * 3 + 1"}}"#), LimitOverrides::default(), false),
+    }
+}
+
+fn check(i: usize, tool: &str, port: u16, report: &CallReport) -> Option<String> {
+    let wrong = || Some(format!("call {i} to {tool}: {:?}", report.outcome));
+    match tool {
+        "echo" => (report.outcome != Ok(ToolOutput::Text(format!("call {i}")))).then(wrong).flatten(),
+        "sha256" => {
+            let digest: String =
+                Sha256::digest(format!("call {i}").as_bytes()).iter().map(|byte| format!("{byte:02x}")).collect();
+            (report.outcome != Ok(ToolOutput::Text(digest))).then(wrong).flatten()
+        }
+        "calculate" => {
+            let expected = (i * 3 + 1) as u64;
+            match &report.outcome {
+                Ok(ToolOutput::Json(text)) => {
+                    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+                    (value["result"].as_u64() != Some(expected)).then(wrong).flatten()
+                }
+                _ => wrong(),
+            }
+        }
+        "spin_forever" => (!matches!(report.outcome, Err(CallError::OutOfFuel { .. }))).then(wrong).flatten(),
+        "grow_memory" => (!matches!(report.outcome, Err(CallError::MemoryLimit { .. }))).then(wrong).flatten(),
+        "panics" => (!matches!(&report.outcome, Err(CallError::Trap { message }) if message.contains("panicked")))
+            .then(wrong)
+            .flatten(),
+        "huge_output" => (!matches!(report.outcome, Err(CallError::OutputTooLarge { .. }))).then(wrong).flatten(),
+        "fetch" => {
+            let refused = report.refused.len() == 1
+                && report.refused[0].reason == RefusalReason::NotGranted
+                && report.refused[0].target == format!("http://127.0.0.1:{port}");
+            (!(matches!(report.outcome, Err(CallError::ToolFailed(_))) && refused && report.usage.http_requests == 0))
+                .then(|| Some(format!("call {i} to fetch: {:?}, refused {:?}", report.outcome, report.refused)))
+                .flatten()
+        }
+        _ => wrong(),
+    }
+}
+
+fn main() {
+    let plugins = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins");
+    let dir = tempfile::tempdir().unwrap();
+    copy(&plugins.join("dist"), &["echo", "hash", "calc", "fetch"], dir.path());
+    copy(&plugins.join("dist-test"), &["spin_forever", "grow_memory", "panics", "huge_output"], dir.path());
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let host = runtime.block_on(async {
+        let mut host = Host::new(Config { cache_dir: Some(cache.path().to_owned()), ..Config::default() }).unwrap();
+        host.load_dir(dir.path()).await.unwrap();
+        assert!(host.problems().is_empty(), "{:?}", host.problems());
+        Arc::new(host)
+    });
+
+    println!("## soak: {CALLS} calls through one Host, {TASKS} concurrent tasks on 2 worker threads\n");
+    let next = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicUsize::new(0));
+    let start = Instant::now();
+    let (wrong, hostile, typed, samples) = runtime.block_on(async {
+        let mut tasks = tokio::task::JoinSet::new();
+        for _ in 0..TASKS {
+            let host = host.clone();
+            let next = next.clone();
+            let done = done.clone();
+            tasks.spawn(async move {
+                let (mut wrong, mut hostile, mut typed, mut samples) = (Vec::new(), 0usize, 0usize, Vec::new());
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= CALLS {
+                        break;
+                    }
+                    let (tool, arguments, limits, is_hostile) = call_for(i, port);
+                    let report = host.call(tool, &arguments, &limits).await;
+                    match check(i, tool, port, &report) {
+                        Some(why) => wrong.push(why),
+                        None if is_hostile => typed += 1,
+                        None => {}
+                    }
+                    hostile += usize::from(is_hostile);
+                    let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
+                    if finished.is_multiple_of(SAMPLE_EVERY) {
+                        samples.push((finished, resident_kib()));
+                    }
+                }
+                (wrong, hostile, typed, samples)
+            });
+        }
+        let (mut wrong, mut hostile, mut typed, mut samples) = (Vec::new(), 0, 0, Vec::new());
+        while let Some(joined) = tasks.join_next().await {
+            let (w, h, t, s) = joined.unwrap();
+            wrong.extend(w);
+            hostile += h;
+            typed += t;
+            samples.extend(s);
+        }
+        samples.sort();
+        (wrong, hostile, typed, samples)
+    });
+    let elapsed = start.elapsed();
+    let reached = listener.accept().is_ok();
+
+    println!("| calls | hostile | hostile calls typed as expected | wrong outcomes | calls/s |");
+    println!("|------:|--------:|--------------------------------:|---------------:|--------:|");
+    println!("| {CALLS} | {hostile} | {typed} | {} | {:.0} |", wrong.len(), CALLS as f64 / elapsed.as_secs_f64());
+    for why in wrong.iter().take(10) {
+        println!("wrong: {why}");
+    }
+    println!("\nthe refused host received a connection: {reached}");
+    println!("\n| after calls | resident memory (MiB) |");
+    println!("|------------:|----------------------:|");
+    for (calls, kib) in &samples {
+        println!("| {calls} | {:.1} |", *kib as f64 / 1024.0);
+    }
+    let first = samples.first().map(|(_, kib)| *kib).unwrap_or(0) as f64;
+    let last = samples.last().map(|(_, kib)| *kib).unwrap_or(0) as f64;
+    let growth = last / first;
+    println!();
+    println!(
+        "target: 0 wrong outputs                measured {}  {}",
+        wrong.len(),
+        if wrong.is_empty() { "met" } else { "NOT met" }
+    );
+    println!(
+        "target: every hostile call typed       measured {typed}/{hostile}  {}",
+        if typed == hostile { "met" } else { "NOT met" }
+    );
+    println!(
+        "target: resident memory flat (≤ 1.1x from the first to the last sample)  measured {growth:.2}x  {}",
+        if growth <= 1.1 { "met" } else { "NOT met" }
+    );
+}

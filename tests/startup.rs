@@ -1,0 +1,272 @@
+//! Starting up: what `list-tools` returned (or that loading failed) is kept in
+//! the cache beside the compiled artifact, so a start never instantiates a
+//! plugin it has seen before — not even one whose `list-tools` sleeps until
+//! its timeout — and deserializes only the plugins a call needs. Plugins load
+//! concurrently. And isolation holds with memory kept resident between calls:
+//! a plugin's state never survives a call, whatever ran in between.
+
+mod common;
+
+use common::{plugin, plugin_dir, stderr, stdout, toolhost_with_env};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use toolhost::runtime::cache::Origin;
+use toolhost::{Config, Host, LimitOverrides, ProblemKind, ToolOutput};
+
+fn fresh_cache_config(cache: &Path) -> Config {
+    Config { cache_dir: Some(cache.to_owned()), ..Config::default() }
+}
+
+async fn load(dir: &Path, config: Config) -> Host {
+    let mut host = Host::new(config).expect("host");
+    host.load_dir(dir).await.expect("load");
+    host
+}
+
+/// `toolhost --config CONFIG --plugins DIR ARGS…` with its own cache folder,
+/// and how long it took.
+fn run_with_cache(cache: &Path, config: &Path, dir: &Path, args: &[&str]) -> (std::process::Output, Duration) {
+    let mut all = vec!["--config", config.to_str().unwrap(), "--plugins", dir.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let start = Instant::now();
+    let output = toolhost_with_env(Path::new("."), &all, &[("TOOLHOST_CACHE_DIR", cache.to_str().unwrap())]);
+    (output, start.elapsed())
+}
+
+#[test]
+fn plugins_that_sleep_in_list_tools_cost_their_timeout_once_and_together() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = plugin_dir(&["echo", "list_sleeps"]);
+    for copy in ["list_sleeps_2", "list_sleeps_3"] {
+        std::fs::copy(plugin("list_sleeps"), dir.path().join(format!("{copy}.wasm"))).unwrap();
+    }
+    let timeout = Duration::from_secs(3);
+    let config_dir = tempfile::tempdir().unwrap();
+    let config = config_dir.path().join("toolhost.toml");
+    std::fs::write(&config, "[limits]\ntimeout = \"3s\"\n").unwrap();
+    let call = ["call", "echo", r#"{"text":"hi"}"#];
+    // Compile both components into the cache first (`inspect` compiles
+    // through it, and records no tool list), so that the timings below are
+    // list-tools, not compiling.
+    for name in ["echo", "list_sleeps"] {
+        let path = dir.path().join(format!("{name}.wasm"));
+        run_with_cache(cache.path(), &config, dir.path(), &["inspect", path.to_str().unwrap()]);
+    }
+
+    // First start: the three sleepers are listed concurrently, so the start
+    // costs about one timeout, not three.
+    let (first, took) = run_with_cache(cache.path(), &config, dir.path(), &call);
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert_eq!(stdout(&first).trim(), "hi");
+    let warning_lines = |output: &std::process::Output| -> Vec<String> {
+        stderr(output).lines().filter(|line| line.starts_with("warning:")).map(str::to_owned).collect()
+    };
+    let warnings = stderr(&first);
+    for name in ["list_sleeps", "list_sleeps_2", "list_sleeps_3"] {
+        let line = warnings
+            .lines()
+            .find(|line| line.contains(&format!("{name}.wasm:")))
+            .unwrap_or_else(|| panic!("{name} is reported: {warnings}"));
+        assert!(line.starts_with("warning: skipped") && line.contains("listing its tools failed"), "{line}");
+        assert!(line.contains("timed out") || line.contains("timeout"), "{line}");
+    }
+    assert!(took >= timeout, "the first start ran list-tools: {took:?}");
+    assert!(took < timeout * 2, "the three sleepers were listed one after the other: {took:?}");
+
+    // Every later start reports them again, with the same reason, without
+    // running list-tools (which would take the whole timeout).
+    for _ in 0..2 {
+        let (again, took) = run_with_cache(cache.path(), &config, dir.path(), &call);
+        assert!(again.status.success(), "{}", stderr(&again));
+        assert_eq!(stdout(&again).trim(), "hi");
+        assert_eq!(warning_lines(&again), warning_lines(&first), "the same problems, from the cache");
+        assert!(took < timeout, "a later start ran list-tools again: {took:?}");
+    }
+
+    // With other limits, the failure is not taken from the cache: the plugin is tried again.
+    std::fs::write(&config, "[limits]\ntimeout = \"1s\"\n").unwrap();
+    let (retried, took) = run_with_cache(cache.path(), &config, dir.path(), &call);
+    assert!(retried.status.success(), "{}", stderr(&retried));
+    assert!(took >= Duration::from_secs(1), "list-tools ran again under the new limits: {took:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_start_instantiates_nothing_and_loads_only_the_called_plugin() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = plugin_dir(&["echo", "hash", "keeps_state", "panics"]);
+
+    let cold = load(dir.path(), fresh_cache_config(cache.path())).await;
+    assert!(cold.problems().is_empty(), "{:?}", cold.problems());
+    for plugin in cold.plugins() {
+        assert_eq!(plugin.origin, Origin::Compiled, "{}", plugin.name);
+    }
+    let cold_tools: Vec<(String, String, serde_json::Value)> = cold
+        .tools()
+        .iter()
+        .map(|(tool, plugin)| (tool.name.clone(), plugin.name.to_string(), tool.schema.clone()))
+        .collect();
+
+    let warm = load(dir.path(), fresh_cache_config(cache.path())).await;
+    assert!(warm.problems().is_empty(), "{:?}", warm.problems());
+    let warm_tools: Vec<(String, String, serde_json::Value)> = warm
+        .tools()
+        .iter()
+        .map(|(tool, plugin)| (tool.name.clone(), plugin.name.to_string(), tool.schema.clone()))
+        .collect();
+    assert_eq!(warm_tools, cold_tools, "the cached listing gives the same tools and schemas");
+    for plugin in warm.plugins() {
+        assert_eq!(plugin.origin, Origin::Cached, "{}", plugin.name);
+        assert!(!plugin.code_loaded(), "{} was loaded at start", plugin.name);
+    }
+
+    let report = warm.call("sha256", r#"{"text":"hello"}"#, &LimitOverrides::default()).await;
+    assert_eq!(
+        report.outcome,
+        Ok(ToolOutput::Text("2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824".to_owned()))
+    );
+    // Arguments are still checked against the cached schema before anything loads.
+    let report = warm.call("echo", r#"{"text": 5}"#, &LimitOverrides::default()).await;
+    assert!(matches!(report.outcome, Err(toolhost::CallError::InvalidArguments(_))), "{:?}", report.outcome);
+    let loaded: Vec<&str> =
+        warm.plugins().iter().filter(|plugin| plugin.code_loaded()).map(|plugin| &*plugin.name).collect();
+    assert_eq!(loaded, ["hash"], "only the called plugin was deserialized");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broken_plugins_cached_as_failed_are_reported_at_every_start() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = plugin_dir(&["echo", "list_traps", "not_a_plugin", "bad_schema"]);
+    std::fs::write(dir.path().join("text_file.wasm"), "this is not wasm").unwrap();
+
+    let reasons = |host: &Host| {
+        let mut reasons: Vec<(String, String)> = host
+            .problems()
+            .iter()
+            .map(|problem| {
+                assert_eq!(problem.kind, ProblemKind::Plugin);
+                (problem.paths[0].file_name().unwrap().to_string_lossy().into_owned(), problem.reason.clone())
+            })
+            .collect();
+        reasons.sort();
+        reasons
+    };
+    let first = load(dir.path(), fresh_cache_config(cache.path())).await;
+    let second = load(dir.path(), fresh_cache_config(cache.path())).await;
+    assert_eq!(reasons(&first).len(), 4, "{:?}", first.problems());
+    assert_eq!(reasons(&second), reasons(&first));
+    assert!(reasons(&second)[1].1.contains("refuses to list"), "{:?}", reasons(&second));
+    let report = second.call("echo", r#"{"text":"fine"}"#, &LimitOverrides::default()).await;
+    assert_eq!(report.outcome, Ok(ToolOutput::Text("fine".to_owned())));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreadable_cache_entries_are_ignored_and_rewritten() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = plugin_dir(&["echo"]);
+    drop(load(dir.path(), fresh_cache_config(cache.path())).await);
+    let listings: Vec<_> = std::fs::read_dir(cache.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.to_string_lossy().ends_with(".tools.json"))
+        .collect();
+    assert_eq!(listings.len(), 1, "one tool list beside the one artifact");
+
+    // Garbage, an oversized file and a FIFO in place of the tool list: each is
+    // ignored (never trusted, never waited on), and the plugin is listed again.
+    let garbage = || std::fs::write(&listings[0], b"{\"tools\": garbage").unwrap();
+    let huge = || std::fs::write(&listings[0], vec![b' '; 17 << 20]).unwrap();
+    let fifo = || {
+        std::fs::remove_file(&listings[0]).unwrap();
+        let name = std::ffi::CString::new(listings[0].to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+    };
+    for spoil in [&garbage as &dyn Fn(), &huge, &fifo] {
+        spoil();
+        let host = load(dir.path(), fresh_cache_config(cache.path())).await;
+        assert!(host.problems().is_empty(), "{:?}", host.problems());
+        let report = host.call("echo", r#"{"text":"still"}"#, &LimitOverrides::default()).await;
+        assert_eq!(report.outcome, Ok(ToolOutput::Text("still".to_owned())));
+        let kind = std::fs::symlink_metadata(&listings[0]).map(|meta| meta.file_type().is_file());
+        if kind.is_ok_and(|is_file| is_file) {
+            let text = std::fs::read_to_string(&listings[0]).unwrap();
+            assert!(text.contains("\"echo\""), "rewritten: {text:.100}");
+        } else {
+            std::fs::remove_file(&listings[0]).unwrap();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_after_the_artifact_is_gone_compiles_again_and_a_changed_file_is_refused() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = plugin_dir(&["echo", "keeps_state"]);
+    drop(load(dir.path(), fresh_cache_config(cache.path())).await);
+    let warm = load(dir.path(), fresh_cache_config(cache.path())).await;
+    for entry in std::fs::read_dir(cache.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|ext| ext == "cwasm") {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    let report = warm.call("echo", r#"{"text":"again"}"#, &LimitOverrides::default()).await;
+    assert_eq!(report.outcome, Ok(ToolOutput::Text("again".to_owned())));
+
+    // keeps_state's file is replaced after start and before its first call.
+    std::fs::copy(plugin("echo"), dir.path().join("keeps_state.wasm")).unwrap();
+    for entry in std::fs::read_dir(cache.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|ext| ext == "cwasm") {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    let report = warm.call("keeps_state", "{}", &LimitOverrides::default()).await;
+    match &report.outcome {
+        Err(toolhost::CallError::Host(message)) => {
+            assert!(message.contains("changed since its tools were listed"), "{message}")
+        }
+        other => panic!("expected a host error, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn state_never_survives_a_call_interleaved_with_other_plugins() {
+    let (host, _dir) = common::host_with(&["keeps_state", "echo", "panics", "grow_memory", "py_misbehaves"]).await;
+    let host = Arc::new(host);
+    let mut calls = tokio::task::JoinSet::new();
+    for i in 0..120usize {
+        let host = host.clone();
+        calls.spawn(async move {
+            let (tool, arguments, limits) = match i % 6 {
+                0 | 3 => ("keeps_state", "{}".to_owned(), LimitOverrides::default()),
+                1 => ("echo", format!(r#"{{"text":"call {i}"}}"#), LimitOverrides::default()),
+                2 => ("py_keeps_state", "{}".to_owned(), LimitOverrides::default()),
+                4 => ("panics", "{}".to_owned(), LimitOverrides::default()),
+                _ => (
+                    "grow_memory",
+                    "{}".to_owned(),
+                    LimitOverrides { memory: Some(toolhost::ByteSize(8 << 20)), ..Default::default() },
+                ),
+            };
+            (i, tool, host.call(tool, &arguments, &limits).await)
+        });
+    }
+    while let Some(joined) = calls.join_next().await {
+        let (i, tool, report) = joined.expect("call task");
+        match tool {
+            "keeps_state" | "py_keeps_state" => {
+                assert_eq!(report.outcome, Ok(ToolOutput::Text("1".to_owned())), "call {i} to {tool}")
+            }
+            "echo" => assert_eq!(report.outcome, Ok(ToolOutput::Text(format!("call {i}")))),
+            _ => assert!(report.outcome.is_err(), "call {i} to {tool}: {:?}", report.outcome),
+        }
+    }
+    // And one after another, on the same slots.
+    for _ in 0..20 {
+        for tool in ["keeps_state", "py_keeps_state"] {
+            let report = host.call(tool, "{}", &LimitOverrides::default()).await;
+            assert_eq!(report.outcome, Ok(ToolOutput::Text("1".to_owned())), "{tool}");
+        }
+    }
+}
