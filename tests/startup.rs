@@ -19,7 +19,7 @@ fn fresh_cache_config(cache: &Path) -> Config {
 }
 
 async fn load(dir: &Path, config: Config) -> Host {
-    let mut host = Host::new(config).expect("host");
+    let host = Host::new(config).expect("host");
     host.load_dir(dir).await.expect("load");
     host
 }
@@ -102,17 +102,19 @@ async fn a_warm_start_instantiates_nothing_and_loads_only_the_called_plugin() {
         assert_eq!(plugin.origin, Origin::Compiled, "{}", plugin.name);
     }
     let cold_tools: Vec<(String, String, serde_json::Value)> = cold
+        .catalog()
         .tools()
         .iter()
-        .map(|(tool, plugin)| (tool.name.clone(), plugin.name.to_string(), tool.schema.clone()))
+        .map(|entry| (entry.name().to_owned(), entry.origin().to_owned(), entry.schema().clone()))
         .collect();
 
     let warm = load(dir.path(), fresh_cache_config(cache.path())).await;
     assert!(warm.problems().is_empty(), "{:?}", warm.problems());
     let warm_tools: Vec<(String, String, serde_json::Value)> = warm
+        .catalog()
         .tools()
         .iter()
-        .map(|(tool, plugin)| (tool.name.clone(), plugin.name.to_string(), tool.schema.clone()))
+        .map(|entry| (entry.name().to_owned(), entry.origin().to_owned(), entry.schema().clone()))
         .collect();
     assert_eq!(warm_tools, cold_tools, "the cached listing gives the same tools and schemas");
     for plugin in warm.plugins() {
@@ -128,8 +130,8 @@ async fn a_warm_start_instantiates_nothing_and_loads_only_the_called_plugin() {
     // Arguments are still checked against the cached schema before anything loads.
     let report = warm.call("echo", r#"{"text": 5}"#, &LimitOverrides::default()).await;
     assert!(matches!(report.outcome, Err(toolhost::CallError::InvalidArguments(_))), "{:?}", report.outcome);
-    let loaded: Vec<&str> =
-        warm.plugins().iter().filter(|plugin| plugin.code_loaded()).map(|plugin| &*plugin.name).collect();
+    let loaded: Vec<String> =
+        warm.plugins().iter().filter(|plugin| plugin.code_loaded()).map(|plugin| plugin.name.to_string()).collect();
     assert_eq!(loaded, ["hash"], "only the called plugin was deserialized");
 }
 

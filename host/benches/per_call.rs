@@ -303,7 +303,7 @@ fn cpu_time() -> Duration {
 fn resident_after_start(cache: &Path) {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     runtime.block_on(async {
-        let mut host = Host::new(Config { cache_dir: Some(cache.to_owned()), ..Config::default() }).unwrap();
+        let host = Host::new(Config { cache_dir: Some(cache.to_owned()), ..Config::default() }).unwrap();
         host.load_dir(&plugins_dir("dist")).await.unwrap();
         for (tool, args) in ONE_CALL_EACH {
             let report = host.call(tool, args, &LimitOverrides::default()).await;

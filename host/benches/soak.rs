@@ -118,7 +118,7 @@ fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let cache = tempfile::tempdir().unwrap();
     let host = runtime.block_on(async {
-        let mut host = Host::new(Config { cache_dir: Some(cache.path().to_owned()), ..Config::default() }).unwrap();
+        let host = Host::new(Config { cache_dir: Some(cache.path().to_owned()), ..Config::default() }).unwrap();
         host.load_dir(dir.path()).await.unwrap();
         assert!(host.problems().is_empty(), "{:?}", host.problems());
         Arc::new(host)

@@ -238,7 +238,7 @@ impl Host {
                     .read_to_end(&mut bytes)
                     .map_err(|err| format!("could not read the file: {err}"))?;
                 if bytes.len() as u64 > limit {
-                    return Err(format!("could not read the file: it is larger than {}", ByteSize(limit)));
+                    return Err(format!("could not read the file: it is larger than {}", crate::ByteSize(limit)));
                 }
                 let sha256 = crate::runtime::cache::sha256_hex(&bytes);
                 if let Some(cache) = cache {
@@ -298,7 +298,7 @@ impl Host {
         let sandbox = plugin::prepare(&self.linker, &component, contract).map_err(fixed)?;
         let listed = {
             let _permit = self.permits.acquire().await;
-            plugin::call_list_tools(&sandbox, &self.ticker, name, limits).await.map_err(|reason| (reason, true))?
+            plugin::call_list_tools(&sandbox, &self.ticker, name, limits, &self.tls).await.map_err(|reason| (reason, true))?
         };
         Ok((contract, listed, sandbox, origin))
     }
