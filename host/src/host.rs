@@ -298,7 +298,9 @@ impl Host {
         let sandbox = plugin::prepare(&self.linker, &component, contract).map_err(fixed)?;
         let listed = {
             let _permit = self.permits.acquire().await;
-            plugin::call_list_tools(&sandbox, &self.ticker, name, limits, &self.tls).await.map_err(|reason| (reason, true))?
+            plugin::call_list_tools(&sandbox, &self.ticker, name, limits, &self.tls)
+                .await
+                .map_err(|reason| (reason, true))?
         };
         Ok((contract, listed, sandbox, origin))
     }
