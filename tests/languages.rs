@@ -257,9 +257,9 @@ async fn python_memory_growth_and_uncaught_exceptions_are_typed() {
     match &report.outcome {
         Err(CallError::Trap { message }) => {
             assert!(
-                message.ends_with(
-                    "the plugin wrote: ValueError: py_raises gave up on purpose (File \"/0/app.py\", line 42, in call_tool)"
-                ),
+                message
+                    .contains("the plugin wrote: ValueError: py_raises gave up on purpose (File \"/0/app.py\", line ")
+                    && message.ends_with(", in call_tool)"),
                 "the exception and its line, without the runtime's lines: {message}"
             )
         }
