@@ -77,6 +77,10 @@ pub fn main() -> ExitCode {
     };
     match runtime.block_on(run(cli)) {
         Ok(code) => code,
+        Err(err) if err.is::<Cancelled>() => {
+            eprintln!("cancelled");
+            ExitCode::from(130)
+        }
         Err(err) => {
             eprintln!("error: {err:#}");
             ExitCode::from(2)
@@ -122,6 +126,18 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
+/// Ctrl-C before a command got going.
+#[derive(Debug)]
+struct Cancelled;
+
+impl std::fmt::Display for Cancelled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("cancelled")
+    }
+}
+
+impl std::error::Error for Cancelled {}
+
 /// Makes a host, loads the plugins folder and starts the MCP servers (at the
 /// same time), printing what could not load; a `required` server that does
 /// not start stops toolhost.
@@ -133,10 +149,14 @@ async fn load(config: Config, flag: Option<&Path>) -> Result<Host> {
     {
         // Loading from the compile cache takes milliseconds; compiling a new
         // or changed plugin can take seconds, so say what is going on then.
+        // Ctrl-C while loading ends toolhost like a cancelled call (exit 130);
+        // dropping the host stops the MCP servers already started.
         let loading = async { tokio::join!(host.load_dir(&dir), host.connect_servers()) };
-        tokio::pin!(loading);
+        let interrupted = tokio::signal::ctrl_c();
+        tokio::pin!(loading, interrupted);
         let (loaded, servers) = tokio::select! {
             loaded = &mut loading => loaded,
+            _ = &mut interrupted => return Err(Cancelled.into()),
             () = tokio::time::sleep(std::time::Duration::from_millis(400)) => {
                 let message = if host.config().mcp_servers.is_empty() {
                     "loading plugins (compiling new ones, cached for next time)"
@@ -144,9 +164,12 @@ async fn load(config: Config, flag: Option<&Path>) -> Result<Host> {
                     "loading plugins and starting MCP servers"
                 };
                 let spinner = terminal::spinner(message.to_owned());
-                let loaded = loading.await;
+                let loaded = tokio::select! {
+                    loaded = &mut loading => Some(loaded),
+                    _ = &mut interrupted => None,
+                };
                 spinner.finish_and_clear();
-                loaded
+                loaded.ok_or(Cancelled)?
             }
         };
         loaded.with_context(|| "could not load plugins".to_owned())?;
