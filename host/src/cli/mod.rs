@@ -120,7 +120,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 config.mcp_servers.clear();
             }
             args.include_mcp &= !config.mcp_servers.is_empty();
-            serve::run(load(config, cli.plugins.as_deref()).await?, &dir, args).await
+            serve::run(config, &dir, args).await
         }
         Command::New(args) => new::run(&args),
     }
@@ -146,12 +146,18 @@ impl std::error::Error for Cancelled {}
 async fn load(config: Config, flag: Option<&Path>) -> Result<Host> {
     let dir = plugins_dir(&config, flag);
     let host = Host::new(config)?;
+    load_into(&host, &dir).await?;
+    Ok(host)
+}
+
+/// [`load`] into a host already made (`serve --http` listens meanwhile).
+async fn load_into(host: &Host, dir: &Path) -> Result<()> {
     {
         // Loading from the compile cache takes milliseconds; compiling a new
         // or changed plugin can take seconds, so say what is going on then.
         // Ctrl-C while loading ends toolhost like a cancelled call (exit 130);
         // dropping the host stops the MCP servers already started.
-        let loading = async { tokio::join!(host.load_dir(&dir), host.connect_servers()) };
+        let loading = async { tokio::join!(host.load_dir(dir), host.connect_servers()) };
         let interrupted = tokio::signal::ctrl_c();
         tokio::pin!(loading, interrupted);
         let (loaded, servers) = tokio::select! {
@@ -189,7 +195,7 @@ async fn load(config: Config, flag: Option<&Path>) -> Result<Host> {
             eprintln!("warning: skipped {problem}");
         }
     }
-    Ok(host)
+    Ok(())
 }
 
 /// The plugins folder: the flag, else the config's `plugins_dir`, else the default.

@@ -1,16 +1,28 @@
 //! `toolhost serve --http`: MCP over Streamable HTTP at `/mcp`, on hyper's
-//! HTTP/1.1 server (no web framework).
+//! HTTP/1.1 server (no web framework), and beside it what a load balancer
+//! and an operator need: `/healthz`, `/readyz` and `/metrics`.
 //!
-//! In front of rmcp's `StreamableHttpService`, every request passes, in
-//! order: the path (`/mcp`, else 404), the bearer token when one is set
-//! (compared in constant time, else 401 with `WWW-Authenticate: Bearer`),
-//! and the declared body size (else 413). rmcp then checks `Host` and
-//! `Origin` against the allowed lists (DNS-rebinding protection: 403), the
-//! protocol version header, the session, and bounds the body it reads.
+//! In front of rmcp's `StreamableHttpService`, every `/mcp` request passes,
+//! in order: the bearer token when one is set (compared in constant time,
+//! else 401 with `WWW-Authenticate: Bearer`), readiness (503 until the
+//! plugins are loaded), and the declared body size (else 413). rmcp then
+//! checks `Host` and `Origin` against the allowed lists (DNS-rebinding
+//! protection: 403), the protocol version header, the session, and bounds
+//! the body it reads.
+//!
+//! The operator endpoints answer `GET` (and `HEAD`) after the same `Host`
+//! check (403): `/healthz` is 200 while the process serves, `/readyz` 200
+//! once ready and 503 with the reason before (and while shutting down), both
+//! without a token; `/metrics` (the Prometheus text format, [`super::metrics`])
+//! asks for the bearer token when one is set. Any other path is 404.
+//!
+//! When `stop` is cancelled the server stops accepting, lets the requests in
+//! flight finish (tool calls up to `drain`), then ends the streams left open.
 
 use super::ServeConfig;
+use super::metrics::{self, Endpoint, Metrics, Readiness, Snapshot};
 use super::server::ToolServer;
-use crate::Host;
+use crate::{Host, ProblemKind};
 use anyhow::Result;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode, header};
@@ -33,6 +45,8 @@ pub const DEFAULT_MAX_BODY: u64 = 4 << 20;
 pub const DEFAULT_MAX_SESSIONS: usize = 64;
 /// An idle session is closed after this long unless configured otherwise.
 pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
+/// How long tool calls in flight may take to finish at shutdown unless configured otherwise.
+pub const DEFAULT_DRAIN: Duration = Duration::from_secs(20);
 
 /// How the HTTP endpoint is protected and bounded.
 #[derive(Clone)]
@@ -49,6 +63,10 @@ pub struct HttpOptions {
     pub session_idle: Duration,
     /// The largest request body.
     pub max_body: u64,
+    /// Whether `/readyz` says ready (and `/mcp` serves); shared with whoever loads the plugins.
+    pub readiness: Arc<Readiness>,
+    /// How long tool calls in flight may take to finish once `stop` is cancelled.
+    pub drain: Duration,
 }
 
 impl Default for HttpOptions {
@@ -60,6 +78,8 @@ impl Default for HttpOptions {
             max_sessions: DEFAULT_MAX_SESSIONS,
             session_idle: DEFAULT_SESSION_IDLE,
             max_body: DEFAULT_MAX_BODY,
+            readiness: Arc::new(Readiness::ready()),
+            drain: DEFAULT_DRAIN,
         }
     }
 }
@@ -75,31 +95,38 @@ impl HttpOptions {
             max_sessions: config.max_sessions.unwrap_or(defaults.max_sessions),
             session_idle: config.session_idle.map(|idle| idle.0).unwrap_or(defaults.session_idle),
             max_body: config.max_body.map(|size| size.bytes()).unwrap_or(defaults.max_body),
+            readiness: defaults.readiness,
+            drain: config.drain.map(|drain| drain.0).unwrap_or(defaults.drain),
         }
     }
 }
 
 type Body = BoxBody<Bytes, Infallible>;
 
-/// Serves MCP at `http://ADDR/mcp` on `listener` until `stop` is cancelled.
+/// Serves MCP at `http://ADDR/mcp` (and `/healthz`, `/readyz`, `/metrics`)
+/// on `listener` until `stop` is cancelled, then drains.
 pub async fn serve_http(
     host: Arc<Host>,
     listener: TcpListener,
     options: HttpOptions,
     stop: CancellationToken,
 ) -> Result<()> {
-    let server = ToolServer::new(host);
+    let server = ToolServer::new(host.clone());
+    let metrics = server.metrics().clone();
     let mut allowed_hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec();
     allowed_hosts.extend(options.allowed_hosts.iter().cloned());
     let mut allowed_origins: Vec<String> =
         ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"].map(String::from).to_vec();
     allowed_origins.extend(options.allowed_origins.iter().cloned());
+    let hosts: Vec<Authority> = allowed_hosts.iter().filter_map(|host| Authority::parse(host)).collect();
+    // rmcp's own token: cancelled only once the calls in flight are done (it ends every stream).
+    let streams = CancellationToken::new();
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(allowed_hosts)
         .with_allowed_origins(allowed_origins)
         .enforce_origin_validation()
         .with_max_request_body_bytes(options.max_body as usize)
-        .with_cancellation_token(stop.child_token());
+        .with_cancellation_token(streams.clone());
     let mut session_config = SessionConfig::default();
     session_config.keep_alive = Some(options.session_idle);
     let mut sessions = LocalSessionManager::default();
@@ -110,13 +137,19 @@ pub async fn serve_http(
     let front = Arc::new(Front {
         service,
         sessions,
+        host,
+        metrics: metrics.clone(),
+        readiness: options.readiness.clone(),
+        hosts,
         token: options.token.clone(),
         max_body: options.max_body,
         max_sessions: options.max_sessions,
     });
+    let mut connections = tokio::task::JoinSet::new();
     loop {
+        while connections.try_join_next().is_some() {}
         let (stream, _) = tokio::select! {
-            () = stop.cancelled() => return Ok(()),
+            () = stop.cancelled() => break,
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(err) => {
@@ -131,7 +164,7 @@ pub async fn serve_http(
         let _ = stream.set_nodelay(true);
         let front = front.clone();
         let stop = stop.clone();
-        tokio::spawn(async move {
+        connections.spawn(async move {
             let service = hyper::service::service_fn(move |request| {
                 let front = front.clone();
                 async move { Ok::<_, Infallible>(front.handle(request).await) }
@@ -147,15 +180,38 @@ pub async fn serve_http(
                         tracing::debug!("HTTP connection ended: {err}");
                     }
                 }
-                () = stop.cancelled() => connection.as_mut().graceful_shutdown(),
+                () = stop.cancelled() => {
+                    // The request in flight, if any, is answered; then the connection closes.
+                    connection.as_mut().graceful_shutdown();
+                    if let Err(err) = connection.as_mut().await {
+                        tracing::debug!("HTTP connection ended: {err}");
+                    }
+                }
             }
         });
     }
+    // Draining: new connections are refused (a load balancer sends them
+    // elsewhere), `/readyz` says so to the connections still open, and the
+    // tool calls in flight get up to `drain` to finish.
+    drop(listener);
+    options.readiness.set_not_ready("shutting down");
+    let deadline = tokio::time::Instant::now() + options.drain;
+    while metrics.active_calls() > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    streams.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(2), async { while connections.join_next().await.is_some() {} }).await;
+    Ok(())
 }
 
 struct Front {
     service: StreamableHttpService<ToolServer, LocalSessionManager>,
     sessions: Arc<LocalSessionManager>,
+    host: Arc<Host>,
+    metrics: Arc<Metrics>,
+    readiness: Arc<Readiness>,
+    /// The Host headers accepted (what rmcp checks on `/mcp`), parsed once.
+    hosts: Vec<Authority>,
     token: Option<String>,
     max_body: u64,
     max_sessions: usize,
@@ -163,14 +219,69 @@ struct Front {
 
 impl Front {
     async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
-        if request.uri().path() != "/mcp" {
-            return plain(StatusCode::NOT_FOUND, "Not Found: the MCP endpoint is /mcp");
+        let endpoint = Endpoint::of(request.uri().path());
+        let response = match endpoint {
+            Endpoint::Mcp => self.mcp(request).await,
+            Endpoint::Other => plain(
+                StatusCode::NOT_FOUND,
+                "Not Found: the MCP endpoint is /mcp (and /healthz, /readyz, /metrics for operators)",
+            ),
+            _ => self.operator(endpoint, &request).await,
+        };
+        self.metrics.record_http(endpoint, response.status().as_u16());
+        response
+    }
+
+    /// `/healthz`, `/readyz` and `/metrics`.
+    async fn operator(&self, endpoint: Endpoint, request: &Request<Incoming>) -> Response<Body> {
+        if request.method() != http::Method::GET && request.method() != http::Method::HEAD {
+            let mut response = plain(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed: use GET");
+            response.headers_mut().insert(header::ALLOW, header::HeaderValue::from_static("GET, HEAD"));
+            return response;
         }
+        if !host_allowed(request, &self.hosts) {
+            return plain(StatusCode::FORBIDDEN, "Forbidden: Host header is not allowed");
+        }
+        match endpoint {
+            Endpoint::Healthz => plain(StatusCode::OK, "ok\n"),
+            Endpoint::Readyz => match self.readiness.reason() {
+                None => plain(StatusCode::OK, "ready\n"),
+                Some(reason) => text(StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {reason}\n")),
+            },
+            _ => {
+                if let Some(token) = &self.token
+                    && !authorized(request, token)
+                {
+                    return unauthorized();
+                }
+                let catalog = self.host.catalog();
+                let snapshot = Snapshot {
+                    ready: self.readiness.is_ready(),
+                    sessions: self.sessions.sessions.read().await.len(),
+                    catalog_generation: catalog.generation(),
+                    tools: catalog.tools().len(),
+                    plugins: catalog.plugins().len(),
+                    load_problems: catalog.problems().iter().filter(|p| p.kind != ProblemKind::Grant).count(),
+                };
+                let mut response = text(StatusCode::OK, self.metrics.render(&snapshot));
+                response
+                    .headers_mut()
+                    .insert(header::CONTENT_TYPE, header::HeaderValue::from_static(metrics::CONTENT_TYPE));
+                response
+            }
+        }
+    }
+
+    async fn mcp(&self, request: Request<Incoming>) -> Response<Body> {
         if let Some(token) = &self.token
             && !authorized(&request, token)
         {
-            let mut response = plain(StatusCode::UNAUTHORIZED, "Unauthorized: send `Authorization: Bearer TOKEN`");
-            response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+            return unauthorized();
+        }
+        if let Some(reason) = self.readiness.reason() {
+            let mut response =
+                text(StatusCode::SERVICE_UNAVAILABLE, format!("Service Unavailable: not ready ({reason}); retry shortly"));
+            response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
             return response;
         }
         let declared = request
@@ -215,17 +326,93 @@ fn starts_session(body: &[u8]) -> bool {
     serde_json::from_slice::<Method>(body).is_ok_and(|message| message.method == Some("initialize"))
 }
 
+/// A `Host` header value (or an allowed one): the host, lowercased, without
+/// IPv6 brackets, and the port if one is given. Compared as rmcp compares
+/// them on `/mcp`: an allowed entry without a port accepts any port.
+#[derive(Debug, PartialEq, Eq)]
+struct Authority {
+    host: String,
+    port: Option<u16>,
+}
+
+impl Authority {
+    fn parse(value: &str) -> Option<Authority> {
+        let value = value.trim();
+        if value.is_empty() {
+            return None;
+        }
+        let normalize = |host: &str| host.trim_matches(['[', ']']).to_ascii_lowercase();
+        Some(match http::uri::Authority::try_from(value) {
+            Ok(authority) => Authority { host: normalize(authority.host()), port: authority.port_u16() },
+            Err(_) => Authority { host: normalize(value), port: None },
+        })
+    }
+}
+
+/// True when the request's `Host` header is one of `allowed`.
+fn host_allowed<B>(request: &Request<B>, allowed: &[Authority]) -> bool {
+    let Some(given) = request.headers().get(header::HOST).and_then(|value| value.to_str().ok()) else {
+        return false;
+    };
+    let Ok(given) = http::uri::Authority::try_from(given) else { return false };
+    let Some(given) = Authority::parse(given.as_str()) else { return false };
+    allowed.iter().any(|entry| entry.host == given.host && entry.port.is_none_or(|port| given.port == Some(port)))
+}
+
+fn unauthorized() -> Response<Body> {
+    let mut response = plain(StatusCode::UNAUTHORIZED, "Unauthorized: send `Authorization: Bearer TOKEN`");
+    response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+    response
+}
+
 /// True when `request` carries `Authorization: Bearer TOKEN` with the right
 /// token. The comparison takes the same time wherever the first difference is.
-fn authorized(request: &Request<Incoming>, token: &str) -> bool {
+fn authorized<B>(request: &Request<B>, token: &str) -> bool {
     let Some(value) = request.headers().get(header::AUTHORIZATION) else { return false };
     let Some(given) = value.as_bytes().strip_prefix(b"Bearer ") else { return false };
     given.ct_eq(token.as_bytes()).into()
 }
 
-fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
+fn plain(status: StatusCode, body: &'static str) -> Response<Body> {
+    text(status, body)
+}
+
+fn text(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
+    let mut response = Response::new(Full::new(body.into()).boxed());
     *response.status_mut() = status;
     response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("text/plain; charset=utf-8"));
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Authority, host_allowed};
+
+    fn allowed(entries: &[&str]) -> Vec<Authority> {
+        entries.iter().filter_map(|entry| Authority::parse(entry)).collect()
+    }
+
+    fn request(host: Option<&str>) -> http::Request<()> {
+        let mut builder = http::Request::builder().uri("/healthz");
+        if let Some(host) = host {
+            builder = builder.header(http::header::HOST, host);
+        }
+        builder.body(()).unwrap()
+    }
+
+    #[test]
+    fn accepts_allowed_hosts_with_any_port_unless_one_is_named() {
+        let list = allowed(&["localhost", "127.0.0.1", "::1", "Tools.Example.com", "lb.internal:8080"]);
+        for host in ["localhost", "localhost:8931", "127.0.0.1:1", "[::1]:80", "tools.example.com", "lb.internal:8080"] {
+            assert!(host_allowed(&request(Some(host)), &list), "{host}");
+        }
+    }
+
+    #[test]
+    fn rejects_other_hosts_wrong_ports_and_no_host() {
+        let list = allowed(&["localhost", "lb.internal:8080"]);
+        for host in [Some("evil.example.com"), Some("lb.internal:8081"), Some("lb.internal"), Some("a b"), None] {
+            assert!(!host_allowed(&request(host), &list), "{host:?}");
+        }
+    }
 }

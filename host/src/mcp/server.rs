@@ -16,6 +16,7 @@
 use crate::Host;
 use crate::agent::approval::Policy;
 use crate::catalog::{Catalog, Entry};
+use crate::mcp::metrics::Metrics;
 use crate::runtime::limits::LimitOverrides;
 use crate::runtime::outcome::{CallError, CallReport, LogRecord, ToolOutput};
 use rmcp::model::{
@@ -27,6 +28,7 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 /// The `_meta` key of a call's usage (fuel, peak memory, wall time, HTTP).
 pub const USAGE_META: &str = "toolhost/usage";
@@ -44,6 +46,7 @@ pub struct ToolServer {
 
 struct Shared {
     host: Arc<Host>,
+    metrics: Arc<Metrics>,
     /// The listed tools of the last catalog generation seen.
     listed: Mutex<(u64, Arc<Vec<Tool>>)>,
 }
@@ -52,7 +55,13 @@ impl ToolServer {
     /// A handler serving `host`'s catalog.
     pub fn new(host: Arc<Host>) -> ToolServer {
         let listed = Mutex::new((u64::MAX, Arc::new(Vec::new())));
-        ToolServer { shared: Arc::new(Shared { host, listed }), level: Arc::new(Mutex::new(None)) }
+        let metrics = Arc::new(Metrics::default());
+        ToolServer { shared: Arc::new(Shared { host, metrics, listed }), level: Arc::new(Mutex::new(None)) }
+    }
+
+    /// The counters of the calls this handler (and every session of it) served.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.shared.metrics
     }
 
     /// Another handler over the same host and cache, with its own session state.
@@ -217,28 +226,38 @@ impl ServerHandler for ToolServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let started = Instant::now();
+        let metrics = &self.shared.metrics;
         let catalog = self.host().catalog();
         let name = request.name.as_ref();
-        match catalog.find(name) {
-            Some(entry) if self.served(entry) => {}
-            _ => return Err(unknown_tool(name)),
-        }
+        let origin = match catalog.find(name) {
+            Some(entry) if self.served(entry) => entry.origin(),
+            _ => {
+                metrics.record_unknown_tool();
+                return Err(unknown_tool(name));
+            }
+        };
         let arguments = match &request.arguments {
             Some(arguments) => serde_json::to_string(arguments).unwrap_or_else(|_| "{}".to_owned()),
             None => "{}".to_owned(),
         };
         let overrides = LimitOverrides::default();
         let call = self.host().call_in(&catalog, name, &arguments, &overrides);
+        let active = metrics.start_call();
         // Dropping the call's future drops its store: the guest stops at its next epoch tick.
         let report = tokio::select! {
             report = call => report,
             () = context.ct.cancelled() => {
+                metrics.record_cancelled(name, origin, started.elapsed());
                 return Err(ErrorData::internal_error(format!("the call to `{name}` was cancelled"), None));
             }
         };
+        drop(active);
         if let Err(CallError::UnknownTool { .. }) = &report.outcome {
+            metrics.record_unknown_tool();
             return Err(unknown_tool(name));
         }
+        metrics.record(name, origin, &report, started.elapsed());
         self.send_logs(&report, &context).await;
         Ok(result_of(report).into())
     }
