@@ -33,7 +33,10 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use std::convert::Infallible;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
@@ -138,13 +141,15 @@ pub async fn serve_http(
         service,
         sessions,
         host,
-        metrics: metrics.clone(),
+        metrics,
+        in_flight: Arc::new(AtomicUsize::new(0)),
         readiness: options.readiness.clone(),
         hosts,
         token: options.token.clone(),
         max_body: options.max_body,
         max_sessions: options.max_sessions,
     });
+    let in_flight = front.in_flight.clone();
     let mut connections = tokio::task::JoinSet::new();
     loop {
         while connections.try_join_next().is_some() {}
@@ -192,11 +197,12 @@ pub async fn serve_http(
     }
     // Draining: new connections are refused (a load balancer sends them
     // elsewhere), `/readyz` says so to the connections still open, and the
-    // tool calls in flight get up to `drain` to finish.
+    // requests in flight (tool calls) get up to `drain` to be answered in
+    // full. Then the streams left open (GET, `subscriptions/listen`) end.
     drop(listener);
     options.readiness.set_not_ready("shutting down");
     let deadline = tokio::time::Instant::now() + options.drain;
-    while metrics.active_calls() > 0 && tokio::time::Instant::now() < deadline {
+    while in_flight.load(Ordering::Acquire) > 0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     streams.cancel();
@@ -209,6 +215,8 @@ struct Front {
     sessions: Arc<LocalSessionManager>,
     host: Arc<Host>,
     metrics: Arc<Metrics>,
+    /// `/mcp` POSTs whose response has not been sent in full yet.
+    in_flight: Arc<AtomicUsize>,
     readiness: Arc<Readiness>,
     /// The Host headers accepted (what rmcp checks on `/mcp`), parsed once.
     hosts: Vec<Authority>,
@@ -312,7 +320,57 @@ impl Front {
                 "Service Unavailable: too many open sessions (`max_sessions` in [serve]); try again later",
             );
         }
-        self.service.handle(Request::from_parts(parts, Full::new(body))).await
+        let counted = parts.method == http::Method::POST;
+        let in_flight = counted.then(|| InFlight::enter(&self.in_flight));
+        let response = self.service.handle(Request::from_parts(parts, Full::new(body))).await;
+        match in_flight {
+            // The response to a POST (a tool call's result) may be a stream: it is done when its body is.
+            Some(in_flight) => response.map(|body| Tracked { body, _in_flight: in_flight }.boxed()),
+            None => response,
+        }
+    }
+}
+
+/// One request counted in flight until dropped.
+struct InFlight(Arc<AtomicUsize>);
+
+impl InFlight {
+    fn enter(count: &Arc<AtomicUsize>) -> InFlight {
+        count.fetch_add(1, Ordering::AcqRel);
+        InFlight(count.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A response body that keeps its request counted in flight until hyper
+/// has sent it all (or the client went away) and drops it.
+struct Tracked {
+    body: Body,
+    _in_flight: InFlight,
+}
+
+impl http_body::Body for Tracked {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
     }
 }
 
