@@ -115,7 +115,6 @@ impl Replica {
             }
         }
     }
-
 }
 
 /// A plugins folder and an empty config for the replicas: `hash` and
@@ -288,7 +287,7 @@ fn raw_call(address: &str, tool: &str, arguments: Value, headers: &[(&str, &str)
 
 /// The JSON-RPC message in a response (plain JSON or the last SSE `data:` line).
 fn message(response: &Response) -> Value {
-    let data = response.body.lines().filter_map(|line| line.strip_prefix("data: ")).last();
+    let data = response.body.lines().filter_map(|line| line.strip_prefix("data: ")).next_back();
     let text = data.unwrap_or(response.body.trim());
     serde_json::from_str(text).unwrap_or_else(|err| panic!("no JSON-RPC message ({err}): {}", response.body))
 }
@@ -596,7 +595,9 @@ fn killing_a_replica_mid_run_loses_no_completed_call() {
     let before_b = Exposition::read(&b.address, &[]).echoes();
     // SIGKILL while replica a runs a call: no drain, the call dies with it.
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !get(&a.address, "/metrics", &[]).is_some_and(|response| response.body.contains("\ntoolhost_active_calls 1\n")) {
+    while !get(&a.address, "/metrics", &[])
+        .is_some_and(|response| response.body.contains("\ntoolhost_active_calls 1\n"))
+    {
         assert!(Instant::now() < deadline, "replica a never ran a call");
     }
     let _ = a.process.0.kill();

@@ -206,7 +206,8 @@ pub async fn serve_http(
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     streams.cancel();
-    let _ = tokio::time::timeout(Duration::from_secs(2), async { while connections.join_next().await.is_some() {} }).await;
+    let _ =
+        tokio::time::timeout(Duration::from_secs(2), async { while connections.join_next().await.is_some() {} }).await;
     Ok(())
 }
 
@@ -287,8 +288,10 @@ impl Front {
             return unauthorized();
         }
         if let Some(reason) = self.readiness.reason() {
-            let mut response =
-                text(StatusCode::SERVICE_UNAVAILABLE, format!("Service Unavailable: not ready ({reason}); retry shortly"));
+            let mut response = text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("Service Unavailable: not ready ({reason}); retry shortly"),
+            );
             response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
             return response;
         }
@@ -461,7 +464,8 @@ mod tests {
     #[test]
     fn accepts_allowed_hosts_with_any_port_unless_one_is_named() {
         let list = allowed(&["localhost", "127.0.0.1", "::1", "Tools.Example.com", "lb.internal:8080"]);
-        for host in ["localhost", "localhost:8931", "127.0.0.1:1", "[::1]:80", "tools.example.com", "lb.internal:8080"] {
+        for host in ["localhost", "localhost:8931", "127.0.0.1:1", "[::1]:80", "tools.example.com", "lb.internal:8080"]
+        {
             assert!(host_allowed(&request(Some(host)), &list), "{host}");
         }
     }

@@ -318,7 +318,8 @@ impl Metrics {
             for (bound, count) in BUCKETS_US.iter().zip(&stats.buckets) {
                 cumulative += count.load(Ordering::Relaxed);
                 let le = *bound as f64 / 1e6;
-                let _ = writeln!(out, "toolhost_tool_call_duration_seconds_bucket{{{labels},le=\"{le}\"}} {cumulative}");
+                let _ =
+                    writeln!(out, "toolhost_tool_call_duration_seconds_bucket{{{labels},le=\"{le}\"}} {cumulative}");
             }
             cumulative += stats.buckets[BUCKETS_US.len()].load(Ordering::Relaxed);
             let _ = writeln!(out, "toolhost_tool_call_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {cumulative}");
@@ -335,7 +336,8 @@ impl Metrics {
         );
         for (tool, stats) in &rows {
             let labels = format!("tool=\"{}\",plugin=\"{}\"", escape(tool), escape(&stats.origin));
-            let _ = writeln!(out, "toolhost_tool_fuel_consumed_total{{{labels}}} {}", stats.fuel.load(Ordering::Relaxed));
+            let _ =
+                writeln!(out, "toolhost_tool_fuel_consumed_total{{{labels}}} {}", stats.fuel.load(Ordering::Relaxed));
         }
         drop(tools);
 
