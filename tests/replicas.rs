@@ -235,6 +235,17 @@ struct Response {
 
 /// One HTTP/1.1 request (`Connection: close`); `None` when the connection is refused.
 fn request(address: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Option<Response> {
+    let mut stream = send(address, method, path, headers, body)?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).ok()?;
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let status = head.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0);
+    Some(Response { status, head: head.to_owned(), body: body.to_owned() })
+}
+
+/// Sends one HTTP/1.1 request and returns the connection, response unread.
+fn send(address: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Option<TcpStream> {
     let mut stream = TcpStream::connect(address).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let mut text = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
@@ -247,12 +258,7 @@ fn request(address: &str, method: &str, path: &str, headers: &[(&str, &str)], bo
     text.push_str("\r\n");
     text.push_str(body);
     stream.write_all(text.as_bytes()).ok()?;
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).ok()?;
-    let raw = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-    let status = head.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0);
-    Some(Response { status, head: head.to_owned(), body: body.to_owned() })
+    Some(stream)
 }
 
 fn get(address: &str, path: &str, headers: &[(&str, &str)]) -> Option<Response> {
@@ -262,7 +268,12 @@ fn get(address: &str, path: &str, headers: &[(&str, &str)]) -> Option<Response> 
 /// A stateless (2026-07-28) `tools/call` as raw JSON-RPC; returns the
 /// response (an SSE stream holding the result).
 fn raw_call(address: &str, tool: &str, arguments: Value, headers: &[(&str, &str)]) -> Response {
-    let body = serde_json::json!({
+    request(address, "POST", "/mcp", &call_headers(tool, headers), &call_body(tool, arguments)).expect("connect")
+}
+
+/// The body of a stateless (2026-07-28) `tools/call`.
+fn call_body(tool: &str, arguments: Value) -> String {
+    serde_json::json!({
         "jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {
             "name": tool, "arguments": arguments,
@@ -273,7 +284,11 @@ fn raw_call(address: &str, tool: &str, arguments: Value, headers: &[(&str, &str)
             }
         }
     })
-    .to_string();
+    .to_string()
+}
+
+/// The headers of a stateless (2026-07-28) `tools/call`, then `extra`.
+fn call_headers<'a>(tool: &'a str, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
     let mut all = vec![
         ("Content-Type", "application/json"),
         ("Accept", "application/json, text/event-stream"),
@@ -281,8 +296,17 @@ fn raw_call(address: &str, tool: &str, arguments: Value, headers: &[(&str, &str)
         ("Mcp-Method", "tools/call"),
         ("Mcp-Name", tool),
     ];
-    all.extend_from_slice(headers);
-    request(address, "POST", "/mcp", &all, &body).expect("connect to the replica")
+    all.extend_from_slice(extra);
+    all
+}
+
+/// Polls `/metrics` (as text) until it has `line`.
+fn wait_for_metric(address: &str, headers: &[(&str, &str)], line: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !get(address, "/metrics", headers).is_some_and(|response| response.body.lines().any(|have| have == line)) {
+        assert!(Instant::now() < deadline, "/metrics never showed `{line}`");
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// The JSON-RPC message in a response (plain JSON or the last SSE `data:` line).
@@ -495,6 +519,13 @@ fn health_and_readiness_follow_loading_and_metrics_count_calls_by_outcome() {
     assert_eq!(echoed["result"]["content"][0]["text"], "x", "{echoed}");
     let unknown = message(&raw_call(&address, "no_such_tool", serde_json::json!({}), &auth));
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    // A client that goes away mid-call: the call stops and counts as cancelled.
+    let body = call_body("slow_echo", serde_json::json!({"text": "gone", "ms": 5000}));
+    let abandoned = send(&address, "POST", "/mcp", &call_headers("slow_echo", &auth), &body).unwrap();
+    wait_for_metric(&address, &auth, "toolhost_active_calls 1");
+    drop(abandoned);
+    let cancelled = r#"toolhost_tool_calls_total{tool="slow_echo",plugin="mcp_conformance",outcome="cancelled"} 1"#;
+    wait_for_metric(&address, &auth, cancelled);
 
     let metrics = Exposition::read(&address, &auth);
     for (family, kind) in [
@@ -514,6 +545,7 @@ fn health_and_readiness_follow_loading_and_metrics_count_calls_by_outcome() {
     let with = |outcome: &'static str| [echo[0], echo[1], ("outcome", outcome)];
     assert_eq!(metrics.value("toolhost_tool_calls_total", &with("ok")), 1.0);
     assert_eq!(metrics.value("toolhost_tool_calls_total", &with("invalid_arguments")), 1.0);
+    assert_eq!(metrics.value("toolhost_tool_calls_total", &with("cancelled")), 1.0);
     assert_eq!(metrics.value("toolhost_tool_calls_total", &[("tool", "sha256"), ("outcome", "ok")]), 1.0);
     assert_eq!(metrics.value("toolhost_unknown_tool_calls_total", &[]), 1.0);
     assert!(metrics.find("toolhost_tool_calls_total", &[("tool", "no_such_tool")]).is_empty());
@@ -538,10 +570,11 @@ fn health_and_readiness_follow_loading_and_metrics_count_calls_by_outcome() {
     assert!(buckets.last().unwrap().0.is_infinite());
     assert!(buckets.windows(2).all(|pair| pair[0].1 <= pair[1].1), "cumulative: {buckets:?}");
     let count = metrics.value("toolhost_tool_call_duration_seconds_count", &echo);
-    assert_eq!((buckets.last().unwrap().1, count), (2.0, 2.0));
+    assert_eq!((buckets.last().unwrap().1, count), (3.0, 3.0));
     assert_eq!(buckets.iter().find(|(le, _)| *le == 0.01).unwrap().1, 1.0, "the 20 ms call is above 10 ms");
+    assert_eq!(buckets.iter().find(|(le, _)| *le == 2.5).unwrap().1, 3.0, "the cancelled call stopped early");
     let sum = metrics.value("toolhost_tool_call_duration_seconds_sum", &echo);
-    assert!((0.02..5.0).contains(&sum), "{sum}");
+    assert!((0.02..2.5).contains(&sum), "{sum}");
 }
 
 #[test]
@@ -594,12 +627,7 @@ fn killing_a_replica_mid_run_loses_no_completed_call() {
     }
     let before_b = Exposition::read(&b.address, &[]).echoes();
     // SIGKILL while replica a runs a call: no drain, the call dies with it.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !get(&a.address, "/metrics", &[])
-        .is_some_and(|response| response.body.contains("\ntoolhost_active_calls 1\n"))
-    {
-        assert!(Instant::now() < deadline, "replica a never ran a call");
-    }
+    wait_for_metric(&a.address, &[], "toolhost_active_calls 1");
     let _ = a.process.0.kill();
     let _ = a.process.0.wait();
     all.extend(results.try_iter());

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The content type of the exposition.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -170,12 +170,37 @@ impl Default for Metrics {
     }
 }
 
-/// A call in progress: counted in `toolhost_active_calls` until dropped.
-pub struct ActiveCall<'a>(&'a Metrics);
+/// A call in progress: counted in `toolhost_active_calls` until dropped, and
+/// recorded as `cancelled` if dropped before [`ActiveCall::finish`] (the
+/// client cancelled it, or went away and the call's future was dropped).
+pub struct ActiveCall<'a> {
+    metrics: &'a Metrics,
+    tool: &'a str,
+    origin: &'a str,
+    started: Instant,
+    recorded: bool,
+}
+
+impl ActiveCall<'_> {
+    /// Records the call's report.
+    pub fn finish(mut self, report: &CallReport) {
+        self.metrics.record(self.tool, self.origin, report, self.started.elapsed());
+        self.recorded = true;
+    }
+
+    /// Records the call as one of a tool that is not served after all.
+    pub fn unknown_tool(mut self) {
+        self.metrics.record_unknown_tool();
+        self.recorded = true;
+    }
+}
 
 impl Drop for ActiveCall<'_> {
     fn drop(&mut self) {
-        self.0.active_calls.fetch_sub(1, Ordering::Relaxed);
+        self.metrics.active_calls.fetch_sub(1, Ordering::Relaxed);
+        if !self.recorded {
+            self.metrics.record_cancelled(self.tool, self.origin, self.started.elapsed());
+        }
     }
 }
 
@@ -196,10 +221,11 @@ pub struct Snapshot {
 }
 
 impl Metrics {
-    /// Counts a call as running until the returned guard is dropped.
-    pub fn start_call(&self) -> ActiveCall<'_> {
+    /// Counts a call of `tool` (offered by `origin`) as running until the
+    /// returned guard is finished or dropped.
+    pub fn start_call<'a>(&'a self, tool: &'a str, origin: &'a str) -> ActiveCall<'a> {
         self.active_calls.fetch_add(1, Ordering::Relaxed);
-        ActiveCall(self)
+        ActiveCall { metrics: self, tool, origin, started: Instant::now(), recorded: false }
     }
 
     /// Tool calls running now.
@@ -453,6 +479,24 @@ mod tests {
         assert_eq!(value(&text, "toolhost_tools"), 4.0);
         assert_eq!(value(&text, "toolhost_ready"), 1.0);
         assert_eq!(value(&text, &format!("toolhost_build_info{{version=\"{}\"}}", env!("CARGO_PKG_VERSION"))), 1.0);
+    }
+
+    #[test]
+    fn a_call_dropped_before_its_result_counts_as_cancelled() {
+        let metrics = Metrics::default();
+        let finished = metrics.start_call("t", "p");
+        let dropped = metrics.start_call("t", "p");
+        assert_eq!(metrics.active_calls(), 2);
+        finished.finish(&report(Ok(ToolOutput::Text(String::new())), 3));
+        drop(dropped);
+        metrics.start_call("gone", "p").unknown_tool();
+        assert_eq!(metrics.active_calls(), 0);
+        let text = metrics.render(&snapshot());
+        assert_eq!(value(&text, r#"toolhost_tool_calls_total{tool="t",plugin="p",outcome="ok"}"#), 1.0);
+        assert_eq!(value(&text, r#"toolhost_tool_calls_total{tool="t",plugin="p",outcome="cancelled"}"#), 1.0);
+        assert_eq!(value(&text, r#"toolhost_tool_fuel_consumed_total{tool="t",plugin="p"}"#), 3.0);
+        assert!(!text.contains(r#"tool="gone""#), "{text}");
+        assert_eq!(value(&text, "toolhost_unknown_tool_calls_total"), 1.0);
     }
 
     #[test]

@@ -28,7 +28,6 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 /// The `_meta` key of a call's usage (fuel, peak memory, wall time, HTTP).
 pub const USAGE_META: &str = "toolhost/usage";
@@ -226,7 +225,6 @@ impl ServerHandler for ToolServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let started = Instant::now();
         let metrics = &self.shared.metrics;
         let catalog = self.host().catalog();
         let name = request.name.as_ref();
@@ -242,22 +240,22 @@ impl ServerHandler for ToolServer {
             None => "{}".to_owned(),
         };
         let overrides = LimitOverrides::default();
+        // Counted as running, and as cancelled unless it finishes (this
+        // future may also be dropped when the client goes away).
+        let active = metrics.start_call(name, origin);
         let call = self.host().call_in(&catalog, name, &arguments, &overrides);
-        let active = metrics.start_call();
         // Dropping the call's future drops its store: the guest stops at its next epoch tick.
         let report = tokio::select! {
             report = call => report,
             () = context.ct.cancelled() => {
-                metrics.record_cancelled(name, origin, started.elapsed());
                 return Err(ErrorData::internal_error(format!("the call to `{name}` was cancelled"), None));
             }
         };
-        drop(active);
         if let Err(CallError::UnknownTool { .. }) = &report.outcome {
-            metrics.record_unknown_tool();
+            active.unknown_tool();
             return Err(unknown_tool(name));
         }
-        metrics.record(name, origin, &report, started.elapsed());
+        active.finish(&report);
         self.send_logs(&report, &context).await;
         Ok(result_of(report).into())
     }
