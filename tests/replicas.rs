@@ -67,6 +67,18 @@ impl Replica {
     /// Starts a replica serving `dir` with `config`; returns once it listens
     /// (before its plugins are loaded).
     fn start(name: &str, dir: &Path, config: &Path, cache: &Path, env: &[(&str, &str)]) -> Replica {
+        Replica::start_with(name, dir, config, cache, env, &[])
+    }
+
+    /// [`Replica::start`] with more `serve` flags.
+    fn start_with(
+        name: &str,
+        dir: &Path,
+        config: &Path,
+        cache: &Path,
+        env: &[(&str, &str)],
+        flags: &[&str],
+    ) -> Replica {
         let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
         command
             .arg("--plugins")
@@ -74,6 +86,7 @@ impl Replica {
             .arg("--config")
             .arg(config)
             .args(["serve", "--http", "127.0.0.1:0", "--no-watch"])
+            .args(flags)
             .env("TOOLHOST_CACHE_DIR", cache)
             .env_remove("TOOLHOST_LOG")
             .envs(env.iter().copied())
@@ -687,4 +700,40 @@ fn sigterm_drains_the_call_in_flight_then_exits() {
     assert!(status.success(), "{status}");
     let said: Vec<String> = replica.lines.try_iter().collect();
     assert!(said.iter().any(|line| line == "toolhost: stopped"), "{said:?}");
+}
+
+#[test]
+fn readiness_waits_for_the_required_mcp_servers() {
+    setup();
+    let python = lb_dir().join("../mcp/.tools/venv/bin/python");
+    let server = lb_dir().join("../mcp/servers/pyserver.py");
+    let (dir, config) = replica_plugins();
+    let server_config = |mode: &str, extra: &str| {
+        format!(
+            "[mcp_servers.py]\ncommand = {:?}\nargs = [{:?}, {mode:?}]\nrequired = true\n{extra}\n",
+            python.display().to_string(),
+            server.display().to_string()
+        )
+    };
+    std::fs::write(&config, server_config("tools", "")).unwrap();
+    let replica = Replica::start_with("replica", dir.path(), &config, &shared_cache(), &[], &["--include-mcp"]);
+    let waiting = get(&replica.address, "/readyz", &[]).unwrap();
+    assert_eq!(waiting.status, 503, "ready before its required server started: {}", waiting.body);
+    assert_eq!(waiting.body, "not ready: loading plugins and connecting the required MCP servers\n");
+    replica.wait_serving();
+    assert_eq!(get(&replica.address, "/readyz", &[]).unwrap().status, 200);
+    let sum = message(&raw_call(&replica.address, "mcp__py__add_numbers", serde_json::json!({"a": 2, "b": 3}), &[]));
+    assert_eq!(sum["result"]["structuredContent"]["result"], "The sum of 2 and 3 is 5.", "{sum}");
+    let metrics = Exposition::read(&replica.address, &[]);
+    assert_eq!(metrics.value("toolhost_tool_calls_total", &[("tool", "mcp__py__add_numbers"), ("outcome", "ok")]), 1.0);
+
+    // A required server that never starts: never ready, and the process stops.
+    std::fs::write(&config, server_config("hang", "startup_timeout = \"1s\"")).unwrap();
+    let mut replica = Replica::start_with("replica", dir.path(), &config, &shared_cache(), &[], &["--include-mcp"]);
+    let waiting = get(&replica.address, "/readyz", &[]).unwrap();
+    assert_eq!(waiting.status, 503, "{}", waiting.body);
+    let status = replica.process.0.wait().unwrap();
+    assert_eq!(status.code(), Some(2));
+    let said: Vec<String> = replica.lines.try_iter().collect();
+    assert!(said.iter().any(|line| line.contains("`py` did not start within 1s")), "{said:?}");
 }
