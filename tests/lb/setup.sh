@@ -28,8 +28,9 @@ if ! command -v haproxy >/dev/null 2>&1; then
     fi
     say "installing haproxy (apt-get)"
     apt-get update -qq
-    # No service is started: the tests run haproxy in the foreground themselves.
-    DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get install -y -qq --no-install-recommends haproxy >/dev/null
+    # The tests run their own haproxy in the foreground (where systemd runs,
+    # Debian also starts its service, whose stock config listens nowhere).
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends haproxy >/dev/null
     command -v haproxy >/dev/null 2>&1 || { say "apt-get installed no haproxy binary"; exit 1; }
 fi
 # The config the tests write needs 2.2 or newer (`http-check send`, `retry-on`).
