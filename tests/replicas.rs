@@ -737,3 +737,29 @@ fn readiness_waits_for_the_required_mcp_servers() {
     let said: Vec<String> = replica.lines.try_iter().collect();
     assert!(said.iter().any(|line| line.contains("`py` did not start within 1s")), "{said:?}");
 }
+
+#[test]
+fn a_replica_stopped_with_sigterm_mid_run_finishes_its_call_and_loses_none() {
+    let (_dir, mut a, b) = two_replicas();
+    let haproxy = Haproxy::start(&[&a, &b], true);
+    let count = 24;
+    let (_client, results) = client("2026-07-28", &haproxy.url(), count, 100, "rolling");
+    let mut all = Vec::new();
+    while all.iter().filter(|value: &&Value| value["ok"] == true).count() < 6 {
+        all.push(results.recv_timeout(Duration::from_secs(60)).expect("the client stalled"));
+    }
+    // What an orchestrator does to roll a replica: SIGTERM while it runs a call.
+    wait_for_metric(&a.address, &[], "toolhost_active_calls 1");
+    let pid = i32::try_from(a.process.0.id()).unwrap();
+    // SAFETY: kill(2) on the child this test started and has not reaped.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    all.extend(all_results(&results));
+    let calls = per_call(&all, count, "rolling");
+    let failed: Vec<&Value> = calls.iter().filter(|call| call["ok"] != true).collect();
+    assert!(failed.is_empty(), "calls failed around the restart: {failed:?}\n{all:?}");
+    let status = a.process.0.wait().unwrap();
+    assert!(status.success(), "replica a did not exit cleanly after draining: {status}");
+    let said: Vec<String> = a.lines.try_iter().collect();
+    assert!(said.iter().any(|line| line == "toolhost: stopped"), "{said:?}");
+    assert!(Exposition::read(&b.address, &[]).echoes() >= (count / 2) as f64, "b took over");
+}
