@@ -365,6 +365,51 @@ fn a_server_that_crashes_mid_call_fails_that_call_and_is_started_again() {
 }
 
 #[test]
+fn a_server_that_keeps_crashing_is_restarted_after_a_pause_and_meanwhile_fails_at_once() {
+    let script = Script { anthropic: false, stream: false };
+    let dir = tempfile::tempdir().unwrap();
+    let starts = dir.path().join("starts.txt");
+    let config = format!(
+        "[model]\nmax_concurrent_tools = 1\n{}",
+        py("tools", &format!("env = {{ PYSERVER_STARTS = {:?} }}", starts.display().to_string()))
+    );
+    std::fs::write(dir.path().join("toolhost.toml"), config).unwrap();
+    let plugins = common::plugin_dir(&[]);
+    // One call at a time, in this order, with no model round trip between them.
+    let server = ModelServer::start(vec![
+        script.calls(&[
+            ("p1", "mcp__py__pid", "{}"),
+            ("crash1", "mcp__py__crash", "{}"),
+            ("p2", "mcp__py__pid", "{}"),
+            ("crash2", "mcp__py__crash", "{}"),
+            ("p3", "mcp__py__pid", "{}"),
+        ]),
+        script.text("done"),
+    ]);
+    let output = run(dir.path(), plugins.path(), &server, script, &["crash twice"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results = script.results(&server.requests()[1]);
+    let ids: Vec<&str> = results.iter().map(|result| result.0.as_str()).collect();
+    assert_eq!(ids, ["p1", "crash1", "p2", "crash2", "p3"]);
+    let (first, crash1, second, crash2, third) = (&results[0], &results[1], &results[2], &results[3], &results[4]);
+    assert!(!first.2 && !second.2, "{results:?}");
+    // The first crash: started again by the next call, a new process.
+    assert!(crash1.2 && crash1.1.contains("starts it again on the next call"), "{crash1:?}");
+    assert_ne!(first.1, second.1, "a new process answers: {results:?}");
+    // The second crash in a row: a pause before the next start.
+    assert!(crash2.2 && crash2.1.contains("starts it again at the first call after 0."), "{crash2:?}");
+    assert!(third.2, "inside the pause the call fails: {third:?}");
+    assert!(
+        third.1.contains("MCP server `py` stopped")
+            && third.1.contains("failed 2 times in a row")
+            && third.1.contains("the first call after 0."),
+        "{third:?}"
+    );
+    let started = std::fs::read_to_string(&starts).unwrap();
+    assert_eq!(started.lines().count(), 2, "no process is started inside the pause: {started}");
+}
+
+#[test]
 fn approvals_apply_per_server_and_hints_do_not_loosen_them() {
     let script = Script { anthropic: false, stream: false };
     let config = format!("{}\n[approvals]\nservers = {{ everything = \"deny\" }}\n", everything_stdio(""));
@@ -550,7 +595,13 @@ fn a_call_cut_by_tool_timeout_is_cancelled_on_the_server() {
     assert!(output.status.success(), "{}", stderr(&output));
     let requests = server.requests();
     let slept = script.results(&requests[1]);
-    assert!(slept[0].2 && slept[0].1.contains("timed out after 1000ms"), "{slept:?}");
+    // The message names the setting, its value and how to raise it.
+    assert!(
+        slept[0].2
+            && slept[0].1.contains("timed out after 1000ms, the `tool_timeout` of [mcp_servers.py]")
+            && slept[0].1.contains("raise `tool_timeout` there"),
+        "{slept:?}"
+    );
     let asked = script.results(&requests[2]);
     assert!(asked[0].1.contains("cancelled: sleep"), "the server was sent notifications/cancelled: {asked:?}");
 }

@@ -46,8 +46,24 @@ const BASE_ENV: [&str; 4] = ["PATH", "HOME", "LANG", "TMPDIR"];
 /// Lines of a server's stderr kept to explain why it stopped.
 const STDERR_LINES: usize = 8;
 
-/// The longest pause between restarts of a server that keeps failing.
-const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// The pause before the second restart in a row of a server that keeps
+/// failing; it doubles with every further failure, up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+
+/// The longest pause between restarts of a server that keeps failing. A
+/// connection that lasted this long ends a run of failures.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// The pause before starting a server again after `strikes` failures in a
+/// row (a crash, or a start that failed): none after the first, so a server
+/// that stops once is started again by the next call; then 0.5 s, doubling,
+/// up to 30 s.
+fn backoff(strikes: u32) -> Duration {
+    match strikes {
+        0 | 1 => Duration::ZERO,
+        n => FIRST_BACKOFF.saturating_mul(1 << (n - 2).min(16)).min(MAX_BACKOFF),
+    }
+}
 
 /// One tool of an MCP server, as the catalog offers it.
 #[derive(Debug, Clone)]
@@ -88,6 +104,10 @@ struct Live {
     service: RunningService<RoleClient, Handler>,
     _child: Option<ChildGroup>,
     id: u64,
+    /// When it was made.
+    since: Instant,
+    /// Failures in a row before it (see [`backoff`]).
+    strikes: u32,
 }
 
 /// The connection's state.
@@ -96,8 +116,18 @@ enum State {
     Idle,
     /// Connected.
     Up(Live),
-    /// Stopped or failed to start; `retry_at` is when a call may try again.
-    Down { error: String, failures: u32, retry_at: Instant },
+    /// Stopped or failed to start, `strikes` times in a row; `retry_at` is
+    /// when a call may start it again.
+    Down { error: String, strikes: u32, retry_at: Instant },
+}
+
+impl State {
+    /// The state after `live` stopped: down, with one more strike unless it
+    /// had been running long enough to count as well.
+    fn stopped(live: &Live, error: String) -> State {
+        let strikes = if live.since.elapsed() >= MAX_BACKOFF { 1 } else { live.strikes + 1 };
+        State::Down { error, strikes, retry_at: Instant::now() + backoff(strikes) }
+    }
 }
 
 /// One configured MCP server and its connection.
@@ -276,27 +306,31 @@ impl McpServer {
         Ok(tools)
     }
 
-    /// Connects unless connected; restarts a stopped server once its pause is over.
+    /// Connects unless connected; restarts a stopped server once its pause
+    /// is over. Within the pause it fails at once, saying when it will try.
     async fn connect_locked(&self, state: &mut State) -> Result<(), String> {
         if let State::Up(live) = &*state {
             if !live.service.peer().is_transport_closed() {
                 return Ok(());
             }
-            let error = self.stopped_message();
-            *state = State::Down { error, failures: 0, retry_at: Instant::now() };
+            *state = State::stopped(live, self.stopped_message());
         }
-        let failures = match &*state {
-            State::Down { error, failures, retry_at } => {
+        let strikes = match &*state {
+            State::Down { error, strikes, retry_at } => {
                 let now = Instant::now();
                 if now < *retry_at {
-                    let wait = retry_at.duration_since(now).as_secs_f64().ceil();
-                    return Err(format!("{error}; toolhost tries to start it again in {wait}s"));
+                    let wait = retry_at.duration_since(now).as_secs_f64();
+                    return Err(format!(
+                        "{error}; it failed {strikes} times in a row, so toolhost waits before starting it again: \
+                         the first call after {wait:.1}s will (the pause doubles with each failure, up to {}s)",
+                        MAX_BACKOFF.as_secs()
+                    ));
                 }
-                *failures
+                *strikes
             }
             _ => 0,
         };
-        match tokio::time::timeout(self.config.startup_timeout, self.connect()).await {
+        match tokio::time::timeout(self.config.startup_timeout, self.connect(strikes)).await {
             Ok(Ok(live)) => {
                 *state = State::Up(live);
                 Ok(())
@@ -311,15 +345,16 @@ impl McpServer {
                         self.stderr_tail()
                     ),
                 };
-                let pause = Duration::from_secs(1u64 << failures.min(6)).min(MAX_BACKOFF);
-                *state = State::Down { error: error.clone(), failures: failures + 1, retry_at: Instant::now() + pause };
+                let strikes = strikes + 1;
+                *state = State::Down { error: error.clone(), strikes, retry_at: Instant::now() + backoff(strikes) };
                 Err(error)
             }
         }
     }
 
-    /// Starts or reaches the server and completes the handshake.
-    async fn connect(&self) -> Result<Live, String> {
+    /// Starts or reaches the server and completes the handshake; `strikes`
+    /// is how many times in a row it failed before.
+    async fn connect(&self, strikes: u32) -> Result<Live, String> {
         let handler = Handler {
             info: ClientConfig::new(
                 ClientCapabilities::default(),
@@ -369,7 +404,7 @@ impl McpServer {
                 }
                 let service =
                     handler.serve(transport).await.map_err(|err| handshake_failed(self.scrub(err.to_string())))?;
-                Ok(Live { service, _child: child, id })
+                Ok(Live { service, _child: child, id, since: Instant::now(), strikes })
             }
             Transport::Http { url, .. } => {
                 let _ = rustls::crypto::ring::default_provider().install_default();
@@ -397,7 +432,7 @@ impl McpServer {
                 let transport = rmcp::transport::StreamableHttpClientTransport::with_client(client, config);
                 let service =
                     handler.serve(transport).await.map_err(|err| handshake_failed(self.scrub(err.to_string())))?;
-                Ok(Live { service, _child: None, id })
+                Ok(Live { service, _child: None, id, since: Instant::now(), strikes })
             }
         }
     }
@@ -444,6 +479,10 @@ impl McpServer {
         let params = CallToolRequestParams::new(tool.wire_name.clone()).with_arguments(arguments);
         let result = match tokio::time::timeout(limits.timeout, call_tool(&peer, params)).await {
             // Dropping the request on timeout sends `notifications/cancelled`.
+            Err(_) if limits.timeout == self.config.tool_timeout => {
+                return Err(CallError::ToolTimeout { limit: limits.timeout, server: self.name.to_string() });
+            }
+            // The caller's own limit (`call --timeout`).
             Err(_) => return Err(CallError::Timeout { limit: limits.timeout }),
             Ok(result) => result,
         };
@@ -460,14 +499,22 @@ impl McpServer {
             }
             Err(err @ (ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
                 let mut state = self.state.lock().await;
-                if matches!(&*state, State::Up(live) if live.id == connection) {
+                if let State::Up(live) = &*state
+                    && live.id == connection
+                {
                     // Let the child's last words arrive before reporting them.
                     tokio::time::sleep(Duration::from_millis(50)).await;
-                    let error = self.stopped_message();
-                    *state = State::Down { error, failures: 0, retry_at: Instant::now() };
+                    *state = State::stopped(live, self.stopped_message());
                 }
+                let when = match &*state {
+                    State::Down { retry_at, .. } if *retry_at > Instant::now() => format!(
+                        "at the first call after {:.1}s (it keeps failing)",
+                        retry_at.duration_since(Instant::now()).as_secs_f64()
+                    ),
+                    _ => "on the next call".to_owned(),
+                };
                 Err(CallError::Host(format!(
-                    "MCP server `{}` stopped during the call ({}){}; toolhost starts it again on the next call",
+                    "MCP server `{}` stopped during the call ({}){}; toolhost starts it again {when}",
                     self.name,
                     self.scrub(err.to_string()),
                     self.stderr_tail()
@@ -628,6 +675,19 @@ impl Drop for ChildGroup {
 
 #[cfg(test)]
 mod tests {
+    use super::backoff;
+    use std::time::Duration;
+
+    #[test]
+    fn restarts_back_off_from_none_to_half_a_second_doubling_to_thirty() {
+        let millis = |strikes| backoff(strikes).as_millis();
+        let table = [(0, 0), (1, 0), (2, 500), (3, 1000), (4, 2000), (7, 16_000), (8, 30_000), (9, 30_000)];
+        for (strikes, expected) in table {
+            assert_eq!(millis(strikes), expected, "after {strikes} failures");
+        }
+        assert_eq!(backoff(u32::MAX), Duration::from_secs(30));
+    }
+
     #[test]
     fn type_names_are_left_out_of_errors() {
         let text = "Send message error Transport [rmcp::transport::worker::WorkerTransport<rmcp::X<reqwest::Client>>] \
