@@ -187,6 +187,8 @@ fn everything_over_streamable_http() {
         names.contains(&"mcp__web__echo".to_owned()) && names.contains(&"mcp__web__get-sum".to_owned()),
         "{names:?}"
     );
+    // server-everything over HTTP rejects server/discover: the initialize handshake follows.
+    assert_eq!(protocol_of(&listed(&output), "web"), "2025-11-25");
     for secret in ["token-secret-value", "header-secret-value"] {
         assert!(!stderr(&output).contains(secret) && !stdout(&output).contains(secret), "{secret} was shown");
     }
@@ -211,6 +213,86 @@ fn everything_over_streamable_http() {
     let output = toolhost(dir.path(), plugins.path(), &["tools"], &[]);
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(stderr(&output).contains("`WEB_TOKEN` is not set"), "{}", stderr(&output));
+}
+
+/// `toolhost serve --http 127.0.0.1:0` over `plugins`; killed when dropped.
+struct HttpToolhost {
+    child: Child,
+    url: String,
+}
+
+impl HttpToolhost {
+    fn start(plugins: &Path) -> HttpToolhost {
+        use std::io::{BufRead, BufReader};
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .args(["--plugins", &plugins.display().to_string(), "serve", "--no-watch", "--http", "127.0.0.1:0"])
+            .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+            .env_remove("TOOLHOST_CONFIG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start toolhost serve --http");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let url = loop {
+            let line = lines.next().expect("toolhost serve --http said where it serves").unwrap();
+            if let Some(url) = line.strip_prefix("toolhost: serving MCP at ") {
+                break url.to_owned();
+            }
+        };
+        std::thread::spawn(move || lines.for_each(drop));
+        HttpToolhost { child, url }
+    }
+}
+
+impl Drop for HttpToolhost {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The protocol revision `tools --json` shows for `server`'s tools.
+fn protocol_of(tools: &[Value], server: &str) -> String {
+    let tool =
+        tools.iter().find(|tool| tool["server"] == server).unwrap_or_else(|| panic!("no tool of {server}: {tools:?}"));
+    tool["protocol"].as_str().unwrap_or_else(|| panic!("no protocol: {tool}")).to_owned()
+}
+
+#[test]
+fn the_newest_revision_is_spoken_where_offered_else_the_initialize_handshake() {
+    let inner = common::plugin_dir(&["hash"]);
+    let served = HttpToolhost::start(inner.path());
+    let config = format!(
+        "[mcp_servers.http]\nurl = {:?}\n\
+         [mcp_servers.stdio]\ncommand = {:?}\nargs = [\"--plugins\", {:?}, \"serve\", \"--no-watch\"]\n{}{}",
+        served.url,
+        env!("CARGO_BIN_EXE_toolhost"),
+        inner.path().display().to_string(),
+        everything_stdio(""),
+        py("tools", ""),
+    );
+    let (dir, plugins) = setup(&config, &[]);
+    let output = toolhost(dir.path(), plugins.path(), &["-vv", "tools", "--json"], &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let tools = listed(&output);
+    // toolhost's own server and the Python SDK's offer 2026-07-28 (server/discover answers);
+    // server-everything knows only the handshake.
+    assert_eq!(protocol_of(&tools, "http"), "2026-07-28");
+    assert_eq!(protocol_of(&tools, "stdio"), "2026-07-28");
+    assert_eq!(protocol_of(&tools, "py"), "2026-07-28");
+    assert_eq!(protocol_of(&tools, "everything"), "2025-11-25");
+    let log = stderr(&output);
+    assert!(log.contains("speaks MCP 2026-07-28 (server/discover, stateless) server=\"http\""), "{log}");
+    assert!(log.contains("speaks MCP 2025-11-25 (the initialize handshake) server=\"everything\""), "{log}");
+
+    // Calls work in both.
+    let output = toolhost(dir.path(), plugins.path(), &["call", "mcp__http__sha256", r#"{"text":"abc"}"#], &[]);
+    assert!(output.status.success() && stdout(&output).contains(ABC_SHA256), "{}", stderr(&output));
+    let output = toolhost(dir.path(), plugins.path(), &["call", "mcp__stdio__sha256", r#"{"text":"abc"}"#], &[]);
+    assert!(output.status.success() && stdout(&output).contains(ABC_SHA256), "{}", stderr(&output));
+    let output = toolhost(dir.path(), plugins.path(), &["call", "mcp__everything__echo", r#"{"message":"old"}"#], &[]);
+    assert!(output.status.success() && stdout(&output).contains("Echo: old"), "{}", stderr(&output));
 }
 
 #[test]

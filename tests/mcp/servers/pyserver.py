@@ -53,6 +53,12 @@ def late_tool() -> str:
 async def grow(ctx: Context) -> str:
     """Adds the tool late_tool and says the tool list changed."""
     server.add_tool(late_tool)
+    # A 2026-07-28 client hears of it on its subscriptions/listen stream, a
+    # 2025-11-25 one by the notification pushed in its session.
+    try:
+        await ctx.notify_tools_changed()
+    except ValueError:
+        pass
     await ctx.session.send_tool_list_changed()
     return "grown"
 

@@ -1,8 +1,8 @@
 //! External MCP servers as a source of tools.
 //!
 //! Each `[mcp_servers.NAME]` becomes an [`McpServer`]: toolhost starts it as
-//! a child process (stdio) or connects to it (Streamable HTTP), speaks the
-//! 2025-11-25 handshake, lists its tools (every page) and offers them as
+//! a child process (stdio) or connects to it (Streamable HTTP), agrees on a
+//! protocol revision (below), lists its tools (every page) and offers them as
 //! `mcp__SERVER__TOOL` ([`names`]). Calls go to the server under its
 //! `tool_timeout` (the request is cancelled with `notifications/cancelled`
 //! when it runs out, or when the caller gives up, e.g. on Ctrl-C), and end in
@@ -13,6 +13,15 @@
 //! a message saying so. A `notifications/tools/list_changed` marks the server
 //! [`McpServer::needs_refresh`]; its tools are listed again before the next
 //! model turn.
+//!
+//! Revisions: toolhost first asks `server/discover` (2026-07-28, stateless:
+//! no handshake, the revision and client capabilities in every request's
+//! `_meta`). A server that answers it is spoken to in 2026-07-28, and its
+//! tool list changes come over a `subscriptions/listen` subscription. A
+//! server that rejects it (every server of an older revision does) gets the
+//! 2025-11-25 `initialize` handshake on the same connection, and pushes
+//! `list_changed` itself. rmcp's `ClientLifecycleMode::Auto` does both.
+//! [`McpServer::protocol`] says which one a server speaks.
 //!
 //! Child processes get a minimal environment (`PATH`, `HOME`, `LANG`,
 //! `TMPDIR`, then the `env_vars` names and the `env` values), run in their own
@@ -30,10 +39,10 @@ use crate::runtime::outcome::{CallError, CallReport, LogRecord, ToolOutput, Usag
 use config::{McpServerConfig, Transport};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock, Implementation,
-    ProtocolVersion, ResourceContents,
+    ProtocolVersion, ResourceContents, ServerNotification, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, Peer, RunningService, ServiceError};
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::service::{ClientInitializeError, NotificationContext, Peer, RunningService, ServiceError};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -141,6 +150,10 @@ pub struct McpServer {
     changed: Arc<AtomicBool>,
     stderr: Arc<Mutex<VecDeque<String>>>,
     connections: AtomicU64,
+    /// The revision agreed on at the last connection.
+    protocol: Mutex<Option<String>>,
+    /// The server misunderstood `server/discover` once: only the handshake is used.
+    legacy: AtomicBool,
 }
 
 /// The secret values a server is started or reached with, read once.
@@ -213,6 +226,8 @@ impl McpServer {
             changed: Arc::new(AtomicBool::new(false)),
             stderr: Arc::new(Mutex::new(VecDeque::new())),
             connections: AtomicU64::new(0),
+            protocol: Mutex::new(None),
+            legacy: AtomicBool::new(false),
         })
     }
 
@@ -234,6 +249,12 @@ impl McpServer {
             }
             Transport::Http { url, .. } => url.clone(),
         }
+    }
+
+    /// The protocol revision it speaks (`2026-07-28`, `2025-11-25`, …), once
+    /// it has been connected to.
+    pub fn protocol(&self) -> Option<String> {
+        self.protocol.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// The tools it offered when last listed.
@@ -355,6 +376,23 @@ impl McpServer {
     /// Starts or reaches the server and completes the handshake; `strikes`
     /// is how many times in a row it failed before.
     async fn connect(&self, strikes: u32) -> Result<Live, String> {
+        if !self.legacy.load(Ordering::SeqCst) {
+            match self.connect_with(strikes, lifecycle()).await {
+                Err(failed) if failed.legacy_may_work => {
+                    // Some older servers answer `server/discover` with something
+                    // that is neither a result nor an error rmcp can classify
+                    // (e.g. an empty result): start over with the handshake.
+                    tracing::debug!(server = &*self.name, "{}; trying the initialize handshake", failed.message);
+                    self.legacy.store(true, Ordering::SeqCst);
+                }
+                other => return other.map_err(|failed| failed.message),
+            }
+        }
+        self.connect_with(strikes, ClientLifecycleMode::Initialize).await.map_err(|failed| failed.message)
+    }
+
+    /// Starts or reaches the server and starts the connection as `lifecycle` says.
+    async fn connect_with(&self, strikes: u32, lifecycle: ClientLifecycleMode) -> Result<Live, Failed> {
         let handler = Handler {
             info: ClientConfig::new(
                 ClientCapabilities::default(),
@@ -365,13 +403,21 @@ impl McpServer {
             server: self.name.clone(),
         };
         let id = self.connections.fetch_add(1, Ordering::SeqCst) + 1;
-        let handshake_failed = |err: String| {
-            format!(
+        let handshake_failed = |err: ClientInitializeError| Failed {
+            legacy_may_work: matches!(
+                err,
+                ClientInitializeError::ExpectedInitResult(_)
+                    | ClientInitializeError::ExpectedInitResponse(_)
+                    | ClientInitializeError::UncorrelatedErrorResponse { .. }
+                    | ClientInitializeError::NoCompatibleProtocolVersion { .. }
+                    | ClientInitializeError::JsonRpcError(_)
+            ),
+            message: format!(
                 "MCP server `{}` failed the handshake: {}{}",
                 self.name,
-                without_type_names(&err),
+                without_type_names(&self.scrub(err.to_string())),
                 self.stderr_tail()
-            )
+            ),
         };
         match &self.config.transport {
             Transport::Stdio { command, args, cwd, .. } => {
@@ -397,13 +443,15 @@ impl McpServer {
                 let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(cmd)
                     .stderr(std::process::Stdio::piped())
                     .spawn()
-                    .map_err(|err| format!("could not start MCP server `{}` (`{command}`): {err}", self.name))?;
+                    .map_err(|err| {
+                        Failed::from(format!("could not start MCP server `{}` (`{command}`): {err}", self.name))
+                    })?;
                 let child = transport.id().map(ChildGroup);
                 if let Some(stderr) = stderr {
                     tokio::spawn(forward_stderr(stderr, self.name.clone(), self.stderr.clone(), self.redactor.clone()));
                 }
-                let service =
-                    handler.serve(transport).await.map_err(|err| handshake_failed(self.scrub(err.to_string())))?;
+                let service = handler.serve_with_lifecycle(transport, lifecycle).await.map_err(handshake_failed)?;
+                self.connected(&service);
                 Ok(Live { service, _child: child, id, since: Instant::now(), strikes })
             }
             Transport::Http { url, .. } => {
@@ -411,9 +459,10 @@ impl McpServer {
                 let mut headers = http::HeaderMap::new();
                 for (name, value) in &self.secrets.headers {
                     let name = http::HeaderName::from_bytes(name.as_bytes())
-                        .map_err(|_| format!("`{name}` is not an HTTP header name"))?;
-                    let mut value = http::HeaderValue::from_str(value.expose())
-                        .map_err(|_| format!("the value of header `{name}` has characters a header cannot carry"))?;
+                        .map_err(|_| Failed::from(format!("`{name}` is not an HTTP header name")))?;
+                    let mut value = http::HeaderValue::from_str(value.expose()).map_err(|_| {
+                        Failed::from(format!("the value of header `{name}` has characters a header cannot carry"))
+                    })?;
                     value.set_sensitive(true);
                     headers.insert(name, value);
                 }
@@ -422,7 +471,7 @@ impl McpServer {
                     .connect_timeout(self.config.startup_timeout)
                     .user_agent(concat!("toolhost/", env!("CARGO_PKG_VERSION")))
                     .build()
-                    .map_err(|err| format!("could not set up the HTTP client: {err}"))?;
+                    .map_err(|err| Failed::from(format!("could not set up the HTTP client: {err}")))?;
                 let mut config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
                     url.as_str(),
                 );
@@ -430,11 +479,46 @@ impl McpServer {
                     config = config.auth_header(token.expose());
                 }
                 let transport = rmcp::transport::StreamableHttpClientTransport::with_client(client, config);
-                let service =
-                    handler.serve(transport).await.map_err(|err| handshake_failed(self.scrub(err.to_string())))?;
+                let service = handler.serve_with_lifecycle(transport, lifecycle).await.map_err(handshake_failed)?;
+                self.connected(&service);
                 Ok(Live { service, _child: None, id, since: Instant::now(), strikes })
             }
         }
+    }
+
+    /// Notes the revision a new connection speaks and, for a stateless
+    /// (2026-07-28) server that announces tool list changes, subscribes to
+    /// them: such a server sends none unasked.
+    fn connected(&self, service: &RunningService<RoleClient, Handler>) {
+        let Some(info) = service.peer().peer_info() else { return };
+        let version = info.protocol_version.clone();
+        let how = if version.has_initialize() { "the initialize handshake" } else { "server/discover, stateless" };
+        tracing::debug!(server = &*self.name, "speaks MCP {version} ({how})");
+        *self.protocol.lock().unwrap_or_else(|p| p.into_inner()) = Some(version.to_string());
+        let announces = info.capabilities.tools.as_ref().and_then(|tools| tools.list_changed) == Some(true);
+        if version.has_initialize() || !announces {
+            return;
+        }
+        let peer = service.peer().clone();
+        let changed = self.changed.clone();
+        let server = self.name.clone();
+        tokio::spawn(async move {
+            let filter = SubscriptionFilter::builder().tools_list_changed().build();
+            let mut subscription = match peer.listen(filter).await {
+                Ok(subscription) => subscription,
+                Err(err) => {
+                    tracing::debug!(server = &*server, "could not subscribe to tool list changes: {err}");
+                    return;
+                }
+            };
+            // Ends with the connection.
+            while let Ok(Some(notification)) = subscription.next().await {
+                if matches!(notification, ServerNotification::ToolListChangedNotification(_)) {
+                    tracing::debug!(server = &*server, "the server's tool list changed");
+                    changed.store(true, Ordering::SeqCst);
+                }
+            }
+        });
     }
 
     /// Calls the server's `tool` with `arguments` (a JSON object as text;
@@ -568,6 +652,31 @@ impl McpServer {
         if let State::Up(mut live) = std::mem::replace(&mut *state, State::Idle) {
             let _ = live.service.close_with_timeout(Duration::from_millis(200)).await;
         }
+    }
+}
+
+/// Why a connection could not be made.
+struct Failed {
+    /// What to tell a person.
+    message: String,
+    /// The server did not understand `server/discover` in a way rmcp could
+    /// tell from a rejection: the `initialize` handshake may still work.
+    legacy_may_work: bool,
+}
+
+impl From<String> for Failed {
+    fn from(message: String) -> Failed {
+        Failed { message, legacy_may_work: false }
+    }
+}
+
+/// How a connection starts: `server/discover` for the newest revision,
+/// falling back to the 2025-11-25 `initialize` handshake when the server
+/// rejects it.
+fn lifecycle() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::LATEST],
+        legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
     }
 }
 
