@@ -332,6 +332,111 @@ fn a_server_that_never_starts_is_one_warning_or_a_clear_stop_when_required() {
     assert_eq!(text.lines().count(), 1, "one line: {text}");
 }
 
+/// `[mcp_servers.py]` that takes 3 s to start, with a 1 s `startup_timeout`.
+fn slow_py() -> String {
+    py("slow", "startup_timeout = \"1s\"\nenv = { PYSERVER_DELAY = \"3\" }")
+}
+
+#[test]
+fn a_slow_server_joins_a_chat_before_the_next_turn() {
+    let script = Script { anthropic: false, stream: false };
+    let (dir, plugins) = setup(&slow_py(), &["hash"]);
+    let server = ModelServer::start(vec![script.text("first answer"), script.text("second answer")]);
+    let config = dir.path().join("toolhost.toml").display().to_string();
+    let plugins_arg = plugins.path().display().to_string();
+    let mut chat =
+        common::chat::Chat::start(dir.path(), &["--config", &config, "--plugins", &plugins_arg], script, &server);
+    chat.say("first");
+    chat.wait_for_requests(&server, 1, Duration::from_secs(60));
+    chat.wait_for("MCP server `py` is up after all", Duration::from_secs(60));
+    chat.say("second");
+    chat.wait_for_requests(&server, 2, Duration::from_secs(60));
+    let (output, lines) = chat.finish();
+    assert!(output.status.success(), "{lines:?}");
+    let offered = |index: usize| -> Vec<String> {
+        server.requests()[index].body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert!(!offered(0).contains(&"mcp__py__add_numbers".to_owned()), "{:?}", offered(0));
+    assert!(offered(1).contains(&"mcp__py__add_numbers".to_owned()), "{:?}", offered(1));
+    let warnings: Vec<&String> = lines.iter().filter(|line| line.starts_with("warning:")).collect();
+    assert_eq!(warnings.len(), 1, "one warning: {lines:?}");
+    assert!(
+        warnings[0].contains("`py` did not start within 1s") && warnings[0].contains("its tools join when it is up"),
+        "{warnings:?}"
+    );
+}
+
+#[test]
+fn a_slow_server_joins_serve_as_a_list_changed() {
+    use std::io::{BufRead, BufReader, Write};
+    let (dir, plugins) = setup(&slow_py(), &["hash"]);
+    let config = dir.path().join("toolhost.toml").display().to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(dir.path())
+        .args(["--config", &config, "--plugins", &plugins.path().display().to_string()])
+        .args(["serve", "--no-watch", "--include-mcp"])
+        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (sender, messages) = std::sync::mpsc::channel::<Value>();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    std::thread::spawn(move || {
+        for line in stdout.lines().map_while(Result::ok) {
+            let _ = sender.send(serde_json::from_str(&line).expect("stdout carries JSON-RPC only"));
+        }
+    });
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let warnings = std::thread::spawn(move || {
+        stderr.lines().map_while(Result::ok).filter(|line| line.starts_with("warning:")).collect::<Vec<_>>()
+    });
+    let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
+    let wait = |what: &dyn Fn(&Value) -> bool| -> Value {
+        loop {
+            let message = messages.recv_timeout(Duration::from_secs(60)).expect("toolhost serve answered");
+            if what(&message) {
+                return message;
+            }
+        }
+    };
+    let names = |listed: &Value| -> Vec<String> {
+        listed["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
+    };
+    send(serde_json::json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}));
+    wait(&|message| message["id"] == 1);
+    send(serde_json::json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+    send(serde_json::json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}));
+    let before = names(&wait(&|message| message["id"] == 2));
+    assert!(
+        before.contains(&"sha256".to_owned()) && !before.contains(&"mcp__py__add_numbers".to_owned()),
+        "{before:?}"
+    );
+
+    wait(&|message| message["method"] == "notifications/tools/list_changed");
+    send(serde_json::json!({"jsonrpc":"2.0","id":3,"method":"tools/list"}));
+    let after = names(&wait(&|message| message["id"] == 3));
+    assert!(after.contains(&"mcp__py__add_numbers".to_owned()), "{after:?}");
+    send(serde_json::json!({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{
+        "name":"mcp__py__add_numbers","arguments":{"a":2,"b":3}}}));
+    let called = wait(&|message| message["id"] == 4);
+    assert!(called.to_string().contains("The sum of 2 and 3 is 5."), "{called}");
+
+    drop(stdin);
+    let _ = child.wait();
+    let warnings = warnings.join().unwrap();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("`py` did not start within 1s"), "{warnings:?}");
+}
+
 /// Runs `toolhost run` against the scripted model, with `config`.
 fn run(dir: &Path, plugins: &Path, server: &ModelServer, script: Script, args: &[&str]) -> Output {
     let config = dir.join("toolhost.toml").display().to_string();

@@ -268,13 +268,31 @@ impl McpServer {
         self.changed.load(Ordering::SeqCst)
     }
 
-    /// Starts the server (or connects to it) and lists its tools, within
-    /// `startup_timeout`. On failure the server is down and the next call
-    /// tries again.
+    /// Starts the server (or connects to it) and lists its tools, however
+    /// long that takes: the caller bounds it ([`source::Servers::connect`]
+    /// waits `startup_timeout`, then lets a non-required server go on
+    /// starting in the background). On failure the server is down and the
+    /// next call tries again.
     pub async fn start(&self) -> Result<Vec<Arc<McpTool>>, String> {
         let mut state = self.state.lock().await;
-        self.connect_locked(&mut state).await?;
+        match self.connect(0).await {
+            Ok(live) => *state = State::Up(live),
+            Err(error) => {
+                *state = State::Down { error: error.clone(), strikes: 1, retry_at: Instant::now() + backoff(1) };
+                return Err(error);
+            }
+        }
         self.refresh_locked(&state).await
+    }
+
+    /// Says that the server did not start within its `startup_timeout`.
+    pub fn not_started(&self) -> String {
+        format!(
+            "MCP server `{}` did not start within {}s (raise its `startup_timeout`){}",
+            self.name,
+            self.config.startup_timeout.as_secs_f64(),
+            self.stderr_tail()
+        )
     }
 
     /// Lists the tools again (after `list_changed`, or a restart).
@@ -359,12 +377,7 @@ impl McpServer {
             outcome => {
                 let error = match outcome {
                     Ok(Err(error)) => error,
-                    _ => format!(
-                        "MCP server `{}` did not start within {}s (raise its `startup_timeout`){}",
-                        self.name,
-                        self.config.startup_timeout.as_secs_f64(),
-                        self.stderr_tail()
-                    ),
+                    _ => self.not_started(),
                 };
                 let strikes = strikes + 1;
                 *state = State::Down { error: error.clone(), strikes, retry_at: Instant::now() + backoff(strikes) };
