@@ -265,12 +265,14 @@ fn the_newest_revision_is_spoken_where_offered_else_the_initialize_handshake() {
     let served = HttpToolhost::start(inner.path());
     let config = format!(
         "[mcp_servers.http]\nurl = {:?}\n\
-         [mcp_servers.stdio]\ncommand = {:?}\nargs = [\"--plugins\", {:?}, \"serve\", \"--no-watch\"]\n{}{}",
+         [mcp_servers.stdio]\ncommand = {toolhost:?}\nargs = [\"--plugins\", {inner:?}, \"serve\", \"--no-watch\"]\n\
+         [mcp_servers.pinned]\ncommand = {toolhost:?}\nargs = [\"--plugins\", {inner:?}, \"serve\", \"--no-watch\"]\n\
+         protocol = \"2025-11-25\"\n{}{}",
         served.url,
-        env!("CARGO_BIN_EXE_toolhost"),
-        inner.path().display().to_string(),
         everything_stdio(""),
         py("tools", ""),
+        toolhost = env!("CARGO_BIN_EXE_toolhost"),
+        inner = inner.path().display().to_string(),
     );
     let (dir, plugins) = setup(&config, &[]);
     let output = toolhost(dir.path(), plugins.path(), &["-vv", "tools", "--json"], &[]);
@@ -282,6 +284,8 @@ fn the_newest_revision_is_spoken_where_offered_else_the_initialize_handshake() {
     assert_eq!(protocol_of(&tools, "stdio"), "2026-07-28");
     assert_eq!(protocol_of(&tools, "py"), "2026-07-28");
     assert_eq!(protocol_of(&tools, "everything"), "2025-11-25");
+    // `protocol = "2025-11-25"` pins the handshake, even with a server that offers more.
+    assert_eq!(protocol_of(&tools, "pinned"), "2025-11-25");
     let log = stderr(&output);
     assert!(log.contains("speaks MCP 2026-07-28 (server/discover, stateless) server=\"http\""), "{log}");
     assert!(log.contains("speaks MCP 2025-11-25 (the initialize handshake) server=\"everything\""), "{log}");
@@ -501,10 +505,13 @@ fn run_calls_an_mcp_tool_and_a_plugin_tool_in_one_turn() {
     assert_eq!(saved_results[1]["source"], "plugin hash");
 }
 
+/// A 2025-11-25 server pushes `notifications/tools/list_changed` in its
+/// session, before the answer to the call that changed the list: the very
+/// next turn sees the new tool.
 #[test]
 fn a_changed_tool_list_is_seen_before_the_next_turn() {
     let script = Script { anthropic: false, stream: false };
-    let (dir, plugins) = setup(&py("tools", ""), &[]);
+    let (dir, plugins) = setup(&py("tools", "protocol = \"2025-11-25\""), &[]);
     let server = ModelServer::start(vec![
         script.calls(&[("g", "mcp__py__grow", "{}")]),
         script.calls(&[("l", "mcp__py__late_tool", "{}")]),
@@ -525,6 +532,45 @@ fn a_changed_tool_list_is_seen_before_the_next_turn() {
     assert!(names(1).contains(&"mcp__py__late_tool".to_owned()), "{:?}", names(1));
     let results = script.results(&requests[2]);
     assert_eq!(results[0].0, "l");
+    assert!(results[0].1.contains("late tool here") && !results[0].2, "{results:?}");
+}
+
+/// A 2026-07-28 server tells its `subscriptions/listen` subscribers, on a
+/// stream of its own (so not necessarily before the call's answer): the
+/// first turn after the notification arrived sees the new tool.
+#[test]
+fn a_changed_tool_list_reaches_a_chat_over_a_subscription() {
+    let script = Script { anthropic: false, stream: false };
+    let (dir, plugins) = setup(&py("tools", ""), &[]);
+    let server = ModelServer::start(vec![
+        script.calls(&[("g", "mcp__py__grow", "{}")]),
+        script.text("grown"),
+        script.calls(&[("l", "mcp__py__late_tool", "{}")]),
+        script.text("done"),
+    ]);
+    let config = dir.path().join("toolhost.toml").display().to_string();
+    let plugins_arg = plugins.path().display().to_string();
+    let mut chat =
+        common::chat::Chat::start(dir.path(), &["--config", &config, "--plugins", &plugins_arg], script, &server);
+    chat.say("grow");
+    chat.wait_for_requests(&server, 2, Duration::from_secs(60));
+    chat.wait_for("MCP server `py` says its tools changed (subscriptions/listen)", Duration::from_secs(30));
+    chat.say("use the new tool");
+    chat.wait_for_requests(&server, 4, Duration::from_secs(60));
+    let (output, lines) = chat.finish();
+    assert!(output.status.success(), "{lines:?}");
+    let requests = server.requests();
+    let offered = |index: usize| -> Vec<String> {
+        requests[index].body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert!(!offered(0).contains(&"mcp__py__late_tool".to_owned()), "{:?}", offered(0));
+    assert!(offered(2).contains(&"mcp__py__late_tool".to_owned()), "{:?}", offered(2));
+    let results = script.results(&requests[3]);
     assert!(results[0].1.contains("late tool here") && !results[0].2, "{results:?}");
 }
 

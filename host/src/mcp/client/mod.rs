@@ -36,7 +36,7 @@ pub mod source;
 use crate::grants::env::{Redactor, Secret};
 use crate::runtime::limits::Limits;
 use crate::runtime::outcome::{CallError, CallReport, LogRecord, ToolOutput, Usage};
-use config::{McpServerConfig, Transport};
+use config::{McpServerConfig, Protocol, Transport};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock, Implementation,
     ProtocolVersion, ResourceContents, ServerNotification, SubscriptionFilter,
@@ -103,7 +103,11 @@ impl ClientHandler for Handler {
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        tracing::debug!(server = &*self.server, "the server's tool list changed");
+        tracing::info!(
+            server = &*self.server,
+            "MCP server `{}` says its tools changed (notifications/tools/list_changed)",
+            self.server
+        );
         self.changed.store(true, Ordering::SeqCst);
     }
 }
@@ -152,7 +156,8 @@ pub struct McpServer {
     connections: AtomicU64,
     /// The revision agreed on at the last connection.
     protocol: Mutex<Option<String>>,
-    /// The server misunderstood `server/discover` once: only the handshake is used.
+    /// Only the handshake is used: `protocol = "2025-11-25"`, or the server
+    /// misunderstood `server/discover` once.
     legacy: AtomicBool,
 }
 
@@ -389,6 +394,14 @@ impl McpServer {
     /// Starts or reaches the server and completes the handshake; `strikes`
     /// is how many times in a row it failed before.
     async fn connect(&self, strikes: u32) -> Result<Live, String> {
+        match self.config.protocol {
+            Protocol::Handshake => self.legacy.store(true, Ordering::SeqCst),
+            Protocol::Stateless => {
+                let only = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+                return self.connect_with(strikes, only).await.map_err(|failed| failed.message);
+            }
+            Protocol::Auto => {}
+        }
         if !self.legacy.load(Ordering::SeqCst) {
             match self.connect_with(strikes, lifecycle()).await {
                 Err(failed) if failed.legacy_may_work => {
@@ -527,7 +540,10 @@ impl McpServer {
             // Ends with the connection.
             while let Ok(Some(notification)) = subscription.next().await {
                 if matches!(notification, ServerNotification::ToolListChangedNotification(_)) {
-                    tracing::debug!(server = &*server, "the server's tool list changed");
+                    tracing::info!(
+                        server = &*server,
+                        "MCP server `{server}` says its tools changed (subscriptions/listen)"
+                    );
                     changed.store(true, Ordering::SeqCst);
                 }
             }
