@@ -1,7 +1,9 @@
 //! `toolhost serve` driven by real third-party MCP clients: the official
 //! Python SDK (`mcp`, over stdio and Streamable HTTP, in both protocol
 //! generations) and the MCP conformance suite (over HTTP), plus the HTTP
-//! front's own checks with raw requests. The clients are installed by
+//! front's own checks with raw requests (Host, Origin, token, sizes, the
+//! session cap and idle expiry, and one session's slow call beside another
+//! session's list and call). The clients are installed by
 //! `tests/mcp/setup.sh` into a gitignored folder the first time; a failed
 //! install fails the tests.
 

@@ -1,10 +1,14 @@
 //! External MCP servers as tools, through the real `toolhost` binary:
 //! `@modelcontextprotocol/server-everything` (npm) over stdio and Streamable
 //! HTTP, and servers written with the official Python `mcp` package
-//! (`tests/mcp/servers/pyserver.py`): listing, calls, errors, timeouts, a
-//! tool list that changes at run time, a server that crashes mid-call, one
-//! that never starts, the child's environment, approvals, and `toolhost run`
-//! against the scripted model with an MCP tool and a plugin tool in one turn.
+//! (`tests/mcp/servers/pyserver.py`), and `toolhost serve` itself: listing,
+//! calls, errors, timeouts (`tool_timeout`), a tool list that changes at run
+//! time (pushed, or over a subscription), a server that crashes mid-call or
+//! keeps crashing (restart backoff), one that never starts and one that
+//! starts late (joining `chat` and `serve` in the background), the protocol
+//! revision each server speaks, the child's environment, approvals, and
+//! `toolhost run` against the scripted model with an MCP tool and a plugin
+//! tool in one turn.
 //! The servers are installed by `tests/mcp/servers.sh` into the gitignored
 //! `tests/mcp/.tools`; a failed install fails the tests.
 
