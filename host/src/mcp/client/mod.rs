@@ -20,8 +20,10 @@
 //! tool list changes come over a `subscriptions/listen` subscription. A
 //! server that rejects it (every server of an older revision does) gets the
 //! 2025-11-25 `initialize` handshake on the same connection, and pushes
-//! `list_changed` itself. rmcp's `ClientLifecycleMode::Auto` does both.
-//! [`McpServer::protocol`] says which one a server speaks.
+//! `list_changed` itself. rmcp's `ClientLifecycleMode::Auto` does both; a
+//! server that answers `server/discover` with something else gets the
+//! handshake on a new connection. `protocol` in the config pins either
+//! revision. [`McpServer::protocol`] says which one a server speaks.
 //!
 //! Child processes get a minimal environment (`PATH`, `HOME`, `LANG`,
 //! `TMPDIR`, then the `env_vars` names and the `env` values), run in their own
@@ -398,7 +400,14 @@ impl McpServer {
             Protocol::Handshake => self.legacy.store(true, Ordering::SeqCst),
             Protocol::Stateless => {
                 let only = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
-                return self.connect_with(strikes, only).await.map_err(|failed| failed.message);
+                return self.connect_with(strikes, only).await.map_err(|failed| match failed.legacy_may_work {
+                    true => format!(
+                        "{} (it seems not to offer 2026-07-28, which `protocol = \"2026-07-28\"` requires: \
+                         set `protocol = \"auto\"` for it)",
+                        failed.message
+                    ),
+                    false => failed.message,
+                });
             }
             Protocol::Auto => {}
         }
