@@ -607,12 +607,13 @@ fn a_server_that_keeps_crashing_is_restarted_after_a_pause_and_meanwhile_fails_a
     let dir = tempfile::tempdir().unwrap();
     let starts = dir.path().join("starts.txt");
     let config = format!(
-        "[model]\nmax_concurrent_tools = 1\n{}",
+        "[model]\nmax_concurrent_tools = 1\n[plugins.sleep_forever.limits]\ntimeout = \"1s\"\n{}",
         py("tools", &format!("env = {{ PYSERVER_STARTS = {:?} }}", starts.display().to_string()))
     );
     std::fs::write(dir.path().join("toolhost.toml"), config).unwrap();
-    let plugins = common::plugin_dir(&[]);
-    // One call at a time, in this order, with no model round trip between them.
+    let plugins = common::plugin_dir(&["sleep_forever"]);
+    // One call at a time, in this order, with no model round trip between them;
+    // `nap` (a plugin cut by its 1 s timeout) outlasts the 0.5 s pause.
     let server = ModelServer::start(vec![
         script.calls(&[
             ("p1", "mcp__py__pid", "{}"),
@@ -620,6 +621,8 @@ fn a_server_that_keeps_crashing_is_restarted_after_a_pause_and_meanwhile_fails_a
             ("p2", "mcp__py__pid", "{}"),
             ("crash2", "mcp__py__crash", "{}"),
             ("p3", "mcp__py__pid", "{}"),
+            ("nap", "sleep_forever", "{}"),
+            ("p4", "mcp__py__pid", "{}"),
         ]),
         script.text("done"),
     ]);
@@ -627,7 +630,7 @@ fn a_server_that_keeps_crashing_is_restarted_after_a_pause_and_meanwhile_fails_a
     assert!(output.status.success(), "{}", stderr(&output));
     let results = script.results(&server.requests()[1]);
     let ids: Vec<&str> = results.iter().map(|result| result.0.as_str()).collect();
-    assert_eq!(ids, ["p1", "crash1", "p2", "crash2", "p3"]);
+    assert_eq!(ids, ["p1", "crash1", "p2", "crash2", "p3", "nap", "p4"]);
     let (first, crash1, second, crash2, third) = (&results[0], &results[1], &results[2], &results[3], &results[4]);
     assert!(!first.2 && !second.2, "{results:?}");
     // The first crash: started again by the next call, a new process.
@@ -642,8 +645,13 @@ fn a_server_that_keeps_crashing_is_restarted_after_a_pause_and_meanwhile_fails_a
             && third.1.contains("the first call after 0."),
         "{third:?}"
     );
-    let started = std::fs::read_to_string(&starts).unwrap();
-    assert_eq!(started.lines().count(), 2, "no process is started inside the pause: {started}");
+    // After the pause, the next call starts it again.
+    let fourth = &results[6];
+    assert!(results[5].2 && !fourth.2, "{results:?}");
+    assert!(fourth.1 != first.1 && fourth.1 != second.1, "a new process answers: {results:?}");
+    let started: Vec<String> = std::fs::read_to_string(&starts).unwrap().lines().map(str::to_owned).collect();
+    assert_eq!(started.len(), 3, "no process is started inside the pause: {started:?}");
+    assert!(fourth.1.contains(&started[2]), "the third process answers: {started:?} {fourth:?}");
 }
 
 #[test]
