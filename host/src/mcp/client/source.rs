@@ -80,14 +80,18 @@ impl Servers {
                 Some(starting) => {
                     let (catalog, server) = (catalog.clone(), server.clone());
                     tokio::spawn(async move {
-                        if let Ok(Ok(tools)) = starting.await {
-                            tracing::info!(
-                                server = server.name(),
-                                "MCP server `{}` is up after all: its {} tools join",
-                                server.name(),
-                                tools.len()
-                            );
-                            publish(&catalog, &server);
+                        match starting.await {
+                            Ok(Ok(tools)) => {
+                                tracing::info!(
+                                    server = server.name(),
+                                    "MCP server `{}` is up after all: its {} tools join",
+                                    server.name(),
+                                    tools.len()
+                                );
+                                publish(&catalog, &server);
+                            }
+                            Ok(Err(message)) => tracing::info!(server = server.name(), "{message}"),
+                            Err(_) => {}
                         }
                     });
                     true
