@@ -181,7 +181,11 @@ async fn load(config: Config, flag: Option<&Path>) -> Result<Host> {
             );
         }
         for problem in servers {
-            eprintln!("warning: {}; its tools are left out", problem.message);
+            if problem.joins_later {
+                eprintln!("warning: {}; going on without it, its tools join when it is up", problem.message);
+            } else {
+                eprintln!("warning: {}; its tools are left out", problem.message);
+            }
         }
     }
     for problem in host.problems() {

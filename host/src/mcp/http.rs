@@ -7,6 +7,12 @@
 //! and the declared body size (else 413). rmcp then checks `Host` and
 //! `Origin` against the allowed lists (DNS-rebinding protection: 403), the
 //! protocol version header, the session, and bounds the body it reads.
+//!
+//! Sessions (2025-11-25 clients) are bounded here too: an `initialize` past
+//! `max_sessions` open ones gets 503 saying so, and a session with no request
+//! open and none for `session_idle` is closed (its next request gets the
+//! spec's 404 for an unknown session, so the client initializes again). A
+//! session listening on its GET stream is in use, not idle.
 
 use super::ServeConfig;
 use super::server::ToolServer;
@@ -18,11 +24,15 @@ use http_body_util::LengthLimitError;
 use http_body_util::{BodyExt, Full, Limited, combinators::BoxBody};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::Arc;
-use std::time::Duration;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -100,8 +110,10 @@ pub async fn serve_http(
         .enforce_origin_validation()
         .with_max_request_body_bytes(options.max_body as usize)
         .with_cancellation_token(stop.child_token());
+    // Idle sessions are closed by `Front` (rmcp's own keep-alive would end a
+    // session's worker but leave it counted, answering 500s instead of 404).
     let mut session_config = SessionConfig::default();
-    session_config.keep_alive = Some(options.session_idle);
+    session_config.keep_alive = None;
     let mut sessions = LocalSessionManager::default();
     sessions.session_config = session_config;
     let sessions = Arc::new(sessions);
@@ -113,6 +125,23 @@ pub async fn serve_http(
         token: options.token.clone(),
         max_body: options.max_body,
         max_sessions: options.max_sessions,
+        idle: options.session_idle,
+        activity: Arc::new(Mutex::new(HashMap::new())),
+        opening: tokio::sync::Mutex::new(()),
+    });
+    // Closes idle sessions even when no request comes to notice them.
+    let sweeper = front.clone();
+    let sweep_stop = stop.clone();
+    tokio::spawn(async move {
+        let period = (sweeper.idle / 2).clamp(Duration::from_millis(100), Duration::from_secs(60));
+        let mut tick = tokio::time::interval(period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = sweep_stop.cancelled() => return,
+                _ = tick.tick() => sweeper.close_idle_sessions().await,
+            }
+        }
     });
     loop {
         let (stream, _) = tokio::select! {
@@ -159,6 +188,72 @@ struct Front {
     token: Option<String>,
     max_body: u64,
     max_sessions: usize,
+    /// A session unused for this long is closed.
+    idle: Duration,
+    /// The use of every session opened here.
+    activity: Arc<Mutex<HashMap<Arc<str>, Use>>>,
+    /// Held from the session count to the new session's creation, so that
+    /// concurrent `initialize`s cannot open more than `max_sessions`.
+    opening: tokio::sync::Mutex<()>,
+}
+
+/// How a session is being used: its requests still open (a streamed
+/// response, a GET stream), and when the last one ended or began.
+struct Use {
+    open: usize,
+    last: Instant,
+}
+
+/// Counts one request of a session as open until its response body is done.
+struct InUse {
+    activity: Arc<Mutex<HashMap<Arc<str>, Use>>>,
+    session: Arc<str>,
+}
+
+impl InUse {
+    fn begin(activity: &Arc<Mutex<HashMap<Arc<str>, Use>>>, session: Arc<str>) -> InUse {
+        let mut seen = activity.lock().unwrap_or_else(|p| p.into_inner());
+        let usage = seen.entry(session.clone()).or_insert(Use { open: 0, last: Instant::now() });
+        usage.open += 1;
+        usage.last = Instant::now();
+        InUse { activity: activity.clone(), session }
+    }
+}
+
+impl Drop for InUse {
+    fn drop(&mut self) {
+        let mut seen = self.activity.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(usage) = seen.get_mut(&self.session) {
+            usage.open = usage.open.saturating_sub(1);
+            usage.last = Instant::now();
+        }
+    }
+}
+
+/// A response body that keeps its session in use until it is done (or dropped).
+struct Tracked {
+    inner: Body,
+    _in_use: InUse,
+}
+
+impl http_body::Body for Tracked {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        Pin::new(&mut self.get_mut().inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 impl Front {
@@ -191,18 +286,92 @@ impl Front {
             }
             Err(_) => return plain(StatusCode::BAD_REQUEST, "Bad Request: the request body could not be read"),
         };
-        if parts.method == http::Method::POST
-            && !parts.headers.contains_key("mcp-session-id")
-            && starts_session(&body)
-            && self.sessions.sessions.read().await.len() >= self.max_sessions
-        {
-            return plain(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "Service Unavailable: too many open sessions (`max_sessions` in [serve]); try again later",
-            );
+        let session: Option<Arc<str>> =
+            parts.headers.get("mcp-session-id").and_then(|value| value.to_str().ok()).map(Arc::from);
+        match session {
+            Some(session) => {
+                if self.idle_for(&session).is_some_and(|idle| idle >= self.idle) {
+                    // Expired: closed now, so rmcp answers 404 and the client starts over.
+                    self.close(&session).await;
+                }
+                let in_use = self
+                    .sessions
+                    .sessions
+                    .read()
+                    .await
+                    .contains_key(&session)
+                    .then(|| InUse::begin(&self.activity, session));
+                let response = self.service.handle(Request::from_parts(parts, Full::new(body))).await;
+                match in_use {
+                    Some(in_use) => track(response, in_use),
+                    None => response,
+                }
+            }
+            None if parts.method == http::Method::POST && starts_session(&body) => {
+                let _opening = self.opening.lock().await;
+                self.close_idle_sessions().await;
+                let open = self.sessions.sessions.read().await.len();
+                if open >= self.max_sessions {
+                    return plain_owned(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        format!(
+                            "Service Unavailable: {open} MCP sessions are open, the most this server allows \
+                             (`max_sessions = {}` in [serve] of toolhost.toml); end one (DELETE) or wait for \
+                             one to go idle, or raise `max_sessions`",
+                            self.max_sessions
+                        ),
+                    );
+                }
+                let response = self.service.handle(Request::from_parts(parts, Full::new(body))).await;
+                let opened: Option<Arc<str>> =
+                    response.headers().get("mcp-session-id").and_then(|value| value.to_str().ok()).map(Arc::from);
+                match opened {
+                    Some(session) => {
+                        let in_use = InUse::begin(&self.activity, session);
+                        track(response, in_use)
+                    }
+                    None => response,
+                }
+            }
+            None => self.service.handle(Request::from_parts(parts, Full::new(body))).await,
         }
-        self.service.handle(Request::from_parts(parts, Full::new(body))).await
     }
+
+    /// How long `session` has been idle (no request open), if it is.
+    fn idle_for(&self, session: &Arc<str>) -> Option<Duration> {
+        let seen = self.activity.lock().unwrap_or_else(|p| p.into_inner());
+        seen.get(session).filter(|usage| usage.open == 0).map(|usage| usage.last.elapsed())
+    }
+
+    /// Closes every session idle for `session_idle`, and forgets sessions
+    /// that ended otherwise (a client's DELETE).
+    async fn close_idle_sessions(&self) {
+        let expired: Vec<Arc<str>> = {
+            let live = self.sessions.sessions.read().await;
+            let mut seen = self.activity.lock().unwrap_or_else(|p| p.into_inner());
+            seen.retain(|session, _| live.contains_key(session));
+            seen.iter()
+                .filter(|(_, usage)| usage.open == 0 && usage.last.elapsed() >= self.idle)
+                .map(|(session, _)| session.clone())
+                .collect()
+        };
+        for session in expired {
+            self.close(&session).await;
+        }
+    }
+
+    async fn close(&self, session: &Arc<str>) {
+        tracing::debug!("closing MCP session {session}: idle for {:?}", self.idle);
+        if let Err(err) = self.sessions.close_session(session).await {
+            tracing::debug!("closing MCP session {session}: {err}");
+        }
+        self.activity.lock().unwrap_or_else(|p| p.into_inner()).remove(session);
+    }
+}
+
+/// `response` with its body keeping `in_use` until it is done.
+fn track(response: Response<Body>, in_use: InUse) -> Response<Body> {
+    response.map(|inner| Tracked { inner, _in_use: in_use }.boxed())
 }
 
 /// True when `body` is an `initialize` request (which opens a session).
@@ -224,7 +393,11 @@ fn authorized(request: &Request<Incoming>, token: &str) -> bool {
 }
 
 fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
+    plain_owned(status, text.to_owned())
+}
+
+fn plain_owned(status: StatusCode, text: String) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(text)).boxed());
     *response.status_mut() = status;
     response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("text/plain; charset=utf-8"));
     response
