@@ -187,7 +187,11 @@ async fn load_into(host: &Host, dir: &Path) -> Result<()> {
             );
         }
         for problem in servers {
-            eprintln!("warning: {}; its tools are left out", problem.message);
+            if problem.joins_later {
+                eprintln!("warning: {}; going on without it, its tools join when it is up", problem.message);
+            } else {
+                eprintln!("warning: {}; its tools are left out", problem.message);
+            }
         }
     }
     for problem in host.problems() {

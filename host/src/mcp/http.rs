@@ -10,6 +10,12 @@
 //! protection: 403), the protocol version header, the session, and bounds
 //! the body it reads.
 //!
+//! Sessions (2025-11-25 clients) are bounded here too: an `initialize` past
+//! `max_sessions` open ones gets 503 saying so, and a session with no request
+//! open and none for `session_idle` is closed (its next request gets the
+//! spec's 404 for an unknown session, so the client initializes again). A
+//! session listening on its GET stream is in use, not idle.
+//!
 //! The operator endpoints answer `GET` (and `HEAD`) after the same `Host`
 //! check (403): `/healthz` is 200 while the process serves, `/readyz` 200
 //! once ready and 503 with the reason before (and while shutting down), both
@@ -30,14 +36,16 @@ use http_body_util::LengthLimitError;
 use http_body_util::{BodyExt, Full, Limited, combinators::BoxBody};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -130,8 +138,10 @@ pub async fn serve_http(
         .enforce_origin_validation()
         .with_max_request_body_bytes(options.max_body as usize)
         .with_cancellation_token(streams.clone());
+    // Idle sessions are closed by `Front` (rmcp's own keep-alive would end a
+    // session's worker but leave it counted, answering 500s instead of 404).
     let mut session_config = SessionConfig::default();
-    session_config.keep_alive = Some(options.session_idle);
+    session_config.keep_alive = None;
     let mut sessions = LocalSessionManager::default();
     sessions.session_config = session_config;
     let sessions = Arc::new(sessions);
@@ -148,6 +158,23 @@ pub async fn serve_http(
         token: options.token.clone(),
         max_body: options.max_body,
         max_sessions: options.max_sessions,
+        idle: options.session_idle,
+        activity: Arc::new(Mutex::new(HashMap::new())),
+        opening: tokio::sync::Mutex::new(()),
+    });
+    // Closes idle sessions even when no request comes to notice them.
+    let sweeper = front.clone();
+    let sweep_stop = stop.clone();
+    tokio::spawn(async move {
+        let period = (sweeper.idle / 2).clamp(Duration::from_millis(100), Duration::from_secs(60));
+        let mut tick = tokio::time::interval(period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = sweep_stop.cancelled() => return,
+                _ = tick.tick() => sweeper.close_idle_sessions().await,
+            }
+        }
     });
     let in_flight = front.in_flight.clone();
     let mut connections = tokio::task::JoinSet::new();
@@ -224,6 +251,72 @@ struct Front {
     token: Option<String>,
     max_body: u64,
     max_sessions: usize,
+    /// A session unused for this long is closed.
+    idle: Duration,
+    /// The use of every session opened here.
+    activity: Arc<Mutex<HashMap<Arc<str>, Use>>>,
+    /// Held from the session count to the new session's creation, so that
+    /// concurrent `initialize`s cannot open more than `max_sessions`.
+    opening: tokio::sync::Mutex<()>,
+}
+
+/// How a session is being used: its requests still open (a streamed
+/// response, a GET stream), and when the last one ended or began.
+struct Use {
+    open: usize,
+    last: Instant,
+}
+
+/// Counts one request of a session as open until its response body is done.
+struct InUse {
+    activity: Arc<Mutex<HashMap<Arc<str>, Use>>>,
+    session: Arc<str>,
+}
+
+impl InUse {
+    fn begin(activity: &Arc<Mutex<HashMap<Arc<str>, Use>>>, session: Arc<str>) -> InUse {
+        let mut seen = activity.lock().unwrap_or_else(|p| p.into_inner());
+        let usage = seen.entry(session.clone()).or_insert(Use { open: 0, last: Instant::now() });
+        usage.open += 1;
+        usage.last = Instant::now();
+        InUse { activity: activity.clone(), session }
+    }
+}
+
+impl Drop for InUse {
+    fn drop(&mut self) {
+        let mut seen = self.activity.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(usage) = seen.get_mut(&self.session) {
+            usage.open = usage.open.saturating_sub(1);
+            usage.last = Instant::now();
+        }
+    }
+}
+
+/// A response body that keeps its session in use until it is done (or dropped).
+struct Tracked {
+    inner: Body,
+    _in_use: InUse,
+}
+
+impl http_body::Body for Tracked {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        Pin::new(&mut self.get_mut().inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 impl Front {
@@ -255,7 +348,7 @@ impl Front {
             Endpoint::Healthz => plain(StatusCode::OK, "ok\n"),
             Endpoint::Readyz => match self.readiness.reason() {
                 None => plain(StatusCode::OK, "ready\n"),
-                Some(reason) => text(StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {reason}\n")),
+                Some(reason) => plain_owned(StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {reason}\n")),
             },
             _ => {
                 if let Some(token) = &self.token
@@ -272,7 +365,7 @@ impl Front {
                     plugins: catalog.plugins().len(),
                     load_problems: catalog.problems().iter().filter(|p| p.kind != ProblemKind::Grant).count(),
                 };
-                let mut response = text(StatusCode::OK, self.metrics.render(&snapshot));
+                let mut response = plain_owned(StatusCode::OK, self.metrics.render(&snapshot));
                 response
                     .headers_mut()
                     .insert(header::CONTENT_TYPE, header::HeaderValue::from_static(metrics::CONTENT_TYPE));
@@ -288,7 +381,7 @@ impl Front {
             return unauthorized();
         }
         if let Some(reason) = self.readiness.reason() {
-            let mut response = text(
+            let mut response = plain_owned(
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!("Service Unavailable: not ready ({reason}); retry shortly"),
             );
@@ -313,24 +406,93 @@ impl Front {
             }
             Err(_) => return plain(StatusCode::BAD_REQUEST, "Bad Request: the request body could not be read"),
         };
-        if parts.method == http::Method::POST
-            && !parts.headers.contains_key("mcp-session-id")
-            && starts_session(&body)
-            && self.sessions.sessions.read().await.len() >= self.max_sessions
-        {
-            return plain(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "Service Unavailable: too many open sessions (`max_sessions` in [serve]); try again later",
-            );
-        }
-        let counted = parts.method == http::Method::POST;
-        let in_flight = counted.then(|| InFlight::enter(&self.in_flight));
-        let response = self.service.handle(Request::from_parts(parts, Full::new(body))).await;
+        // Counted until the response is sent in full, for the drain at shutdown.
+        let in_flight = (parts.method == http::Method::POST).then(|| InFlight::enter(&self.in_flight));
+        let session: Option<Arc<str>> =
+            parts.headers.get("mcp-session-id").and_then(|value| value.to_str().ok()).map(Arc::from);
+        let response = match session {
+            Some(session) => {
+                if self.idle_for(&session).is_some_and(|idle| idle >= self.idle) {
+                    // Expired: closed now, so rmcp answers 404 and the client starts over.
+                    self.close(&session).await;
+                }
+                let in_use = self
+                    .sessions
+                    .sessions
+                    .read()
+                    .await
+                    .contains_key(&session)
+                    .then(|| InUse::begin(&self.activity, session));
+                let response = self.service.handle(Request::from_parts(parts, Full::new(body))).await;
+                match in_use {
+                    Some(in_use) => track(response, in_use),
+                    None => response,
+                }
+            }
+            None if parts.method == http::Method::POST && starts_session(&body) => {
+                let _opening = self.opening.lock().await;
+                self.close_idle_sessions().await;
+                let open = self.sessions.sessions.read().await.len();
+                if open >= self.max_sessions {
+                    return plain_owned(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        format!(
+                            "Service Unavailable: {open} MCP sessions are open, the most this server allows \
+                             (`max_sessions = {}` in [serve] of toolhost.toml); end one (DELETE) or wait for \
+                             one to go idle, or raise `max_sessions`",
+                            self.max_sessions
+                        ),
+                    );
+                }
+                let response = self.service.handle(Request::from_parts(parts, Full::new(body))).await;
+                let opened: Option<Arc<str>> =
+                    response.headers().get("mcp-session-id").and_then(|value| value.to_str().ok()).map(Arc::from);
+                match opened {
+                    Some(session) => {
+                        let in_use = InUse::begin(&self.activity, session);
+                        track(response, in_use)
+                    }
+                    None => response,
+                }
+            }
+            None => self.service.handle(Request::from_parts(parts, Full::new(body))).await,
+        };
         match in_flight {
             // The response to a POST (a tool call's result) may be a stream: it is done when its body is.
-            Some(in_flight) => response.map(|body| Tracked { body, _in_flight: in_flight }.boxed()),
+            Some(in_flight) => response.map(|body| InFlightBody { body, _in_flight: in_flight }.boxed()),
             None => response,
         }
+    }
+
+    /// How long `session` has been idle (no request open), if it is.
+    fn idle_for(&self, session: &Arc<str>) -> Option<Duration> {
+        let seen = self.activity.lock().unwrap_or_else(|p| p.into_inner());
+        seen.get(session).filter(|usage| usage.open == 0).map(|usage| usage.last.elapsed())
+    }
+
+    /// Closes every session idle for `session_idle`, and forgets sessions
+    /// that ended otherwise (a client's DELETE).
+    async fn close_idle_sessions(&self) {
+        let expired: Vec<Arc<str>> = {
+            let live = self.sessions.sessions.read().await;
+            let mut seen = self.activity.lock().unwrap_or_else(|p| p.into_inner());
+            seen.retain(|session, _| live.contains_key(session));
+            seen.iter()
+                .filter(|(_, usage)| usage.open == 0 && usage.last.elapsed() >= self.idle)
+                .map(|(session, _)| session.clone())
+                .collect()
+        };
+        for session in expired {
+            self.close(&session).await;
+        }
+    }
+
+    async fn close(&self, session: &Arc<str>) {
+        tracing::debug!("closing MCP session {session}: idle for {:?}", self.idle);
+        if let Err(err) = self.sessions.close_session(session).await {
+            tracing::debug!("closing MCP session {session}: {err}");
+        }
+        self.activity.lock().unwrap_or_else(|p| p.into_inner()).remove(session);
     }
 }
 
@@ -352,20 +514,20 @@ impl Drop for InFlight {
 
 /// A response body that keeps its request counted in flight until hyper
 /// has sent it all (or the client went away) and drops it.
-struct Tracked {
+struct InFlightBody {
     body: Body,
     _in_flight: InFlight,
 }
 
-impl http_body::Body for Tracked {
+impl http_body::Body for InFlightBody {
     type Data = Bytes;
     type Error = Infallible;
 
     fn poll_frame(
-        mut self: Pin<&mut Self>,
+        self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
+        Pin::new(&mut self.get_mut().body).poll_frame(cx)
     }
 
     fn is_end_stream(&self) -> bool {
@@ -375,6 +537,11 @@ impl http_body::Body for Tracked {
     fn size_hint(&self) -> http_body::SizeHint {
         self.body.size_hint()
     }
+}
+
+/// `response` with its body keeping `in_use` until it is done.
+fn track(response: Response<Body>, in_use: InUse) -> Response<Body> {
+    response.map(|inner| Tracked { inner, _in_use: in_use }.boxed())
 }
 
 /// True when `body` is an `initialize` request (which opens a session).
@@ -434,12 +601,12 @@ fn authorized<B>(request: &Request<B>, token: &str) -> bool {
     given.ct_eq(token.as_bytes()).into()
 }
 
-fn plain(status: StatusCode, body: &'static str) -> Response<Body> {
-    text(status, body)
+fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
+    plain_owned(status, text.to_owned())
 }
 
-fn text(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
-    let mut response = Response::new(Full::new(body.into()).boxed());
+fn plain_owned(status: StatusCode, text: String) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(text)).boxed());
     *response.status_mut() = status;
     response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("text/plain; charset=utf-8"));
     response
