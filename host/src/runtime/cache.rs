@@ -157,8 +157,7 @@ impl Cache {
         if let Some(component) = self.load(engine, sha256) {
             return Ok((component, Origin::Cached));
         }
-        let artifact = engine.precompile_component(wasm).map_err(anyhow::Error::from)?;
-        release_compiler_memory();
+        let artifact = precompile(engine, wasm)?;
         let path = self.artifact_path(sha256);
         match self.write_atomic(&path, &artifact) {
             // Map the file just written rather than copying the artifact into
@@ -276,21 +275,29 @@ fn settled(metadata: &std::fs::Metadata) -> bool {
     }
 }
 
-/// Gives the memory the compiler freed back to the system. Cranelift's
-/// allocations are freed after a compile, but the allocator keeps the pages
-/// (in per-thread arenas of the compiler's threads), so a host that compiled
-/// its plugins at start would otherwise keep hundreds of MB it no longer uses.
-fn release_compiler_memory() {
+/// Compiles `wasm` into an artifact for `engine`, with a twin of it that is
+/// dropped afterwards (see [`super::engine::compiler`]), then gives the
+/// memory the compiler freed back to the system: the allocator would keep
+/// those pages (in per-thread arenas of the compiler's threads), so a host
+/// that compiled its plugins at start would otherwise hold hundreds of MiB it
+/// no longer uses.
+fn precompile(engine: &Engine, wasm: &[u8]) -> Result<Vec<u8>> {
+    let compiler = super::engine::compiler(engine)?;
+    let artifact = compiler.precompile_component(wasm).map_err(anyhow::Error::from);
+    drop(compiler);
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `malloc_trim` only returns free memory to the system.
     unsafe {
         libc::malloc_trim(0);
     }
+    artifact
 }
 
 /// Compiles `wasm` without any cache.
 pub fn compile(engine: &Engine, wasm: &[u8]) -> Result<Component> {
-    Component::new(engine, wasm).map_err(anyhow::Error::from)
+    let artifact = precompile(engine, wasm)?;
+    // SAFETY: `artifact` was produced just now with this engine's settings.
+    unsafe { Component::deserialize(engine, &artifact) }.map_err(anyhow::Error::from)
 }
 
 /// Lower-case hex SHA-256 of `bytes`.

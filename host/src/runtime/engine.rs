@@ -97,6 +97,19 @@ pub fn build(max_instances: u32) -> Result<(Engine, bool)> {
     Ok((Engine::new(&without).map_err(anyhow::Error::from)?, false))
 }
 
+/// A throwaway engine with `engine`'s settings, for compiling only: its
+/// artifacts load into `engine` (the allocation strategy is not part of what
+/// an artifact depends on). Cranelift keeps the scratch buffers of the
+/// functions it compiled in its engine for reuse, hundreds of MiB after an
+/// interpreter's component; compiling with a twin that is dropped afterwards
+/// gives them back, so a long-running host that compiled at start does not
+/// keep compiler memory.
+pub fn compiler(engine: &Engine) -> Result<Engine> {
+    let mut config = engine.config().clone();
+    config.allocation_strategy(InstanceAllocationStrategy::OnDemand);
+    Engine::new(&config).map_err(anyhow::Error::from)
+}
+
 /// Advances an engine's epoch every [`TICK`] while at least one call holds a
 /// [`Running`] guard, and sleeps otherwise. Stops when dropped.
 pub struct EpochTicker {
