@@ -317,6 +317,14 @@ fn a_plugin_manifest_travels_as_its_own_layer_in_the_wasm_artifact_layout() {
     assert_eq!(std::fs::read(dir.path().join("fetch.toml")).unwrap(), std::fs::read(shipped).unwrap());
     let tools = run(work.path(), &["--plugins", &dir.path().display().to_string(), "tools"], &[]);
     assert!(tools.status.success() && stdout(&tools).contains("fetch"), "{}", stderr(&tools));
+
+    // A new version without a manifest takes away the one the earlier pull wrote.
+    let plain = format!("{}/plugins/fetch:3", registry.addr());
+    push(work.path(), &plugin("hash"), &plain);
+    let output = run(work.path(), &["pull", &plain, "--dir", &dir.path().display().to_string()], &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let names: Vec<String> = snapshot(dir.path()).into_iter().map(|(name, _)| name).collect();
+    assert_eq!(names, ["fetch.wasm", "toolhost.lock"]);
 }
 
 #[test]
@@ -461,6 +469,28 @@ fn what_is_not_a_component_is_refused_at_push_and_at_pull() {
     let before = snapshot(dir.path());
     let output = run(work.path(), &["pull", &reference, "--dir", &dir.path().display().to_string()], &[]);
     assert_refused(&output, "not a WebAssembly file");
+    assert_eq!(snapshot(dir.path()), before);
+
+    // A manifest declaring a component larger than toolhost accepts is refused before the download.
+    let huge = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.wasm.config.v0+json", "digest": config_digest, "size": config.len()},
+        "layers": [{"mediaType": "application/wasm", "digest": layer, "size": 600u64 << 20}],
+    })
+    .to_string();
+    let (status, response) = registry
+        .request(
+            "PUT",
+            "/v2/plugins/notes/manifests/huge",
+            &[("Content-Type", "application/vnd.oci.image.manifest.v1+json")],
+            huge.as_bytes(),
+        )
+        .unwrap();
+    assert_eq!(status, 201, "{response}");
+    let huge_reference = format!("{}/plugins/notes:huge", registry.addr());
+    let output = run(work.path(), &["pull", &huge_reference, "--dir", &dir.path().display().to_string()], &[]);
+    assert_refused(&output, "more than the 536870912 bytes toolhost accepts");
     assert_eq!(snapshot(dir.path()), before);
 }
 

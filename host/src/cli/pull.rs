@@ -66,7 +66,7 @@ pub async fn run(config: Config, plugins_dir: PathBuf, args: Args) -> Result<Exi
                 match pulled.outcome {
                     PullOutcome::Written => println!("pulled {} {source} ({}) → {files}", pulled.name, pulled.digest),
                     PullOutcome::Unchanged => {
-                        println!("unchanged {} {source} ({}): {files} already holds it", pulled.name, pulled.digest)
+                        println!("unchanged {} {source} ({}): {files} already in place", pulled.name, pulled.digest)
                     }
                 }
             }
