@@ -512,7 +512,7 @@ fn credentials_come_from_the_environment_or_the_docker_config_and_are_never_show
     assert_refused(&output, "refused the credentials from TOOLHOST_REGISTRY_USERNAME");
 
     let env = [("TOOLHOST_REGISTRY_USERNAME", "reader"), ("TOOLHOST_REGISTRY_PASSWORD", PASSWORD)];
-    let output = run(work.path(), &["-vv", "push", &file, &reference], &env);
+    let output = run(work.path(), &["-vvv", "push", &file, &reference], &env);
     assert!(output.status.success(), "{}", stderr(&output));
     for shown in [stdout(&output), stderr(&output)] {
         assert!(!shown.contains(PASSWORD), "the password was shown: {shown}");
@@ -531,7 +531,7 @@ fn credentials_come_from_the_environment_or_the_docker_config_and_are_never_show
     let docker_config = docker.path().display().to_string();
     let output = run(
         work.path(),
-        &["-vv", "pull", &reference, "--dir", &dir.display().to_string()],
+        &["-vvv", "pull", &reference, "--dir", &dir.display().to_string()],
         &[("DOCKER_CONFIG", &docker_config)],
     );
     assert!(output.status.success(), "{}", stderr(&output));

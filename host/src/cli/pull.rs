@@ -33,6 +33,9 @@ pub async fn run(config: Config, plugins_dir: PathBuf, args: Args) -> Result<Exi
     let wanted: Vec<(Option<String>, Source)> = match &args.reference {
         Some(text) => {
             let source: Source = text.parse().map_err(anyhow::Error::msg)?;
+            if let Some(name) = &args.name {
+                oci::reference::check_plugin_name(name).map_err(anyhow::Error::msg)?;
+            }
             vec![(args.name.clone(), source)]
         }
         None => {
