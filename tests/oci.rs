@@ -569,3 +569,34 @@ fn a_cache_folder_that_cannot_be_written_does_not_break_a_pulled_plugins_calls()
         assert!(line.starts_with("warning:") || line.contains("WARN"), "at most a warning: {line}");
     }
 }
+
+#[test]
+fn pulls_into_one_folder_at_the_same_time_keep_each_others_lock_entries() {
+    let registry = Registry::start();
+    let work = tempfile::tempdir().unwrap();
+    let names = ["hash", "text", "echo", "calc"];
+    for name in names {
+        push(work.path(), &plugin(name), &format!("{}/plugins/{name}:1", registry.addr()));
+    }
+    let dir = work.path().join("plugins").display().to_string();
+    std::thread::scope(|scope| {
+        let pulls: Vec<_> = names
+            .iter()
+            .map(|name| {
+                let reference = format!("{}/plugins/{name}:1", registry.addr());
+                let (cwd, dir) = (work.path(), dir.clone());
+                scope.spawn(move || run(cwd, &["pull", &reference, "--dir", &dir], &[]))
+            })
+            .collect();
+        for pull in pulls {
+            let output = pull.join().unwrap();
+            assert!(output.status.success(), "{}", stderr(&output));
+        }
+    });
+    let lock = std::fs::read_to_string(work.path().join("plugins/toolhost.lock")).unwrap();
+    for name in names {
+        assert!(lock.contains(&format!("[plugins.{name}]")), "{lock}");
+    }
+    let listed: Vec<String> = snapshot(&work.path().join("plugins")).into_iter().map(|(name, _)| name).collect();
+    assert_eq!(listed, ["calc.wasm", "echo.wasm", "hash.wasm", "text.wasm", "toolhost.lock"]);
+}

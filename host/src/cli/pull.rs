@@ -60,7 +60,12 @@ pub async fn run(config: Config, plugins_dir: PathBuf, args: Args) -> Result<Exi
     let host = Host::new(config)?;
     let mut failed = false;
     for (name, source) in &wanted {
-        match oci::pull(&host, source, &dir, name.as_deref(), &options).await {
+        // Ctrl-C drops the pull, and with it every temporary file it staged.
+        let pulled = tokio::select! {
+            pulled = oci::pull(&host, source, &dir, name.as_deref(), &options) => pulled,
+            _ = tokio::signal::ctrl_c() => return Err(super::Cancelled.into()),
+        };
+        match pulled {
             Ok(pulled) => {
                 let files = match &pulled.manifest_path {
                     Some(manifest) => format!("{} and {}", pulled.wasm_path.display(), manifest.display()),

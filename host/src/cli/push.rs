@@ -31,7 +31,10 @@ pub async fn run(config: Config, args: Args) -> Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
-    let pushed = async { Registry::new(&source, &options)?.push(&source, &plugin).await }.await;
+    let pushed = tokio::select! {
+        pushed = async { Registry::new(&source, &options)?.push(&source, &plugin).await } => pushed,
+        _ = tokio::signal::ctrl_c() => return Err(super::Cancelled.into()),
+    };
     match pushed {
         Ok(digest) => {
             let with = if plugin.manifest.is_some() { format!(" with {}.toml", plugin.name) } else { String::new() };

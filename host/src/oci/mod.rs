@@ -93,7 +93,7 @@ pub struct Fetched {
     /// The artifact's digest.
     pub digest: String,
     /// The component.
-    pub wasm: Vec<u8>,
+    pub wasm: std::sync::Arc<[u8]>,
     /// Its digest.
     pub wasm_digest: String,
     /// The plugin manifest (`NAME.toml`) and its digest, when the artifact carries one.
@@ -281,7 +281,12 @@ impl Registry {
             }
             None => None,
         };
-        Ok(Fetched { digest: resolved.digest.clone(), wasm, wasm_digest: wasm_layer.digest.clone(), manifest })
+        Ok(Fetched {
+            digest: resolved.digest.clone(),
+            wasm: wasm.into(),
+            wasm_digest: wasm_layer.digest.clone(),
+            manifest,
+        })
     }
 
     /// Downloads one blob, at most its declared size (itself at most `limit`),
@@ -342,7 +347,7 @@ impl Registry {
         self.authorize(reference, RegistryOperation::Push).await?;
         let mut layers = vec![(WASM_LAYER, plugin.wasm.clone(), format!("{}.wasm", plugin.name))];
         if let Some(manifest) = &plugin.manifest {
-            layers.push((MANIFEST_LAYER, manifest.clone().into_bytes(), format!("{}.toml", plugin.name)));
+            layers.push((MANIFEST_LAYER, bytes::Bytes::from(manifest.clone()), format!("{}.toml", plugin.name)));
         }
         let layer_digests: Vec<String> = layers.iter().map(|(_, bytes, _)| store::digest_of(bytes)).collect();
         let config = serde_json::json!({
@@ -483,18 +488,18 @@ async fn read_bounded(mut response: reqwest::Response, limit: u64) -> Result<Vec
     Ok(body)
 }
 
-/// The innermost cause of an error chain, with its outer message when that adds something.
+/// The outer message of an error chain, with its innermost cause when that adds something.
 fn describe_cause(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut innermost = err;
-    while let Some(source) = innermost.source() {
-        innermost = source;
-    }
     let outer = first_line(&err.to_string()).to_owned();
-    let inner = first_line(&innermost.to_string()).to_owned();
-    if std::ptr::eq(innermost as *const _ as *const u8, err as *const _ as *const u8) || outer.contains(&inner) {
-        outer
-    } else {
-        format!("{outer}: {inner}")
+    let mut innermost = None;
+    let mut next = err.source();
+    while let Some(source) = next {
+        innermost = Some(source);
+        next = source.source();
+    }
+    match innermost.map(|source| first_line(&source.to_string()).to_owned()) {
+        Some(inner) if !outer.contains(&inner) => format!("{outer}: {inner}"),
+        _ => outer,
     }
 }
 
@@ -507,7 +512,7 @@ pub struct Publishable {
     /// The plugin's name (its file stem).
     pub name: String,
     /// The component.
-    pub wasm: Vec<u8>,
+    pub wasm: bytes::Bytes,
     /// Its `NAME.toml`, if there is one beside it.
     pub manifest: Option<String>,
     /// What it imports, for the artifact config.
@@ -538,7 +543,7 @@ impl Publishable {
         };
         Ok(Publishable {
             name,
-            wasm: wasm.bytes.to_vec(),
+            wasm: bytes::Bytes::from_owner(wasm.bytes),
             manifest,
             imports: shape.imports,
             exports: shape.exports.into_iter().map(|(name, _)| name).collect(),
@@ -585,6 +590,8 @@ pub async fn pull(
     let name = name.unwrap_or_else(|| source.default_name());
     reference::check_plugin_name(name).map_err(|why| anyhow!("{source}: {why}"))?;
     std::fs::create_dir_all(dir).with_context(|| format!("could not create the plugins folder {}", dir.display()))?;
+    // One pull at a time per folder, so two never overwrite each other's lock entries.
+    let _exclusive = store::lock_folder(dir).await?;
     let lock = Lock::read(dir)?;
     let registry = Registry::new(source, options)?;
     let resolved = registry.resolve(source).await?;
@@ -641,7 +648,7 @@ async fn check_plugin(host: &Host, source: &Source, fetched: &Fetched) -> Result
     crate::plugin::check_header(&fetched.wasm)
         .map_err(|why| anyhow!("{source}: the artifact's component is not usable: {why}; nothing was written"))?;
     let wasm = crate::plugin::WasmFile {
-        bytes: fetched.wasm.clone().into(),
+        bytes: fetched.wasm.clone(),
         sha256: fetched.wasm_digest.trim_start_matches("sha256:").to_owned(),
     };
     let (component, _) = crate::plugin::compile(host.engine(), host.cache(), &wasm)

@@ -165,6 +165,25 @@ impl Drop for Staged {
     }
 }
 
+/// Holds an exclusive `flock` on the folder `dir` itself (no extra file)
+/// until dropped, waiting for another pull into it to finish.
+pub async fn lock_folder(dir: &Path) -> Result<std::fs::File> {
+    let folder =
+        std::fs::File::open(dir).with_context(|| format!("could not open the plugins folder {}", dir.display()))?;
+    let locked = tokio::task::spawn_blocking(move || {
+        use std::os::fd::AsRawFd;
+        // SAFETY: flock on a descriptor this closure owns; it stays open while locked.
+        if unsafe { libc::flock(folder.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            Ok(folder)
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    })
+    .await
+    .context("the folder lock's thread failed")?;
+    locked.with_context(|| format!("could not lock the plugins folder {}", dir.display()))
+}
+
 /// Stages the lock file `lock` in `staged`.
 pub fn stage_lock(staged: &mut Staged, lock: &Lock) -> Result<()> {
     staged.write(LOCK_FILE, lock.render()?.as_bytes())
