@@ -568,6 +568,29 @@ fn a_cache_folder_that_cannot_be_written_does_not_break_a_pulled_plugins_calls()
     for line in stderr(&call).lines().filter(|line| !line.starts_with("ok ·")) {
         assert!(line.starts_with("warning:") || line.contains("WARN"), "at most a warning: {line}");
     }
+
+    // A cache another replica filled, shared read-only (the permissions bind
+    // when the tests do not run as root; as root this is a filled cache).
+    let shared = work.path().join("shared-cache");
+    let cache = shared.display().to_string();
+    let args = ["--plugins", &dir.display().to_string(), "call", "sha256", r#"{"text":"hello"}"#];
+    let fill = run(work.path(), &args, &[("TOOLHOST_CACHE_DIR", &cache)]);
+    assert!(fill.status.success(), "{}", stderr(&fill));
+    let set_mode = |mode: u32| {
+        use std::os::unix::fs::PermissionsExt;
+        for entry in std::fs::read_dir(&shared).unwrap() {
+            let path = entry.unwrap().path();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode & 0o444)).unwrap();
+        }
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    set_mode(0o555);
+    let call = run(work.path(), &args, &[("TOOLHOST_CACHE_DIR", &cache)]);
+    set_mode(0o755);
+    assert!(call.status.success(), "{}", stderr(&call));
+    for line in stderr(&call).lines().filter(|line| !line.starts_with("ok ·")) {
+        assert!(line.starts_with("warning:") || line.contains("WARN"), "at most a warning: {line}");
+    }
 }
 
 #[test]
