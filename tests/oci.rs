@@ -320,7 +320,21 @@ fn a_plugin_manifest_travels_as_its_own_layer_in_the_wasm_artifact_layout() {
 
     // A new version without a manifest takes away the one the earlier pull wrote.
     let plain = format!("{}/plugins/fetch:3", registry.addr());
-    push(work.path(), &plugin("hash"), &plain);
+    let plain_digest = push(work.path(), &plugin("hash"), &plain);
+    // Without a manifest the artifact is exactly the one-layer shape wkg and oci-wasm pull.
+    let (status, response) = registry
+        .request(
+            "GET",
+            &format!("/v2/plugins/fetch/manifests/{plain_digest}"),
+            &[("Accept", "application/vnd.oci.image.manifest.v1+json")],
+            b"",
+        )
+        .unwrap();
+    assert_eq!(status, 200, "{response}");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&response[response.find("\r\n\r\n").unwrap() + 4..]).unwrap();
+    assert_eq!(manifest["layers"].as_array().map(Vec::len), Some(1), "{manifest}");
+    assert_eq!(manifest["layers"][0]["mediaType"], "application/wasm");
     let output = run(work.path(), &["pull", &plain, "--dir", &dir.path().display().to_string()], &[]);
     assert!(output.status.success(), "{}", stderr(&output));
     let names: Vec<String> = snapshot(dir.path()).into_iter().map(|(name, _)| name).collect();
@@ -362,6 +376,19 @@ fn the_config_lists_plugins_by_reference_and_a_bare_pull_syncs_them() {
     let repaired = run(work.path(), &["pull"], &[]);
     assert!(repaired.status.success(), "{}", stderr(&repaired));
     assert_eq!(std::fs::read(plugins.join("words.wasm")).unwrap(), std::fs::read(plugin("text")).unwrap());
+
+    // One source that fails: the others are still synced, the failure is one line, the exit status 1.
+    let config = std::fs::read_to_string(work.path().join("toolhost.toml")).unwrap();
+    std::fs::write(
+        work.path().join("toolhost.toml"),
+        format!("{config}[plugins.ghost]\nsource = \"{}/plugins/ghost:1\"\n", registry.addr()),
+    )
+    .unwrap();
+    let partly = run(work.path(), &["pull"], &[]);
+    assert_eq!(partly.status.code(), Some(1), "{}", stderr(&partly));
+    assert_refused(&partly, "ghost:1: not found");
+    assert_eq!(stdout(&partly).matches("unchanged").count(), 2, "{}", stdout(&partly));
+    assert!(!plugins.join("ghost.wasm").exists());
 }
 
 #[test]
