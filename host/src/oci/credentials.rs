@@ -106,8 +106,13 @@ fn from_docker_config(path: &Path, registry: &str) -> Result<Credentials> {
         Err(err) if err.is_not_found() => return Ok(Credentials::Anonymous),
         Err(err) => return Err(err).with_context(|| format!("could not read the docker config {}", path.display())),
     };
+    parse_docker_config(&text, path, registry)
+}
+
+/// The entry for `registry` in docker config text read from `path`.
+pub(crate) fn parse_docker_config(text: &str, path: &Path, registry: &str) -> Result<Credentials> {
     // serde_json's messages name a line and column, never the file's content.
-    let config: DockerConfig = serde_json::from_str(&text)
+    let config: DockerConfig = serde_json::from_str(text)
         .map_err(|err| anyhow::anyhow!("the docker config {} is not valid: {err}", path.display()))?;
     let Some(entry) = config.auths.iter().find(|(key, _)| same_registry(key, registry)).map(|(_, entry)| entry) else {
         return Ok(Credentials::Anonymous);

@@ -64,7 +64,12 @@ impl Lock {
             Err(err) if err.is_not_found() => return Ok(Lock { version: 1, plugins: BTreeMap::new() }),
             Err(err) => return Err(err).with_context(|| format!("could not read {}", path.display())),
         };
-        let lock: Lock = toml::from_str(&text).map_err(|err| {
+        Lock::parse(&text, &path)
+    }
+
+    /// Parses lock text read from `path`.
+    pub(crate) fn parse(text: &str, path: &Path) -> Result<Lock> {
+        let lock: Lock = toml::from_str(text).map_err(|err| {
             anyhow::anyhow!(
                 "{} is not valid: {} (it is written by `toolhost pull`; delete it to pull afresh)",
                 path.display(),
