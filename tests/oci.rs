@@ -364,6 +364,7 @@ fn the_config_lists_plugins_by_reference_and_a_bare_pull_syncs_them() {
     assert_eq!(stdout(&output).matches("pulled").count(), 2, "{}", stdout(&output));
     let call = run(work.path(), &["call", "sha256", r#"{"text":"hello"}"#], &[]);
     assert!(call.status.success(), "{}", stderr(&call));
+    assert!(!stderr(&call).contains("warning"), "the folder matches the config: {}", stderr(&call));
 
     let before = snapshot(&plugins);
     let again = run(work.path(), &["pull"], &[]);
@@ -371,8 +372,10 @@ fn the_config_lists_plugins_by_reference_and_a_bare_pull_syncs_them() {
     assert_eq!(stdout(&again).matches("unchanged").count(), 2, "a no-op, said so: {}", stdout(&again));
     assert_eq!(snapshot(&plugins), before);
 
-    // A plugin file changed by hand is pulled again.
+    // A plugin file changed by hand is noticed at load, and pulled again.
     std::fs::copy(plugin("echo"), plugins.join("words.wasm")).unwrap();
+    let tools = run(work.path(), &["tools"], &[]);
+    assert!(stderr(&tools).contains("warning: words: words.wasm changed since it was pulled"), "{}", stderr(&tools));
     let repaired = run(work.path(), &["pull"], &[]);
     assert!(repaired.status.success(), "{}", stderr(&repaired));
     assert_eq!(std::fs::read(plugins.join("words.wasm")).unwrap(), std::fs::read(plugin("text")).unwrap());
@@ -389,6 +392,9 @@ fn the_config_lists_plugins_by_reference_and_a_bare_pull_syncs_them() {
     assert_refused(&partly, "ghost:1: not found");
     assert_eq!(stdout(&partly).matches("unchanged").count(), 2, "{}", stdout(&partly));
     assert!(!plugins.join("ghost.wasm").exists());
+    let tools = run(work.path(), &["tools"], &[]);
+    assert!(stderr(&tools).contains("warning: ghost: the config's source"), "{}", stderr(&tools));
+    assert!(!stderr(&tools).contains("words"), "{}", stderr(&tools));
 }
 
 #[test]

@@ -200,6 +200,11 @@ async fn load(config: Config, flag: Option<&Path>) -> Result<Host> {
             eprintln!("warning: skipped {problem}");
         }
     }
+    let loaded: Vec<(String, String)> =
+        host.plugins().iter().map(|plugin| (plugin.name.to_string(), plugin.sha256.clone())).collect();
+    for notice in toolhost::oci::check_sources(host.config(), &dir, &loaded) {
+        eprintln!("warning: {notice}");
+    }
     Ok(host)
 }
 

@@ -663,3 +663,121 @@ async fn check_plugin(host: &Host, source: &Source, fetched: &Fetched) -> Result
     }
     Ok(())
 }
+
+/// Where the plugins folder `dir` differs from what the config's
+/// `[plugins.NAME] source`s say it should hold, one sentence each: a source
+/// never pulled, pulled from another reference, not the pinned digest, or a
+/// `.wasm` changed since it was pulled. `loaded` is each loaded plugin's name
+/// and hex SHA-256 (already computed at load). Nothing when no plugin has a
+/// `source`; the lock is read only then.
+pub fn check_sources(config: &crate::Config, dir: &Path, loaded: &[(String, String)]) -> Vec<String> {
+    let sources: Vec<(&String, &Source)> = config
+        .plugins
+        .iter()
+        .filter_map(|(name, plugin)| plugin.source.as_ref().map(|source| (name, source)))
+        .collect();
+    if sources.is_empty() {
+        return Vec::new();
+    }
+    let lock = match Lock::read(dir) {
+        Ok(lock) => lock,
+        Err(err) => return vec![format!("{err:#}")],
+    };
+    let mut notices = Vec::new();
+    for (name, source) in sources {
+        let Some(locked) = lock.plugins.get(name) else {
+            notices.push(format!(
+                "{name}: the config's source {source} has not been pulled into {} (run `toolhost pull`)",
+                dir.display()
+            ));
+            continue;
+        };
+        if locked.source != source.to_string() {
+            notices.push(format!(
+                "{name}: {} holds what was pulled from {}, but the config's source is {source} (run `toolhost pull`)",
+                dir.display(),
+                locked.source
+            ));
+        } else if let Some(pinned) = source.digest()
+            && pinned != locked.digest
+        {
+            notices.push(format!(
+                "{name}: {} holds {}, not the pinned {pinned} (run `toolhost pull`)",
+                dir.display(),
+                locked.digest
+            ));
+        }
+        match loaded.iter().find(|(loaded, _)| loaded == name) {
+            Some((_, sha256)) if format!("sha256:{sha256}") != locked.wasm => notices.push(format!(
+                "{name}: {name}.wasm changed since it was pulled from {} (run `toolhost pull` to restore it)",
+                locked.source
+            )),
+            _ => {}
+        }
+    }
+    notices
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PIN: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
+    const OTHER: &str = "sha256:2222222222222222222222222222222222222222222222222222222222222222";
+
+    #[test]
+    fn check_sources_names_every_way_a_folder_drifts_from_the_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = crate::Config::parse(&format!(
+            "[plugins.hash]\nsource = \"127.0.0.1:5000/hash:1@{PIN}\"\n\
+             [plugins.moved]\nsource = \"127.0.0.1:5000/moved:2\"\n\
+             [plugins.edited]\nsource = \"127.0.0.1:5000/edited:1\"\n\
+             [plugins.fine]\nsource = \"127.0.0.1:5000/fine:1\"\n\
+             [plugins.never]\nsource = \"127.0.0.1:5000/never:1\"\n\
+             [plugins.plain.limits]\nfuel = 5\n"
+        ))
+        .unwrap();
+        let entry = |source: &str, digest: &str, wasm: &str| Locked {
+            source: source.to_owned(),
+            digest: digest.to_owned(),
+            wasm: wasm.to_owned(),
+            manifest: None,
+        };
+        let lock = Lock {
+            version: 1,
+            plugins: BTreeMap::from([
+                ("hash".to_owned(), entry(&format!("127.0.0.1:5000/hash:1@{PIN}"), OTHER, PIN)),
+                ("moved".to_owned(), entry("127.0.0.1:5000/moved:1", OTHER, PIN)),
+                ("edited".to_owned(), entry("127.0.0.1:5000/edited:1", OTHER, PIN)),
+                ("fine".to_owned(), entry("127.0.0.1:5000/fine:1", OTHER, PIN)),
+            ]),
+        };
+        let mut staged = store::Staged::new(dir.path());
+        store::stage_lock(&mut staged, &lock).unwrap();
+        staged.commit().unwrap();
+        let hex = PIN.trim_start_matches("sha256:").to_owned();
+        let loaded = [
+            ("hash".to_owned(), hex.clone()),
+            ("moved".to_owned(), hex.clone()),
+            ("edited".to_owned(), OTHER.trim_start_matches("sha256:").to_owned()),
+            ("fine".to_owned(), hex),
+        ];
+        let notices = check_sources(&config, dir.path(), &loaded);
+        let expected = [
+            "edited: edited.wasm changed since it was pulled",
+            &format!("hash: {} holds {OTHER}, not the pinned {PIN}", dir.path().display()),
+            "moved: ",
+            "never: the config's source 127.0.0.1:5000/never:1 has not been pulled",
+        ];
+        assert_eq!(notices.len(), expected.len(), "{notices:#?}");
+        for (notice, expected) in notices.iter().zip(expected) {
+            assert!(notice.starts_with(expected), "{notice} / {expected}");
+        }
+        assert!(
+            notices[2].contains("pulled from 127.0.0.1:5000/moved:1, but the config's source is"),
+            "{}",
+            notices[2]
+        );
+        assert!(check_sources(&crate::Config::default(), Path::new("/nonexistent"), &[]).is_empty());
+    }
+}
