@@ -45,11 +45,12 @@ struct Registry {
 
 impl Registry {
     fn start() -> Registry {
-        Registry::start_with(None)
+        Registry::start_with(None, None)
     }
 
-    /// With `htpasswd` (a `user:bcrypt` line), every request needs those credentials.
-    fn start_with(htpasswd: Option<&str>) -> Registry {
+    /// With `htpasswd` (a `user:bcrypt` line), every request needs those
+    /// credentials; with `tls` (certificate and key, PEM), it speaks only HTTPS.
+    fn start_with(htpasswd: Option<&str>, tls: Option<(&str, &str)>) -> Registry {
         let binary = registry_binary();
         let root = tempfile::tempdir().unwrap();
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
@@ -61,12 +62,24 @@ impl Registry {
             }
             None => String::new(),
         };
+        let tls = match tls {
+            Some((certificate, key)) => {
+                std::fs::write(root.path().join("cert.pem"), certificate).unwrap();
+                std::fs::write(root.path().join("key.pem"), key).unwrap();
+                format!(
+                    "  tls:\n    certificate: {}\n    key: {}\n",
+                    root.path().join("cert.pem").display(),
+                    root.path().join("key.pem").display()
+                )
+            }
+            None => String::new(),
+        };
         let config = root.path().join("config.yml");
         std::fs::write(
             &config,
             format!(
                 "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    \
-                 rootdirectory: {}\n  cache:\n    blobdescriptor: inmemory\n{auth}http:\n  addr: 127.0.0.1:{port}\n",
+                 rootdirectory: {}\n  cache:\n    blobdescriptor: inmemory\n{auth}http:\n  addr: 127.0.0.1:{port}\n{tls}",
                 root.path().join("data").display()
             ),
         )
@@ -83,7 +96,8 @@ impl Registry {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if let Ok((status, _)) = registry.request("GET", "/v2/", &[], b"")
-                && (status == 200 || status == 401)
+                // 400: an HTTPS registry answering a plain request.
+                && (status == 200 || status == 401 || status == 400)
             {
                 return registry;
             }
@@ -533,7 +547,7 @@ const PASSWORD: &str = "s3cret-registry-pw";
 
 #[test]
 fn credentials_come_from_the_environment_or_the_docker_config_and_are_never_shown() {
-    let registry = Registry::start_with(Some(HTPASSWD));
+    let registry = Registry::start_with(Some(HTPASSWD), None);
     let work = tempfile::tempdir().unwrap();
     let reference = format!("{}/plugins/hash:1.0", registry.addr());
     let file = plugin("hash").display().to_string();
@@ -655,4 +669,41 @@ fn pulls_into_one_folder_at_the_same_time_keep_each_others_lock_entries() {
     }
     let listed: Vec<String> = snapshot(&work.path().join("plugins")).into_iter().map(|(name, _)| name).collect();
     assert_eq!(listed, ["calc.wasm", "echo.wasm", "hash.wasm", "text.wasm", "toolhost.lock"]);
+}
+
+/// A CA made for the test, and a certificate it signed for 127.0.0.1 (PEM: CA, certificate, key).
+fn test_ca() -> (String, String, String) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.distinguished_name.push(DnType::CommonName, "toolhost registry test CA");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let root = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca_params, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let params = CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()]).unwrap();
+    let certificate = params.signed_by(&key, &issuer).unwrap();
+    (root.pem(), certificate.pem(), key.serialize_pem())
+}
+
+#[test]
+fn an_https_registry_is_trusted_through_the_configs_ca_file() {
+    let (ca, certificate, key) = test_ca();
+    let registry = Registry::start_with(None, Some((&certificate, &key)));
+    let work = tempfile::tempdir().unwrap();
+    let reference = format!("{}/plugins/hash:1.0", registry.addr());
+    let file = plugin("hash").display().to_string();
+
+    // Without the CA: refused, saying where to add it (never a fallback to plain HTTP).
+    let output = run(work.path(), &["push", &file, &reference], &[]);
+    let err = assert_refused(&output, &format!("could not reach the registry at https://{}", registry.addr()));
+    assert!(err.contains("certificate") && err.contains("ca_file"), "{err}");
+
+    std::fs::write(work.path().join("ca.pem"), ca).unwrap();
+    std::fs::write(work.path().join("toolhost.toml"), "ca_file = \"ca.pem\"\nplugins_dir = \"plugins\"\n").unwrap();
+    let digest = push(work.path(), &plugin("hash"), &reference);
+    let output = run(work.path(), &["pull", &format!("{reference}@{digest}")], &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let call = run(work.path(), &["call", "sha256", r#"{"text":"hello"}"#], &[]);
+    assert!(call.status.success(), "{}", stderr(&call));
 }

@@ -32,7 +32,7 @@ pub async fn run(config: Config, args: Args) -> Result<ExitCode> {
         }
     };
     let pushed = tokio::select! {
-        pushed = async { Registry::new(&source, &options)?.push(&source, &plugin).await } => pushed,
+        pushed = async { Registry::connect(&source, &options).await?.push(&source, &plugin).await } => pushed,
         _ = tokio::signal::ctrl_c() => return Err(super::Cancelled.into()),
     };
     match pushed {

@@ -16,9 +16,9 @@
 //! before anything is written. Writing is atomic ([`store`]).
 //!
 //! The registry client is `oci-client` over reqwest and rustls (ring), with
-//! the config's `ca_file` added to the trusted roots. Registries on this
-//! machine (`localhost`, `127.0.0.0/8`, `[::1]`) are reached over plain HTTP;
-//! any other only over HTTPS unless the caller says `insecure`.
+//! the config's `ca_file` added to the trusted roots. Registries are reached
+//! over HTTPS; one on this machine (`localhost`, `127.0.0.0/8`, `[::1]`) that
+//! does not speak TLS over plain HTTP, and any other only with `insecure`.
 
 pub mod credentials;
 pub mod reference;
@@ -101,15 +101,46 @@ pub struct Fetched {
 }
 
 impl Registry {
-    /// A client for `source`'s registry, with its credentials.
-    pub fn new(source: &Source, options: &RegistryOptions) -> Result<Registry> {
+    /// A client for `source`'s registry, with its credentials. A registry on
+    /// this machine is asked over HTTPS first and used over plain HTTP if it
+    /// does not speak TLS (what Docker does for `localhost`); one whose
+    /// certificate is not trusted is an error, not a reason to fall back.
+    pub async fn connect(source: &Source, options: &RegistryOptions) -> Result<Registry> {
         // reqwest is built without a default TLS crypto provider; install ring's once.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let registry = source.registry().to_owned();
-        let plain = options.insecure || reference::is_loopback(&registry);
         let roots = match &options.ca_file {
             Some(path) => crate::tls::load_ca_file(path)?,
             None => Vec::new(),
+        };
+        let mut certificates = Vec::with_capacity(roots.len());
+        for root in &roots {
+            certificates.push(
+                reqwest::Certificate::from_der(root)
+                    .map_err(|err| anyhow!("a certificate of the CA file is not usable: {err}"))?,
+            );
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .read_timeout(Duration::from_secs(60))
+            .user_agent(concat!("toolhost/", env!("CARGO_PKG_VERSION")))
+            .tls_certs_merge(certificates)
+            .build()
+            .map_err(|err| anyhow!("could not set up the registry client: {err}"))?;
+        let plain = if options.insecure {
+            true
+        } else if reference::is_loopback(&registry) {
+            match http.get(format!("https://{registry}/v2/")).timeout(Duration::from_secs(5)).send().await {
+                Ok(_) => false,
+                Err(err) if chain_text(&err).contains("certificate") => bail!(
+                    "could not reach the registry at https://{registry}: {} (add the CA that signed its \
+                     certificate to `ca_file` in the config)",
+                    describe_cause(&err)
+                ),
+                Err(_) => true,
+            }
+        } else {
+            false
         };
         let config = oci_client::client::ClientConfig {
             protocol: if plain {
@@ -133,20 +164,6 @@ impl Registry {
         };
         let client = oci_client::Client::try_from(config)
             .map_err(|err| anyhow!("could not set up the registry client: {}", describe_cause(&err)))?;
-        let mut certificates = Vec::with_capacity(roots.len());
-        for root in &roots {
-            certificates.push(
-                reqwest::Certificate::from_der(root)
-                    .map_err(|err| anyhow!("a certificate of the CA file is not usable: {err}"))?,
-            );
-        }
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .read_timeout(Duration::from_secs(60))
-            .user_agent(concat!("toolhost/", env!("CARGO_PKG_VERSION")))
-            .tls_certs_merge(certificates)
-            .build()
-            .map_err(|err| anyhow!("could not set up the registry client: {err}"))?;
         let credentials = Credentials::for_registry(&registry)?;
         Ok(Registry { client, http, scheme: if plain { "http" } else { "https" }, registry, credentials })
     }
@@ -417,7 +434,12 @@ impl Registry {
 
     fn unreachable(&self, err: &reqwest::Error) -> anyhow::Error {
         let why = if err.is_timeout() { "it did not answer in time".to_owned() } else { describe_cause(err) };
-        anyhow!("could not reach the registry at {}://{}: {why}", self.scheme, self.registry)
+        let hint = if chain_text(err).contains("certificate") {
+            " (add the CA that signed its certificate to `ca_file` in the config)"
+        } else {
+            ""
+        };
+        anyhow!("could not reach the registry at {}://{}: {why}{hint}", self.scheme, self.registry)
     }
 
     /// One line for an oci-client error.
@@ -501,6 +523,18 @@ fn describe_cause(err: &(dyn std::error::Error + 'static)) -> String {
         Some(inner) if !outer.contains(&inner) => format!("{outer}: {inner}"),
         _ => outer,
     }
+}
+
+/// Every message of an error chain, joined.
+fn chain_text(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut next = err.source();
+    while let Some(source) = next {
+        text.push_str(": ");
+        text.push_str(&source.to_string());
+        next = source.source();
+    }
+    text
 }
 
 fn first_line(text: &str) -> &str {
@@ -593,7 +627,7 @@ pub async fn pull(
     // One pull at a time per folder, so two never overwrite each other's lock entries.
     let _exclusive = store::lock_folder(dir).await?;
     let lock = Lock::read(dir)?;
-    let registry = Registry::new(source, options)?;
+    let registry = Registry::connect(source, options).await?;
     let resolved = registry.resolve(source).await?;
     let wasm_path = dir.join(format!("{name}.wasm"));
     let manifest_path = dir.join(format!("{name}.toml"));
