@@ -707,3 +707,117 @@ fn an_https_registry_is_trusted_through_the_configs_ca_file() {
     let call = run(work.path(), &["call", "sha256", r#"{"text":"hello"}"#], &[]);
     assert!(call.status.success(), "{}", stderr(&call));
 }
+
+/// A registry that lies, on 127.0.0.1: each request's path goes to `answer`,
+/// whose bytes are sent back raw before the connection is closed. Stops when dropped.
+struct Hostile {
+    port: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Hostile {
+    fn start(answer: impl Fn(&str) -> Vec<u8> + Send + 'static) -> Hostile {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            while !stopped.load(Ordering::Relaxed) {
+                let Ok((mut stream, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(10));
+                    continue;
+                };
+                let _ = stream.set_nonblocking(false);
+                let _ = stream.set_read_timeout(Some(Duration::from_millis(300)));
+                let mut request = Vec::new();
+                let mut buffer = [0u8; 4096];
+                while !request.windows(4).any(|window| window == b"\r\n\r\n") {
+                    match stream.read(&mut buffer) {
+                        Ok(0) | Err(_) => break,
+                        Ok(read) => request.extend_from_slice(&buffer[..read]),
+                    }
+                }
+                let text = String::from_utf8_lossy(&request).into_owned();
+                // A TLS hello (the HTTPS probe) is not HTTP: just close.
+                let Some(path) = text.strip_prefix("GET ").and_then(|rest| rest.split(' ').next()) else { continue };
+                let _ = stream.write_all(&answer(path));
+            }
+        });
+        Hostile { port, stop, thread: Some(thread) }
+    }
+}
+
+impl Drop for Hostile {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[test]
+fn a_hostile_registry_cannot_make_toolhost_read_more_than_it_declares() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = occupied_folder();
+    let before = snapshot(dir.path());
+    let folder = dir.path().display().to_string();
+    let ok = |body: &[u8], content_type: &str, length: bool| {
+        let mut response =
+            format!("HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nConnection: close\r\n").into_bytes();
+        if length {
+            response.extend_from_slice(format!("Content-Length: {}\r\n", body.len()).as_bytes());
+        }
+        response.extend_from_slice(b"\r\n");
+        response.extend_from_slice(body);
+        response
+    };
+
+    // An endless manifest (no length given): cut off at 4 MiB.
+    let endless = Hostile::start(move |path| match path {
+        "/v2/" => ok(b"{}", "application/json", true),
+        _ => ok(&vec![b' '; 5 << 20], "application/vnd.oci.image.manifest.v1+json", false),
+    });
+    let output = run(work.path(), &["pull", &format!("127.0.0.1:{}/x/hash:1", endless.port), "--dir", &folder], &[]);
+    assert_refused(&output, "larger than 4194304 bytes");
+    drop(endless);
+
+    // A layer declared 100 bytes long that goes on for a mebibyte.
+    let small = vec![7u8; 100];
+    let layer_digest = sha256(&small);
+    let manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.wasm.config.v0+json", "digest": layer_digest, "size": 100},
+        "layers": [{"mediaType": "application/wasm", "digest": layer_digest, "size": 100}],
+    })
+    .to_string();
+    let liar = Hostile::start(move |path| match path {
+        "/v2/" => ok(b"{}", "application/json", true),
+        path if path.contains("/manifests/") => {
+            ok(manifest.as_bytes(), "application/vnd.oci.image.manifest.v1+json", true)
+        }
+        _ => ok(&vec![7u8; 1 << 20], "application/octet-stream", false),
+    });
+    let output = run(work.path(), &["pull", &format!("127.0.0.1:{}/x/hash:1", liar.port), "--dir", &folder], &[]);
+    assert_refused(&output, "more bytes for the layer");
+    drop(liar);
+
+    // A manifest whose Docker-Content-Digest is not its content's.
+    let claimed = sha256(b"something else");
+    let forger = Hostile::start(move |path| match path {
+        "/v2/" => ok(b"{}", "application/json", true),
+        _ => {
+            let mut response = ok(b"{}", "application/vnd.oci.image.manifest.v1+json", true);
+            let at = response.windows(2).position(|window| window == b"\r\n").unwrap() + 2;
+            response.splice(at..at, format!("Docker-Content-Digest: {claimed}\r\n").into_bytes());
+            response
+        }
+    });
+    let output = run(work.path(), &["pull", &format!("127.0.0.1:{}/x/hash:1", forger.port), "--dir", &folder], &[]);
+    assert_refused(&output, "digest mismatch: the registry says the manifest is");
+    assert_eq!(snapshot(dir.path()), before);
+}
