@@ -45,10 +45,13 @@ pub struct ServeConfig {
 }
 
 /// Serves MCP on stdin/stdout until the client closes it. Stdout carries
-/// protocol messages only; toolhost's own logs go to stderr.
+/// protocol messages only; toolhost's own logs go to stderr. When both are
+/// pipes (as MCP clients launch servers) they are driven by the runtime's I/O
+/// reactor rather than a blocking thread per read and write, which saves two
+/// thread hand-offs per message.
 pub async fn serve_stdio(host: Arc<Host>) -> Result<()> {
     let running = ToolServer::new(host)
-        .serve(rmcp::transport::stdio())
+        .serve(rmcp::transport::stdio_pipes())
         .await
         .map_err(|err| anyhow::anyhow!("the MCP client did not start a session: {err}"))?;
     running.waiting().await.map_err(|err| anyhow::anyhow!("{err}"))?;
