@@ -6,7 +6,9 @@
 //! reload watcher looks at) and synced; only when all of them are written
 //! are they renamed into place, the manifest first, then the `.wasm`, then
 //! the lock. On any failure before that the temporary files are removed and
-//! the folder is exactly as it was.
+//! the folder is exactly as it was; a rename that fails half-way puts back
+//! what the earlier ones replaced (each replaced file is kept under a hidden
+//! hard link, `.NAME.PID.N.bak`, until the commit is through).
 //!
 //! ```toml
 //! # toolhost.lock
@@ -135,30 +137,78 @@ impl Staged {
         self.removals.push(self.dir.join(name));
     }
 
-    /// Renames every staged file into place, in the order staged.
+    /// Renames every staged file into place, in the order staged, then
+    /// removes what was marked for removal. Each file it replaces or removes
+    /// is first kept under a hidden hard link, so that if any step fails the
+    /// ones already done are undone and the folder is as it was.
     pub fn commit(mut self) -> Result<()> {
         let files = std::mem::take(&mut self.files);
-        let mut pending = files.into_iter();
-        while let Some((tmp, target)) = pending.next() {
-            if let Err(err) = std::fs::rename(&tmp, &target) {
-                let _ = std::fs::remove_file(&tmp);
-                for (tmp, _) in pending {
-                    let _ = std::fs::remove_file(&tmp);
+        let removals = std::mem::take(&mut self.removals);
+        // What has been done so far: each target, and the backup of what it replaced.
+        let mut done: Vec<(PathBuf, Option<PathBuf>)> = Vec::new();
+        let result = (|| -> Result<()> {
+            for (tmp, target) in &files {
+                let backup = self.keep(target)?;
+                let renamed = std::fs::rename(tmp, target);
+                done.push((target.clone(), backup));
+                if let Err(err) = renamed {
+                    // Nothing was put in place: only restore the backup, if any.
+                    if let Some((_, Some(backup))) = done.pop() {
+                        let _ = std::fs::remove_file(backup);
+                    }
+                    return Err(err).with_context(|| format!("could not move {} into place", target.display()));
                 }
-                return Err(err).with_context(|| format!("could not move {} into place", target.display()));
             }
+            for path in &removals {
+                if let Some(backup) = self.keep(path)? {
+                    std::fs::remove_file(path).with_context(|| format!("could not remove {}", path.display()))?;
+                    done.push((path.clone(), Some(backup)));
+                }
+            }
+            Ok(())
+        })();
+        for (tmp, _) in &files {
+            let _ = std::fs::remove_file(tmp);
         }
-        for path in std::mem::take(&mut self.removals) {
-            match std::fs::remove_file(&path) {
-                Ok(()) => {}
-                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-                Err(err) => return Err(err).with_context(|| format!("could not remove {}", path.display())),
+        match &result {
+            Ok(()) => {
+                for backup in done.iter().filter_map(|(_, backup)| backup.as_ref()) {
+                    let _ = std::fs::remove_file(backup);
+                }
+            }
+            Err(_) => {
+                for (target, backup) in done.iter().rev() {
+                    match backup {
+                        Some(backup) => {
+                            let _ = std::fs::rename(backup, target);
+                        }
+                        None => {
+                            let _ = std::fs::remove_file(target);
+                        }
+                    }
+                }
             }
         }
         if let Ok(dir) = std::fs::File::open(&self.dir) {
             let _ = dir.sync_all();
         }
-        Ok(())
+        result
+    }
+
+    /// A hidden hard link to (or copy of) `path` if it exists, to put it back from.
+    fn keep(&self, path: &Path) -> Result<Option<PathBuf>> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        if path.symlink_metadata().is_err() {
+            return Ok(None);
+        }
+        let name = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+        let backup =
+            self.dir.join(format!(".{name}.{}.{}.bak", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
+        // A copy where the file system has no hard links.
+        if std::fs::hard_link(path, &backup).is_err() {
+            std::fs::copy(path, &backup).with_context(|| format!("could not replace {}", path.display()))?;
+        }
+        Ok(Some(backup))
     }
 }
 
@@ -218,6 +268,40 @@ mod tests {
         }
         assert_eq!(listing(dir.path()), ["hash.wasm"]);
         assert_eq!(std::fs::read(dir.path().join("hash.wasm")).unwrap(), b"old");
+    }
+
+    #[test]
+    fn a_commit_that_fails_half_way_puts_back_what_it_had_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("hash.toml"), "old").unwrap();
+        std::fs::write(dir.path().join("other.toml"), "kept").unwrap();
+        // A folder where the .wasm goes: renaming a file over it fails.
+        std::fs::create_dir(dir.path().join("hash.wasm")).unwrap();
+        std::fs::write(dir.path().join("hash.wasm").join("inside"), "x").unwrap();
+        let before = listing(dir.path());
+        let mut staged = Staged::new(dir.path());
+        staged.write("new.toml", b"new").unwrap();
+        staged.write("hash.toml", b"new").unwrap();
+        staged.write("hash.wasm", b"new").unwrap();
+        staged.remove("other.toml");
+        let err = format!("{:#}", staged.commit().unwrap_err());
+        assert!(err.contains("hash.wasm"), "{err}");
+        assert_eq!(listing(dir.path()), before, "no new file, no temporary or backup file left");
+        assert_eq!(std::fs::read_to_string(dir.path().join("hash.toml")).unwrap(), "old");
+        assert_eq!(std::fs::read_to_string(dir.path().join("other.toml")).unwrap(), "kept");
+    }
+
+    #[test]
+    fn a_commit_replaces_and_removes_leaving_no_backup() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("hash.toml"), "old").unwrap();
+        std::fs::write(dir.path().join("hash.wasm"), "old").unwrap();
+        let mut staged = Staged::new(dir.path());
+        staged.write("hash.wasm", b"new").unwrap();
+        staged.remove("hash.toml");
+        staged.commit().unwrap();
+        assert_eq!(listing(dir.path()), ["hash.wasm"]);
+        assert_eq!(std::fs::read_to_string(dir.path().join("hash.wasm")).unwrap(), "new");
     }
 
     #[test]
