@@ -1,7 +1,9 @@
 //! `toolhost serve` driven by real third-party MCP clients: the official
 //! Python SDK (`mcp`, over stdio and Streamable HTTP, in both protocol
 //! generations) and the MCP conformance suite (over HTTP), plus the HTTP
-//! front's own checks with raw requests. The clients are installed by
+//! front's own checks with raw requests (Host, Origin, token, sizes, the
+//! session cap and idle expiry, and one session's slow call beside another
+//! session's list and call). The clients are installed by
 //! `tests/mcp/setup.sh` into a gitignored folder the first time; a failed
 //! install fails the tests.
 
@@ -354,6 +356,144 @@ fn http_checks_host_origin_token_path_and_body_size() {
     assert_eq!(status, 413, "{text}");
     let (status, text) = raw_request(&url, &post(&host, &auth, "{not json"));
     assert!((400..500).contains(&status), "a malformed body gets a client error: {text}");
+}
+
+/// One raw HTTP/1.1 request (`Connection: close`), read until the server
+/// closes the connection; returns the status code and the whole response.
+fn raw_exchange(url: &str, request: &str) -> (u16, String) {
+    let address = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status = text.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0);
+    (status, text)
+}
+
+/// The `Mcp-Session-Id` header of a raw response.
+fn session_of(response: &str) -> String {
+    response
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id").then(|| value.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("no session id in: {response}"))
+}
+
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+const PING: &str = r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
+
+/// A 2025-11-25 session over raw HTTP: initialize, then initialized.
+fn open_session(url: &str) -> String {
+    let host = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let (status, text) = raw_exchange(url, &post(host, "", INITIALIZE));
+    assert_eq!(status, 200, "{text}");
+    let session = session_of(&text);
+    let (status, text) = in_session(url, &session, INITIALIZED);
+    assert_eq!(status, 202, "{text}");
+    session
+}
+
+/// Sends `body` in `session`.
+fn in_session(url: &str, session: &str, body: &str) -> (u16, String) {
+    let host = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let headers = format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n");
+    raw_exchange(url, &post(host, &headers, body))
+}
+
+#[test]
+fn a_slow_call_never_blocks_another_sessions_list_or_call() {
+    let slow = common::server::TestServer::start();
+    let dir = plugin_dir(&["hash", "fetch"]);
+    let config = dir.path().join("toolhost.toml");
+    std::fs::write(
+        &config,
+        format!("[plugins.fetch]\nhttp = [\"http://127.0.0.1:{}\"]\nlimits = {{ timeout = \"30s\" }}\n", slow.port),
+    )
+    .unwrap();
+    let (_server, url) = serve_http(dir.path(), &config, &[], &[]);
+
+    // Session A calls fetch on `/slow`, which answers after 5 seconds.
+    let a = open_session(&url);
+    let a_done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let call = format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"fetch","arguments":{{"url":"{}"}}}}}}"#,
+        slow.url("/slow")
+    );
+    let slow_call = {
+        let (url, a_done) = (url.clone(), a_done.clone());
+        std::thread::spawn(move || {
+            let answer = in_session(&url, &a, &call);
+            a_done.store(true, std::sync::atomic::Ordering::SeqCst);
+            answer
+        })
+    };
+    // A's guest is running once its request reaches the server.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !slow.seen().iter().any(|path| path == "/slow") {
+        assert!(Instant::now() < deadline, "session A's call never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    // Meanwhile session B opens, lists and calls, and gets its answers.
+    let b = open_session(&url);
+    let (status, listed) = in_session(&url, &b, r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+    assert!(status == 200 && listed.contains("\"sha256\""), "{listed}");
+    let (status, hashed) = in_session(
+        &url,
+        &b,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"sha256","arguments":{"text":"hello"}}}"#,
+    );
+    assert!(
+        status == 200 && hashed.contains("2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"),
+        "{hashed}"
+    );
+    assert!(!a_done.load(std::sync::atomic::Ordering::SeqCst), "session B finished only after A's slow call");
+
+    let (status, fetched) = slow_call.join().unwrap();
+    assert_eq!(status, 200, "{fetched}");
+    assert!(fetched.contains("\"result\"") && !fetched.contains("\"isError\":true"), "{fetched}");
+}
+
+#[test]
+fn http_sessions_are_capped_and_expire_when_idle() {
+    let (dir, config) = served();
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("[serve]\nmax_sessions = 2\nsession_idle = \"2s\"\n");
+    std::fs::write(&config, text).unwrap();
+    let (_server, url) = serve_http(dir.path(), &config, &[], &[]);
+    let host = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+
+    let first = open_session(&url);
+    let second = open_session(&url);
+    // The third is refused, saying what the limit is and how to raise it.
+    let (status, text) = raw_exchange(&url, &post(&host, "", INITIALIZE));
+    assert_eq!(status, 503, "{text}");
+    assert!(
+        text.contains("2 MCP sessions are open")
+            && text.contains("`max_sessions = 2` in [serve]")
+            && text.contains("raise `max_sessions`"),
+        "{text}"
+    );
+
+    // `second` stays in use while `first` goes idle past `session_idle`.
+    let until = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < until {
+        let (status, text) = in_session(&url, &second, PING);
+        assert_eq!(status, 200, "a session in use stays open: {text}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let (status, text) = in_session(&url, &first, PING);
+    assert_eq!(status, 404, "an expired session is unknown (the client initializes again): {text}");
+    let (status, text) = in_session(&url, &second, PING);
+    assert_eq!(status, 200, "{text}");
+    // Its place is free again.
+    let third = open_session(&url);
+    let (status, text) = in_session(&url, &third, PING);
+    assert_eq!(status, 200, "{text}");
 }
 
 #[test]

@@ -1,10 +1,14 @@
 //! External MCP servers as tools, through the real `toolhost` binary:
 //! `@modelcontextprotocol/server-everything` (npm) over stdio and Streamable
 //! HTTP, and servers written with the official Python `mcp` package
-//! (`tests/mcp/servers/pyserver.py`): listing, calls, errors, timeouts, a
-//! tool list that changes at run time, a server that crashes mid-call, one
-//! that never starts, the child's environment, approvals, and `toolhost run`
-//! against the scripted model with an MCP tool and a plugin tool in one turn.
+//! (`tests/mcp/servers/pyserver.py`), and `toolhost serve` itself: listing,
+//! calls, errors, timeouts (`tool_timeout`), a tool list that changes at run
+//! time (pushed, or over a subscription), a server that crashes mid-call or
+//! keeps crashing (restart backoff), one that never starts and one that
+//! starts late (joining `chat` and `serve` in the background), the protocol
+//! revision each server speaks, the child's environment, approvals, and
+//! `toolhost run` against the scripted model with an MCP tool and a plugin
+//! tool in one turn.
 //! The servers are installed by `tests/mcp/servers.sh` into the gitignored
 //! `tests/mcp/.tools`; a failed install fails the tests.
 
@@ -187,6 +191,8 @@ fn everything_over_streamable_http() {
         names.contains(&"mcp__web__echo".to_owned()) && names.contains(&"mcp__web__get-sum".to_owned()),
         "{names:?}"
     );
+    // server-everything over HTTP rejects server/discover: the initialize handshake follows.
+    assert_eq!(protocol_of(&listed(&output), "web"), "2025-11-25");
     for secret in ["token-secret-value", "header-secret-value"] {
         assert!(!stderr(&output).contains(secret) && !stdout(&output).contains(secret), "{secret} was shown");
     }
@@ -211,6 +217,90 @@ fn everything_over_streamable_http() {
     let output = toolhost(dir.path(), plugins.path(), &["tools"], &[]);
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(stderr(&output).contains("`WEB_TOKEN` is not set"), "{}", stderr(&output));
+}
+
+/// `toolhost serve --http 127.0.0.1:0` over `plugins`; killed when dropped.
+struct HttpToolhost {
+    child: Child,
+    url: String,
+}
+
+impl HttpToolhost {
+    fn start(plugins: &Path) -> HttpToolhost {
+        use std::io::{BufRead, BufReader};
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .args(["--plugins", &plugins.display().to_string(), "serve", "--no-watch", "--http", "127.0.0.1:0"])
+            .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+            .env_remove("TOOLHOST_CONFIG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start toolhost serve --http");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let url = loop {
+            let line = lines.next().expect("toolhost serve --http said where it serves").unwrap();
+            if let Some(url) = line.strip_prefix("toolhost: serving MCP at ") {
+                break url.to_owned();
+            }
+        };
+        std::thread::spawn(move || lines.for_each(drop));
+        HttpToolhost { child, url }
+    }
+}
+
+impl Drop for HttpToolhost {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The protocol revision `tools --json` shows for `server`'s tools.
+fn protocol_of(tools: &[Value], server: &str) -> String {
+    let tool =
+        tools.iter().find(|tool| tool["server"] == server).unwrap_or_else(|| panic!("no tool of {server}: {tools:?}"));
+    tool["protocol"].as_str().unwrap_or_else(|| panic!("no protocol: {tool}")).to_owned()
+}
+
+#[test]
+fn the_newest_revision_is_spoken_where_offered_else_the_initialize_handshake() {
+    let inner = common::plugin_dir(&["hash"]);
+    let served = HttpToolhost::start(inner.path());
+    let config = format!(
+        "[mcp_servers.http]\nurl = {:?}\n\
+         [mcp_servers.stdio]\ncommand = {toolhost:?}\nargs = [\"--plugins\", {inner:?}, \"serve\", \"--no-watch\"]\n\
+         [mcp_servers.pinned]\ncommand = {toolhost:?}\nargs = [\"--plugins\", {inner:?}, \"serve\", \"--no-watch\"]\n\
+         protocol = \"2025-11-25\"\n{}{}",
+        served.url,
+        everything_stdio(""),
+        py("tools", ""),
+        toolhost = env!("CARGO_BIN_EXE_toolhost"),
+        inner = inner.path().display().to_string(),
+    );
+    let (dir, plugins) = setup(&config, &[]);
+    let output = toolhost(dir.path(), plugins.path(), &["-vv", "tools", "--json"], &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let tools = listed(&output);
+    // toolhost's own server and the Python SDK's offer 2026-07-28 (server/discover answers);
+    // server-everything knows only the handshake.
+    assert_eq!(protocol_of(&tools, "http"), "2026-07-28");
+    assert_eq!(protocol_of(&tools, "stdio"), "2026-07-28");
+    assert_eq!(protocol_of(&tools, "py"), "2026-07-28");
+    assert_eq!(protocol_of(&tools, "everything"), "2025-11-25");
+    // `protocol = "2025-11-25"` pins the handshake, even with a server that offers more.
+    assert_eq!(protocol_of(&tools, "pinned"), "2025-11-25");
+    let log = stderr(&output);
+    assert!(log.contains("speaks MCP 2026-07-28 (server/discover, stateless) server=\"http\""), "{log}");
+    assert!(log.contains("speaks MCP 2025-11-25 (the initialize handshake) server=\"everything\""), "{log}");
+
+    // Calls work in both.
+    let output = toolhost(dir.path(), plugins.path(), &["call", "mcp__http__sha256", r#"{"text":"abc"}"#], &[]);
+    assert!(output.status.success() && stdout(&output).contains(ABC_SHA256), "{}", stderr(&output));
+    let output = toolhost(dir.path(), plugins.path(), &["call", "mcp__stdio__sha256", r#"{"text":"abc"}"#], &[]);
+    assert!(output.status.success() && stdout(&output).contains(ABC_SHA256), "{}", stderr(&output));
+    let output = toolhost(dir.path(), plugins.path(), &["call", "mcp__everything__echo", r#"{"message":"old"}"#], &[]);
+    assert!(output.status.success() && stdout(&output).contains("Echo: old"), "{}", stderr(&output));
 }
 
 #[test]
@@ -248,6 +338,111 @@ fn a_server_that_never_starts_is_one_warning_or_a_clear_stop_when_required() {
     let text = stderr(&output);
     assert!(text.contains("`py` did not start within 1s") && text.contains("is `required`"), "{text}");
     assert_eq!(text.lines().count(), 1, "one line: {text}");
+}
+
+/// `[mcp_servers.py]` that takes 3 s to start, with a 1 s `startup_timeout`.
+fn slow_py() -> String {
+    py("slow", "startup_timeout = \"1s\"\nenv = { PYSERVER_DELAY = \"3\" }")
+}
+
+#[test]
+fn a_slow_server_joins_a_chat_before_the_next_turn() {
+    let script = Script { anthropic: false, stream: false };
+    let (dir, plugins) = setup(&slow_py(), &["hash"]);
+    let server = ModelServer::start(vec![script.text("first answer"), script.text("second answer")]);
+    let config = dir.path().join("toolhost.toml").display().to_string();
+    let plugins_arg = plugins.path().display().to_string();
+    let mut chat =
+        common::chat::Chat::start(dir.path(), &["--config", &config, "--plugins", &plugins_arg], script, &server);
+    chat.say("first");
+    chat.wait_for_requests(&server, 1, Duration::from_secs(60));
+    chat.wait_for("MCP server `py` is up after all", Duration::from_secs(60));
+    chat.say("second");
+    chat.wait_for_requests(&server, 2, Duration::from_secs(60));
+    let (output, lines) = chat.finish();
+    assert!(output.status.success(), "{lines:?}");
+    let offered = |index: usize| -> Vec<String> {
+        server.requests()[index].body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert!(!offered(0).contains(&"mcp__py__add_numbers".to_owned()), "{:?}", offered(0));
+    assert!(offered(1).contains(&"mcp__py__add_numbers".to_owned()), "{:?}", offered(1));
+    let warnings: Vec<&String> = lines.iter().filter(|line| line.starts_with("warning:")).collect();
+    assert_eq!(warnings.len(), 1, "one warning: {lines:?}");
+    assert!(
+        warnings[0].contains("`py` did not start within 1s") && warnings[0].contains("its tools join when it is up"),
+        "{warnings:?}"
+    );
+}
+
+#[test]
+fn a_slow_server_joins_serve_as_a_list_changed() {
+    use std::io::{BufRead, BufReader, Write};
+    let (dir, plugins) = setup(&slow_py(), &["hash"]);
+    let config = dir.path().join("toolhost.toml").display().to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(dir.path())
+        .args(["--config", &config, "--plugins", &plugins.path().display().to_string()])
+        .args(["serve", "--no-watch", "--include-mcp"])
+        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (sender, messages) = std::sync::mpsc::channel::<Value>();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    std::thread::spawn(move || {
+        for line in stdout.lines().map_while(Result::ok) {
+            let _ = sender.send(serde_json::from_str(&line).expect("stdout carries JSON-RPC only"));
+        }
+    });
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let warnings = std::thread::spawn(move || {
+        stderr.lines().map_while(Result::ok).filter(|line| line.starts_with("warning:")).collect::<Vec<_>>()
+    });
+    let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
+    let wait = |what: &dyn Fn(&Value) -> bool| -> Value {
+        loop {
+            let message = messages.recv_timeout(Duration::from_secs(60)).expect("toolhost serve answered");
+            if what(&message) {
+                return message;
+            }
+        }
+    };
+    let names = |listed: &Value| -> Vec<String> {
+        listed["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
+    };
+    send(serde_json::json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}));
+    wait(&|message| message["id"] == 1);
+    send(serde_json::json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+    send(serde_json::json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}));
+    let before = names(&wait(&|message| message["id"] == 2));
+    assert!(
+        before.contains(&"sha256".to_owned()) && !before.contains(&"mcp__py__add_numbers".to_owned()),
+        "{before:?}"
+    );
+
+    wait(&|message| message["method"] == "notifications/tools/list_changed");
+    send(serde_json::json!({"jsonrpc":"2.0","id":3,"method":"tools/list"}));
+    let after = names(&wait(&|message| message["id"] == 3));
+    assert!(after.contains(&"mcp__py__add_numbers".to_owned()), "{after:?}");
+    send(serde_json::json!({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{
+        "name":"mcp__py__add_numbers","arguments":{"a":2,"b":3}}}));
+    let called = wait(&|message| message["id"] == 4);
+    assert!(called.to_string().contains("The sum of 2 and 3 is 5."), "{called}");
+
+    drop(stdin);
+    let _ = child.wait();
+    let warnings = warnings.join().unwrap();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("`py` did not start within 1s"), "{warnings:?}");
 }
 
 /// Runs `toolhost run` against the scripted model, with `config`.
@@ -314,10 +509,13 @@ fn run_calls_an_mcp_tool_and_a_plugin_tool_in_one_turn() {
     assert_eq!(saved_results[1]["source"], "plugin hash");
 }
 
+/// A 2025-11-25 server pushes `notifications/tools/list_changed` in its
+/// session, before the answer to the call that changed the list: the very
+/// next turn sees the new tool.
 #[test]
 fn a_changed_tool_list_is_seen_before_the_next_turn() {
     let script = Script { anthropic: false, stream: false };
-    let (dir, plugins) = setup(&py("tools", ""), &[]);
+    let (dir, plugins) = setup(&py("tools", "protocol = \"2025-11-25\""), &[]);
     let server = ModelServer::start(vec![
         script.calls(&[("g", "mcp__py__grow", "{}")]),
         script.calls(&[("l", "mcp__py__late_tool", "{}")]),
@@ -338,6 +536,45 @@ fn a_changed_tool_list_is_seen_before_the_next_turn() {
     assert!(names(1).contains(&"mcp__py__late_tool".to_owned()), "{:?}", names(1));
     let results = script.results(&requests[2]);
     assert_eq!(results[0].0, "l");
+    assert!(results[0].1.contains("late tool here") && !results[0].2, "{results:?}");
+}
+
+/// A 2026-07-28 server tells its `subscriptions/listen` subscribers, on a
+/// stream of its own (so not necessarily before the call's answer): the
+/// first turn after the notification arrived sees the new tool.
+#[test]
+fn a_changed_tool_list_reaches_a_chat_over_a_subscription() {
+    let script = Script { anthropic: false, stream: false };
+    let (dir, plugins) = setup(&py("tools", ""), &[]);
+    let server = ModelServer::start(vec![
+        script.calls(&[("g", "mcp__py__grow", "{}")]),
+        script.text("grown"),
+        script.calls(&[("l", "mcp__py__late_tool", "{}")]),
+        script.text("done"),
+    ]);
+    let config = dir.path().join("toolhost.toml").display().to_string();
+    let plugins_arg = plugins.path().display().to_string();
+    let mut chat =
+        common::chat::Chat::start(dir.path(), &["--config", &config, "--plugins", &plugins_arg], script, &server);
+    chat.say("grow");
+    chat.wait_for_requests(&server, 2, Duration::from_secs(60));
+    chat.wait_for("MCP server `py` says its tools changed (subscriptions/listen)", Duration::from_secs(30));
+    chat.say("use the new tool");
+    chat.wait_for_requests(&server, 4, Duration::from_secs(60));
+    let (output, lines) = chat.finish();
+    assert!(output.status.success(), "{lines:?}");
+    let requests = server.requests();
+    let offered = |index: usize| -> Vec<String> {
+        requests[index].body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert!(!offered(0).contains(&"mcp__py__late_tool".to_owned()), "{:?}", offered(0));
+    assert!(offered(2).contains(&"mcp__py__late_tool".to_owned()), "{:?}", offered(2));
+    let results = script.results(&requests[3]);
     assert!(results[0].1.contains("late tool here") && !results[0].2, "{results:?}");
 }
 
@@ -362,6 +599,59 @@ fn a_server_that_crashes_mid_call_fails_that_call_and_is_started_again() {
     assert!(crashed[0].1.contains("starts it again on the next call"), "{crashed:?}");
     assert!(!second[0].2, "the next call runs on a new server: {second:?}");
     assert_ne!(first[0].1, second[0].1, "a new process answers: {first:?} {second:?}");
+}
+
+#[test]
+fn a_server_that_keeps_crashing_is_restarted_after_a_pause_and_meanwhile_fails_at_once() {
+    let script = Script { anthropic: false, stream: false };
+    let dir = tempfile::tempdir().unwrap();
+    let starts = dir.path().join("starts.txt");
+    let config = format!(
+        "[model]\nmax_concurrent_tools = 1\n[plugins.sleep_forever.limits]\ntimeout = \"1s\"\n{}",
+        py("tools", &format!("env = {{ PYSERVER_STARTS = {:?} }}", starts.display().to_string()))
+    );
+    std::fs::write(dir.path().join("toolhost.toml"), config).unwrap();
+    let plugins = common::plugin_dir(&["sleep_forever"]);
+    // One call at a time, in this order, with no model round trip between them;
+    // `nap` (a plugin cut by its 1 s timeout) outlasts the 0.5 s pause.
+    let server = ModelServer::start(vec![
+        script.calls(&[
+            ("p1", "mcp__py__pid", "{}"),
+            ("crash1", "mcp__py__crash", "{}"),
+            ("p2", "mcp__py__pid", "{}"),
+            ("crash2", "mcp__py__crash", "{}"),
+            ("p3", "mcp__py__pid", "{}"),
+            ("nap", "sleep_forever", "{}"),
+            ("p4", "mcp__py__pid", "{}"),
+        ]),
+        script.text("done"),
+    ]);
+    let output = run(dir.path(), plugins.path(), &server, script, &["crash twice"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results = script.results(&server.requests()[1]);
+    let ids: Vec<&str> = results.iter().map(|result| result.0.as_str()).collect();
+    assert_eq!(ids, ["p1", "crash1", "p2", "crash2", "p3", "nap", "p4"]);
+    let (first, crash1, second, crash2, third) = (&results[0], &results[1], &results[2], &results[3], &results[4]);
+    assert!(!first.2 && !second.2, "{results:?}");
+    // The first crash: started again by the next call, a new process.
+    assert!(crash1.2 && crash1.1.contains("starts it again on the next call"), "{crash1:?}");
+    assert_ne!(first.1, second.1, "a new process answers: {results:?}");
+    // The second crash in a row: a pause before the next start.
+    assert!(crash2.2 && crash2.1.contains("starts it again at the first call after 0."), "{crash2:?}");
+    assert!(third.2, "inside the pause the call fails: {third:?}");
+    assert!(
+        third.1.contains("MCP server `py` stopped")
+            && third.1.contains("failed 2 times in a row")
+            && third.1.contains("the first call after 0."),
+        "{third:?}"
+    );
+    // After the pause, the next call starts it again.
+    let fourth = &results[6];
+    assert!(results[5].2 && !fourth.2, "{results:?}");
+    assert!(fourth.1 != first.1 && fourth.1 != second.1, "a new process answers: {results:?}");
+    let started: Vec<String> = std::fs::read_to_string(&starts).unwrap().lines().map(str::to_owned).collect();
+    assert_eq!(started.len(), 3, "no process is started inside the pause: {started:?}");
+    assert!(fourth.1.contains(&started[2]), "the third process answers: {started:?} {fourth:?}");
 }
 
 #[test]
@@ -550,7 +840,13 @@ fn a_call_cut_by_tool_timeout_is_cancelled_on_the_server() {
     assert!(output.status.success(), "{}", stderr(&output));
     let requests = server.requests();
     let slept = script.results(&requests[1]);
-    assert!(slept[0].2 && slept[0].1.contains("timed out after 1000ms"), "{slept:?}");
+    // The message names the setting, its value and how to raise it.
+    assert!(
+        slept[0].2
+            && slept[0].1.contains("timed out after 1000ms, the `tool_timeout` of [mcp_servers.py]")
+            && slept[0].1.contains("raise `tool_timeout` there"),
+        "{slept:?}"
+    );
     let asked = script.results(&requests[2]);
     assert!(asked[0].1.contains("cancelled: sleep"), "the server was sent notifications/cancelled: {asked:?}");
 }

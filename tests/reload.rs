@@ -2,10 +2,14 @@
 //! watcher (notify) on a real folder: a half-written file never replaces a
 //! working plugin, an unchanged file is a no-op, a manifest change reloads
 //! its plugin, and a call running across a swap finishes on the version it
-//! started with.
+//! started with. And `toolhost chat`, driven through a pipe against a
+//! scripted model: a plugin copied in between two turns is in the second
+//! turn's tool list.
 
 mod common;
 
+use common::chat::Chat;
+use common::model_server::{ModelServer, Script};
 use common::{config, plugin, plugin_dir};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -85,4 +89,38 @@ async fn a_call_running_across_a_swap_completes() {
     assert!(host.catalog().find("slow_echo").is_none(), "new calls no longer see the tool");
     let report = running.await.unwrap();
     assert_eq!(report.outcome, Ok(ToolOutput::Text("across the swap".to_owned())));
+}
+
+/// The tool names the model was offered in request `index`.
+fn offered(server: &ModelServer, index: usize) -> Vec<String> {
+    server.requests()[index].body["tools"]
+        .as_array()
+        .map(|tools| tools.iter().filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned)).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn chat_offers_a_plugin_copied_in_between_turns() {
+    let script = Script { anthropic: false, stream: false };
+    let server = ModelServer::start(vec![script.text("first answer"), script.text("second answer")]);
+    let dir = plugin_dir(&["hash"]);
+    let plugins = dir.path().display().to_string();
+    let mut chat = Chat::start(dir.path(), &["--plugins", &plugins], script, &server);
+    chat.say("first");
+    chat.wait_for_requests(&server, 1, Duration::from_secs(60));
+
+    // Written elsewhere and renamed in, as the README says to.
+    let staged = dir.path().join(".echo.wasm.part");
+    std::fs::copy(plugin("echo"), &staged).unwrap();
+    std::fs::rename(&staged, dir.path().join("echo.wasm")).unwrap();
+    let line = chat.wait_for("echo.wasm", Duration::from_secs(10));
+    assert!(line.contains("loaded"), "{line}");
+
+    chat.say("second");
+    chat.wait_for_requests(&server, 2, Duration::from_secs(60));
+    let (output, _) = chat.finish();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let (first, second) = (offered(&server, 0), offered(&server, 1));
+    assert!(first.contains(&"sha256".to_owned()) && !first.contains(&"echo".to_owned()), "{first:?}");
+    assert!(second.contains(&"echo".to_owned()) && second.contains(&"sha256".to_owned()), "{second:?}");
 }

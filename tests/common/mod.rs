@@ -2,6 +2,7 @@
 //! fresh folders to load them from, and a host or CLI pointed at them.
 #![allow(dead_code)]
 
+pub mod chat;
 pub mod model_server;
 pub mod pty;
 pub mod server;

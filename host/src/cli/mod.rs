@@ -126,7 +126,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 config.mcp_servers.clear();
             }
             args.include_mcp &= !config.mcp_servers.is_empty();
-            serve::run(load(config, cli.plugins.as_deref()).await?, &dir, args).await
+            serve::run(config, &dir, args).await
         }
         Command::New(args) => new::run(&args),
         Command::Pull(args) => {
@@ -157,12 +157,18 @@ impl std::error::Error for Cancelled {}
 async fn load(config: Config, flag: Option<&Path>) -> Result<Host> {
     let dir = plugins_dir(&config, flag);
     let host = Host::new(config)?;
+    load_into(&host, &dir).await?;
+    Ok(host)
+}
+
+/// [`load`] into a host already made (`serve --http` listens meanwhile).
+async fn load_into(host: &Host, dir: &Path) -> Result<()> {
     {
         // Loading from the compile cache takes milliseconds; compiling a new
         // or changed plugin can take seconds, so say what is going on then.
         // Ctrl-C while loading ends toolhost like a cancelled call (exit 130);
         // dropping the host stops the MCP servers already started.
-        let loading = async { tokio::join!(host.load_dir(&dir), host.connect_servers()) };
+        let loading = async { tokio::join!(host.load_dir(dir), host.connect_servers()) };
         let interrupted = tokio::signal::ctrl_c();
         tokio::pin!(loading, interrupted);
         let (loaded, servers) = tokio::select! {
@@ -192,7 +198,11 @@ async fn load(config: Config, flag: Option<&Path>) -> Result<Host> {
             );
         }
         for problem in servers {
-            eprintln!("warning: {}; its tools are left out", problem.message);
+            if problem.joins_later {
+                eprintln!("warning: {}; going on without it, its tools join when it is up", problem.message);
+            } else {
+                eprintln!("warning: {}; its tools are left out", problem.message);
+            }
         }
     }
     for problem in host.problems() {
@@ -202,10 +212,10 @@ async fn load(config: Config, flag: Option<&Path>) -> Result<Host> {
     }
     let loaded: Vec<(String, String)> =
         host.plugins().iter().map(|plugin| (plugin.name.to_string(), plugin.sha256.clone())).collect();
-    for notice in toolhost::oci::check_sources(host.config(), &dir, &loaded) {
+    for notice in toolhost::oci::check_sources(host.config(), dir, &loaded) {
         eprintln!("warning: {notice}");
     }
-    Ok(host)
+    Ok(())
 }
 
 /// The plugins folder: the flag, else the config's `plugins_dir`, else the default.

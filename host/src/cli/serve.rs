@@ -1,14 +1,17 @@
 //! `toolhost serve`: every tool over MCP, on stdio or Streamable HTTP, with
-//! the plugins folder watched and reloaded.
+//! the plugins folder watched and reloaded. Over HTTP it listens before the
+//! plugins load (`/readyz` says when they have) and stops gracefully on
+//! SIGTERM or Ctrl-C.
 
 use anyhow::{Context, Result};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
-use toolhost::Host;
 use toolhost::catalog::reload::Watcher;
+use toolhost::mcp::metrics::Readiness;
 use toolhost::mcp::{self, HttpOptions};
+use toolhost::{Config, Host};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -39,27 +42,16 @@ pub struct Args {
     pub include_mcp: bool,
 }
 
-pub async fn run(host: Host, dir: &Path, args: Args) -> Result<ExitCode> {
-    let host = Arc::new(host);
-    let _watcher = if args.no_watch { None } else { Some(Watcher::start(host.clone(), dir)?) };
-    if args.include_mcp {
-        // A server that says its tools changed is listed again, and the
-        // catalog swap tells every MCP client (list_changed).
-        let host = Arc::downgrade(&host);
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
-            while let Some(host) = (tick.tick().await, host.upgrade()).1 {
-                for problem in host.refresh_servers().await {
-                    tracing::warn!(server = problem.server, "{}", problem.message);
-                }
-            }
-        });
-    }
+pub async fn run(config: Config, dir: &Path, args: Args) -> Result<ExitCode> {
     let Some(address) = args.http else {
+        let host = Host::new(config)?;
+        super::load_into(&host, dir).await?;
+        let host = Arc::new(host);
+        let _watcher = start_watching(&host, dir, &args)?;
         mcp::serve_stdio(host).await.context("the MCP session on stdio failed")?;
         return Ok(ExitCode::SUCCESS);
     };
-    let serve = &host.config().serve;
+    let serve = &config.serve;
     let token_env = args.token_env.clone().or_else(|| serve.token_env.clone());
     let token = match &token_env {
         Some(name) => {
@@ -82,19 +74,74 @@ pub async fn run(host: Host, dir: &Path, args: Args) -> Result<ExitCode> {
     }
     let mut options = HttpOptions::from_config(serve);
     options.token = token;
-    options.allowed_hosts.extend(args.allow_hosts);
-    options.allowed_origins.extend(args.allow_origins);
+    options.allowed_hosts.extend(args.allow_hosts.iter().cloned());
+    options.allowed_origins.extend(args.allow_origins.iter().cloned());
+    // Listen before loading, so that a load balancer or an orchestrator sees
+    // the process alive (`/healthz`) and not yet ready (`/readyz`, 503) while
+    // plugins compile and MCP servers start.
+    let waiting_for = if config.mcp_servers.values().any(|server| server.required) {
+        "loading plugins and connecting the required MCP servers"
+    } else {
+        "loading plugins"
+    };
+    let readiness = Arc::new(Readiness::not_ready(waiting_for));
+    options.readiness = readiness.clone();
     let listener = tokio::net::TcpListener::bind(address)
         .await
         .with_context(|| format!("could not listen on {address} (is another server using the port?)"))?;
     let bound = listener.local_addr().context("could not read the bound address")?;
-    eprintln!("toolhost: serving MCP at http://{bound}/mcp");
+    eprintln!("toolhost: listening on http://{bound} (ready once the plugins are loaded: /readyz)");
+    let host = Arc::new(Host::new(config)?);
     let stop = tokio_util::sync::CancellationToken::new();
-    let on_signal = stop.clone();
+    let server = tokio::spawn(mcp::serve_http(host.clone(), listener, options, stop.clone()));
+    super::load_into(&host, dir).await?;
+    let _watcher = start_watching(&host, dir, &args)?;
+    readiness.set_ready();
+    eprintln!("toolhost: serving MCP at http://{bound}/mcp");
+    // SIGTERM (what an orchestrator sends) and Ctrl-C stop it gracefully:
+    // not ready, no new connections, calls in flight finish (`drain`).
     tokio::spawn(async move {
-        let _ = tokio::signal::ctrl_c().await;
-        on_signal.cancel();
+        shutdown_signal().await;
+        readiness.set_not_ready("shutting down");
+        stop.cancel();
     });
-    mcp::serve_http(host, listener, options, stop).await?;
+    server.await.context("the HTTP server stopped unexpectedly")??;
+    eprintln!("toolhost: stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Watches the plugins folder (unless `--no-watch`) and, with
+/// `--include-mcp`, lists again the MCP servers whose tools changed.
+fn start_watching(host: &Arc<Host>, dir: &Path, args: &Args) -> Result<Option<Watcher>> {
+    if args.include_mcp {
+        // A server that says its tools changed is listed again, and the
+        // catalog swap tells every MCP client (list_changed).
+        let host = Arc::downgrade(host);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
+            while let Some(host) = (tick.tick().await, host.upgrade()).1 {
+                for problem in host.refresh_servers().await {
+                    tracing::warn!(server = problem.server, "{}", problem.message);
+                }
+            }
+        });
+    }
+    if args.no_watch { Ok(None) } else { Watcher::start(host.clone(), dir).map(Some) }
+}
+
+/// Resolves at SIGTERM or Ctrl-C (SIGINT).
+async fn shutdown_signal() {
+    let interrupted = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut terminate) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = interrupted => {}
+                _ = terminate.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = interrupted.await;
 }

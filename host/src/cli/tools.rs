@@ -37,6 +37,7 @@ pub fn run(host: &Host, args: &Args) -> Result<ExitCode> {
                     listed["server"] = json!(server.name());
                     listed["external"] = json!(true);
                     listed["sandboxed"] = json!(false);
+                    listed["protocol"] = json!(server.protocol());
                 } else {
                     listed["source"] = json!("plugin");
                 }

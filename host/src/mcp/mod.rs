@@ -13,6 +13,7 @@
 
 pub mod client;
 pub mod http;
+pub mod metrics;
 pub mod server;
 
 use crate::Host;
@@ -42,6 +43,8 @@ pub struct ServeConfig {
     pub session_idle: Option<HumanDuration>,
     /// The largest request body accepted.
     pub max_body: Option<ByteSize>,
+    /// At shutdown (SIGTERM, Ctrl-C), how long tool calls in flight may take to finish.
+    pub drain: Option<HumanDuration>,
 }
 
 /// Serves MCP on stdin/stdout until the client closes it. Stdout carries

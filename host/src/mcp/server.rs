@@ -16,6 +16,7 @@
 use crate::Host;
 use crate::agent::approval::Policy;
 use crate::catalog::{Catalog, Entry};
+use crate::mcp::metrics::Metrics;
 use crate::runtime::limits::LimitOverrides;
 use crate::runtime::outcome::{CallError, CallReport, LogRecord, ToolOutput};
 use rmcp::model::{
@@ -44,6 +45,7 @@ pub struct ToolServer {
 
 struct Shared {
     host: Arc<Host>,
+    metrics: Arc<Metrics>,
     /// The listed tools of the last catalog generation seen.
     listed: Mutex<(u64, Arc<Vec<Tool>>)>,
 }
@@ -52,7 +54,13 @@ impl ToolServer {
     /// A handler serving `host`'s catalog.
     pub fn new(host: Arc<Host>) -> ToolServer {
         let listed = Mutex::new((u64::MAX, Arc::new(Vec::new())));
-        ToolServer { shared: Arc::new(Shared { host, listed }), level: Arc::new(Mutex::new(None)) }
+        let metrics = Arc::new(Metrics::default());
+        ToolServer { shared: Arc::new(Shared { host, metrics, listed }), level: Arc::new(Mutex::new(None)) }
+    }
+
+    /// The counters of the calls this handler (and every session of it) served.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.shared.metrics
     }
 
     /// Another handler over the same host and cache, with its own session state.
@@ -217,17 +225,24 @@ impl ServerHandler for ToolServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let metrics = &self.shared.metrics;
         let catalog = self.host().catalog();
         let name = request.name.as_ref();
-        match catalog.find(name) {
-            Some(entry) if self.served(entry) => {}
-            _ => return Err(unknown_tool(name)),
-        }
+        let origin = match catalog.find(name) {
+            Some(entry) if self.served(entry) => entry.origin(),
+            _ => {
+                metrics.record_unknown_tool();
+                return Err(unknown_tool(name));
+            }
+        };
         let arguments = match &request.arguments {
             Some(arguments) => serde_json::to_string(arguments).unwrap_or_else(|_| "{}".to_owned()),
             None => "{}".to_owned(),
         };
         let overrides = LimitOverrides::default();
+        // Counted as running, and as cancelled unless it finishes (this
+        // future may also be dropped when the client goes away).
+        let active = metrics.start_call(name, origin);
         let call = self.host().call_in(&catalog, name, &arguments, &overrides);
         // Dropping the call's future drops its store: the guest stops at its next epoch tick.
         let report = tokio::select! {
@@ -237,8 +252,10 @@ impl ServerHandler for ToolServer {
             }
         };
         if let Err(CallError::UnknownTool { .. }) = &report.outcome {
+            active.unknown_tool();
             return Err(unknown_tool(name));
         }
+        active.finish(&report);
         self.send_logs(&report, &context).await;
         Ok(result_of(report).into())
     }

@@ -67,6 +67,19 @@ pub enum CallError {
         /// The timeout.
         limit: Duration,
     },
+    /// An MCP server did not answer within its `tool_timeout`; the request
+    /// was cancelled (`notifications/cancelled`). Its kind is `timeout`.
+    #[error(
+        "timed out after {}ms, the `tool_timeout` of [mcp_servers.{server}] (the server was told to cancel the \
+         call; raise `tool_timeout` there if the work is legitimate)",
+        .limit.as_millis()
+    )]
+    ToolTimeout {
+        /// The server's `tool_timeout`.
+        limit: Duration,
+        /// The server's name in the config.
+        server: String,
+    },
     /// The output (or error text) was larger than allowed.
     #[error(
         "returned {}, over the limit of {limit} (ask for less, or raise the `output` limit)",
@@ -124,7 +137,7 @@ impl CallError {
             CallError::ToolFailed(_) => "tool_failed",
             CallError::OutOfFuel { .. } => "out_of_fuel",
             CallError::MemoryLimit { .. } => "memory_limit",
-            CallError::Timeout { .. } => "timeout",
+            CallError::Timeout { .. } | CallError::ToolTimeout { .. } => "timeout",
             CallError::OutputTooLarge { .. } => "output_too_large",
             CallError::InvalidOutput(_) => "invalid_output",
             CallError::StackOverflow => "stack_overflow",
@@ -140,6 +153,7 @@ impl CallError {
             CallError::OutOfFuel { .. }
                 | CallError::MemoryLimit { .. }
                 | CallError::Timeout { .. }
+                | CallError::ToolTimeout { .. }
                 | CallError::OutputTooLarge { .. }
                 | CallError::StackOverflow
         )

@@ -7,6 +7,9 @@ Modes:
            crash (the process exits in the middle of the call), pid (its process id),
            sleep (never answers), was_cancelled (whether a sleep was cancelled)
   hang     never finishes starting (never reads its stdin)
+  slow     sleeps PYSERVER_DELAY seconds (default 3), then serves as `tools`
+
+Every start appends the process id to the file PYSERVER_STARTS names, if set.
 """
 
 import asyncio
@@ -17,6 +20,11 @@ import time
 from mcp.server.mcpserver import Context, MCPServer
 
 mode = sys.argv[1] if len(sys.argv) > 1 else "tools"
+if os.environ.get("PYSERVER_STARTS"):
+    with open(os.environ["PYSERVER_STARTS"], "a") as starts:
+        starts.write(f"{os.getpid()}\n")
+if mode == "slow":
+    time.sleep(float(os.environ.get("PYSERVER_DELAY", "3")))
 if mode == "hang":
     time.sleep(3600)
     sys.exit(0)
@@ -45,6 +53,12 @@ def late_tool() -> str:
 async def grow(ctx: Context) -> str:
     """Adds the tool late_tool and says the tool list changed."""
     server.add_tool(late_tool)
+    # A 2026-07-28 client hears of it on its subscriptions/listen stream, a
+    # 2025-11-25 one by the notification pushed in its session.
+    try:
+        await ctx.notify_tools_changed()
+    except ValueError:
+        pass
     await ctx.session.send_tool_list_changed()
     return "grown"
 

@@ -16,6 +16,7 @@
 //! http_headers = { "X-Team" = "tools" }
 //! enabled_tools = ["search"]          # or disabled_tools = [...]
 //! required = true                     # toolhost does not start without it
+//! protocol = "auto"                   # or "2025-11-25" / "2026-07-28" to pin the revision
 //! ```
 
 use crate::grants::env::{EnvName, Secret};
@@ -48,6 +49,36 @@ pub struct McpServerConfig {
     pub enabled_tools: Option<Vec<String>>,
     /// These tools (by the server's own names) are never offered.
     pub disabled_tools: Vec<String>,
+    /// Which protocol revision to speak.
+    pub protocol: Protocol,
+}
+
+/// `protocol`: how a connection starts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Protocol {
+    /// `"auto"`: `server/discover` first, 2026-07-28 when the server offers
+    /// it, else the 2025-11-25 `initialize` handshake.
+    #[default]
+    Auto,
+    /// `"2025-11-25"`: only the `initialize` handshake (for a server that
+    /// does not answer `server/discover` at all).
+    Handshake,
+    /// `"2026-07-28"`: only the stateless revision; a server without it fails to start.
+    Stateless,
+}
+
+impl Protocol {
+    fn parse(text: &str) -> Result<Protocol, String> {
+        match text {
+            "auto" => Ok(Protocol::Auto),
+            "2025-11-25" => Ok(Protocol::Handshake),
+            "2026-07-28" => Ok(Protocol::Stateless),
+            other => Err(format!(
+                "`protocol = \"{other}\"` is not a revision toolhost speaks: use \"auto\" (the default: \
+                 2026-07-28 where the server offers it, else 2025-11-25), \"2025-11-25\" or \"2026-07-28\""
+            )),
+        }
+    }
 }
 
 impl McpServerConfig {
@@ -108,6 +139,7 @@ struct ServerTable {
     enabled_tools: Option<Vec<String>>,
     #[serde(default)]
     disabled_tools: Vec<String>,
+    protocol: Option<String>,
 }
 
 impl TryFrom<ServerTable> for McpServerConfig {
@@ -188,7 +220,9 @@ impl TryFrom<ServerTable> for McpServerConfig {
         if let Some(both) = table.enabled_tools.iter().flatten().find(|tool| table.disabled_tools.contains(tool)) {
             return Err(format!("`{both}` is in both `enabled_tools` and `disabled_tools`: keep one"));
         }
+        let protocol = table.protocol.as_deref().map_or(Ok(Protocol::Auto), Protocol::parse)?;
         Ok(McpServerConfig {
+            protocol,
             transport,
             startup_timeout: table.startup_timeout.map_or(DEFAULT_STARTUP_TIMEOUT, |d| d.0),
             tool_timeout: table.tool_timeout.map_or(DEFAULT_TOOL_TIMEOUT, |d| d.0),
@@ -225,6 +259,7 @@ mod tests {
             http_headers = { "X-Team" = "tools" }
             enabled_tools = ["search"]
             required = true
+            protocol = "2025-11-25"
             "#,
         )
         .unwrap();
@@ -240,6 +275,8 @@ mod tests {
         assert!(remote.required);
         assert_eq!(remote.tool_timeout, super::DEFAULT_TOOL_TIMEOUT);
         assert!(remote.offers("search") && !remote.offers("delete"));
+        assert_eq!(remote.protocol, super::Protocol::Handshake);
+        assert_eq!(everything.protocol, super::Protocol::Auto);
         let Transport::Http { http_headers, .. } = &remote.transport else { panic!() };
         assert!(!format!("{remote:?}").contains("tools\""), "header values are never shown: {:?}", http_headers);
     }
@@ -268,6 +305,7 @@ mod tests {
                 "[mcp_servers.x]\nurl = \"http://127.0.0.1/mcp\"\nhttp_headers = { \"Bad Name\" = \"v\" }\n",
                 "not an HTTP header name",
             ),
+            ("[mcp_servers.x]\ncommand = \"srv\"\nprotocol = \"2024-01-01\"\n", "use \"auto\""),
         ];
         for (text, expected) in cases {
             let err = Config::parse(text).unwrap_err().to_string();

@@ -1,8 +1,8 @@
 //! External MCP servers as a source of tools.
 //!
 //! Each `[mcp_servers.NAME]` becomes an [`McpServer`]: toolhost starts it as
-//! a child process (stdio) or connects to it (Streamable HTTP), speaks the
-//! 2025-11-25 handshake, lists its tools (every page) and offers them as
+//! a child process (stdio) or connects to it (Streamable HTTP), agrees on a
+//! protocol revision (below), lists its tools (every page) and offers them as
 //! `mcp__SERVER__TOOL` ([`names`]). Calls go to the server under its
 //! `tool_timeout` (the request is cancelled with `notifications/cancelled`
 //! when it runs out, or when the caller gives up, e.g. on Ctrl-C), and end in
@@ -13,6 +13,17 @@
 //! a message saying so. A `notifications/tools/list_changed` marks the server
 //! [`McpServer::needs_refresh`]; its tools are listed again before the next
 //! model turn.
+//!
+//! Revisions: toolhost first asks `server/discover` (2026-07-28, stateless:
+//! no handshake, the revision and client capabilities in every request's
+//! `_meta`). A server that answers it is spoken to in 2026-07-28, and its
+//! tool list changes come over a `subscriptions/listen` subscription. A
+//! server that rejects it (every server of an older revision does) gets the
+//! 2025-11-25 `initialize` handshake on the same connection, and pushes
+//! `list_changed` itself. rmcp's `ClientLifecycleMode::Auto` does both; a
+//! server that answers `server/discover` with something else gets the
+//! handshake on a new connection. `protocol` in the config pins either
+//! revision. [`McpServer::protocol`] says which one a server speaks.
 //!
 //! Child processes get a minimal environment (`PATH`, `HOME`, `LANG`,
 //! `TMPDIR`, then the `env_vars` names and the `env` values), run in their own
@@ -27,13 +38,13 @@ pub mod source;
 use crate::grants::env::{Redactor, Secret};
 use crate::runtime::limits::Limits;
 use crate::runtime::outcome::{CallError, CallReport, LogRecord, ToolOutput, Usage};
-use config::{McpServerConfig, Transport};
+use config::{McpServerConfig, Protocol, Transport};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock, Implementation,
-    ProtocolVersion, ResourceContents,
+    ProtocolVersion, ResourceContents, ServerNotification, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, Peer, RunningService, ServiceError};
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::service::{ClientInitializeError, NotificationContext, Peer, RunningService, ServiceError};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -46,8 +57,24 @@ const BASE_ENV: [&str; 4] = ["PATH", "HOME", "LANG", "TMPDIR"];
 /// Lines of a server's stderr kept to explain why it stopped.
 const STDERR_LINES: usize = 8;
 
-/// The longest pause between restarts of a server that keeps failing.
-const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// The pause before the second restart in a row of a server that keeps
+/// failing; it doubles with every further failure, up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+
+/// The longest pause between restarts of a server that keeps failing. A
+/// connection that lasted this long ends a run of failures.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// The pause before starting a server again after `strikes` failures in a
+/// row (a crash, or a start that failed): none after the first, so a server
+/// that stops once is started again by the next call; then 0.5 s, doubling,
+/// up to 30 s.
+fn backoff(strikes: u32) -> Duration {
+    match strikes {
+        0 | 1 => Duration::ZERO,
+        n => FIRST_BACKOFF.saturating_mul(1 << (n - 2).min(16)).min(MAX_BACKOFF),
+    }
+}
 
 /// One tool of an MCP server, as the catalog offers it.
 #[derive(Debug, Clone)]
@@ -78,7 +105,11 @@ impl ClientHandler for Handler {
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        tracing::debug!(server = &*self.server, "the server's tool list changed");
+        tracing::info!(
+            server = &*self.server,
+            "MCP server `{}` says its tools changed (notifications/tools/list_changed)",
+            self.server
+        );
         self.changed.store(true, Ordering::SeqCst);
     }
 }
@@ -88,6 +119,10 @@ struct Live {
     service: RunningService<RoleClient, Handler>,
     _child: Option<ChildGroup>,
     id: u64,
+    /// When it was made.
+    since: Instant,
+    /// Failures in a row before it (see [`backoff`]).
+    strikes: u32,
 }
 
 /// The connection's state.
@@ -96,8 +131,18 @@ enum State {
     Idle,
     /// Connected.
     Up(Live),
-    /// Stopped or failed to start; `retry_at` is when a call may try again.
-    Down { error: String, failures: u32, retry_at: Instant },
+    /// Stopped or failed to start, `strikes` times in a row; `retry_at` is
+    /// when a call may start it again.
+    Down { error: String, strikes: u32, retry_at: Instant },
+}
+
+impl State {
+    /// The state after `live` stopped: down, with one more strike unless it
+    /// had been running long enough to count as well.
+    fn stopped(live: &Live, error: String) -> State {
+        let strikes = if live.since.elapsed() >= MAX_BACKOFF { 1 } else { live.strikes + 1 };
+        State::Down { error, strikes, retry_at: Instant::now() + backoff(strikes) }
+    }
 }
 
 /// One configured MCP server and its connection.
@@ -111,6 +156,11 @@ pub struct McpServer {
     changed: Arc<AtomicBool>,
     stderr: Arc<Mutex<VecDeque<String>>>,
     connections: AtomicU64,
+    /// The revision agreed on at the last connection.
+    protocol: Mutex<Option<String>>,
+    /// Only the handshake is used: `protocol = "2025-11-25"`, or the server
+    /// misunderstood `server/discover` once.
+    legacy: AtomicBool,
 }
 
 /// The secret values a server is started or reached with, read once.
@@ -183,6 +233,8 @@ impl McpServer {
             changed: Arc::new(AtomicBool::new(false)),
             stderr: Arc::new(Mutex::new(VecDeque::new())),
             connections: AtomicU64::new(0),
+            protocol: Mutex::new(None),
+            legacy: AtomicBool::new(false),
         })
     }
 
@@ -206,6 +258,12 @@ impl McpServer {
         }
     }
 
+    /// The protocol revision it speaks (`2026-07-28`, `2025-11-25`, …), once
+    /// it has been connected to.
+    pub fn protocol(&self) -> Option<String> {
+        self.protocol.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
     /// The tools it offered when last listed.
     pub fn tools(&self) -> Vec<Arc<McpTool>> {
         self.tools.lock().unwrap_or_else(|p| p.into_inner()).clone()
@@ -217,13 +275,31 @@ impl McpServer {
         self.changed.load(Ordering::SeqCst)
     }
 
-    /// Starts the server (or connects to it) and lists its tools, within
-    /// `startup_timeout`. On failure the server is down and the next call
-    /// tries again.
+    /// Starts the server (or connects to it) and lists its tools, however
+    /// long that takes: the caller bounds it ([`source::Servers::connect`]
+    /// waits `startup_timeout`, then lets a non-required server go on
+    /// starting in the background). On failure the server is down and the
+    /// next call tries again.
     pub async fn start(&self) -> Result<Vec<Arc<McpTool>>, String> {
         let mut state = self.state.lock().await;
-        self.connect_locked(&mut state).await?;
+        match self.connect(0).await {
+            Ok(live) => *state = State::Up(live),
+            Err(error) => {
+                *state = State::Down { error: error.clone(), strikes: 1, retry_at: Instant::now() + backoff(1) };
+                return Err(error);
+            }
+        }
         self.refresh_locked(&state).await
+    }
+
+    /// Says that the server did not start within its `startup_timeout`.
+    pub fn not_started(&self) -> String {
+        format!(
+            "MCP server `{}` did not start within {}s (raise its `startup_timeout`){}",
+            self.name,
+            self.config.startup_timeout.as_secs_f64(),
+            self.stderr_tail()
+        )
     }
 
     /// Lists the tools again (after `list_changed`, or a restart).
@@ -276,27 +352,31 @@ impl McpServer {
         Ok(tools)
     }
 
-    /// Connects unless connected; restarts a stopped server once its pause is over.
+    /// Connects unless connected; restarts a stopped server once its pause
+    /// is over. Within the pause it fails at once, saying when it will try.
     async fn connect_locked(&self, state: &mut State) -> Result<(), String> {
         if let State::Up(live) = &*state {
             if !live.service.peer().is_transport_closed() {
                 return Ok(());
             }
-            let error = self.stopped_message();
-            *state = State::Down { error, failures: 0, retry_at: Instant::now() };
+            *state = State::stopped(live, self.stopped_message());
         }
-        let failures = match &*state {
-            State::Down { error, failures, retry_at } => {
+        let strikes = match &*state {
+            State::Down { error, strikes, retry_at } => {
                 let now = Instant::now();
                 if now < *retry_at {
-                    let wait = retry_at.duration_since(now).as_secs_f64().ceil();
-                    return Err(format!("{error}; toolhost tries to start it again in {wait}s"));
+                    let wait = retry_at.duration_since(now).as_secs_f64();
+                    return Err(format!(
+                        "{error}; it failed {strikes} times in a row, so toolhost waits before starting it again: \
+                         the first call after {wait:.1}s will (the pause doubles with each failure, up to {}s)",
+                        MAX_BACKOFF.as_secs()
+                    ));
                 }
-                *failures
+                *strikes
             }
             _ => 0,
         };
-        match tokio::time::timeout(self.config.startup_timeout, self.connect()).await {
+        match tokio::time::timeout(self.config.startup_timeout, self.connect(strikes)).await {
             Ok(Ok(live)) => {
                 *state = State::Up(live);
                 Ok(())
@@ -304,22 +384,50 @@ impl McpServer {
             outcome => {
                 let error = match outcome {
                     Ok(Err(error)) => error,
-                    _ => format!(
-                        "MCP server `{}` did not start within {}s (raise its `startup_timeout`){}",
-                        self.name,
-                        self.config.startup_timeout.as_secs_f64(),
-                        self.stderr_tail()
-                    ),
+                    _ => self.not_started(),
                 };
-                let pause = Duration::from_secs(1u64 << failures.min(6)).min(MAX_BACKOFF);
-                *state = State::Down { error: error.clone(), failures: failures + 1, retry_at: Instant::now() + pause };
+                let strikes = strikes + 1;
+                *state = State::Down { error: error.clone(), strikes, retry_at: Instant::now() + backoff(strikes) };
                 Err(error)
             }
         }
     }
 
-    /// Starts or reaches the server and completes the handshake.
-    async fn connect(&self) -> Result<Live, String> {
+    /// Starts or reaches the server and completes the handshake; `strikes`
+    /// is how many times in a row it failed before.
+    async fn connect(&self, strikes: u32) -> Result<Live, String> {
+        match self.config.protocol {
+            Protocol::Handshake => self.legacy.store(true, Ordering::SeqCst),
+            Protocol::Stateless => {
+                let only = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+                return self.connect_with(strikes, only).await.map_err(|failed| match failed.legacy_may_work {
+                    true => format!(
+                        "{} (it seems not to offer 2026-07-28, which `protocol = \"2026-07-28\"` requires: \
+                         set `protocol = \"auto\"` for it)",
+                        failed.message
+                    ),
+                    false => failed.message,
+                });
+            }
+            Protocol::Auto => {}
+        }
+        if !self.legacy.load(Ordering::SeqCst) {
+            match self.connect_with(strikes, lifecycle()).await {
+                Err(failed) if failed.legacy_may_work => {
+                    // Some older servers answer `server/discover` with something
+                    // that is neither a result nor an error rmcp can classify
+                    // (e.g. an empty result): start over with the handshake.
+                    tracing::debug!(server = &*self.name, "{}; trying the initialize handshake", failed.message);
+                    self.legacy.store(true, Ordering::SeqCst);
+                }
+                other => return other.map_err(|failed| failed.message),
+            }
+        }
+        self.connect_with(strikes, ClientLifecycleMode::Initialize).await.map_err(|failed| failed.message)
+    }
+
+    /// Starts or reaches the server and starts the connection as `lifecycle` says.
+    async fn connect_with(&self, strikes: u32, lifecycle: ClientLifecycleMode) -> Result<Live, Failed> {
         let handler = Handler {
             info: ClientConfig::new(
                 ClientCapabilities::default(),
@@ -330,13 +438,21 @@ impl McpServer {
             server: self.name.clone(),
         };
         let id = self.connections.fetch_add(1, Ordering::SeqCst) + 1;
-        let handshake_failed = |err: String| {
-            format!(
+        let handshake_failed = |err: ClientInitializeError| Failed {
+            legacy_may_work: matches!(
+                err,
+                ClientInitializeError::ExpectedInitResult(_)
+                    | ClientInitializeError::ExpectedInitResponse(_)
+                    | ClientInitializeError::UncorrelatedErrorResponse { .. }
+                    | ClientInitializeError::NoCompatibleProtocolVersion { .. }
+                    | ClientInitializeError::JsonRpcError(_)
+            ),
+            message: format!(
                 "MCP server `{}` failed the handshake: {}{}",
                 self.name,
-                without_type_names(&err),
+                without_type_names(&self.scrub(err.to_string())),
                 self.stderr_tail()
-            )
+            ),
         };
         match &self.config.transport {
             Transport::Stdio { command, args, cwd, .. } => {
@@ -362,23 +478,26 @@ impl McpServer {
                 let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(cmd)
                     .stderr(std::process::Stdio::piped())
                     .spawn()
-                    .map_err(|err| format!("could not start MCP server `{}` (`{command}`): {err}", self.name))?;
+                    .map_err(|err| {
+                        Failed::from(format!("could not start MCP server `{}` (`{command}`): {err}", self.name))
+                    })?;
                 let child = transport.id().map(ChildGroup);
                 if let Some(stderr) = stderr {
                     tokio::spawn(forward_stderr(stderr, self.name.clone(), self.stderr.clone(), self.redactor.clone()));
                 }
-                let service =
-                    handler.serve(transport).await.map_err(|err| handshake_failed(self.scrub(err.to_string())))?;
-                Ok(Live { service, _child: child, id })
+                let service = handler.serve_with_lifecycle(transport, lifecycle).await.map_err(handshake_failed)?;
+                self.connected(&service);
+                Ok(Live { service, _child: child, id, since: Instant::now(), strikes })
             }
             Transport::Http { url, .. } => {
                 let _ = rustls::crypto::ring::default_provider().install_default();
                 let mut headers = http::HeaderMap::new();
                 for (name, value) in &self.secrets.headers {
                     let name = http::HeaderName::from_bytes(name.as_bytes())
-                        .map_err(|_| format!("`{name}` is not an HTTP header name"))?;
-                    let mut value = http::HeaderValue::from_str(value.expose())
-                        .map_err(|_| format!("the value of header `{name}` has characters a header cannot carry"))?;
+                        .map_err(|_| Failed::from(format!("`{name}` is not an HTTP header name")))?;
+                    let mut value = http::HeaderValue::from_str(value.expose()).map_err(|_| {
+                        Failed::from(format!("the value of header `{name}` has characters a header cannot carry"))
+                    })?;
                     value.set_sensitive(true);
                     headers.insert(name, value);
                 }
@@ -387,7 +506,7 @@ impl McpServer {
                     .connect_timeout(self.config.startup_timeout)
                     .user_agent(concat!("toolhost/", env!("CARGO_PKG_VERSION")))
                     .build()
-                    .map_err(|err| format!("could not set up the HTTP client: {err}"))?;
+                    .map_err(|err| Failed::from(format!("could not set up the HTTP client: {err}")))?;
                 let mut config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
                     url.as_str(),
                 );
@@ -395,11 +514,49 @@ impl McpServer {
                     config = config.auth_header(token.expose());
                 }
                 let transport = rmcp::transport::StreamableHttpClientTransport::with_client(client, config);
-                let service =
-                    handler.serve(transport).await.map_err(|err| handshake_failed(self.scrub(err.to_string())))?;
-                Ok(Live { service, _child: None, id })
+                let service = handler.serve_with_lifecycle(transport, lifecycle).await.map_err(handshake_failed)?;
+                self.connected(&service);
+                Ok(Live { service, _child: None, id, since: Instant::now(), strikes })
             }
         }
+    }
+
+    /// Notes the revision a new connection speaks and, for a stateless
+    /// (2026-07-28) server that announces tool list changes, subscribes to
+    /// them: such a server sends none unasked.
+    fn connected(&self, service: &RunningService<RoleClient, Handler>) {
+        let Some(info) = service.peer().peer_info() else { return };
+        let version = info.protocol_version.clone();
+        let how = if version.has_initialize() { "the initialize handshake" } else { "server/discover, stateless" };
+        tracing::debug!(server = &*self.name, "speaks MCP {version} ({how})");
+        *self.protocol.lock().unwrap_or_else(|p| p.into_inner()) = Some(version.to_string());
+        let announces = info.capabilities.tools.as_ref().and_then(|tools| tools.list_changed) == Some(true);
+        if version.has_initialize() || !announces {
+            return;
+        }
+        let peer = service.peer().clone();
+        let changed = self.changed.clone();
+        let server = self.name.clone();
+        tokio::spawn(async move {
+            let filter = SubscriptionFilter::builder().tools_list_changed().build();
+            let mut subscription = match peer.listen(filter).await {
+                Ok(subscription) => subscription,
+                Err(err) => {
+                    tracing::debug!(server = &*server, "could not subscribe to tool list changes: {err}");
+                    return;
+                }
+            };
+            // Ends with the connection.
+            while let Ok(Some(notification)) = subscription.next().await {
+                if matches!(notification, ServerNotification::ToolListChangedNotification(_)) {
+                    tracing::info!(
+                        server = &*server,
+                        "MCP server `{server}` says its tools changed (subscriptions/listen)"
+                    );
+                    changed.store(true, Ordering::SeqCst);
+                }
+            }
+        });
     }
 
     /// Calls the server's `tool` with `arguments` (a JSON object as text;
@@ -444,6 +601,10 @@ impl McpServer {
         let params = CallToolRequestParams::new(tool.wire_name.clone()).with_arguments(arguments);
         let result = match tokio::time::timeout(limits.timeout, call_tool(&peer, params)).await {
             // Dropping the request on timeout sends `notifications/cancelled`.
+            Err(_) if limits.timeout == self.config.tool_timeout => {
+                return Err(CallError::ToolTimeout { limit: limits.timeout, server: self.name.to_string() });
+            }
+            // The caller's own limit (`call --timeout`).
             Err(_) => return Err(CallError::Timeout { limit: limits.timeout }),
             Ok(result) => result,
         };
@@ -460,14 +621,22 @@ impl McpServer {
             }
             Err(err @ (ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
                 let mut state = self.state.lock().await;
-                if matches!(&*state, State::Up(live) if live.id == connection) {
+                if let State::Up(live) = &*state
+                    && live.id == connection
+                {
                     // Let the child's last words arrive before reporting them.
                     tokio::time::sleep(Duration::from_millis(50)).await;
-                    let error = self.stopped_message();
-                    *state = State::Down { error, failures: 0, retry_at: Instant::now() };
+                    *state = State::stopped(live, self.stopped_message());
                 }
+                let when = match &*state {
+                    State::Down { retry_at, .. } if *retry_at > Instant::now() => format!(
+                        "at the first call after {:.1}s (it keeps failing)",
+                        retry_at.duration_since(Instant::now()).as_secs_f64()
+                    ),
+                    _ => "on the next call".to_owned(),
+                };
                 Err(CallError::Host(format!(
-                    "MCP server `{}` stopped during the call ({}){}; toolhost starts it again on the next call",
+                    "MCP server `{}` stopped during the call ({}){}; toolhost starts it again {when}",
                     self.name,
                     self.scrub(err.to_string()),
                     self.stderr_tail()
@@ -521,6 +690,31 @@ impl McpServer {
         if let State::Up(mut live) = std::mem::replace(&mut *state, State::Idle) {
             let _ = live.service.close_with_timeout(Duration::from_millis(200)).await;
         }
+    }
+}
+
+/// Why a connection could not be made.
+struct Failed {
+    /// What to tell a person.
+    message: String,
+    /// The server did not understand `server/discover` in a way rmcp could
+    /// tell from a rejection: the `initialize` handshake may still work.
+    legacy_may_work: bool,
+}
+
+impl From<String> for Failed {
+    fn from(message: String) -> Failed {
+        Failed { message, legacy_may_work: false }
+    }
+}
+
+/// How a connection starts: `server/discover` for the newest revision,
+/// falling back to the 2025-11-25 `initialize` handshake when the server
+/// rejects it.
+fn lifecycle() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::LATEST],
+        legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
     }
 }
 
@@ -628,6 +822,19 @@ impl Drop for ChildGroup {
 
 #[cfg(test)]
 mod tests {
+    use super::backoff;
+    use std::time::Duration;
+
+    #[test]
+    fn restarts_back_off_from_none_to_half_a_second_doubling_to_thirty() {
+        let millis = |strikes| backoff(strikes).as_millis();
+        let table = [(0, 0), (1, 0), (2, 500), (3, 1000), (4, 2000), (7, 16_000), (8, 30_000), (9, 30_000)];
+        for (strikes, expected) in table {
+            assert_eq!(millis(strikes), expected, "after {strikes} failures");
+        }
+        assert_eq!(backoff(u32::MAX), Duration::from_secs(30));
+    }
+
     #[test]
     fn type_names_are_left_out_of_errors() {
         let text = "Send message error Transport [rmcp::transport::worker::WorkerTransport<rmcp::X<reqwest::Client>>] \

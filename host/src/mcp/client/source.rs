@@ -1,6 +1,9 @@
 //! The MCP servers as a source of catalog entries: start them all at once,
 //! publish each one's tools into the shared catalog, and list again the
-//! tools of a server that said they changed (or was restarted).
+//! tools of a server that said they changed (or was restarted). A server
+//! that is not up within its `startup_timeout` is reported once; unless it
+//! is `required` it goes on starting in the background, and its tools are
+//! published (a new catalog generation) when it is up.
 
 use super::McpServer;
 use crate::catalog::{Entry, SharedCatalog};
@@ -16,6 +19,9 @@ pub struct ServerProblem {
     pub required: bool,
     /// What went wrong, and what to do.
     pub message: String,
+    /// The server is still starting in the background: its tools join the
+    /// catalog when it is up.
+    pub joins_later: bool,
 }
 
 /// The configured servers (enabled ones), once started.
@@ -25,10 +31,12 @@ pub struct Servers {
 }
 
 impl Servers {
-    /// Starts every enabled server in `config` at once, each within its
-    /// `startup_timeout`, and publishes the tools of those that answer.
-    /// Returns one problem per server that did not.
-    pub async fn connect(&self, config: &Config, catalog: &SharedCatalog) -> Vec<ServerProblem> {
+    /// Starts every enabled server in `config` at once, waits for each up to
+    /// its `startup_timeout`, and publishes the tools of those that answer.
+    /// Returns one problem per server that did not. A non-required server
+    /// that is only slow goes on starting in the background and publishes
+    /// its tools when it is up; a required one is stopped.
+    pub async fn connect(&self, config: &Config, catalog: &Arc<SharedCatalog>) -> Vec<ServerProblem> {
         let mut problems = Vec::new();
         let mut servers = Vec::new();
         for (name, server) in config.mcp_servers.iter().filter(|(_, server)| server.enabled) {
@@ -38,24 +46,59 @@ impl Servers {
                     server: name.clone(),
                     required: server.required,
                     message: format!("MCP server `{name}` cannot be started: {message}"),
+                    joins_later: false,
                 }),
             }
         }
         self.servers.lock().unwrap_or_else(|p| p.into_inner()).extend(servers.iter().cloned());
         let started = futures_util::future::join_all(servers.iter().map(|server| async move {
-            let result = server.start().await;
-            (server, result)
+            let mut starting = tokio::spawn({
+                let server = server.clone();
+                async move { server.start().await }
+            });
+            match tokio::time::timeout(server.config().startup_timeout, &mut starting).await {
+                Ok(started) => {
+                    let result = started.unwrap_or_else(|err| Err(format!("MCP server `{}`: {err}", server.name())));
+                    (server, result, None)
+                }
+                Err(_) => (server, Err(server.not_started()), Some(starting)),
+            }
         }))
         .await;
-        for (server, result) in started {
-            match result {
-                Ok(_) => publish(catalog, server),
-                Err(message) => problems.push(ServerProblem {
-                    server: server.name().to_owned(),
-                    required: server.config().required,
-                    message,
-                }),
-            }
+        for (server, result, starting) in started {
+            let Err(message) = result else {
+                publish(catalog, server);
+                continue;
+            };
+            let required = server.config().required;
+            let joins_later = match starting {
+                // Dropping the start stops the child.
+                Some(starting) if required => {
+                    starting.abort();
+                    false
+                }
+                Some(starting) => {
+                    let (catalog, server) = (catalog.clone(), server.clone());
+                    tokio::spawn(async move {
+                        match starting.await {
+                            Ok(Ok(tools)) => {
+                                tracing::info!(
+                                    server = server.name(),
+                                    "MCP server `{}` is up after all: its {} tools join",
+                                    server.name(),
+                                    tools.len()
+                                );
+                                publish(&catalog, &server);
+                            }
+                            Ok(Err(message)) => tracing::info!(server = server.name(), "{message}"),
+                            Err(_) => {}
+                        }
+                    });
+                    true
+                }
+                None => false,
+            };
+            problems.push(ServerProblem { server: server.name().to_owned(), required, message, joins_later });
         }
         problems
     }
@@ -79,6 +122,7 @@ impl Servers {
                     server: server.name().to_owned(),
                     required: server.config().required,
                     message,
+                    joins_later: false,
                 }),
             }
         }

@@ -1,0 +1,765 @@
+//! `toolhost serve --http` as replicas behind a real load balancer: Debian's
+//! `haproxy` (round robin, sticky by `Mcp-Session-Id` for 2025-11-25
+//! sessions, health checks on `/readyz`, retries and redispatch) in front of
+//! two replicas on loopback ports, driven by the official Python MCP client
+//! (`tests/lb/client.py`) in both protocol generations; and one replica's
+//! `/healthz`, `/readyz` and `/metrics`, whose exposition is read by the
+//! official Prometheus Python client's parser (`tests/lb/metrics.py`).
+//! `tests/lb/setup.sh` installs haproxy, the parser and the MCP clients the
+//! first time; a failed install fails the tests.
+
+mod common;
+
+use common::{plugin, plugin_dir, shared_cache};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+fn lb_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/lb")
+}
+
+/// Installs haproxy and the Python clients (once per test binary; setup.sh is idempotent).
+fn setup() {
+    static READY: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    let ready = READY.get_or_init(|| {
+        let output = Command::new("bash").arg(lb_dir().join("setup.sh")).output().expect("run tests/lb/setup.sh");
+        if output.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "installing the load-balancer test tools failed:\n{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            ))
+        }
+    });
+    if let Err(err) = ready {
+        panic!("{err}");
+    }
+}
+
+/// A child process killed when dropped.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// One `toolhost serve --http 127.0.0.1:0` process.
+struct Replica {
+    process: Running,
+    /// `127.0.0.1:PORT`
+    address: String,
+    /// Every stderr line after the `listening` one.
+    lines: mpsc::Receiver<String>,
+}
+
+impl Replica {
+    /// Starts a replica serving `dir` with `config`; returns once it listens
+    /// (before its plugins are loaded).
+    fn start(name: &str, dir: &Path, config: &Path, cache: &Path, env: &[(&str, &str)]) -> Replica {
+        Replica::start_with(name, dir, config, cache, env, &[])
+    }
+
+    /// [`Replica::start`] with more `serve` flags.
+    fn start_with(
+        name: &str,
+        dir: &Path,
+        config: &Path,
+        cache: &Path,
+        env: &[(&str, &str)],
+        flags: &[&str],
+    ) -> Replica {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+        command
+            .arg("--plugins")
+            .arg(dir)
+            .arg("--config")
+            .arg(config)
+            .args(["serve", "--http", "127.0.0.1:0", "--no-watch"])
+            .args(flags)
+            .env("TOOLHOST_CACHE_DIR", cache)
+            .env_remove("TOOLHOST_LOG")
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut process = Running(command.spawn().expect("start toolhost serve --http"));
+        let stderr = process.0.stderr.take().unwrap();
+        let (sender, lines) = mpsc::channel();
+        let name = name.to_owned();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                eprintln!("[{name}] {line}");
+                let _ = sender.send(line);
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let line = lines
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .expect("toolhost serve --http did not start listening");
+            if let Some(rest) = line.strip_prefix("toolhost: listening on http://") {
+                let address = rest.split(' ').next().unwrap().to_owned();
+                return Replica { process, address, lines };
+            }
+        }
+    }
+
+    /// Waits for the line saying the plugins are loaded and MCP is served.
+    fn wait_serving(&self) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .expect("toolhost serve --http never got ready");
+            if line.starts_with("toolhost: serving MCP at ") {
+                return;
+            }
+        }
+    }
+}
+
+/// A plugins folder and an empty config for the replicas: `hash` and
+/// `mcp_conformance` (whose `slow_echo` waits `ms`, then returns its text).
+fn replica_plugins() -> (tempfile::TempDir, PathBuf) {
+    let dir = plugin_dir(&["hash", "mcp_conformance"]);
+    let config = dir.path().join("toolhost.toml");
+    std::fs::write(&config, "").unwrap();
+    (dir, config)
+}
+
+/// Two replicas of the same folder, ready.
+fn two_replicas() -> (tempfile::TempDir, Replica, Replica) {
+    let (dir, config) = replica_plugins();
+    let a = Replica::start("replica a", dir.path(), &config, &shared_cache(), &[]);
+    let b = Replica::start("replica b", dir.path(), &config, &shared_cache(), &[]);
+    a.wait_serving();
+    b.wait_serving();
+    (dir, a, b)
+}
+
+/// A free loopback port (for haproxy, which cannot be asked to pick one).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// The haproxy config of the tested topology (docs/deploy.md shows the same).
+fn haproxy_config(port: u16, replicas: &[&Replica], sticky: bool) -> String {
+    let mut config = format!(
+        "global\n\
+         \x20   maxconn 256\n\
+         defaults\n\
+         \x20   mode http\n\
+         \x20   timeout connect 2s\n\
+         \x20   timeout client 60s\n\
+         \x20   timeout server 60s\n\
+         \x20   timeout http-request 10s\n\
+         \x20   retries 2\n\
+         \x20   option redispatch 1\n\
+         frontend mcp\n\
+         \x20   bind 127.0.0.1:{port}\n\
+         \x20   default_backend replicas\n\
+         backend replicas\n\
+         \x20   balance roundrobin\n\
+         \x20   option httpchk\n\
+         \x20   http-check send meth GET uri /readyz ver HTTP/1.1 hdr Host localhost\n\
+         \x20   http-check expect status 200\n\
+         \x20   default-server inter 500ms fall 1 rise 2\n\
+         \x20   option http-buffer-request\n\
+         \x20   retry-on conn-failure empty-response\n"
+    );
+    if sticky {
+        config.push_str(
+            "    stick-table type string len 64 size 100k expire 30m\n\
+             \x20   stick on req.hdr(mcp-session-id)\n\
+             \x20   stick store-response res.hdr(mcp-session-id)\n",
+        );
+    }
+    for (index, replica) in replicas.iter().enumerate() {
+        config.push_str(&format!("    server replica{index} {} check\n", replica.address));
+    }
+    config
+}
+
+/// `haproxy -f CONFIG -db` in the foreground, killed when dropped.
+struct Haproxy {
+    _process: Running,
+    _config: tempfile::TempDir,
+    address: String,
+}
+
+impl Haproxy {
+    fn start(replicas: &[&Replica], sticky: bool) -> Haproxy {
+        setup();
+        let port = free_port();
+        let folder = tempfile::tempdir().unwrap();
+        let config = folder.path().join("haproxy.cfg");
+        std::fs::write(&config, haproxy_config(port, replicas, sticky)).unwrap();
+        let mut process = Running(
+            Command::new("haproxy")
+                .arg("-f")
+                .arg(&config)
+                .arg("-db")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start haproxy"),
+        );
+        let stderr = process.0.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                eprintln!("[haproxy] {line}");
+            }
+        });
+        let address = format!("127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while get(&address, "/healthz", &[]).map(|response| response.status) != Some(200) {
+            if let Ok(Some(status)) = process.0.try_wait() {
+                panic!("haproxy exited ({status}) with the config:\n{}", haproxy_config(port, replicas, sticky));
+            }
+            assert!(Instant::now() < deadline, "haproxy did not start on {address}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Haproxy { _process: process, _config: folder, address }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}/mcp", self.address)
+    }
+}
+
+struct Response {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+/// One HTTP/1.1 request (`Connection: close`); `None` when the connection is refused.
+fn request(address: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Option<Response> {
+    let mut stream = send(address, method, path, headers, body)?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).ok()?;
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let status = head.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0);
+    Some(Response { status, head: head.to_owned(), body: body.to_owned() })
+}
+
+/// Sends one HTTP/1.1 request and returns the connection, response unread.
+fn send(address: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Option<TcpStream> {
+    let mut stream = TcpStream::connect(address).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut text = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("host")) {
+        text.push_str(&format!("Host: {address}\r\n"));
+    }
+    for (name, value) in headers {
+        text.push_str(&format!("{name}: {value}\r\n"));
+    }
+    text.push_str("\r\n");
+    text.push_str(body);
+    stream.write_all(text.as_bytes()).ok()?;
+    Some(stream)
+}
+
+fn get(address: &str, path: &str, headers: &[(&str, &str)]) -> Option<Response> {
+    request(address, "GET", path, headers, "")
+}
+
+/// A stateless (2026-07-28) `tools/call` as raw JSON-RPC; returns the
+/// response (an SSE stream holding the result).
+fn raw_call(address: &str, tool: &str, arguments: Value, headers: &[(&str, &str)]) -> Response {
+    request(address, "POST", "/mcp", &call_headers(tool, headers), &call_body(tool, arguments)).expect("connect")
+}
+
+/// The body of a stateless (2026-07-28) `tools/call`.
+fn call_body(tool: &str, arguments: Value) -> String {
+    serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {
+            "name": tool, "arguments": arguments,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "1" }
+            }
+        }
+    })
+    .to_string()
+}
+
+/// The headers of a stateless (2026-07-28) `tools/call`, then `extra`.
+fn call_headers<'a>(tool: &'a str, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    let mut all = vec![
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", tool),
+    ];
+    all.extend_from_slice(extra);
+    all
+}
+
+/// Polls `/metrics` (as text) until it has `line`.
+fn wait_for_metric(address: &str, headers: &[(&str, &str)], line: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !get(address, "/metrics", headers).is_some_and(|response| response.body.lines().any(|have| have == line)) {
+        assert!(Instant::now() < deadline, "/metrics never showed `{line}`");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The JSON-RPC message in a response (plain JSON or the last SSE `data:` line).
+fn message(response: &Response) -> Value {
+    let data = response.body.lines().filter_map(|line| line.strip_prefix("data: ")).next_back();
+    let text = data.unwrap_or(response.body.trim());
+    serde_json::from_str(text).unwrap_or_else(|err| panic!("no JSON-RPC message ({err}): {}", response.body))
+}
+
+/// `/metrics` as Prometheus reads it: parsed by the official Python client.
+struct Exposition {
+    families: HashMap<String, String>,
+    samples: Vec<(String, HashMap<String, String>, Option<f64>)>,
+}
+
+impl Exposition {
+    fn read(address: &str, headers: &[(&str, &str)]) -> Exposition {
+        setup();
+        let response = get(address, "/metrics", headers).expect("connect for /metrics");
+        assert_eq!(response.status, 200, "{}\n{}", response.head, response.body);
+        assert!(
+            response.head.to_ascii_lowercase().contains("content-type: text/plain; version=0.0.4"),
+            "{}",
+            response.head
+        );
+        let mut parser = Command::new(lb_dir().join(".tools/venv/bin/python"))
+            .arg(lb_dir().join("metrics.py"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run metrics.py");
+        parser.stdin.take().unwrap().write_all(response.body.as_bytes()).unwrap();
+        let output = parser.wait_with_output().unwrap();
+        assert!(
+            output.status.success(),
+            "Prometheus' parser refused the exposition: {}\n{}",
+            String::from_utf8_lossy(&output.stderr),
+            response.body
+        );
+        let parsed: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let families = parsed["families"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(name, kind)| (name.clone(), kind.as_str().unwrap().to_owned()))
+            .collect();
+        let samples = parsed["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|sample| {
+                let labels = sample["labels"]
+                    .as_object()
+                    .unwrap()
+                    .iter()
+                    .map(|(name, value)| (name.clone(), value.as_str().unwrap().to_owned()))
+                    .collect();
+                (sample["name"].as_str().unwrap().to_owned(), labels, sample["value"].as_f64())
+            })
+            .collect();
+        Exposition { families, samples }
+    }
+
+    /// The samples named `name` whose labels include `labels`.
+    fn find(&self, name: &str, labels: &[(&str, &str)]) -> Vec<(&HashMap<String, String>, Option<f64>)> {
+        self.samples
+            .iter()
+            .filter(|(sample, have, _)| {
+                sample == name && labels.iter().all(|(key, value)| have.get(*key).map(String::as_str) == Some(*value))
+            })
+            .map(|(_, labels, value)| (labels, *value))
+            .collect()
+    }
+
+    /// The one value of `name` with `labels`, 0 when there is none.
+    fn value(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
+        let found = self.find(name, labels);
+        assert!(found.len() <= 1, "{name} {labels:?} is ambiguous: {found:?}");
+        found.first().map(|(_, value)| value.unwrap()).unwrap_or(0.0)
+    }
+
+    /// Successful `slow_echo` calls.
+    fn echoes(&self) -> f64 {
+        self.value("toolhost_tool_calls_total", &[("tool", "slow_echo"), ("outcome", "ok")])
+    }
+}
+
+/// Runs `tests/lb/client.py` and returns what it printed, line by line, as
+/// they come.
+fn client(mode: &str, url: &str, count: usize, ms: u64, prefix: &str) -> (Running, mpsc::Receiver<Value>) {
+    setup();
+    let python = lb_dir().join("../mcp/.tools/venv/bin/python");
+    let mut process = Running(
+        Command::new(python)
+            .arg(lb_dir().join("client.py"))
+            .args(["--mode", mode, "--url", url, "--count", &count.to_string(), "--ms", &ms.to_string()])
+            .args(["--prefix", prefix])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run tests/lb/client.py"),
+    );
+    let stdout: ChildStdout = process.0.stdout.take().unwrap();
+    let stderr = process.0.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            eprintln!("[client] {line}");
+        }
+    });
+    let (sender, results) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            eprintln!("[client] {line}");
+            let value = serde_json::from_str(&line).unwrap_or_else(|_| Value::String(line));
+            let _ = sender.send(value);
+        }
+    });
+    (process, results)
+}
+
+/// Every line the client printed, until it is done.
+fn all_results(results: &mpsc::Receiver<Value>) -> Vec<Value> {
+    let mut all = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while let Ok(value) = results.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        let done = value["done"] == true;
+        all.push(value);
+        if done {
+            return all;
+        }
+    }
+    panic!("the client did not finish: {all:?}");
+}
+
+/// The per-call results (`{"i", "ok", …}`), checked to be one per call, in order.
+fn per_call(all: &[Value], count: usize, prefix: &str) -> Vec<Value> {
+    let calls: Vec<Value> = all.iter().filter(|value| value.get("i").is_some()).cloned().collect();
+    assert_eq!(calls.len(), count, "one result per call: {all:?}");
+    for (index, call) in calls.iter().enumerate() {
+        assert_eq!(call["i"], index, "{all:?}");
+        if call["ok"] == true {
+            assert_eq!(call["text"], format!("{prefix}-{index}"), "a call got another call's answer: {call}");
+        }
+    }
+    calls
+}
+
+#[test]
+fn health_and_readiness_follow_loading_and_metrics_count_calls_by_outcome() {
+    // A fresh cache and a plugin whose `list-tools` sleeps until its 2 s
+    // timeout: loading takes seconds, during which the replica is alive
+    // but not ready. `echo` under a hostile file name gives a hostile
+    // `plugin` label.
+    let dir = plugin_dir(&["hash", "mcp_conformance", "list_sleeps"]);
+    let hostile = "we\"ird\\plug\nin";
+    std::fs::copy(plugin("echo"), dir.path().join(format!("{hostile}.wasm"))).unwrap();
+    let config = dir.path().join("toolhost.toml");
+    std::fs::write(&config, "[serve]\ntoken_env = \"SERVE_TOKEN\"\n[plugins.list_sleeps.limits]\ntimeout = \"2s\"\n")
+        .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let token = "a-long-random-metrics-token-0123456789";
+    let bearer = format!("Bearer {token}");
+    let auth = [("Authorization", bearer.as_str())];
+    let replica = Replica::start("replica", dir.path(), &config, cache.path(), &[("SERVE_TOKEN", token)]);
+    let address = replica.address.clone();
+
+    let health = get(&address, "/healthz", &[]).expect("alive while loading");
+    assert_eq!((health.status, health.body.as_str()), (200, "ok\n"), "{}", health.head);
+    let ready = get(&address, "/readyz", &[]).unwrap();
+    assert_eq!(ready.status, 503, "not ready while loading: {}", ready.body);
+    assert_eq!(ready.body, "not ready: loading plugins\n");
+    let early = raw_call(&address, "slow_echo", serde_json::json!({"text": "early", "ms": 0}), &auth);
+    assert_eq!(early.status, 503, "no MCP before the plugins are loaded: {}", early.body);
+    assert!(early.head.to_ascii_lowercase().contains("retry-after: 1"), "{}", early.head);
+
+    replica.wait_serving();
+    let ready = get(&address, "/readyz", &[]).unwrap();
+    assert_eq!((ready.status, ready.body.as_str()), (200, "ready\n"));
+
+    // The same Host check as /mcp; GET only; unknown paths are 404.
+    for path in ["/healthz", "/readyz", "/metrics"] {
+        let refused = get(&address, path, &[("Host", "evil.example.com")]).unwrap();
+        assert_eq!(refused.status, 403, "{path} with a foreign Host: {}", refused.body);
+        let allowed = get(&address, path, &[("Host", "localhost:8931"), ("Authorization", &bearer)]).unwrap();
+        assert_eq!(allowed.status, 200, "{path} with Host localhost: {}", allowed.body);
+        let posted = request(&address, "POST", path, &[], "").unwrap();
+        assert_eq!(posted.status, 405, "{path}: {}", posted.body);
+    }
+    assert_eq!(get(&address, "/nope", &[]).unwrap().status, 404);
+    // Health and readiness are open; metrics need the token when one is set.
+    let unauthorized = get(&address, "/metrics", &[]).unwrap();
+    assert_eq!(unauthorized.status, 401, "{}", unauthorized.body);
+    assert!(unauthorized.head.to_ascii_lowercase().contains("www-authenticate: bearer"));
+    let wrong = get(&address, "/metrics", &[("Authorization", "Bearer not-the-token-not-the-token")]).unwrap();
+    assert_eq!(wrong.status, 401);
+
+    let before = Exposition::read(&address, &auth);
+    assert_eq!(before.value("toolhost_ready", &[]), 1.0);
+    assert!(before.find("toolhost_tool_calls_total", &[]).is_empty(), "no call yet");
+
+    let ok = message(&raw_call(&address, "slow_echo", serde_json::json!({"text": "hi", "ms": 20}), &auth));
+    assert_eq!(ok["result"]["content"][0]["text"], "hi", "{ok}");
+    let bad = message(&raw_call(&address, "slow_echo", serde_json::json!({"text": "hi", "ms": "soon"}), &auth));
+    assert_eq!(bad["result"]["isError"], true, "{bad}");
+    let hashed = message(&raw_call(&address, "sha256", serde_json::json!({"text": "abc"}), &auth));
+    assert_eq!(hashed["result"]["isError"], false, "{hashed}");
+    let echoed = message(&raw_call(&address, "echo", serde_json::json!({"text": "x"}), &auth));
+    assert_eq!(echoed["result"]["content"][0]["text"], "x", "{echoed}");
+    let unknown = message(&raw_call(&address, "no_such_tool", serde_json::json!({}), &auth));
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    // A client that goes away mid-call: the call stops and counts as cancelled.
+    let body = call_body("slow_echo", serde_json::json!({"text": "gone", "ms": 5000}));
+    let abandoned = send(&address, "POST", "/mcp", &call_headers("slow_echo", &auth), &body).unwrap();
+    wait_for_metric(&address, &auth, "toolhost_active_calls 1");
+    drop(abandoned);
+    let cancelled = r#"toolhost_tool_calls_total{tool="slow_echo",plugin="mcp_conformance",outcome="cancelled"} 1"#;
+    wait_for_metric(&address, &auth, cancelled);
+
+    let metrics = Exposition::read(&address, &auth);
+    for (family, kind) in [
+        ("toolhost_tool_calls", "counter"),
+        ("toolhost_tool_call_duration_seconds", "histogram"),
+        ("toolhost_tool_fuel_consumed", "counter"),
+        ("toolhost_active_calls", "gauge"),
+        ("toolhost_mcp_sessions", "gauge"),
+        ("toolhost_catalog_generation", "gauge"),
+        ("toolhost_tools", "gauge"),
+        ("toolhost_build_info", "gauge"),
+        ("toolhost_http_requests", "counter"),
+    ] {
+        assert_eq!(metrics.families.get(family).map(String::as_str), Some(kind), "{family}: {:?}", metrics.families);
+    }
+    let echo = [("tool", "slow_echo"), ("plugin", "mcp_conformance")];
+    let with = |outcome: &'static str| [echo[0], echo[1], ("outcome", outcome)];
+    assert_eq!(metrics.value("toolhost_tool_calls_total", &with("ok")), 1.0);
+    assert_eq!(metrics.value("toolhost_tool_calls_total", &with("invalid_arguments")), 1.0);
+    assert_eq!(metrics.value("toolhost_tool_calls_total", &with("cancelled")), 1.0);
+    assert_eq!(metrics.value("toolhost_tool_calls_total", &[("tool", "sha256"), ("outcome", "ok")]), 1.0);
+    assert_eq!(metrics.value("toolhost_unknown_tool_calls_total", &[]), 1.0);
+    assert!(metrics.find("toolhost_tool_calls_total", &[("tool", "no_such_tool")]).is_empty());
+    // The hostile plugin name comes back intact through the escaping.
+    assert_eq!(metrics.value("toolhost_tool_calls_total", &[("tool", "echo"), ("plugin", hostile)]), 1.0);
+    assert!(metrics.value("toolhost_tool_fuel_consumed_total", &[("tool", "sha256")]) > 0.0);
+    assert_eq!(metrics.value("toolhost_active_calls", &[]), 0.0);
+    assert_eq!(metrics.value("toolhost_catalog_generation", &[]), 1.0);
+    assert!(metrics.value("toolhost_load_problems", &[]) >= 1.0, "list_sleeps did not load");
+    assert_eq!(metrics.value("toolhost_build_info", &[("version", env!("CARGO_PKG_VERSION"))]), 1.0);
+    assert!(metrics.value("toolhost_http_requests_total", &[("endpoint", "/readyz"), ("code", "503")]) >= 1.0);
+
+    // The latency histogram: cumulative buckets from 10 µs to 60 s, then +Inf = count.
+    let mut buckets: Vec<(f64, f64)> = metrics
+        .find("toolhost_tool_call_duration_seconds_bucket", &echo)
+        .into_iter()
+        .map(|(labels, value)| (labels["le"].parse::<f64>().unwrap(), value.unwrap()))
+        .collect();
+    buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+    assert_eq!(buckets.first().unwrap().0, 0.00001);
+    assert_eq!(buckets[buckets.len() - 2].0, 60.0);
+    assert!(buckets.last().unwrap().0.is_infinite());
+    assert!(buckets.windows(2).all(|pair| pair[0].1 <= pair[1].1), "cumulative: {buckets:?}");
+    let count = metrics.value("toolhost_tool_call_duration_seconds_count", &echo);
+    assert_eq!((buckets.last().unwrap().1, count), (3.0, 3.0));
+    assert_eq!(buckets.iter().find(|(le, _)| *le == 0.01).unwrap().1, 1.0, "the 20 ms call is above 10 ms");
+    assert_eq!(buckets.iter().find(|(le, _)| *le == 2.5).unwrap().1, 3.0, "the cancelled call stopped early");
+    let sum = metrics.value("toolhost_tool_call_duration_seconds_sum", &echo);
+    assert!((0.02..2.5).contains(&sum), "{sum}");
+}
+
+#[test]
+fn stateless_calls_through_haproxy_land_on_both_replicas() {
+    let (_dir, a, b) = two_replicas();
+    let haproxy = Haproxy::start(&[&a, &b], true);
+    let (_client, results) = client("2026-07-28", &haproxy.url(), 12, 0, "stateless");
+    let all = all_results(&results);
+    assert_eq!(all.last().unwrap()["protocol"], "2026-07-28", "{all:?}");
+    let calls = per_call(&all, 12, "stateless");
+    assert!(calls.iter().all(|call| call["ok"] == true), "{calls:?}");
+
+    // Each replica answered some of them, and between them all.
+    let on_a = Exposition::read(&a.address, &[]).echoes();
+    let on_b = Exposition::read(&b.address, &[]).echoes();
+    assert!(on_a >= 1.0 && on_b >= 1.0, "round robin: {on_a} on a, {on_b} on b");
+    assert_eq!(on_a + on_b, 12.0);
+}
+
+#[test]
+fn legacy_sessions_stick_to_one_replica_by_session_id() {
+    let (_dir, a, b) = two_replicas();
+    let sticky = Haproxy::start(&[&a, &b], true);
+    let (_client, results) = client("legacy", &sticky.url(), 8, 0, "session");
+    let all = all_results(&results);
+    assert_eq!(all.last().unwrap()["protocol"], "2025-11-25", "{all:?}");
+    let calls = per_call(&all, 8, "session");
+    assert!(calls.iter().all(|call| call["ok"] == true), "{all:?}");
+    let (on_a, on_b) = (Exposition::read(&a.address, &[]).echoes(), Exposition::read(&b.address, &[]).echoes());
+    assert!((on_a, on_b) == (8.0, 0.0) || (on_a, on_b) == (0.0, 8.0), "one session, one replica: {on_a} and {on_b}");
+
+    // Without the stick table the session's requests alternate between the
+    // replicas, and the one that did not start it does not know it.
+    let plain = Haproxy::start(&[&a, &b], false);
+    let (_client, results) = client("legacy", &plain.url(), 4, 0, "unsticky");
+    let all = all_results(&results);
+    let calls = per_call(&all, 4, "unsticky");
+    assert!(calls.iter().any(|call| call["ok"] == false), "sessions worked without stickiness: {all:?}");
+}
+
+#[test]
+fn killing_a_replica_mid_run_loses_no_completed_call() {
+    let (_dir, mut a, b) = two_replicas();
+    let haproxy = Haproxy::start(&[&a, &b], true);
+    let count = 30;
+    let (_client, results) = client("2026-07-28", &haproxy.url(), count, 100, "crash");
+    let mut all = Vec::new();
+    while all.iter().filter(|value: &&Value| value["ok"] == true).count() < 6 {
+        all.push(results.recv_timeout(Duration::from_secs(60)).expect("the client stalled"));
+    }
+    let before_b = Exposition::read(&b.address, &[]).echoes();
+    // SIGKILL while replica a runs a call: no drain, the call dies with it.
+    wait_for_metric(&a.address, &[], "toolhost_active_calls 1");
+    let _ = a.process.0.kill();
+    let _ = a.process.0.wait();
+    all.extend(results.try_iter());
+    let known_at_kill = all.iter().filter(|value| value.get("i").is_some()).count();
+    all.extend(all_results(&results));
+    let calls = per_call(&all, count, "crash");
+
+    // Every call completed before the kill kept its answer, and so did every
+    // later one: the call replica a was running when it died was re-sent to
+    // replica b by haproxy (`retry-on empty-response`: a got no answer out),
+    // and the next ones went to b (`retry-on conn-failure`, `redispatch`, and
+    // the health check took a out within `inter`).
+    let failed: Vec<&Value> = calls.iter().filter(|call| call["ok"] != true).collect();
+    assert!(failed.is_empty(), "calls failed around the kill: {failed:?}\n{all:?}");
+    // Replica b answered the calls after the kill (all but, perhaps, one
+    // answer from a still on its way when a died).
+    let on_b = Exposition::read(&b.address, &[]).echoes() - before_b;
+    let after_kill = (count - known_at_kill) as f64;
+    assert!(on_b >= after_kill - 1.0, "b answered {on_b} of the {after_kill} calls after the kill");
+}
+
+#[test]
+fn sigterm_drains_the_call_in_flight_then_exits() {
+    let (dir, config) = replica_plugins();
+    let mut replica = Replica::start("replica", dir.path(), &config, &shared_cache(), &[]);
+    replica.wait_serving();
+    let address = replica.address.clone();
+    let (sender, answer) = mpsc::channel();
+    let caller = address.clone();
+    std::thread::spawn(move || {
+        let _ = sender.send(raw_call(&caller, "slow_echo", serde_json::json!({"text": "drained", "ms": 1500}), &[]));
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Exposition::read(&address, &[]).value("toolhost_active_calls", &[]) < 1.0 {
+        assert!(Instant::now() < deadline, "the call never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = i32::try_from(replica.process.0.id()).unwrap();
+    // SAFETY: kill(2) on the child this test started and has not reaped.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+
+    // No new connection is taken (a load balancer sends it to another
+    // replica), but the call in flight is answered in full.
+    std::thread::sleep(Duration::from_millis(200));
+    let refused = get(&address, "/readyz", &[]);
+    assert!(refused.is_none() || refused.as_ref().unwrap().status == 503, "still taking connections");
+    let response = answer.recv_timeout(Duration::from_secs(20)).expect("the call in flight was never answered");
+    assert_eq!(message(&response)["result"]["content"][0]["text"], "drained", "{}", response.body);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = replica.process.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "toolhost serve did not exit after draining");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status}");
+    let said: Vec<String> = replica.lines.try_iter().collect();
+    assert!(said.iter().any(|line| line == "toolhost: stopped"), "{said:?}");
+}
+
+#[test]
+fn readiness_waits_for_the_required_mcp_servers() {
+    setup();
+    let python = lb_dir().join("../mcp/.tools/venv/bin/python");
+    let server = lb_dir().join("../mcp/servers/pyserver.py");
+    let (dir, config) = replica_plugins();
+    let server_config = |mode: &str, extra: &str| {
+        format!(
+            "[mcp_servers.py]\ncommand = {:?}\nargs = [{:?}, {mode:?}]\nrequired = true\n{extra}\n",
+            python.display().to_string(),
+            server.display().to_string()
+        )
+    };
+    std::fs::write(&config, server_config("tools", "")).unwrap();
+    let replica = Replica::start_with("replica", dir.path(), &config, &shared_cache(), &[], &["--include-mcp"]);
+    let waiting = get(&replica.address, "/readyz", &[]).unwrap();
+    assert_eq!(waiting.status, 503, "ready before its required server started: {}", waiting.body);
+    assert_eq!(waiting.body, "not ready: loading plugins and connecting the required MCP servers\n");
+    replica.wait_serving();
+    assert_eq!(get(&replica.address, "/readyz", &[]).unwrap().status, 200);
+    let sum = message(&raw_call(&replica.address, "mcp__py__add_numbers", serde_json::json!({"a": 2, "b": 3}), &[]));
+    assert_eq!(sum["result"]["structuredContent"]["result"], "The sum of 2 and 3 is 5.", "{sum}");
+    let metrics = Exposition::read(&replica.address, &[]);
+    assert_eq!(metrics.value("toolhost_tool_calls_total", &[("tool", "mcp__py__add_numbers"), ("outcome", "ok")]), 1.0);
+
+    // A required server that never starts: never ready, and the process stops.
+    std::fs::write(&config, server_config("hang", "startup_timeout = \"1s\"")).unwrap();
+    let mut replica = Replica::start_with("replica", dir.path(), &config, &shared_cache(), &[], &["--include-mcp"]);
+    let waiting = get(&replica.address, "/readyz", &[]).unwrap();
+    assert_eq!(waiting.status, 503, "{}", waiting.body);
+    let status = replica.process.0.wait().unwrap();
+    assert_eq!(status.code(), Some(2));
+    let said: Vec<String> = replica.lines.try_iter().collect();
+    assert!(said.iter().any(|line| line.contains("`py` did not start within 1s")), "{said:?}");
+}
+
+#[test]
+fn a_replica_stopped_with_sigterm_mid_run_finishes_its_call_and_loses_none() {
+    let (_dir, mut a, b) = two_replicas();
+    let haproxy = Haproxy::start(&[&a, &b], true);
+    let count = 24;
+    let (_client, results) = client("2026-07-28", &haproxy.url(), count, 100, "rolling");
+    let mut all = Vec::new();
+    while all.iter().filter(|value: &&Value| value["ok"] == true).count() < 6 {
+        all.push(results.recv_timeout(Duration::from_secs(60)).expect("the client stalled"));
+    }
+    // What an orchestrator does to roll a replica: SIGTERM while it runs a call.
+    wait_for_metric(&a.address, &[], "toolhost_active_calls 1");
+    let pid = i32::try_from(a.process.0.id()).unwrap();
+    // SAFETY: kill(2) on the child this test started and has not reaped.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    all.extend(all_results(&results));
+    let calls = per_call(&all, count, "rolling");
+    let failed: Vec<&Value> = calls.iter().filter(|call| call["ok"] != true).collect();
+    assert!(failed.is_empty(), "calls failed around the restart: {failed:?}\n{all:?}");
+    let status = a.process.0.wait().unwrap();
+    assert!(status.success(), "replica a did not exit cleanly after draining: {status}");
+    let said: Vec<String> = a.lines.try_iter().collect();
+    assert!(said.iter().any(|line| line == "toolhost: stopped"), "{said:?}");
+    assert!(Exposition::read(&b.address, &[]).echoes() >= (count / 2) as f64, "b took over");
+}
