@@ -21,6 +21,7 @@
 //! env = ["LANG"]                    # passed from toolhost's environment, by name
 //! secrets = ["API_KEY"]             # the same, never shown in output, logs or reports
 //! dirs = ["./data:/data:ro", "/tmp/out:/out:rw"]   # HOST:GUEST[:ro|rw]
+//! source = "ghcr.io/acme/fetch:1.2@sha256:…"        # where `toolhost pull` fetches it
 //! ```
 
 use crate::agent::approval::ApprovalConfig;
@@ -125,6 +126,9 @@ pub struct PluginConfig {
     pub limits: LimitOverrides,
     /// What this plugin may reach. Nothing unless granted here.
     pub grants: Grants,
+    /// Where `toolhost pull` (with no argument) fetches it from: a registry
+    /// reference, best pinned (`registry/repo:tag@sha256:…`).
+    pub source: Option<crate::oci::Source>,
 }
 
 /// `[plugins.NAME]` as written: limits, then one key per kind of grant.
@@ -143,6 +147,8 @@ struct PluginTable {
     secrets: Vec<EnvName>,
     #[serde(default)]
     dirs: Vec<DirGrant>,
+    #[serde(default)]
+    source: Option<crate::oci::Source>,
 }
 
 impl From<PluginTable> for PluginConfig {
@@ -154,6 +160,7 @@ impl From<PluginTable> for PluginConfig {
                 files: FilesGrant { dirs: table.dirs },
                 env: EnvGrant { names: table.env, secrets: table.secrets },
             },
+            source: table.source,
         }
     }
 }
@@ -315,6 +322,15 @@ mod tests {
             assert!(err.contains(expected), "{text}: {err}");
             assert!(err.contains("line"), "{text}: the error points at the line: {err}");
         }
+    }
+
+    #[test]
+    fn accepts_a_plugin_source_and_rejects_a_bad_one_with_the_form() {
+        let config = Config::parse("[plugins.hash]\nsource = \"127.0.0.1:5000/plugins/hash:1.0\"\n").unwrap();
+        let source = config.plugins["hash"].source.as_ref().unwrap();
+        assert_eq!((source.registry(), source.tag()), ("127.0.0.1:5000", Some("1.0")));
+        let err = Config::parse("[plugins.hash]\nsource = \"https://ghcr.io/acme/hash\"\n").unwrap_err().to_string();
+        assert!(err.contains("did you mean `ghcr.io/acme/hash`?") && err.contains("line"), "{err}");
     }
 
     #[test]

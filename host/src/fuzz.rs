@@ -1,6 +1,7 @@
 //! Property tests (proptest) for the parsers that take outside input: the
 //! config file, plugin manifests, grants (host patterns, folders, variable
-//! names), sizes and durations, tool schemas and tool arguments checked
+//! names), sizes and durations, registry references, docker configs and
+//! `toolhost.lock`, tool schemas and tool arguments checked
 //! against them. Whatever the input, they return a value or an error, never
 //! panic. (SSE framing has its own in `agent/model/sse.rs`, beside the
 //! private function it exercises.) A few hundred cases each, so they stay fast.
@@ -114,6 +115,25 @@ proptest! {
     ) {
         let _ = format!("{scheme}://{host}{port}{rest}").parse::<HostPattern>();
         let _ = format!("{host}{port}").parse::<HostPattern>();
+    }
+
+    #[test]
+    fn registry_parsers_never_panic(
+        text in any::<String>(),
+        refish in "[a-zA-Z0-9.:/@_\\[\\]-]{0,40}",
+        hex in "[0-9a-fA-F]{0,70}",
+    ) {
+        let path = std::path::Path::new("config.json");
+        for text in [text.clone(), refish.clone(), format!("{refish}@sha256:{hex}"), format!("{refish}:{hex}")] {
+            let _ = text.parse::<crate::oci::Source>();
+            let _ = crate::oci::reference::check_plugin_name(&text);
+            let _ = crate::oci::reference::check_digest(&text);
+            let _ = crate::oci::reference::is_loopback(&text);
+            let _ = crate::oci::credentials::parse_docker_config(&text, path, &refish);
+            let _ = crate::oci::store::Lock::parse(&text, path);
+        }
+        let auths = format!(r#"{{"auths": {{"{refish}": {{"auth": "{hex}"}}}}}}"#);
+        let _ = crate::oci::credentials::parse_docker_config(&auths, path, &refish);
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod grants;
 mod host;
 pub mod inspect;
 pub mod mcp;
+pub mod oci;
 pub mod plugin;
 pub mod readfile;
 pub mod runtime;

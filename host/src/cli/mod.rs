@@ -6,6 +6,8 @@ mod chat;
 mod format;
 mod inspect;
 mod new;
+mod pull;
+mod push;
 mod run;
 mod serve;
 mod session;
@@ -62,6 +64,10 @@ enum Command {
     Serve(serve::Args),
     /// Start a plugin project in Rust, Python, JavaScript or C from a template
     New(new::Args),
+    /// Fetch plugins from an OCI registry into the plugins folder (all of the config's `source`s without REF)
+    Pull(pull::Args),
+    /// Publish a plugin (and its NAME.toml) to an OCI registry; prints the pushed digest
+    Push(push::Args),
 }
 
 /// Runs the command line and maps the result to an exit status.
@@ -123,6 +129,11 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             serve::run(config, &dir, args).await
         }
         Command::New(args) => new::run(&args),
+        Command::Pull(args) => {
+            let dir = plugins_dir(&config, cli.plugins.as_deref());
+            pull::run(config, dir, args).await
+        }
+        Command::Push(args) => push::run(config, args).await,
     }
 }
 
@@ -198,6 +209,11 @@ async fn load_into(host: &Host, dir: &Path) -> Result<()> {
         if problem.kind != ProblemKind::Grant {
             eprintln!("warning: skipped {problem}");
         }
+    }
+    let loaded: Vec<(String, String)> =
+        host.plugins().iter().map(|plugin| (plugin.name.to_string(), plugin.sha256.clone())).collect();
+    for notice in toolhost::oci::check_sources(host.config(), dir, &loaded) {
+        eprintln!("warning: {notice}");
     }
     Ok(())
 }
