@@ -24,22 +24,7 @@ fn mcp_dir() -> PathBuf {
 
 /// Installs the clients (once per test binary; setup.sh itself is idempotent).
 fn tools() -> PathBuf {
-    static READY: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
-    let ready = READY.get_or_init(|| {
-        let output = Command::new("bash").arg(mcp_dir().join("setup.sh")).output().expect("run tests/mcp/setup.sh");
-        if output.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "installing the MCP test clients failed:\n{}{}",
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            ))
-        }
-    });
-    if let Err(err) = ready {
-        panic!("{err}");
-    }
+    common::install("mcp/setup.sh");
     mcp_dir().join(".tools")
 }
 

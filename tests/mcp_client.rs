@@ -20,27 +20,14 @@ use serde_json::Value;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 const ABC_SHA256: &str = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
 
 /// `tests/mcp/.tools`, installed once per test binary.
 fn tools() -> PathBuf {
-    static INSTALLED: OnceLock<PathBuf> = OnceLock::new();
-    INSTALLED
-        .get_or_init(|| {
-            let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp");
-            let output = Command::new("bash").arg(here.join("servers.sh")).output().expect("run tests/mcp/servers.sh");
-            assert!(
-                output.status.success(),
-                "installing the MCP test servers failed (tests/mcp/servers.sh):\n{}{}",
-                stdout(&output),
-                stderr(&output)
-            );
-            here.join(".tools").canonicalize().unwrap()
-        })
-        .clone()
+    common::install("mcp/servers.sh");
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/.tools").canonicalize().unwrap()
 }
 
 fn everything_js() -> String {

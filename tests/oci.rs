@@ -16,23 +16,7 @@ use std::time::{Duration, Instant};
 
 /// Installs docker-registry (once per test binary; setup.sh itself is idempotent).
 fn registry_binary() -> &'static str {
-    static READY: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
-    let ready = READY.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/oci/setup.sh");
-        let output = Command::new("bash").arg(script).output().expect("run tests/oci/setup.sh");
-        if output.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "installing docker-registry failed:\n{}{}",
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            ))
-        }
-    });
-    if let Err(err) = ready {
-        panic!("{err}");
-    }
+    common::install("oci/setup.sh");
     "/usr/bin/docker-registry"
 }
 

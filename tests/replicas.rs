@@ -26,22 +26,7 @@ fn lb_dir() -> PathBuf {
 
 /// Installs haproxy and the Python clients (once per test binary; setup.sh is idempotent).
 fn setup() {
-    static READY: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
-    let ready = READY.get_or_init(|| {
-        let output = Command::new("bash").arg(lb_dir().join("setup.sh")).output().expect("run tests/lb/setup.sh");
-        if output.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "installing the load-balancer test tools failed:\n{}{}",
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            ))
-        }
-    });
-    if let Err(err) = ready {
-        panic!("{err}");
-    }
+    common::install("lb/setup.sh");
 }
 
 /// A child process killed when dropped.

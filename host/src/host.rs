@@ -165,6 +165,9 @@ impl Host {
         // Concurrently: on a cold start the files compile in parallel, and a
         // plugin slow to list its tools does not hold up the others.
         let results = futures_util::future::join_all(paths.iter().map(|path| self.load_file(path))).await;
+        if results.iter().any(|result| result.as_ref().is_ok_and(|plugin| plugin.origin == Origin::Compiled)) {
+            crate::runtime::cache::release_freed_memory();
+        }
         for (path, result) in paths.into_iter().zip(results) {
             match result {
                 Ok(plugin) => {

@@ -12,6 +12,31 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use toolhost::{Config, Host};
 
+/// Runs the install script `tests/SCRIPT` (idempotent: it installs what is
+/// missing, the first time) once per test binary, and panics with its output
+/// when it fails, so that a test never passes by testing nothing.
+pub fn install(script: &str) {
+    static DONE: std::sync::Mutex<Vec<(String, Result<(), String>)>> = std::sync::Mutex::new(Vec::new());
+    // Held while the script runs: tests that need it wait for one install.
+    let mut done = DONE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if !done.iter().any(|(name, _)| name == script) {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests").join(script);
+        let result = match Command::new("bash").arg(&path).output() {
+            Ok(output) if output.status.success() => Ok(()),
+            Ok(output) => Err(format!(
+                "tests/{script} failed:\n{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            )),
+            Err(err) => Err(format!("could not run tests/{script}: {err}")),
+        };
+        done.push((script.to_owned(), result));
+    }
+    if let Some((_, Err(err))) = done.iter().find(|(name, _)| name == script) {
+        panic!("{err}");
+    }
+}
+
 /// `plugins/` in the repository.
 pub fn plugins_src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins")

@@ -293,13 +293,15 @@ impl Drop for InUse {
     }
 }
 
-/// A response body that keeps its session in use until it is done (or dropped).
-struct Tracked {
+/// A response body that holds `G` (a session kept in use, a request counted
+/// in flight) until hyper has sent it all (or the client went away) and
+/// drops it.
+struct Guarded<G> {
     inner: Body,
-    _in_use: InUse,
+    _guard: G,
 }
 
-impl http_body::Body for Tracked {
+impl<G: Unpin> http_body::Body for Guarded<G> {
     type Data = Bytes;
     type Error = Infallible;
 
@@ -459,7 +461,7 @@ impl Front {
         };
         match in_flight {
             // The response to a POST (a tool call's result) may be a stream: it is done when its body is.
-            Some(in_flight) => response.map(|body| InFlightBody { body, _in_flight: in_flight }.boxed()),
+            Some(in_flight) => response.map(|inner| Guarded { inner, _guard: in_flight }.boxed()),
             None => response,
         }
     }
@@ -512,36 +514,9 @@ impl Drop for InFlight {
     }
 }
 
-/// A response body that keeps its request counted in flight until hyper
-/// has sent it all (or the client went away) and drops it.
-struct InFlightBody {
-    body: Body,
-    _in_flight: InFlight,
-}
-
-impl http_body::Body for InFlightBody {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
-        Pin::new(&mut self.get_mut().body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.body.size_hint()
-    }
-}
-
 /// `response` with its body keeping `in_use` until it is done.
 fn track(response: Response<Body>, in_use: InUse) -> Response<Body> {
-    response.map(|inner| Tracked { inner, _in_use: in_use }.boxed())
+    response.map(|inner| Guarded { inner, _guard: in_use }.boxed())
 }
 
 /// True when `body` is an `initialize` request (which opens a session).

@@ -285,12 +285,20 @@ fn precompile(engine: &Engine, wasm: &[u8]) -> Result<Vec<u8>> {
     let compiler = super::engine::compiler(engine)?;
     let artifact = compiler.precompile_component(wasm).map_err(anyhow::Error::from);
     drop(compiler);
+    release_freed_memory();
+    artifact
+}
+
+/// Asks the allocator to give the memory it holds free back to the system.
+/// After each compile, and once more when a folder has loaded: a trim taken
+/// while other plugins were still compiling in parallel cannot release what
+/// their compilers were still using then.
+pub(crate) fn release_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `malloc_trim` only returns free memory to the system.
     unsafe {
         libc::malloc_trim(0);
     }
-    artifact
 }
 
 /// Compiles `wasm` without any cache.
