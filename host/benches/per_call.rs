@@ -22,7 +22,8 @@
 //! Figures go to BENCHMARKS.md; nothing here asserts a time. With
 //! `TOOLHOST_BENCH_PROFILE=N` it only makes N echo calls through `Host::call`
 //! (for `perf record`; `TOOLHOST_BENCH_TOOL` and `TOOLHOST_BENCH_ARGS` name
-//! another tool of the bundled plugins).
+//! another tool of the bundled plugins; `TOOLHOST_BENCH_CONCURRENCY=C` makes
+//! them echo calls from C tasks on 2 worker threads).
 
 #[path = "../../plugins/echo/src/core.rs"]
 #[allow(dead_code)]
@@ -143,7 +144,9 @@ fn native() -> Stats {
     stats(samples)
 }
 
-fn bare_wasmtime(wasm: &[u8], pagemap: bool) -> Stats {
+/// A bare wasmtime engine configured like toolhost's pool, and the echo
+/// component ready to instantiate in it.
+fn bare_setup(wasm: &[u8], pagemap: bool) -> (Engine, bare::PluginPre<BareState>) {
     let mut config = WasmConfig::new();
     let max_instances = toolhost::config::DEFAULT_MAX_CONCURRENT_CALLS as u32;
     config.allocation_strategy(InstanceAllocationStrategy::Pooling(toolhost::runtime::engine::pooling(
@@ -156,21 +159,45 @@ fn bare_wasmtime(wasm: &[u8], pagemap: bool) -> Stats {
     wasmtime_wasi::p2::add_to_linker_sync(&mut linker).unwrap();
     bare::Plugin::add_to_linker::<BareState, HasSelf<BareState>>(&mut linker, |state| state).unwrap();
     let pre = bare::PluginPre::new(linker.instantiate_pre(&component).unwrap()).unwrap();
+    (engine, pre)
+}
+
+/// One echo call in a fresh instance, with nothing else.
+fn bare_call(engine: &Engine, pre: &bare::PluginPre<BareState>) {
+    let mut store = Store::new(engine, BareState { wasi: WasiCtx::builder().build(), table: ResourceTable::new() });
+    let plugin = pre.instantiate(&mut store).unwrap();
+    let out = plugin.toolhost_plugin_tools().call_call_tool(&mut store, "echo", ARGS).unwrap();
+    drop(store);
+    assert!(matches!(out, Ok(bare::toolhost::plugin::types::ToolOutput::Text(ref text)) if text == "hello, world"));
+}
+
+fn bare_wasmtime(engine: &Engine, pre: &bare::PluginPre<BareState>) -> Stats {
     let mut samples = Vec::with_capacity(ITERATIONS);
     for i in 0..WARMUP + ITERATIONS {
         let start = Instant::now();
-        let mut store =
-            Store::new(&engine, BareState { wasi: WasiCtx::builder().build(), table: ResourceTable::new() });
-        let plugin = pre.instantiate(&mut store).unwrap();
-        let out = plugin.toolhost_plugin_tools().call_call_tool(&mut store, "echo", ARGS).unwrap();
-        drop(store);
+        bare_call(engine, pre);
         let took = start.elapsed();
-        assert!(matches!(out, Ok(bare::toolhost::plugin::types::ToolOutput::Text(ref text)) if text == "hello, world"));
         if i >= WARMUP {
             samples.push(took);
         }
     }
     stats(samples)
+}
+
+/// `SCALING_CALLS` bare echo calls from `threads` threads: calls per second.
+fn bare_throughput(engine: &Engine, pre: &bare::PluginPre<BareState>, threads: usize) -> f64 {
+    let issued = AtomicUsize::new(0);
+    let start = Instant::now();
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                while issued.fetch_add(1, Ordering::Relaxed) < SCALING_CALLS {
+                    bare_call(engine, pre);
+                }
+            });
+        }
+    });
+    SCALING_CALLS as f64 / start.elapsed().as_secs_f64()
 }
 
 async fn toolhost_call(host: &Host) -> Stats {
@@ -368,6 +395,14 @@ fn main() {
         let calls: usize = calls.parse().unwrap_or(200_000);
         let tool = std::env::var("TOOLHOST_BENCH_TOOL").unwrap_or_else(|_| "echo".to_owned());
         let args = std::env::var("TOOLHOST_BENCH_ARGS").unwrap_or_else(|_| ARGS.to_owned());
+        if let Some(concurrency) = std::env::var("TOOLHOST_BENCH_CONCURRENCY").ok().and_then(|n| n.parse().ok()) {
+            // Echo calls from `concurrency` tasks on 2 worker threads.
+            let host = Arc::new(host);
+            for _ in 0..calls.div_ceil(SCALING_CALLS) {
+                throughput(&host, 2, concurrency);
+            }
+            return;
+        }
         runtime.block_on(async {
             for _ in 0..calls {
                 let report = host.call(&tool, &args, &LimitOverrides::default()).await;
@@ -387,7 +422,8 @@ fn main() {
     println!("|{:-<30}|{:-<11}|{:-<11}|{:-<11}|", "", "", "", "");
     let native = native();
     row("native function", &native);
-    let bare = bare_wasmtime(&wasm, pagemap);
+    let (bare_engine, bare_pre) = bare_setup(&wasm, pagemap);
+    let bare = bare_wasmtime(&bare_engine, &bare_pre);
     row("bare wasmtime (same pool)", &bare);
     let toolhost = runtime.block_on(toolhost_call(&host));
     row("toolhost Host::call", &toolhost);
@@ -424,6 +460,19 @@ fn main() {
         }
     }
     pin_process(cores);
+    println!("\nbare wasmtime (same pool, same component, nothing else), threads = cores:\n");
+    println!("| cores | calls/s |");
+    println!("|------:|--------:|");
+    let mut bare_rates = [0.0f64; 2];
+    for pinned in 1..=cores {
+        pin_process(pinned);
+        bare_rates[pinned - 1] = bare_throughput(&bare_engine, &bare_pre, pinned);
+        println!("| {pinned} | {:.0} |", bare_rates[pinned - 1]);
+    }
+    pin_process(cores);
+    if cores >= 2 {
+        println!("\nbare wasmtime: 2 cores give {:.2}x 1 core", bare_rates[1] / bare_rates[0]);
+    }
     if cores < 2 {
         println!("\ntarget: 2 cores ≥ 1.8x 1 core: this machine has one core, not measured");
     } else {
