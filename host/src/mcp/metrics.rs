@@ -312,10 +312,14 @@ impl Metrics {
         let mut rows: Vec<(&str, &ToolStats)> =
             tools.iter().flat_map(|(tool, all)| all.iter().map(move |stats| (&**tool, &**stats))).collect();
         rows.sort_by(|a, b| (a.0, &*a.1.origin).cmp(&(b.0, &*b.1.origin)));
+        // Each row's labels, escaped once for the three families that use them.
+        let rows: Vec<(String, &ToolStats)> = rows
+            .into_iter()
+            .map(|(tool, stats)| (format!("tool=\"{}\",plugin=\"{}\"", escape(tool), escape(&stats.origin)), stats))
+            .collect();
 
         family(&mut out, "toolhost_tool_calls_total", "counter", "Tool calls over MCP, by tool, plugin and outcome.");
-        for (tool, stats) in &rows {
-            let labels = format!("tool=\"{}\",plugin=\"{}\"", escape(tool), escape(&stats.origin));
+        for (labels, stats) in &rows {
             for (outcome, count) in OUTCOMES.iter().zip(&stats.outcomes) {
                 let count = count.load(Ordering::Relaxed);
                 // `ok` always, so that a rate of successes exists from the first call.
@@ -338,8 +342,7 @@ impl Metrics {
             "histogram",
             "Time from receiving a tool call to its result (queueing for a slot included), by tool and plugin.",
         );
-        for (tool, stats) in &rows {
-            let labels = format!("tool=\"{}\",plugin=\"{}\"", escape(tool), escape(&stats.origin));
+        for (labels, stats) in &rows {
             let mut cumulative = 0u64;
             for (bound, count) in BUCKETS_US.iter().zip(&stats.buckets) {
                 cumulative += count.load(Ordering::Relaxed);
@@ -360,8 +363,7 @@ impl Metrics {
             "counter",
             "Fuel (roughly, wasm instructions) consumed by tool calls, by tool and plugin.",
         );
-        for (tool, stats) in &rows {
-            let labels = format!("tool=\"{}\",plugin=\"{}\"", escape(tool), escape(&stats.origin));
+        for (labels, stats) in &rows {
             let _ =
                 writeln!(out, "toolhost_tool_fuel_consumed_total{{{labels}}} {}", stats.fuel.load(Ordering::Relaxed));
         }
