@@ -521,6 +521,9 @@ fn health_and_readiness_follow_loading_and_metrics_count_calls_by_outcome() {
     let body = call_body("slow_echo", serde_json::json!({"text": "gone", "ms": 5000}));
     let abandoned = send(&address, "POST", "/mcp", &call_headers("slow_echo", &auth), &body).unwrap();
     wait_for_metric(&address, &auth, "toolhost_active_calls 1");
+    // Past the 10 ms bucket before it goes, so that the histogram below has
+    // exactly one call (the refused one) at or under 10 ms.
+    std::thread::sleep(Duration::from_millis(50));
     drop(abandoned);
     let cancelled = r#"toolhost_tool_calls_total{tool="slow_echo",plugin="mcp_conformance",outcome="cancelled"} 1"#;
     wait_for_metric(&address, &auth, cancelled);
