@@ -82,13 +82,14 @@ impl Servers {
                     tokio::spawn(async move {
                         match starting.await {
                             Ok(Ok(tools)) => {
+                                // Published first: whoever reads the line finds the tools there.
+                                publish(&catalog, &server);
                                 tracing::info!(
                                     server = server.name(),
-                                    "MCP server `{}` is up after all: its {} tools join",
+                                    "MCP server `{}` is up after all: its {} tools joined",
                                     server.name(),
                                     tools.len()
                                 );
-                                publish(&catalog, &server);
                             }
                             Ok(Err(message)) => tracing::info!(server = server.name(), "{message}"),
                             Err(_) => {}
