@@ -90,7 +90,12 @@ impl Host {
     /// A host with no plugins yet, configured by `config`. Compiled plugins
     /// are cached in `config.cache_dir`, else [`Cache::default_dir`]. Fails on
     /// a `ca_file` that cannot be read or holds no usable certificate.
+    ///
+    /// On glibc the first host fixes the allocator's trim and map
+    /// thresholds for the process, so that memory freed after compiling goes
+    /// back to the system (see `runtime::cache::tune_allocator`).
     pub fn new(config: Config) -> Result<Host> {
+        crate::runtime::cache::tune_allocator();
         let tls = tls::client_config(config.ca_file.as_deref())?;
         let concurrency = config.max_concurrent_calls.unwrap_or(config::DEFAULT_MAX_CONCURRENT_CALLS);
         let slots = u32::try_from(concurrency).context("`max_concurrent_calls` is too large")?;

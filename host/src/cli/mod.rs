@@ -100,9 +100,6 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         return new::run(args);
     }
     let config = Config::discover(cli.config.as_deref())?;
-    // A command that ends when its work is done does not mind what the
-    // compiler's threads keep; a long-running one (`serve`, `chat`) does.
-    toolhost::runtime::engine::compile_in_parallel(!matches!(cli.command, Command::Serve(_) | Command::Chat(_)));
     match cli.command {
         Command::Tools(args) => {
             let host = load(config, cli.plugins.as_deref()).await?;

@@ -103,25 +103,11 @@ pub fn build(max_instances: u32) -> Result<(Engine, bool)> {
 /// functions it compiled in its engine for reuse, hundreds of MiB after an
 /// interpreter's component; compiling with a twin that is dropped afterwards
 /// gives them back, so a long-running host that compiled at start does not
-/// keep compiler memory.
+/// keep compiler memory. A plugin compiles on every core.
 pub fn compiler(engine: &Engine) -> Result<Engine> {
     let mut config = engine.config().clone();
     config.allocation_strategy(InstanceAllocationStrategy::OnDemand);
-    config.parallel_compilation(PARALLEL_COMPILATION.load(Ordering::Relaxed));
     Engine::new(&config).map_err(anyhow::Error::from)
-}
-
-/// See [`compile_in_parallel`].
-static PARALLEL_COMPILATION: AtomicBool = AtomicBool::new(false);
-
-/// Whether one plugin compiles on several threads. Off by default, for a
-/// host that lives on (`serve`, `chat`, an embedding program): a folder's
-/// plugins compile side by side anyway, and cranelift's worker threads would
-/// keep tens of MiB they allocated pinned in their allocator arenas for the
-/// life of the process. A short-lived command turns it on, since a single
-/// large plugin then compiles in about half the time on two cores.
-pub fn compile_in_parallel(on: bool) {
-    PARALLEL_COMPILATION.store(on, Ordering::Relaxed);
 }
 
 /// Advances an engine's epoch every [`TICK`] while at least one call holds a
