@@ -213,3 +213,21 @@ fn a_bad_config_or_folder_exits_2_with_a_fix() {
     assert!(text.contains("plugins/dist") && text.contains("plugins/build.sh"), "{text}");
     assert_no_debug_dump(&text);
 }
+
+#[test]
+fn an_address_space_limit_too_small_for_the_pool_exits_2_with_a_fix() {
+    // The instance pool reserves hundreds of GiB of address space up front;
+    // under `ulimit -v` that fails, and the person must learn what to change.
+    let plugins = plugin_dir(&["echo"]);
+    let output = std::process::Command::new("sh")
+        .args(["-c", "ulimit -v 4000000 && exec \"$0\" --plugins \"$1\" tools"])
+        .arg(env!("CARGO_BIN_EXE_toolhost"))
+        .arg(plugins.path())
+        .env("TOOLHOST_CACHE_DIR", plugins.path().join("cache"))
+        .output()
+        .expect("run toolhost under sh");
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let text = stderr(&output);
+    assert!(text.contains("address space") && text.contains("ulimit -v unlimited"), "{text}");
+    assert_no_debug_dump(&text);
+}

@@ -102,7 +102,15 @@ pub fn build(max_instances: u32) -> Result<(Engine, bool)> {
     }
     let mut without = config();
     without.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling(max_instances, false)));
-    Ok((Engine::new(&without).map_err(anyhow::Error::from)?, false))
+    match Engine::new(&without) {
+        Ok(engine) => Ok((engine, false)),
+        Err(err) if format!("{err:#}").contains("reserve") => Err(anyhow::Error::from(err).context(
+            "the instance pool reserves about 4 GiB of address space per memory slot (memory is committed \
+             only as calls use it); run toolhost without an address-space limit (`ulimit -v unlimited`) \
+             and limit its memory another way, such as a container memory limit",
+        )),
+        Err(err) => Err(err.into()),
+    }
 }
 
 /// A throwaway engine with `engine`'s settings, for compiling only: its
