@@ -1,6 +1,8 @@
 //! TLS settings shared by every connection toolhost makes: plugin HTTPS over
 //! `wasi:http` and model requests. `ca_file` in the config adds trusted roots
 //! (PEM) to the built-in Mozilla set, for private CAs and TLS-inspecting proxies.
+//! Also how an untrusted certificate is recognised in an error, wherever a
+//! connection failed (model requests, registries).
 
 use crate::readfile::{self, limits};
 use anyhow::{Context, Result, bail};
@@ -52,6 +54,31 @@ pub fn client_config(ca_file: Option<&Path>) -> Result<Arc<rustls::ClientConfig>
         .with_root_certificates(roots)
         .with_no_client_auth();
     Ok(Arc::new(config))
+}
+
+/// The certificate error behind `error`, if a TLS peer's certificate was not
+/// trusted or none was offered: looked for along the whole chain of causes,
+/// also inside I/O errors (which hide what they wrap from `source()`).
+pub(crate) fn untrusted_certificate<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    let mut next = Some(error);
+    while let Some(cause) = next {
+        if let Some(tls @ (rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented)) =
+            rustls_error(cause)
+        {
+            return Some(tls);
+        }
+        next = cause.source();
+    }
+    None
+}
+
+/// `error` as a rustls error, also when an I/O error wraps it.
+fn rustls_error<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    if let Some(tls) = error.downcast_ref::<rustls::Error>() {
+        return Some(tls);
+    }
+    let inner: &(dyn std::error::Error + 'static) = error.downcast_ref::<std::io::Error>()?.get_ref()?;
+    rustls_error(inner)
 }
 
 #[cfg(test)]

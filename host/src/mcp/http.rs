@@ -427,7 +427,7 @@ impl Front {
                     .then(|| InUse::begin(&self.activity, session));
                 let response = self.service.handle(Request::from_parts(parts, Full::new(body))).await;
                 match in_use {
-                    Some(in_use) => track(response, in_use),
+                    Some(in_use) => guard(response, in_use),
                     None => response,
                 }
             }
@@ -450,10 +450,7 @@ impl Front {
                 let opened: Option<Arc<str>> =
                     response.headers().get("mcp-session-id").and_then(|value| value.to_str().ok()).map(Arc::from);
                 match opened {
-                    Some(session) => {
-                        let in_use = InUse::begin(&self.activity, session);
-                        track(response, in_use)
-                    }
+                    Some(session) => guard(response, InUse::begin(&self.activity, session)),
                     None => response,
                 }
             }
@@ -461,7 +458,7 @@ impl Front {
         };
         match in_flight {
             // The response to a POST (a tool call's result) may be a stream: it is done when its body is.
-            Some(in_flight) => response.map(|inner| Guarded { inner, _guard: in_flight }.boxed()),
+            Some(in_flight) => guard(response, in_flight),
             None => response,
         }
     }
@@ -514,9 +511,9 @@ impl Drop for InFlight {
     }
 }
 
-/// `response` with its body keeping `in_use` until it is done.
-fn track(response: Response<Body>, in_use: InUse) -> Response<Body> {
-    response.map(|inner| Guarded { inner, _guard: in_use }.boxed())
+/// `response` with its body holding `guard` until it is done.
+fn guard<G: Unpin + Send + Sync + 'static>(response: Response<Body>, guard: G) -> Response<Body> {
+    response.map(|inner| Guarded { inner, _guard: guard }.boxed())
 }
 
 /// True when `body` is an `initialize` request (which opens a session).

@@ -46,46 +46,40 @@ const OUTCOMES: [&str; 13] = [
 const CANCELLED: usize = 1;
 
 /// Whether the server is ready for calls, and if not, why.
-#[derive(Default)]
 pub struct Readiness {
-    state: RwLock<Option<String>>,
-    ready: std::sync::atomic::AtomicBool,
+    /// Why it is not ready; `None` when it is.
+    not_ready: RwLock<Option<String>>,
 }
 
 impl Readiness {
     /// Not ready, for `reason` (e.g. "loading plugins").
     pub fn not_ready(reason: &str) -> Readiness {
-        Readiness { state: RwLock::new(Some(reason.to_owned())), ready: false.into() }
+        Readiness { not_ready: RwLock::new(Some(reason.to_owned())) }
     }
 
     /// Ready from the start (for a caller that loads before serving).
     pub fn ready() -> Readiness {
-        Readiness { state: RwLock::new(None), ready: true.into() }
+        Readiness { not_ready: RwLock::new(None) }
     }
 
     /// Marks the server ready.
     pub fn set_ready(&self) {
-        *self.state.write().unwrap_or_else(|p| p.into_inner()) = None;
-        self.ready.store(true, Ordering::Release);
+        *self.not_ready.write().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
     /// Marks the server not ready, for `reason` (e.g. "shutting down").
     pub fn set_not_ready(&self, reason: &str) {
-        self.ready.store(false, Ordering::Release);
-        *self.state.write().unwrap_or_else(|p| p.into_inner()) = Some(reason.to_owned());
+        *self.not_ready.write().unwrap_or_else(|p| p.into_inner()) = Some(reason.to_owned());
     }
 
     /// True when the server is ready.
     pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Acquire)
+        self.not_ready.read().unwrap_or_else(|p| p.into_inner()).is_none()
     }
 
     /// Why the server is not ready, or `None` when it is.
     pub fn reason(&self) -> Option<String> {
-        if self.is_ready() {
-            return None;
-        }
-        Some(self.state.read().unwrap_or_else(|p| p.into_inner()).clone().unwrap_or_else(|| "starting".to_owned()))
+        self.not_ready.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
 

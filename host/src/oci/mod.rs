@@ -132,7 +132,7 @@ impl Registry {
         } else if reference::is_loopback(&registry) {
             match http.get(format!("https://{registry}/v2/")).timeout(Duration::from_secs(5)).send().await {
                 Ok(_) => false,
-                Err(err) if chain_text(&err).contains("certificate") => bail!(
+                Err(err) if crate::tls::untrusted_certificate(&err).is_some() => bail!(
                     "could not reach the registry at https://{registry}: {} (add the CA that signed its \
                      certificate to `ca_file` in the config)",
                     describe_cause(&err)
@@ -434,7 +434,7 @@ impl Registry {
 
     fn unreachable(&self, err: &reqwest::Error) -> anyhow::Error {
         let why = if err.is_timeout() { "it did not answer in time".to_owned() } else { describe_cause(err) };
-        let hint = if chain_text(err).contains("certificate") {
+        let hint = if crate::tls::untrusted_certificate(err).is_some() {
             " (add the CA that signed its certificate to `ca_file` in the config)"
         } else {
             ""
@@ -523,18 +523,6 @@ fn describe_cause(err: &(dyn std::error::Error + 'static)) -> String {
         Some(inner) if !outer.contains(&inner) => format!("{outer}: {inner}"),
         _ => outer,
     }
-}
-
-/// Every message of an error chain, joined.
-fn chain_text(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut next = err.source();
-    while let Some(source) = next {
-        text.push_str(": ");
-        text.push_str(&source.to_string());
-        next = source.source();
-    }
-    text
 }
 
 fn first_line(text: &str) -> &str {

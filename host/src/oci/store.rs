@@ -149,15 +149,14 @@ impl Staged {
         let result = (|| -> Result<()> {
             for (tmp, target) in &files {
                 let backup = self.keep(target)?;
-                let renamed = std::fs::rename(tmp, target);
-                done.push((target.clone(), backup));
-                if let Err(err) = renamed {
-                    // Nothing was put in place: only restore the backup, if any.
-                    if let Some((_, Some(backup))) = done.pop() {
+                if let Err(err) = std::fs::rename(tmp, target) {
+                    // Nothing was put in place: the target is as it was.
+                    if let Some(backup) = backup {
                         let _ = std::fs::remove_file(backup);
                     }
                     return Err(err).with_context(|| format!("could not move {} into place", target.display()));
                 }
+                done.push((target.clone(), backup));
             }
             for path in &removals {
                 if let Some(backup) = self.keep(path)? {

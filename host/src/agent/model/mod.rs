@@ -590,15 +590,13 @@ impl Failure {
         if err.is_timeout() {
             return Failure::Timeout;
         }
+        // An untrusted certificate fails the same way every time: not worth a retry.
+        if let Some(tls) = crate::tls::untrusted_certificate(err) {
+            return Failure::Final(ModelError::Certificate { url: url.to_owned(), message: tls.to_string() });
+        }
         let mut message = err.to_string();
         let mut source = std::error::Error::source(err);
         while let Some(cause) = source {
-            // An untrusted certificate fails the same way every time: not worth a retry.
-            if let Some(tls @ (rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented)) =
-                tls_error(cause)
-            {
-                return Failure::Final(ModelError::Certificate { url: url.to_owned(), message: tls.to_string() });
-            }
             message.push_str(": ");
             message.push_str(&cause.to_string());
             source = cause.source();
@@ -626,16 +624,6 @@ impl Failure {
             retry_after: None,
         }
     }
-}
-
-/// The rustls error in `error`, also when I/O errors wrap it (which hide it
-/// from `source()`).
-fn tls_error<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
-    if let Some(tls) = error.downcast_ref::<rustls::Error>() {
-        return Some(tls);
-    }
-    let inner: &(dyn std::error::Error + 'static) = error.downcast_ref::<std::io::Error>()?.get_ref()?;
-    tls_error(inner)
 }
 
 /// What went wrong with an attempt that will be retried, in a few words.
