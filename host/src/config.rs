@@ -24,24 +24,33 @@
 //! source = "ghcr.io/acme/fetch:1.2@sha256:…"        # where `toolhost pull` fetches it
 //! ```
 
-use crate::agent::approval::ApprovalConfig;
-use crate::agent::model::Protocol;
-use crate::grants::Grants;
-use crate::grants::env::{EnvGrant, EnvName};
-use crate::grants::files::{DirGrant, FilesGrant};
-use crate::grants::network::{HostPattern, NetworkGrant};
-pub use crate::mcp::client::config::McpServerConfig;
-use crate::runtime::limits::{ByteSize, HumanDuration, LimitOverrides};
+//!
+//! Each section's types belong to the layer that uses them: limits to the
+//! runtime, grants to the grants, `[approvals]` and the host settings to the
+//! catalog, `[mcp_servers]` to the MCP client, `[serve]` to the MCP server,
+//! `[model]` and `[providers]` to the agent, `source` to the registry client.
+//! This module only lays them out as the file has them and hands each layer
+//! its part ([`HostConfig`] for the [`Host`](crate::Host)).
+
 use anyhow::{Context, Result};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+pub use toolhost_agent::config::{ModelConfig, ProviderConfig};
+pub use toolhost_catalog::config::DEFAULT_MAX_CONCURRENT_CALLS;
+use toolhost_catalog::policy::ApprovalConfig;
+use toolhost_catalog::{HostConfig, PluginSettings};
+use toolhost_grants::Grants;
+use toolhost_grants::env::{EnvGrant, EnvName};
+use toolhost_grants::files::{DirGrant, FilesGrant};
+use toolhost_grants::network::{HostPattern, NetworkGrant};
+use toolhost_mcp::ServeConfig;
+pub use toolhost_mcp_client::config::McpServerConfig;
+use toolhost_oci::Source;
+use toolhost_runtime::limits::LimitOverrides;
 
 /// The file name looked for in the current directory when `--config` is not given.
 pub const DEFAULT_FILE: &str = "toolhost.toml";
-
-/// Concurrent calls allowed when the config does not say.
-pub const DEFAULT_MAX_CONCURRENT_CALLS: usize = 16;
 
 /// The parsed config file. `Default` is what toolhost does with no file.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -77,45 +86,7 @@ pub struct Config {
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
     /// `toolhost serve --http`: token, allowed hosts and origins, bounds.
     #[serde(default)]
-    pub serve: crate::mcp::ServeConfig,
-}
-
-/// `[model]`: the model and the loop around it.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ModelConfig {
-    /// `provider/model` used when `--model` is not given.
-    pub default: Option<String>,
-    /// A system prompt.
-    pub system: Option<String>,
-    /// Model turns before a run is stopped.
-    pub max_turns: Option<u32>,
-    /// Tool calls of one turn that run at once.
-    pub max_concurrent_tools: Option<usize>,
-    /// Bytes of one tool result sent back to the model (head and tail kept).
-    pub output_budget: Option<ByteSize>,
-    /// Stream responses (default true).
-    pub stream: Option<bool>,
-    /// Time to wait for a response to start, and between streamed chunks.
-    pub request_timeout: Option<HumanDuration>,
-    /// Retries of a 429, 5xx or dropped connection.
-    pub max_retries: Option<u32>,
-    /// Output token limit sent with each request.
-    pub max_tokens: Option<u32>,
-}
-
-/// `[providers.NAME]`: where a provider is and how to authenticate.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProviderConfig {
-    /// `openai` (Chat Completions, also Ollama, vLLM, llama.cpp) or `anthropic`.
-    pub protocol: Option<Protocol>,
-    /// Base URL, e.g. `http://127.0.0.1:8000/v1`.
-    pub base_url: Option<String>,
-    /// The API key itself (prefer `api_key_env`).
-    pub api_key: Option<String>,
-    /// The environment variable holding the API key.
-    pub api_key_env: Option<String>,
+    pub serve: ServeConfig,
 }
 
 /// Settings for one plugin.
@@ -128,7 +99,7 @@ pub struct PluginConfig {
     pub grants: Grants,
     /// Where `toolhost pull` (with no argument) fetches it from: a registry
     /// reference, best pinned (`registry/repo:tag@sha256:…`).
-    pub source: Option<crate::oci::Source>,
+    pub source: Option<Source>,
 }
 
 /// `[plugins.NAME]` as written: limits, then one key per kind of grant.
@@ -148,7 +119,7 @@ struct PluginTable {
     #[serde(default)]
     dirs: Vec<DirGrant>,
     #[serde(default)]
-    source: Option<crate::oci::Source>,
+    source: Option<Source>,
 }
 
 impl From<PluginTable> for PluginConfig {
@@ -168,7 +139,7 @@ impl From<PluginTable> for PluginConfig {
 impl Config {
     /// Reads and parses `path`; relative paths inside are made relative to its folder.
     pub fn load(path: &Path) -> Result<Config> {
-        let text = crate::readfile::read_regular_text(path, crate::readfile::limits::TOML)
+        let text = toolhost_grants::readfile::read_regular_text(path, toolhost_grants::readfile::limits::TOML)
             .with_context(|| format!("could not read config file {}", path.display()))?;
         let mut config =
             Config::parse(&text).with_context(|| format!("config file {} is not valid", path.display()))?;
@@ -177,7 +148,7 @@ impl Config {
         config.cache_dir = config.cache_dir.map(|dir| base.join(dir));
         config.ca_file = config.ca_file.map(|file| base.join(file));
         for server in config.mcp_servers.values_mut() {
-            if let crate::mcp::client::config::Transport::Stdio { cwd: Some(cwd), .. } = &mut server.transport {
+            if let toolhost_mcp_client::config::Transport::Stdio { cwd: Some(cwd), .. } = &mut server.transport {
                 *cwd = base.join(&*cwd);
             }
         }
@@ -210,16 +181,28 @@ impl Config {
         }
     }
 
-    /// What `plugin` is granted: nothing unless its `[plugins.NAME]` says so.
-    pub fn grants_for(&self, plugin: &str) -> Grants {
-        self.plugins.get(plugin).map(|own| own.grants.clone()).unwrap_or_default()
+    /// Each plugin's `source`, by plugin name.
+    pub fn sources(&self) -> BTreeMap<String, Source> {
+        let sources = self.plugins.iter().filter_map(|(name, plugin)| Some((name.clone(), plugin.source.clone()?)));
+        sources.collect()
     }
+}
 
-    /// The limit overrides for `plugin`: global ones, then the plugin's own.
-    pub fn limits_for(&self, plugin: &str) -> LimitOverrides {
-        match self.plugins.get(plugin) {
-            Some(own) => self.limits.then(&own.limits),
-            None => self.limits,
+/// The host's part of the config.
+impl From<Config> for HostConfig {
+    fn from(config: Config) -> HostConfig {
+        HostConfig {
+            cache_dir: config.cache_dir,
+            max_concurrent_calls: config.max_concurrent_calls,
+            ca_file: config.ca_file,
+            limits: config.limits,
+            plugins: config
+                .plugins
+                .into_iter()
+                .map(|(name, plugin)| (name, PluginSettings { limits: plugin.limits, grants: plugin.grants }))
+                .collect(),
+            approvals: config.approvals,
+            mcp_servers: config.mcp_servers,
         }
     }
 }
@@ -227,7 +210,11 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::limits::{ByteSize, HumanDuration};
+    use toolhost_runtime::limits::{ByteSize, HumanDuration};
+
+    fn host(config: &Config) -> HostConfig {
+        HostConfig::from(config.clone())
+    }
     use std::time::Duration;
 
     #[test]
@@ -247,11 +234,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(config.max_concurrent_calls, Some(4));
-        let calc = config.limits_for("calc");
+        let calc = host(&config).limits_for("calc");
         assert_eq!(calc.fuel, Some(50));
         assert_eq!(calc.memory, Some(ByteSize(64 << 20)));
         assert_eq!(calc.timeout, Some(HumanDuration(Duration::from_secs(2))));
-        assert_eq!(config.limits_for("other").fuel, Some(1_000));
+        assert_eq!(host(&config).limits_for("other").fuel, Some(1_000));
     }
 
     #[test]
@@ -294,16 +281,16 @@ mod tests {
             "#,
         )
         .unwrap();
-        let grants = config.grants_for("fetch");
+        let grants = host(&config).grants_for("fetch");
         assert_eq!(grants.network.hosts.len(), 3);
         assert!(grants.network.sockets);
         assert_eq!(grants.network.hosts[1].to_string(), "https://*.example.org:8443");
         assert_eq!(grants.env.names[0].as_str(), "LANG");
         assert_eq!(grants.env.secrets[0].as_str(), "API_KEY");
         assert_eq!(grants.files.dirs[1].to_string(), "/tmp/out:/out:rw");
-        assert_eq!(config.limits_for("fetch").http_requests, Some(3));
-        assert_eq!(config.limits_for("fetch").http_request_body, Some(ByteSize(64 << 10)));
-        assert!(config.grants_for("other").is_empty(), "a plugin not named gets nothing");
+        assert_eq!(host(&config).limits_for("fetch").http_requests, Some(3));
+        assert_eq!(host(&config).limits_for("fetch").http_request_body, Some(ByteSize(64 << 10)));
+        assert!(host(&config).grants_for("other").is_empty(), "a plugin not named gets nothing");
     }
 
     #[test]
@@ -339,7 +326,7 @@ mod tests {
         let path = dir.path().join("toolhost.toml");
         std::fs::write(&path, "[plugins.files]\ndirs = [\"data:/data\", \"/abs:/abs\"]\n").unwrap();
         let config = Config::load(&path).unwrap();
-        let dirs = &config.grants_for("files").files.dirs;
+        let dirs = &host(&config).grants_for("files").files.dirs;
         assert_eq!(dirs[0].host, dir.path().join("data"));
         assert_eq!(dirs[1].host, std::path::Path::new("/abs"));
     }

@@ -9,28 +9,40 @@
 //! the config). Whatever a plugin does, the call ends in a [`CallReport`]
 //! whose outcome is the output or a typed [`CallError`], and the host carries on.
 //!
-//! The `toolhost` binary (module `cli`) is a thin layer over this library.
+//! This crate is the facade: it re-exports the layers (one crate each, see
+//! ARCHITECTURE.md) under the paths users know, assembles [`Config`] from
+//! the sections each layer owns, and holds the `toolhost` binary (module
+//! `cli`), a thin layer over this library.
 
-pub mod agent;
-pub mod catalog;
 pub mod config;
 #[cfg(test)]
 mod fuzz;
-pub mod grants;
-mod host;
-pub mod inspect;
-pub mod mcp;
-pub mod oci;
-pub mod plugin;
-pub mod readfile;
-pub mod runtime;
-pub mod tls;
 
-pub use catalog::{Catalog, Entry, SharedCatalog};
+/// The model loop, providers, approvals, events and transcripts.
+pub use toolhost_agent as agent;
+/// The tool catalog, the [`Host`] that fills and calls it, and hot reload.
+pub use toolhost_catalog as catalog;
+pub use toolhost_catalog::{inspect, plugin};
+/// What a plugin may reach, and the bounded reader of user-named files.
+pub use toolhost_grants as grants;
+pub use toolhost_grants::readfile;
+/// Plugins in OCI registries.
+pub use toolhost_oci as oci;
+/// One sandboxed call: engine, limits, outcomes, compile cache, network.
+pub use toolhost_runtime as runtime;
+pub use toolhost_runtime::tls;
+
+/// MCP: the server (`toolhost serve`) and, as [`mcp::client`], external MCP
+/// servers as a tool source.
+pub mod mcp {
+    pub use toolhost_mcp::*;
+    pub use toolhost_mcp_client as client;
+}
+
+pub use catalog::{Catalog, Entry, Host, HostConfig, LoadProblem, ProblemKind, SharedCatalog};
 pub use config::Config;
 pub use grants::Grants;
 pub use grants::manifest::Manifest;
-pub use host::{Host, LoadProblem, ProblemKind};
 pub use inspect::Inspection;
 pub use plugin::{Plugin, Tool};
 pub use runtime::limits::{ByteSize, HumanDuration, LimitOverrides, Limits, Oversized};

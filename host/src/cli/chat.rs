@@ -9,9 +9,9 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use tokio_util::sync::CancellationToken;
-use toolhost::Host;
 use toolhost::agent::events::RunStatus;
 use toolhost::catalog::reload::Watcher;
+use toolhost::{Config, Host};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -19,8 +19,8 @@ pub struct Args {
     model: ModelArgs,
 }
 
-pub async fn run(host: Host, dir: &Path, args: Args) -> Result<ExitCode> {
-    let mut session = Session::start(host, &args.model)?;
+pub async fn run(host: Host, config: &Config, dir: &Path, args: Args) -> Result<ExitCode> {
+    let mut session = Session::start(host, config, &args.model)?;
     // Plugins added, changed or removed while chatting are picked up between
     // turns (each turn works on one snapshot of the tools).
     let _watcher = match Watcher::start(session.agent.host().clone(), dir) {

@@ -102,21 +102,21 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     let config = Config::discover(cli.config.as_deref())?;
     match cli.command {
         Command::Tools(args) => {
-            let host = load(config, cli.plugins.as_deref()).await?;
+            let host = load(&config, cli.plugins.as_deref()).await?;
             tools::run(&host, &args)
         }
         Command::Call(args) => {
-            let host = load(config, cli.plugins.as_deref()).await?;
+            let host = load(&config, cli.plugins.as_deref()).await?;
             call::run(&host, args).await
         }
         Command::Inspect(args) => {
             let host = Host::new(config)?;
             inspect::run(&host, &args).await
         }
-        Command::Run(args) => run::run(load(config, cli.plugins.as_deref()).await?, args).await,
+        Command::Run(args) => run::run(load(&config, cli.plugins.as_deref()).await?, &config, args).await,
         Command::Chat(args) => {
             let dir = plugins_dir(&config, cli.plugins.as_deref());
-            chat::run(load(config, cli.plugins.as_deref()).await?, &dir, args).await
+            chat::run(load(&config, cli.plugins.as_deref()).await?, &config, &dir, args).await
         }
         Command::Serve(mut args) => {
             let dir = plugins_dir(&config, cli.plugins.as_deref());
@@ -154,15 +154,15 @@ impl std::error::Error for Cancelled {}
 /// not start stops toolhost.
 /// (Grant notices are printed by the commands: all of them by `tools`, the
 /// called plugin's by `call`.)
-async fn load(config: Config, flag: Option<&Path>) -> Result<Host> {
-    let dir = plugins_dir(&config, flag);
-    let host = Host::new(config)?;
-    load_into(&host, &dir).await?;
+async fn load(config: &Config, flag: Option<&Path>) -> Result<Host> {
+    let dir = plugins_dir(config, flag);
+    let host = Host::new(config.clone())?;
+    load_into(&host, config, &dir).await?;
     Ok(host)
 }
 
 /// [`load`] into a host already made (`serve --http` listens meanwhile).
-async fn load_into(host: &Host, dir: &Path) -> Result<()> {
+async fn load_into(host: &Host, config: &Config, dir: &Path) -> Result<()> {
     {
         // Loading from the compile cache takes milliseconds; compiling a new
         // or changed plugin can take seconds, so say what is going on then.
@@ -212,7 +212,7 @@ async fn load_into(host: &Host, dir: &Path) -> Result<()> {
     }
     let loaded: Vec<(String, String)> =
         host.plugins().iter().map(|plugin| (plugin.name.to_string(), plugin.sha256.clone())).collect();
-    for notice in toolhost::oci::check_sources(host.config(), dir, &loaded) {
+    for notice in toolhost::oci::check_sources(&config.sources(), dir, &loaded) {
         eprintln!("warning: {notice}");
     }
     Ok(())

@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use std::io::Read;
 use std::process::ExitCode;
 use tokio_util::sync::CancellationToken;
-use toolhost::Host;
+use toolhost::{Config, Host};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -16,7 +16,7 @@ pub struct Args {
     model: ModelArgs,
 }
 
-pub async fn run(host: Host, args: Args) -> Result<ExitCode> {
+pub async fn run(host: Host, config: &Config, args: Args) -> Result<ExitCode> {
     let prompt = if args.prompt == "-" {
         let mut text = String::new();
         std::io::stdin().read_to_string(&mut text).context("could not read the prompt from stdin")?;
@@ -27,7 +27,7 @@ pub async fn run(host: Host, args: Args) -> Result<ExitCode> {
     if prompt.trim().is_empty() {
         anyhow::bail!("the prompt is empty");
     }
-    let mut session = Session::start(host, &args.model)?;
+    let mut session = Session::start(host, config, &args.model)?;
     let cancel = CancellationToken::new();
     session::cancel_on_ctrl_c(cancel.clone());
     let outcome = session.agent.run(&mut session.conversation, &prompt, &cancel).await;

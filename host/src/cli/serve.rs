@@ -44,8 +44,8 @@ pub struct Args {
 
 pub async fn run(config: Config, dir: &Path, args: Args) -> Result<ExitCode> {
     let Some(address) = args.http else {
-        let host = Host::new(config)?;
-        super::load_into(&host, dir).await?;
+        let host = Host::new(config.clone())?;
+        super::load_into(&host, &config, dir).await?;
         let host = Arc::new(host);
         let _watcher = start_watching(&host, dir, &args)?;
         mcp::serve_stdio(host).await.context("the MCP session on stdio failed")?;
@@ -91,10 +91,10 @@ pub async fn run(config: Config, dir: &Path, args: Args) -> Result<ExitCode> {
         .with_context(|| format!("could not listen on {address} (is another server using the port?)"))?;
     let bound = listener.local_addr().context("could not read the bound address")?;
     eprintln!("toolhost: listening on http://{bound} (ready once the plugins are loaded: /readyz)");
-    let host = Arc::new(Host::new(config)?);
+    let host = Arc::new(Host::new(config.clone())?);
     let stop = tokio_util::sync::CancellationToken::new();
     let server = tokio::spawn(mcp::serve_http(host.clone(), listener, options, stop.clone()));
-    super::load_into(&host, dir).await?;
+    super::load_into(&host, &config, dir).await?;
     let _watcher = start_watching(&host, dir, &args)?;
     readiness.set_ready();
     eprintln!("toolhost: serving MCP at http://{bound}/mcp");

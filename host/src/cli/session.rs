@@ -15,7 +15,7 @@ use toolhost::agent::model::providers;
 use toolhost::agent::model::{Conversation, ModelClient, RequestOptions};
 use toolhost::agent::transcript::{self, Transcript};
 use toolhost::agent::{Agent, AgentOptions, RunOutcome};
-use toolhost::{ByteSize, Host};
+use toolhost::{ByteSize, Config, Host};
 
 #[derive(clap::Args)]
 pub struct ModelArgs {
@@ -66,13 +66,12 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn start(host: Host, args: &ModelArgs) -> Result<Session> {
-        let config = host.config().clone();
+    pub fn start(host: Host, config: &Config, args: &ModelArgs) -> Result<Session> {
         let spec = match &args.model {
             Some(spec) => spec.clone(),
-            None => providers::default_spec(&config)?,
+            None => providers::default_spec(&config.model)?,
         };
-        let endpoint = providers::resolve(&spec, &config, args.base_url.as_deref())?;
+        let endpoint = providers::resolve(&spec, &config.providers, args.base_url.as_deref())?;
         let settings = &config.model;
         let extra_roots = match &config.ca_file {
             Some(path) => toolhost::tls::load_ca_file(path)?,

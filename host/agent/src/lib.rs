@@ -1,0 +1,575 @@
+//! The model loop: send the conversation and the tools, run the tool calls
+//! the model makes (approved, in parallel up to a bound, each in its own
+//! sandbox), send the results back, and repeat until the model answers.
+//!
+//! Every tool call gets exactly one result, whatever happens to it (denied,
+//! unknown tool, bad arguments, a limit, a trap, cancellation), so a provider
+//! never sees a call without a result.
+
+pub mod approval;
+pub mod config;
+pub mod events;
+pub mod model;
+pub mod transcript;
+
+use crate::approval::{ApprovalConfig, ApprovalRequest, Approver, Decision, Policy};
+use crate::events::{ApprovedBy, Event, RunStatus};
+use crate::model::{
+    Conversation, Message, ModelClient, ModelError, Progress, StopReason, TokenUsage, ToolCall, ToolResult, ToolSpec,
+};
+use futures_util::{FutureExt, StreamExt};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+use toolhost_catalog::Host;
+use toolhost_catalog::{Catalog, Entry};
+use toolhost_runtime::limits::LimitOverrides;
+
+/// Limits of the loop itself.
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    /// Model turns before the run is stopped.
+    pub max_turns: u32,
+    /// Tool calls of one turn that run at once.
+    pub max_concurrent_tools: usize,
+    /// Bytes of one tool result sent back to the model; longer results keep
+    /// their head and tail with a marker saying how much was cut.
+    pub output_budget: usize,
+}
+
+impl AgentOptions {
+    /// Default turn limit.
+    pub const DEFAULT_MAX_TURNS: u32 = 20;
+    /// Default tool concurrency within a turn.
+    pub const DEFAULT_MAX_CONCURRENT_TOOLS: usize = 4;
+    /// Default output budget per tool result.
+    pub const DEFAULT_OUTPUT_BUDGET: usize = 16 << 10;
+}
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        AgentOptions {
+            max_turns: Self::DEFAULT_MAX_TURNS,
+            max_concurrent_tools: Self::DEFAULT_MAX_CONCURRENT_TOOLS,
+            output_budget: Self::DEFAULT_OUTPUT_BUDGET,
+        }
+    }
+}
+
+/// How a run went.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    /// How it ended.
+    pub status: RunStatus,
+    /// The model's last text.
+    pub answer: String,
+    /// Turns taken.
+    pub turns: u32,
+    /// Tool calls made.
+    pub tool_calls: u32,
+    /// Calls of a reply cut off by the token limit, which were not run.
+    pub calls_not_run: u32,
+    /// Tokens used over all turns.
+    pub usage: TokenUsage,
+    /// The model error that ended the run, if one did.
+    pub error: Option<ModelError>,
+}
+
+/// Drives one model over the tools of one [`Host`].
+pub struct Agent {
+    host: Arc<Host>,
+    client: ModelClient,
+    model_name: String,
+    /// The tool specs of the last catalog generation seen, rebuilt when it changes.
+    specs: Mutex<(u64, Arc<Vec<ToolSpec>>)>,
+    options: AgentOptions,
+    approvals: ApprovalConfig,
+    approver: Arc<dyn Approver>,
+    allowed_for_session: Mutex<HashSet<String>>,
+    events: Option<UnboundedSender<Event>>,
+}
+
+impl Agent {
+    /// An agent for `host`'s tools talking to `client`, known as `model_name`
+    /// (`provider/model`) in events and transcripts.
+    pub fn new(
+        host: Arc<Host>,
+        client: ModelClient,
+        model_name: impl Into<String>,
+        approver: Arc<dyn Approver>,
+    ) -> Agent {
+        let catalog = host.catalog();
+        let specs = Mutex::new((catalog.generation(), Arc::new(tool_specs(&catalog))));
+        let approvals = host.config().approvals.clone();
+        Agent {
+            host,
+            client,
+            model_name: model_name.into(),
+            specs,
+            options: AgentOptions::default(),
+            approvals,
+            approver,
+            allowed_for_session: Mutex::new(HashSet::new()),
+            events: None,
+        }
+    }
+
+    /// Sets the loop's limits.
+    pub fn with_options(mut self, options: AgentOptions) -> Agent {
+        self.options = options;
+        self
+    }
+
+    /// Sends every [`Event`] of every run to `events`.
+    pub fn with_events(mut self, events: UnboundedSender<Event>) -> Agent {
+        self.events = Some(events);
+        self
+    }
+
+    /// The host whose tools the agent uses.
+    pub fn host(&self) -> &Arc<Host> {
+        &self.host
+    }
+
+    /// `provider/model`.
+    pub fn model_name(&self) -> &str {
+        &self.model_name
+    }
+
+    /// The catalog snapshot for one turn and the tool specs sent with it:
+    /// the turn's list and its calls agree even if a reload swaps the catalog.
+    fn snapshot(&self) -> (Arc<Catalog>, Arc<Vec<ToolSpec>>) {
+        let catalog = self.host.catalog();
+        let mut specs = self.specs.lock().unwrap_or_else(|p| p.into_inner());
+        if specs.0 != catalog.generation() {
+            *specs = (catalog.generation(), Arc::new(tool_specs(&catalog)));
+        }
+        (catalog, specs.1.clone())
+    }
+
+    fn emit(&self, event: Event) {
+        if let Some(events) = &self.events {
+            let _ = events.send(event);
+        }
+    }
+
+    /// Adds `prompt` to `conversation` and runs the loop until the model
+    /// answers, the turn limit is reached, a request fails, or `cancel` fires.
+    /// The conversation is always left valid to send again: every tool call
+    /// in it has its result.
+    pub async fn run(&self, conversation: &mut Conversation, prompt: &str, cancel: &CancellationToken) -> RunOutcome {
+        let started = Instant::now();
+        conversation.messages.push(Message::User { content: prompt.to_owned() });
+        self.emit(Event::RunStarted { model: self.model_name.clone(), tools: self.snapshot().1.len() });
+        let mut outcome = RunOutcome {
+            status: RunStatus::MaxTurns,
+            answer: String::new(),
+            turns: 0,
+            tool_calls: 0,
+            calls_not_run: 0,
+            usage: TokenUsage::default(),
+            error: None,
+        };
+        // Call ids already in the conversation: a new call never reuses one.
+        let mut taken: HashSet<String> = conversation
+            .messages
+            .iter()
+            .flat_map(|message| match message {
+                Message::Assistant { tool_calls, .. } => tool_calls.as_slice(),
+                _ => &[],
+            })
+            .map(|call| call.id.clone())
+            .collect();
+        for turn in 1..=self.options.max_turns {
+            outcome.turns = turn;
+            self.emit(Event::ModelRequest { turn, messages: conversation.messages.len() });
+            let requested = Instant::now();
+            // A server that said its tools changed is listed again first.
+            for problem in self.host.refresh_servers().await {
+                tracing::warn!(server = problem.server, "{}", problem.message);
+            }
+            let (catalog, tools) = self.snapshot();
+            // The text shown so far, kept if the response breaks off or is cancelled.
+            let mut shown = String::new();
+            let mut on_progress = |progress: Progress<'_>| match progress {
+                Progress::Text(text) => {
+                    shown.push_str(text);
+                    self.emit(Event::TextDelta { text: text.to_owned() });
+                }
+                Progress::Retry(retry) => self.emit(Event::ModelRetry {
+                    turn,
+                    attempt: retry.attempt,
+                    max_attempts: retry.max_attempts,
+                    wait_ms: retry.wait.as_millis() as u64,
+                    reason: retry.reason,
+                }),
+            };
+            let reply = tokio::select! {
+                biased;
+                () = cancel.cancelled() => None,
+                reply = self.client.complete(conversation, &tools, &mut on_progress) => Some(reply),
+            };
+            let reply = match reply {
+                Some(Ok(reply)) => reply,
+                failed => {
+                    if !shown.is_empty() {
+                        outcome.answer.clone_from(&shown);
+                        conversation.messages.push(Message::Assistant { content: shown, tool_calls: Vec::new() });
+                    }
+                    match failed {
+                        Some(Err(err)) => {
+                            outcome.status = RunStatus::Failed;
+                            outcome.error = Some(err);
+                        }
+                        _ => outcome.status = RunStatus::Cancelled,
+                    }
+                    break;
+                }
+            };
+            outcome.usage.input += reply.usage.input;
+            outcome.usage.output += reply.usage.output;
+            let mut calls = reply.tool_calls;
+            ToolCall::normalize(&mut calls, &mut taken);
+            self.emit(Event::ModelResponse {
+                turn,
+                stop_reason: reply.stop.clone(),
+                tool_calls: calls.len(),
+                input_tokens: reply.usage.input,
+                output_tokens: reply.usage.output,
+                duration_ms: requested.elapsed().as_millis() as u64,
+            });
+            outcome.answer.clone_from(&reply.content);
+            let empty = reply.content.trim().is_empty();
+            conversation.messages.push(Message::Assistant { content: reply.content, tool_calls: calls.clone() });
+            if calls.is_empty() {
+                outcome.status = match reply.stop {
+                    StopReason::Length => RunStatus::Length,
+                    StopReason::ContentFilter => RunStatus::ContentFilter,
+                    _ if empty => RunStatus::Empty,
+                    _ => RunStatus::Answered,
+                };
+                break;
+            }
+            outcome.tool_calls += calls.len() as u32;
+            if reply.stop == StopReason::Length {
+                // The last call may be incomplete, and the turn cannot go on:
+                // none of its calls runs, and each is told why.
+                let results = calls.iter().map(|call| self.not_run(turn, call)).collect();
+                conversation.messages.push(Message::Tool { results });
+                outcome.calls_not_run = calls.len() as u32;
+                outcome.status = RunStatus::Length;
+                break;
+            }
+            let results = self.run_calls(&catalog, turn, &calls, cancel).await;
+            conversation.messages.push(Message::Tool { results });
+            if cancel.is_cancelled() {
+                outcome.status = RunStatus::Cancelled;
+                break;
+            }
+        }
+        self.emit(Event::finished(
+            outcome.status,
+            outcome.turns,
+            outcome.tool_calls,
+            outcome.usage,
+            started.elapsed().as_millis() as u64,
+        ));
+        outcome
+    }
+
+    /// The result of a call in a turn cut off by the token limit.
+    fn not_run(&self, turn: u32, call: &ToolCall) -> ToolResult {
+        self.emit(requested(turn, call));
+        let message = "not run: the reply was cut off by the output token limit, so this call may be \
+                       incomplete; no call of that reply was run"
+            .to_owned();
+        self.emit(failed_before_running(call, "cut_off", &message));
+        error_result(call, message)
+    }
+
+    /// Checks, approves, runs and answers one turn's calls; results in call order.
+    ///
+    /// Events per call: `tool_call_requested`, then exactly one of
+    /// `tool_call_failed` (unknown tool or malformed arguments: never asked
+    /// about, never run), `tool_call_denied`, or `tool_call_approved`
+    /// followed by `tool_call_started` (once it runs) and `tool_call_completed`
+    /// or `tool_call_failed` (`cancelled` when Ctrl-C came first).
+    async fn run_calls(
+        &self,
+        catalog: &Catalog,
+        turn: u32,
+        calls: &[ToolCall],
+        cancel: &CancellationToken,
+    ) -> Vec<ToolResult> {
+        let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
+        let mut approved: Vec<usize> = Vec::with_capacity(calls.len());
+        // Approvals first, one at a time, so a person is asked in order.
+        for (i, call) in calls.iter().enumerate() {
+            self.emit(requested(turn, call));
+            let Some(entry) = catalog.find(&call.name) else {
+                let report = self.host.call_in(catalog, &call.name, "{}", &LimitOverrides::default()).await;
+                let message = report.outcome.err().map(|err| err.to_string()).unwrap_or_default();
+                self.emit(failed_before_running(call, "unknown_tool", &message));
+                results[i] = Some(error_result(call, message));
+                continue;
+            };
+            if let Some(original) = &call.malformed_arguments {
+                let message = malformed(original);
+                self.emit(failed_before_running(call, "invalid_arguments", &message));
+                results[i] = Some(error_result(call, message));
+                continue;
+            }
+            let verdict = tokio::select! {
+                biased;
+                () = cancel.cancelled() => Err("the run was cancelled before this call was approved".to_owned()),
+                verdict = self.approve(call, entry) => verdict,
+            };
+            match verdict {
+                Ok(by) => {
+                    self.emit(Event::ToolCallApproved { call_id: call.id.clone(), tool: call.name.clone(), by });
+                    approved.push(i);
+                }
+                Err(reason) => {
+                    self.emit(Event::ToolCallDenied {
+                        call_id: call.id.clone(),
+                        tool: call.name.clone(),
+                        reason: reason.clone(),
+                    });
+                    results[i] = Some(error_result(call, format!("denied: {reason}")));
+                }
+            }
+        }
+        let started: Vec<AtomicBool> = calls.iter().map(|_| AtomicBool::new(false)).collect();
+        if !cancel.is_cancelled() {
+            let mut work = futures_util::stream::iter(approved.iter().copied())
+                .map(|i| {
+                    let started = &started[i];
+                    async move { (i, self.run_call(catalog, &calls[i], started).await) }
+                })
+                .buffer_unordered(self.options.max_concurrent_tools.max(1));
+            loop {
+                tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => {
+                        // Keep whatever finished at the same moment.
+                        while let Some(Some((i, result))) = work.next().now_or_never() {
+                            results[i] = Some(result);
+                        }
+                        break;
+                    }
+                    next = work.next() => match next {
+                        Some((i, result)) => results[i] = Some(result),
+                        None => break,
+                    },
+                }
+            }
+        }
+        // Only cancellation leaves an approved call without a result.
+        for i in approved {
+            if results[i].is_none() {
+                let call = &calls[i];
+                let message = if started[i].load(Ordering::SeqCst) {
+                    "cancelled: the run was cancelled while this call was running"
+                } else {
+                    "cancelled: the run was cancelled before this call started"
+                };
+                self.emit(failed_before_running(call, "cancelled", message));
+                results[i] = Some(error_result(call, message.to_owned()));
+            }
+        }
+        results
+            .into_iter()
+            .zip(calls)
+            .map(|(result, call)| result.unwrap_or_else(|| error_result(call, "cancelled".to_owned())))
+            .collect()
+    }
+
+    /// `Ok(by)` to run, `Err(reason)` if denied.
+    async fn approve(&self, call: &ToolCall, entry: &Entry) -> Result<ApprovedBy, String> {
+        let policy = match entry.mcp_server() {
+            Some(server) => self.approvals.policy_for_server(&call.name, server.name()),
+            None => self.approvals.policy_for(&call.name, entry.origin()),
+        };
+        match policy {
+            Policy::Auto => Ok(ApprovedBy::Policy),
+            Policy::Deny => Err(format!("the operator does not allow calls to `{}`", call.name)),
+            Policy::Ask => {
+                if self.session_allows(&call.name) {
+                    return Ok(ApprovedBy::Session);
+                }
+                let request = ApprovalRequest {
+                    tool: call.name.clone(),
+                    plugin: entry.source_label(),
+                    arguments: call.arguments.clone(),
+                    capabilities: entry.capabilities(),
+                };
+                match self.approver.decide(&request).await {
+                    Decision::AllowOnce => Ok(ApprovedBy::UserOnce),
+                    Decision::AllowSession => {
+                        self.allowed_for_session.lock().unwrap_or_else(|p| p.into_inner()).insert(call.name.clone());
+                        Ok(ApprovedBy::UserSession)
+                    }
+                    Decision::AllowAll => Ok(ApprovedBy::YesFlag),
+                    Decision::Deny(reason) => Err(reason),
+                }
+            }
+        }
+    }
+
+    fn session_allows(&self, tool: &str) -> bool {
+        self.allowed_for_session.lock().unwrap_or_else(|p| p.into_inner()).contains(tool)
+    }
+
+    async fn run_call(&self, catalog: &Catalog, call: &ToolCall, started: &AtomicBool) -> ToolResult {
+        started.store(true, Ordering::SeqCst);
+        let source = catalog.find(&call.name).map(|entry| entry.source_label());
+        self.emit(Event::ToolCallStarted {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            source: source.clone().unwrap_or_default(),
+        });
+        let report = self.host.call_in(catalog, &call.name, &call.arguments, &LimitOverrides::default()).await;
+        let duration_ms = report.usage.wall.as_secs_f64() * 1_000.0;
+        // The model is told what the host refused, so it does not retry blindly.
+        let refusals: String =
+            report.refused.iter().map(|refusal| format!("\n[toolhost refused: {refusal}]")).collect();
+        match report.outcome {
+            Ok(output) => {
+                let (mut content, truncated_bytes) = cut_to_budget(output.as_str(), self.options.output_budget);
+                content.push_str(&refusals);
+                self.emit(Event::ToolCallCompleted {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    fuel: report.usage.fuel,
+                    memory_peak: report.usage.memory_peak,
+                    duration_ms,
+                    output_bytes: output.as_str().len(),
+                    truncated_bytes,
+                    refused: report.refused,
+                });
+                ToolResult { call_id: call.id.clone(), name: call.name.clone(), content, is_error: false, source }
+            }
+            Err(err) => {
+                let message = err.to_string();
+                self.emit(Event::ToolCallFailed {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    kind: err.kind().to_owned(),
+                    message: message.clone(),
+                    fuel: report.usage.fuel,
+                    memory_peak: report.usage.memory_peak,
+                    duration_ms,
+                    refused: report.refused,
+                });
+                let (mut content, _) = cut_to_budget(&message, self.options.output_budget);
+                content.push_str(&refusals);
+                ToolResult { source, ..error_result(call, content) }
+            }
+        }
+    }
+}
+
+fn tool_specs(catalog: &Catalog) -> Vec<ToolSpec> {
+    catalog
+        .tools()
+        .iter()
+        .map(|entry| ToolSpec {
+            name: entry.name().to_owned(),
+            description: entry.description().to_owned(),
+            schema: entry.schema().clone(),
+        })
+        .collect()
+}
+
+fn requested(turn: u32, call: &ToolCall) -> Event {
+    Event::ToolCallRequested {
+        turn,
+        call_id: call.id.clone(),
+        tool: call.name.clone(),
+        arguments: call.malformed_arguments.clone().unwrap_or_else(|| call.arguments.clone()),
+    }
+}
+
+/// `tool_call_failed` for a call that never ran.
+fn failed_before_running(call: &ToolCall, kind: &str, message: &str) -> Event {
+    Event::ToolCallFailed {
+        call_id: call.id.clone(),
+        tool: call.name.clone(),
+        kind: kind.to_owned(),
+        message: message.to_owned(),
+        fuel: 0,
+        memory_peak: 0,
+        duration_ms: 0.0,
+        refused: Vec::new(),
+    }
+}
+
+/// The result for a call whose arguments were not a JSON object.
+fn malformed(original: &str) -> String {
+    let what = match serde_json::from_str::<serde_json::Value>(original) {
+        Err(err) => format!("they are not valid JSON ({err})"),
+        Ok(value) => format!("they are JSON {}, not an object", json_kind(&value)),
+    };
+    format!(
+        "the call was malformed and was not run: {what}. Send the arguments as one JSON object that matches \
+         the tool's input schema"
+    )
+}
+
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+fn error_result(call: &ToolCall, content: String) -> ToolResult {
+    ToolResult { call_id: call.id.clone(), name: call.name.clone(), content, is_error: true, source: None }
+}
+
+/// `text` if it fits in `budget` bytes, else its head and tail around a
+/// marker saying how much was cut; and the number of bytes cut.
+pub fn cut_to_budget(text: &str, budget: usize) -> (String, usize) {
+    if text.len() <= budget {
+        return (text.to_owned(), 0);
+    }
+    let keep = budget.saturating_sub(64);
+    let head_end = text.floor_char_boundary(keep / 2);
+    let tail_start = text.ceil_char_boundary(text.len() - (keep - keep / 2));
+    let cut = tail_start - head_end;
+    (format!("{}\n[… {cut} bytes cut …]\n{}", &text[..head_end], &text[tail_start..]), cut)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cut_to_budget;
+
+    #[test]
+    fn short_outputs_are_kept_whole() {
+        assert_eq!(cut_to_budget("hello", 100), ("hello".to_owned(), 0));
+    }
+
+    #[test]
+    fn long_outputs_keep_head_and_tail_with_a_marker() {
+        let text = format!("{}{}{}", "a".repeat(500), "b".repeat(1000), "c".repeat(500));
+        let (cut, removed) = cut_to_budget(&text, 264);
+        assert!(cut.starts_with("aaaa") && cut.ends_with("cccc"), "{cut}");
+        assert!(cut.contains(&format!("[… {removed} bytes cut …]")));
+        assert_eq!(removed, 2000 - 200);
+        assert!(cut.len() <= 264);
+    }
+
+    #[test]
+    fn cuts_on_character_boundaries() {
+        let text = "é".repeat(1000);
+        let (cut, _) = cut_to_budget(&text, 101);
+        assert!(cut.starts_with('é') && cut.ends_with('é'));
+    }
+}

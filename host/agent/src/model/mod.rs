@@ -1,0 +1,736 @@
+//! Talking to language models: one provider-neutral conversation, two wire
+//! protocols (OpenAI Chat Completions and Anthropic Messages), streaming and
+//! plain, with retries.
+//!
+//! [`ModelClient::complete`] sends a [`Conversation`] and the tools, and
+//! returns the model's [`Reply`]: its text, the tool calls it made (assembled
+//! from stream chunks however the server splits them), why it stopped, and
+//! the tokens it used. Text is handed to a callback as it arrives.
+
+mod anthropic;
+mod openai;
+pub mod providers;
+mod sse;
+
+use rustls::pki_types::CertificateDer;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::fmt;
+use std::time::Duration;
+use toolhost_runtime::limits::HumanDuration;
+
+/// One message of a conversation, in toolhost's own terms.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Message {
+    /// What the person said.
+    User {
+        /// The prompt.
+        content: String,
+    },
+    /// What the model answered, with the tools it asked to call.
+    Assistant {
+        /// Its text (may be empty when it only calls tools).
+        content: String,
+        /// The calls it made, in order.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The results of one turn's tool calls, one per call, in call order.
+    Tool {
+        /// The results.
+        results: Vec<ToolResult>,
+    },
+}
+
+/// A tool call as the model made it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The call's id, echoed back with the result: the provider's, unless it
+    /// gave none or gave the same one to two calls of a turn; then toolhost's
+    /// own (see [`ToolCall::normalize`]).
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments: a JSON object as text (empty means `{}`), as sent back
+    /// to the provider.
+    pub arguments: String,
+    /// The arguments exactly as the model sent them, kept when they were not
+    /// a JSON object (invalid JSON, cut off, or another kind of value); then
+    /// `arguments` is `{}` and the call is not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub malformed_arguments: Option<String>,
+}
+
+impl ToolCall {
+    /// A call with `arguments` taken as they are.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: impl Into<String>) -> ToolCall {
+        ToolCall { id: id.into(), name: name.into(), arguments: arguments.into(), malformed_arguments: None }
+    }
+
+    /// Makes one turn's calls safe to send back: every call gets an id no
+    /// other call in `taken` (the ids already in the conversation) or in
+    /// `calls` has, invented when the provider gave none; arguments that are
+    /// not a JSON object move to `malformed_arguments` and become `{}`.
+    pub fn normalize(calls: &mut [ToolCall], taken: &mut std::collections::HashSet<String>) {
+        for call in calls.iter_mut() {
+            if call.id.is_empty() || taken.contains(&call.id) {
+                let base = if call.id.is_empty() { "toolhost_call".to_owned() } else { call.id.clone() };
+                let mut n = taken.len() + 1;
+                while taken.contains(&format!("{base}_{n}")) {
+                    n += 1;
+                }
+                call.id = format!("{base}_{n}");
+            }
+            taken.insert(call.id.clone());
+            if call.malformed_arguments.is_none() && !call.arguments.trim().is_empty() {
+                let is_object = matches!(serde_json::from_str::<Value>(&call.arguments), Ok(Value::Object(_)));
+                if !is_object {
+                    call.malformed_arguments = Some(std::mem::replace(&mut call.arguments, "{}".to_owned()));
+                }
+            }
+        }
+    }
+}
+
+/// What goes back to the model for one call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// The id of the call this answers.
+    pub call_id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The output, or the reason there is none.
+    pub content: String,
+    /// True when `content` is an error the model should act on.
+    pub is_error: bool,
+    /// Which source ran the call (`plugin NAME`, `mcp SERVER`); none when
+    /// it did not run (denied, unknown tool). Kept in transcripts, not sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+/// A conversation: an optional system prompt and the messages so far.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Conversation {
+    /// Instructions for the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+    /// The messages, oldest first.
+    pub messages: Vec<Message>,
+}
+
+/// A tool as offered to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// The tool's name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// JSON Schema of its arguments.
+    pub schema: Value,
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// It finished its answer.
+    Done,
+    /// It wants tool results.
+    ToolUse,
+    /// It hit its output token limit (`length` / `max_tokens`).
+    Length,
+    /// The provider filtered or refused the content.
+    ContentFilter,
+    /// Anything else the provider said.
+    Other(String),
+}
+
+impl StopReason {
+    fn from_openai(reason: &str) -> StopReason {
+        match reason {
+            "stop" => StopReason::Done,
+            "tool_calls" | "function_call" => StopReason::ToolUse,
+            "length" => StopReason::Length,
+            "content_filter" => StopReason::ContentFilter,
+            other => StopReason::Other(other.to_owned()),
+        }
+    }
+
+    fn from_anthropic(reason: &str) -> StopReason {
+        match reason {
+            "end_turn" | "stop_sequence" => StopReason::Done,
+            "tool_use" => StopReason::ToolUse,
+            "max_tokens" | "model_context_window_exceeded" => StopReason::Length,
+            "refusal" => StopReason::ContentFilter,
+            other => StopReason::Other(other.to_owned()),
+        }
+    }
+}
+
+/// Tokens a request used, as reported by the provider.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct TokenUsage {
+    /// Prompt tokens.
+    pub input: u64,
+    /// Completion tokens.
+    pub output: u64,
+}
+
+/// One model response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    /// The text.
+    pub content: String,
+    /// The tool calls, in order.
+    pub tool_calls: Vec<ToolCall>,
+    /// Why it stopped.
+    pub stop: StopReason,
+    /// Tokens used.
+    pub usage: TokenUsage,
+}
+
+/// Which wire protocol a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Protocol {
+    /// OpenAI Chat Completions (OpenAI, Ollama, vLLM, llama.cpp, …).
+    Openai,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
+/// A model API key. Never printed: `Debug` and `Display` show `***`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wraps a key.
+    pub fn new(key: impl Into<String>) -> ApiKey {
+        ApiKey(key.into())
+    }
+
+    fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(***)")
+    }
+}
+
+/// Where and how to reach a model.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// The wire protocol.
+    pub protocol: Protocol,
+    /// Base URL, e.g. `https://api.openai.com/v1` or `http://127.0.0.1:11434/v1`.
+    pub base_url: String,
+    /// The model's name at that provider, e.g. `gpt-4.1`.
+    pub model: String,
+    /// The key, when the provider needs one.
+    pub api_key: Option<ApiKey>,
+}
+
+/// How requests are made.
+#[derive(Debug, Clone)]
+pub struct RequestOptions {
+    /// Stream the response (server-sent events).
+    pub stream: bool,
+    /// How long to wait for the response to start, and between stream chunks.
+    pub timeout: Duration,
+    /// How many times to retry a 429, a 5xx or a dropped connection.
+    pub max_retries: u32,
+    /// The output token limit sent to the model (required by Anthropic).
+    pub max_tokens: Option<u32>,
+    /// Root certificates trusted on top of the system's (the config's `ca_file`).
+    pub extra_roots: Vec<CertificateDer<'static>>,
+}
+
+impl Default for RequestOptions {
+    fn default() -> Self {
+        RequestOptions {
+            stream: true,
+            timeout: Duration::from_secs(120),
+            max_retries: 4,
+            max_tokens: None,
+            extra_roots: Vec::new(),
+        }
+    }
+}
+
+/// What a request reports while it is under way.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Progress<'a> {
+    /// Streamed text.
+    Text(&'a str),
+    /// An attempt failed and another follows after a wait.
+    Retry(Retry),
+}
+
+/// An attempt that failed and will be made again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Retry {
+    /// What went wrong, e.g. `HTTP 429: slow down`.
+    pub reason: String,
+    /// How long toolhost waits before the next attempt.
+    pub wait: Duration,
+    /// The number of the next attempt, from 2.
+    pub attempt: u32,
+    /// The most attempts that will be made (`max_retries` + 1).
+    pub max_attempts: u32,
+}
+
+/// Why a model request failed, after any retries.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelError {
+    /// 401/403: the key is missing, wrong, or lacks access.
+    #[error("the model provider refused the API key (HTTP {status}): {message}. Check {hint}")]
+    Auth {
+        /// The HTTP status.
+        status: u16,
+        /// The provider's message.
+        message: String,
+        /// Where the key comes from.
+        hint: String,
+    },
+    /// 404: unknown model or wrong base URL.
+    #[error("the model provider answered 404 for {url}: {message}. Check the model name and the base URL")]
+    NotFound {
+        /// The URL requested.
+        url: String,
+        /// The provider's message.
+        message: String,
+    },
+    /// Another 4xx: the request was refused.
+    #[error("the model provider rejected the request (HTTP {status}): {message}")]
+    Rejected {
+        /// The HTTP status.
+        status: u16,
+        /// The provider's message.
+        message: String,
+    },
+    /// 429 or 5xx, still failing after the retries.
+    #[error("the model provider is unavailable (HTTP {status}) after {}: {message}", Attempts(*.attempts))]
+    Unavailable {
+        /// The last HTTP status.
+        status: u16,
+        /// How many requests were made.
+        attempts: u32,
+        /// The provider's last message.
+        message: String,
+    },
+    /// The connection could not be made, still after the retries.
+    #[error("could not reach the model at {url} after {}: {message}", Attempts(*.attempts))]
+    Connection {
+        /// The URL.
+        url: String,
+        /// How many requests were made.
+        attempts: u32,
+        /// What went wrong.
+        message: String,
+    },
+    /// The model answered, but its streamed response broke off before it was
+    /// complete: on every attempt, or after text was already shown (which a
+    /// retry would show again, so there is none).
+    #[error(
+        "the model's response from {url} broke off before it was complete ({message}); {}",
+        if *partial_text {
+            "the text shown so far is kept in the transcript (not retried, so as not to repeat it)".to_owned()
+        } else {
+            format!("gave up after {}", Attempts(*attempts))
+        }
+    )]
+    Dropped {
+        /// The URL.
+        url: String,
+        /// How many requests were made.
+        attempts: u32,
+        /// What went wrong.
+        message: String,
+        /// Whether some text of the answer had already been streamed.
+        partial_text: bool,
+    },
+    /// The server's TLS certificate could not be verified.
+    #[error(
+        "could not verify the TLS certificate of {url}: {message}. If the server uses a private or \
+         company CA, name its PEM file as `ca_file` in the config"
+    )]
+    Certificate {
+        /// The URL.
+        url: String,
+        /// What rustls said.
+        message: String,
+    },
+    /// The response did not start, or stalled, within the timeout.
+    #[error("the model did not answer within {}", HumanDuration(*.0))]
+    Timeout(Duration),
+    /// The server answered, but not in the protocol expected.
+    #[error("the server at {url} does not speak the {protocol} protocol: {message}")]
+    Protocol {
+        /// The URL.
+        url: String,
+        /// The protocol expected.
+        protocol: &'static str,
+        /// What was wrong with the answer.
+        message: String,
+    },
+}
+
+/// "1 attempt", "3 attempts".
+struct Attempts(u32);
+
+impl fmt::Display for Attempts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            1 => f.write_str("1 attempt"),
+            n => write!(f, "{n} attempts"),
+        }
+    }
+}
+
+/// A client for one model endpoint.
+#[derive(Clone)]
+pub struct ModelClient {
+    endpoint: Endpoint,
+    options: RequestOptions,
+    http: reqwest::Client,
+}
+
+impl ModelClient {
+    /// A client for `endpoint`.
+    pub fn new(endpoint: Endpoint, options: RequestOptions) -> anyhow::Result<ModelClient> {
+        // reqwest is built without a default TLS crypto provider (the
+        // `ring` one is already in the tree); install it once per process.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut roots = Vec::with_capacity(options.extra_roots.len());
+        for root in &options.extra_roots {
+            roots.push(
+                reqwest::Certificate::from_der(root)
+                    .map_err(|err| anyhow::anyhow!("a certificate of the CA file is not usable: {err}"))?,
+            );
+        }
+        // Proxies come from HTTPS_PROXY, HTTP_PROXY, ALL_PROXY and NO_PROXY
+        // (upper or lower case), which reqwest reads when the client is built.
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10).min(options.timeout))
+            .read_timeout(options.timeout)
+            .user_agent(concat!("toolhost/", env!("CARGO_PKG_VERSION")))
+            .tls_certs_merge(roots)
+            .build()
+            .map_err(|err| anyhow::anyhow!("could not set up the HTTP client: {err}"))?;
+        Ok(ModelClient { endpoint, options, http })
+    }
+
+    /// The endpoint this client talks to.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// Sends the conversation and the tools; reports streamed text and
+    /// retries to `on_progress` as they happen.
+    pub async fn complete(
+        &self,
+        conversation: &Conversation,
+        tools: &[ToolSpec],
+        on_progress: &mut (dyn FnMut(Progress<'_>) + Send),
+    ) -> Result<Reply, ModelError> {
+        let (url, body) = match self.endpoint.protocol {
+            Protocol::Openai => openai::request(&self.endpoint, &self.options, conversation, tools),
+            Protocol::Anthropic => anthropic::request(&self.endpoint, &self.options, conversation, tools),
+        };
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let mut delivered = false;
+            let result = self
+                .attempt(&url, &body, &mut |text: &str| {
+                    delivered = true;
+                    on_progress(Progress::Text(text));
+                })
+                .await;
+            let (error, retry_after) = match &result {
+                Err(Failure::Retryable { error, retry_after }) if attempt <= self.options.max_retries && !delivered => {
+                    (error, *retry_after)
+                }
+                _ => return result.map_err(|failure| self.error(failure, attempt, &url, delivered)),
+            };
+            let wait = retry_after.unwrap_or_else(|| backoff(attempt));
+            on_progress(Progress::Retry(Retry {
+                reason: retry_reason(error),
+                wait,
+                attempt: attempt + 1,
+                max_attempts: self.options.max_retries + 1,
+            }));
+            tracing::info!(attempt, wait_ms = wait.as_millis() as u64, "retrying the model request");
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    async fn attempt(&self, url: &str, body: &Value, on_text: &mut (dyn FnMut(&str) + Send)) -> Result<Reply, Failure> {
+        let mut request = self.http.post(url).header("content-type", "application/json");
+        request = match self.endpoint.protocol {
+            Protocol::Openai => match &self.endpoint.api_key {
+                Some(key) => request.bearer_auth(key.expose()),
+                None => request,
+            },
+            Protocol::Anthropic => {
+                let request = request.header("anthropic-version", "2023-06-01");
+                match &self.endpoint.api_key {
+                    Some(key) => request.header("x-api-key", key.expose()),
+                    None => request,
+                }
+            }
+        };
+        let send = request.body(body.to_string()).send();
+        let response = match tokio::time::timeout(self.options.timeout, send).await {
+            Err(_) => return Err(Failure::Timeout),
+            Ok(Err(err)) => return Err(Failure::connection(url, &err)),
+            Ok(Ok(response)) => response,
+        };
+        let status = response.status();
+        if !status.is_success() {
+            let retry_after = retry_after(response.headers());
+            let text = response.text().await.unwrap_or_default();
+            return Err(self.http_failure(url, status.as_u16(), &text, retry_after));
+        }
+        let protocol = self.endpoint.protocol;
+        let is_stream = response
+            .headers()
+            .get("content-type")
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.starts_with("text/event-stream"));
+        if is_stream {
+            let events = sse::Events::new(url, response.bytes_stream());
+            match protocol {
+                Protocol::Openai => openai::read_stream(events, on_text).await,
+                Protocol::Anthropic => anthropic::read_stream(events, on_text).await,
+            }
+        } else {
+            let text = response.text().await.map_err(|err| Failure::connection(url, &err))?;
+            let value: Value = serde_json::from_str(&text).map_err(|_| {
+                Failure::Protocol(format!("the answer is not JSON (it starts with {:?})", preview(&text)))
+            })?;
+            let reply = match protocol {
+                Protocol::Openai => openai::parse_reply(&value),
+                Protocol::Anthropic => anthropic::parse_reply(&value),
+            }?;
+            if !reply.content.is_empty() {
+                on_text(&reply.content);
+            }
+            Ok(reply)
+        }
+    }
+
+    fn error(&self, failure: Failure, attempts: u32, url: &str, partial_text: bool) -> ModelError {
+        match failure {
+            Failure::Retryable { error, .. } => match error {
+                ModelError::Unavailable { status, message, .. } => {
+                    ModelError::Unavailable { status, attempts, message }
+                }
+                ModelError::Connection { url, message, .. } => ModelError::Connection { url, attempts, message },
+                ModelError::Dropped { url, message, .. } => {
+                    ModelError::Dropped { url, attempts, message, partial_text }
+                }
+                other => other,
+            },
+            Failure::Final(error) => error,
+            Failure::Protocol(message) => ModelError::Protocol {
+                url: url.to_owned(),
+                protocol: match self.endpoint.protocol {
+                    Protocol::Openai => "OpenAI Chat Completions",
+                    Protocol::Anthropic => "Anthropic Messages",
+                },
+                message,
+            },
+            Failure::Timeout => ModelError::Timeout(self.options.timeout),
+        }
+    }
+
+    fn http_failure(&self, url: &str, status: u16, body: &str, retry_after: Option<Duration>) -> Failure {
+        let message = error_message(body);
+        match status {
+            401 | 403 => Failure::Final(ModelError::Auth {
+                status,
+                message,
+                hint: match self.endpoint.protocol {
+                    Protocol::Openai => "OPENAI_API_KEY (or `api_key` in the config's [providers] table)".to_owned(),
+                    Protocol::Anthropic => {
+                        "ANTHROPIC_API_KEY (or `api_key` in the config's [providers] table)".to_owned()
+                    }
+                },
+            }),
+            404 => Failure::Final(ModelError::NotFound { url: url.to_owned(), message }),
+            408 | 409 | 425 | 429 | 500..=599 => {
+                Failure::Retryable { error: ModelError::Unavailable { status, attempts: 0, message }, retry_after }
+            }
+            _ => Failure::Final(ModelError::Rejected { status, message }),
+        }
+    }
+}
+
+/// What one attempt ended in.
+#[derive(Debug)]
+enum Failure {
+    /// Worth another attempt.
+    Retryable { error: ModelError, retry_after: Option<Duration> },
+    /// Not worth another attempt.
+    Final(ModelError),
+    /// The answer was not in the protocol (the URL is added by the caller).
+    Protocol(String),
+    /// No answer (or no next chunk) within the timeout.
+    Timeout,
+}
+
+impl Failure {
+    fn connection(url: &str, err: &reqwest::Error) -> Failure {
+        if err.is_timeout() {
+            return Failure::Timeout;
+        }
+        // An untrusted certificate fails the same way every time: not worth a retry.
+        if let Some(tls) = toolhost_runtime::tls::untrusted_certificate(err) {
+            return Failure::Final(ModelError::Certificate { url: url.to_owned(), message: tls.to_string() });
+        }
+        let mut message = err.to_string();
+        let mut source = std::error::Error::source(err);
+        while let Some(cause) = source {
+            message.push_str(": ");
+            message.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        Failure::Retryable {
+            error: ModelError::Connection { url: url.to_owned(), attempts: 0, message },
+            retry_after: None,
+        }
+    }
+
+    /// An answer that is not in the protocol.
+    fn protocol(message: impl Into<String>) -> Failure {
+        Failure::Protocol(message.into())
+    }
+
+    /// A stream that broke off before the response was complete.
+    fn dropped(url: &str, message: impl Into<String>) -> Failure {
+        Failure::Retryable {
+            error: ModelError::Dropped {
+                url: url.to_owned(),
+                attempts: 0,
+                message: message.into(),
+                partial_text: false,
+            },
+            retry_after: None,
+        }
+    }
+}
+
+/// What went wrong with an attempt that will be retried, in a few words.
+fn retry_reason(error: &ModelError) -> String {
+    match error {
+        ModelError::Unavailable { status, message, .. } => format!("HTTP {status}: {message}"),
+        ModelError::Connection { message, .. } => format!("could not connect: {message}"),
+        ModelError::Dropped { message, .. } => format!("the response broke off: {message}"),
+        other => other.to_string(),
+    }
+}
+
+/// Exponential backoff with jitter: 0.5s, 1s, 2s, 4s, … capped at 30s.
+fn backoff(attempt: u32) -> Duration {
+    let base = Duration::from_millis(500).saturating_mul(1 << attempt.saturating_sub(1).min(6));
+    let jitter = Duration::from_millis(u64::from(std::process::id() ^ attempt) % 250);
+    (base + jitter).min(Duration::from_secs(30))
+}
+
+/// `Retry-After` (seconds) or OpenAI's `retry-after-ms`, capped at a minute.
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok()).map(str::trim);
+    let wait = if let Some(ms) = header("retry-after-ms").and_then(|value| value.parse::<f64>().ok()) {
+        Duration::from_secs_f64(ms.max(0.0) / 1_000.0)
+    } else {
+        Duration::from_secs_f64(header("retry-after")?.parse::<f64>().ok()?.max(0.0))
+    };
+    Some(wait.min(Duration::from_secs(60)))
+}
+
+/// The provider's error message from an error body, or the body's start.
+fn error_message(body: &str) -> String {
+    if let Ok(value) = serde_json::from_str::<Value>(body) {
+        let message = value
+            .pointer("/error/message")
+            .or_else(|| value.get("message"))
+            .or_else(|| value.get("error"))
+            .and_then(Value::as_str);
+        if let Some(message) = message {
+            return message.to_owned();
+        }
+    }
+    if body.trim().is_empty() { "(no message)".to_owned() } else { preview(body) }
+}
+
+fn preview(text: &str) -> String {
+    let text = text.trim();
+    let cut = text.floor_char_boundary(120);
+    if cut < text.len() { format!("{}…", &text[..cut]) } else { text.to_owned() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_and_is_capped() {
+        assert!(backoff(1) >= Duration::from_millis(500) && backoff(1) < Duration::from_millis(750));
+        assert!(backoff(3) >= Duration::from_secs(2));
+        assert_eq!(backoff(30), Duration::from_secs(30));
+    }
+
+    #[test]
+    fn reads_retry_after_in_seconds_or_milliseconds() {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert("retry-after", "2".parse().unwrap());
+        assert_eq!(retry_after(&headers), Some(Duration::from_secs(2)));
+        headers.insert("retry-after-ms", "150".parse().unwrap());
+        assert_eq!(retry_after(&headers), Some(Duration::from_millis(150)));
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap());
+        assert_eq!(retry_after(&headers), None);
+    }
+
+    #[test]
+    fn finds_the_providers_error_message() {
+        assert_eq!(error_message(r#"{"error":{"message":"bad key","type":"x"}}"#), "bad key");
+        assert_eq!(error_message(r#"{"type":"error","error":{"type":"x","message":"overloaded"}}"#), "overloaded");
+        assert_eq!(error_message("<html>nope</html>"), "<html>nope</html>");
+        assert_eq!(error_message(""), "(no message)");
+    }
+
+    #[test]
+    fn normalize_gives_every_call_a_unique_id_and_an_object() {
+        let mut taken: std::collections::HashSet<String> = ["call_0".to_owned()].into();
+        let mut calls = vec![
+            ToolCall::new("", "a", r#"{"x":1}"#),
+            ToolCall::new("dup", "b", ""),
+            ToolCall::new("dup", "c", r#"{"x": "#),
+            ToolCall::new("call_0", "d", "[1]"),
+            ToolCall::new("", "e", "{}"),
+        ];
+        ToolCall::normalize(&mut calls, &mut taken);
+        let ids: Vec<&str> = calls.iter().map(|call| call.id.as_str()).collect();
+        assert_eq!(ids, ["toolhost_call_2", "dup", "dup_4", "call_0_5", "toolhost_call_6"]);
+        assert_eq!(taken.len(), 6);
+        let arguments: Vec<(&str, Option<&str>)> =
+            calls.iter().map(|call| (call.arguments.as_str(), call.malformed_arguments.as_deref())).collect();
+        assert_eq!(
+            arguments,
+            [(r#"{"x":1}"#, None), ("", None), ("{}", Some(r#"{"x": "#)), ("{}", Some("[1]")), ("{}", None)]
+        );
+    }
+
+    #[test]
+    fn api_keys_never_print() {
+        let key = ApiKey::new("sk-secret");
+        assert!(!format!("{key:?}").contains("secret"));
+    }
+}

@@ -1,0 +1,61 @@
+//! The settings the catalog and its [`Host`](crate::Host) read: where the
+//! compile cache is, how many calls run at once, extra trusted roots, limits
+//! and grants per plugin, the approval policy and the external MCP servers.
+//!
+//! This crate does not read the config file: the `toolhost` crate parses
+//! `toolhost.toml` (each section with the types of the crate that owns it)
+//! and assembles a [`HostConfig`] from it.
+
+use crate::policy::ApprovalConfig;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use toolhost_grants::Grants;
+use toolhost_mcp_client::config::McpServerConfig;
+use toolhost_runtime::limits::LimitOverrides;
+
+/// Concurrent calls allowed when the config does not say.
+pub const DEFAULT_MAX_CONCURRENT_CALLS: usize = 16;
+
+/// What a [`Host`](crate::Host) is made with. `Default` is toolhost with no
+/// config file: default limits, nothing granted, no MCP servers.
+#[derive(Debug, Clone, Default)]
+pub struct HostConfig {
+    /// Folder for compiled plugins; [`Cache::default_dir`](toolhost_runtime::cache::Cache::default_dir) when unset.
+    pub cache_dir: Option<PathBuf>,
+    /// Calls that may run at once; further calls wait their turn.
+    pub max_concurrent_calls: Option<usize>,
+    /// Extra trusted root certificates (PEM) for plugin HTTPS.
+    pub ca_file: Option<PathBuf>,
+    /// Limits for every plugin.
+    pub limits: LimitOverrides,
+    /// Limits and grants per plugin, keyed by the plugin's file stem.
+    pub plugins: BTreeMap<String, PluginSettings>,
+    /// Which tool calls need approval, or may not run.
+    pub approvals: ApprovalConfig,
+    /// External MCP servers whose tools join the catalog, by name.
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
+}
+
+/// What the host needs of one plugin's `[plugins.NAME]`.
+#[derive(Debug, Clone, Default)]
+pub struct PluginSettings {
+    /// Limits for this plugin's calls, over the global ones.
+    pub limits: LimitOverrides,
+    /// What this plugin may reach. Nothing unless granted.
+    pub grants: Grants,
+}
+
+impl HostConfig {
+    /// What `plugin` is granted: nothing unless its `[plugins.NAME]` says so.
+    pub fn grants_for(&self, plugin: &str) -> Grants {
+        self.plugins.get(plugin).map(|own| own.grants.clone()).unwrap_or_default()
+    }
+
+    /// The limit overrides for `plugin`: global ones, then the plugin's own.
+    pub fn limits_for(&self, plugin: &str) -> LimitOverrides {
+        match self.plugins.get(plugin) {
+            Some(own) => self.limits.then(&own.limits),
+            None => self.limits,
+        }
+    }
+}

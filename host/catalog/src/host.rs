@@ -1,0 +1,580 @@
+//! [`Host`]: the plugins loaded from a folder, their tools, and calls to them.
+
+use crate::config::{self, HostConfig};
+use crate::plugin::{self, Code, Plugin, Tool};
+use crate::{Catalog, LoadProblem, ProblemKind, SharedCatalog, Source};
+use anyhow::{Context, Result};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio::sync::Semaphore;
+use toolhost_grants as grants;
+use toolhost_runtime::cache::{Cache, Listing, Origin};
+use toolhost_runtime::engine::{self, EpochTicker};
+use toolhost_runtime::limits::{LimitOverrides, Limits};
+use toolhost_runtime::outcome::{CallError, CallReport, ToolOutput};
+use toolhost_runtime::sandbox::{self, HostState, Request, Response, WitCallError, WitToolOutput};
+use toolhost_runtime::tls;
+use wasmtime::Engine;
+use wasmtime::component::Linker;
+
+/// What loading a file's code came to.
+struct Loaded {
+    sha256: String,
+    size: u64,
+    contract: &'static str,
+    tools: Vec<Tool>,
+    origin: Origin,
+    code: Code,
+}
+
+/// Loads plugins and runs their tools, each call in a fresh sandboxed instance.
+///
+/// ```no_run
+/// # async fn demo() -> anyhow::Result<()> {
+/// let mut host = toolhost_catalog::Host::new(toolhost_catalog::HostConfig::default())?;
+/// host.load_dir("plugins/dist".as_ref()).await?;
+/// let report = host.call("sha256", r#"{"text":"hi"}"#, &Default::default()).await;
+/// println!("{:?}", report.outcome);
+/// # Ok(()) }
+/// ```
+pub struct Host {
+    engine: Engine,
+    pagemap: bool,
+    linker: Arc<Linker<HostState>>,
+    cache: Option<Cache>,
+    config: HostConfig,
+    catalog: Arc<SharedCatalog>,
+    servers: crate::servers::Servers,
+    permits: Arc<Semaphore>,
+    /// TLS client settings for plugin HTTPS: webpki's roots and `ca_file`'s.
+    tls: Arc<rustls::ClientConfig>,
+    ticker: EpochTicker,
+}
+
+impl Host {
+    /// A host with no plugins yet, configured by `config`. Compiled plugins
+    /// are cached in `config.cache_dir`, else [`Cache::default_dir`]. Fails on
+    /// a `ca_file` that cannot be read or holds no usable certificate.
+    ///
+    /// On glibc the first host fixes the allocator's trim and map
+    /// thresholds for the process, so that memory freed after compiling goes
+    /// back to the system (see `runtime::cache::tune_allocator`).
+    pub fn new(config: impl Into<HostConfig>) -> Result<Host> {
+        let config = config.into();
+        toolhost_runtime::cache::tune_allocator();
+        let tls = tls::client_config(config.ca_file.as_deref())?;
+        let concurrency = config.max_concurrent_calls.unwrap_or(config::DEFAULT_MAX_CONCURRENT_CALLS);
+        let slots = u32::try_from(concurrency).context("`max_concurrent_calls` is too large")?;
+        let (engine, pagemap) = engine::build(slots).context("could not set up the WebAssembly engine")?;
+        let linker = Arc::new(sandbox::linker(&engine).context("could not set up the host imports")?);
+        let cache = config.cache_dir.clone().or_else(Cache::default_dir).map(|dir| Cache::new(dir, &engine));
+        let ticker = EpochTicker::start(&engine).context("could not start the timeout clock")?;
+        Ok(Host {
+            engine,
+            pagemap,
+            linker,
+            cache,
+            config,
+            catalog: Arc::new(SharedCatalog::new()),
+            servers: Default::default(),
+            permits: Arc::new(Semaphore::new(concurrency)),
+            tls,
+            ticker,
+        })
+    }
+
+    /// Turns the compile cache off (every load compiles).
+    pub fn without_cache(mut self) -> Host {
+        self.cache = None;
+        self
+    }
+
+    /// The wasmtime engine (shared by every plugin).
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    pub(crate) fn linker(&self) -> &Linker<HostState> {
+        &self.linker
+    }
+
+    /// The TLS client settings plugin HTTPS uses.
+    pub(crate) fn tls(&self) -> &Arc<rustls::ClientConfig> {
+        &self.tls
+    }
+
+    /// The epoch clock calls run under.
+    pub(crate) fn clock(&self) -> &EpochTicker {
+        &self.ticker
+    }
+
+    /// Whether the instance pool resets only the pages a call wrote (the
+    /// kernel has `PAGEMAP_SCAN`, Linux 6.7 and later), or falls back to
+    /// resetting a fixed prefix of each memory.
+    pub fn resets_dirty_pages_only(&self) -> bool {
+        self.pagemap
+    }
+
+    /// The compile cache, if any.
+    pub fn cache(&self) -> Option<&Cache> {
+        self.cache.as_ref()
+    }
+
+    /// The config this host was made with.
+    pub fn config(&self) -> &HostConfig {
+        &self.config
+    }
+
+    /// Loads every `*.wasm` file in `dir` and adds them to the catalog. A
+    /// file that cannot be loaded is recorded in the catalog's problems and
+    /// the others still load; the error case is only for a folder that
+    /// cannot be read.
+    pub async fn load_dir(&self, dir: &Path) -> Result<()> {
+        let paths = plugin_files(dir)?;
+        let mut loaded = Vec::new();
+        let mut problems = Vec::new();
+        // Concurrently: on a cold start the files compile in parallel, and a
+        // plugin slow to list its tools does not hold up the others.
+        let results = futures_util::future::join_all(paths.iter().map(|path| self.load_file(path))).await;
+        if results.iter().any(|result| result.as_ref().is_ok_and(|plugin| plugin.origin == Origin::Compiled)) {
+            toolhost_runtime::cache::release_freed_memory();
+        }
+        for (path, result) in paths.into_iter().zip(results) {
+            match result {
+                Ok(plugin) => {
+                    problems.extend(grant_notices(&plugin));
+                    loaded.push(Arc::new(plugin));
+                }
+                Err(reason) => {
+                    tracing::debug!(path = %path.display(), "skipped plugin: {reason}");
+                    problems.push(LoadProblem { kind: ProblemKind::Plugin, paths: vec![path], reason });
+                }
+            }
+        }
+        self.catalog.update(|parts| {
+            parts.plugins.extend(loaded);
+            parts.problems.extend(problems);
+            for name in self.config.plugins.keys() {
+                if !parts.plugins.iter().any(|plugin| &*plugin.name == name)
+                    && !parts.problems.iter().any(|problem| problem.paths.iter().any(|path| stem(path) == *name))
+                {
+                    parts.problems.push(LoadProblem {
+                        kind: ProblemKind::Config,
+                        paths: vec![dir.join(format!("{name}.wasm"))],
+                        reason: format!("the config has settings for plugin `{name}`, but there is no such file"),
+                    });
+                }
+            }
+            true
+        });
+        Ok(())
+    }
+
+    /// Loads one plugin file (without adding it to this host), with its
+    /// manifest and grants reviewed. A file seen before (same bytes, same
+    /// engine) is taken from the cache's [`Listing`] without instantiating
+    /// or even deserializing it; its code loads on the first call.
+    pub async fn load_file(&self, path: &Path) -> Result<Plugin, String> {
+        let name: Arc<str> = stem(path).into();
+        let limits = self.limits_for(&name);
+        let loaded = self.load_code(&name, path, &limits).await?;
+        let grants = self.config.grants_for(&name);
+        let review = grants::review(&name, path, &grants, |key| std::env::var(key).ok());
+        Ok(Plugin {
+            name,
+            path: path.to_owned(),
+            sha256: loaded.sha256,
+            size: loaded.size,
+            contract: loaded.contract,
+            origin: loaded.origin,
+            limits,
+            tools: loaded.tools,
+            asks: review.asks,
+            grants,
+            notices: review.notices,
+            granted: review.granted,
+            code: loaded.code,
+        })
+    }
+
+    async fn load_code(&self, name: &Arc<str>, path: &Path, limits: &Limits) -> Result<Loaded, String> {
+        use std::io::Read;
+        let file =
+            toolhost_grants::readfile::open_regular(path).map_err(|err| format!("could not read the file: {err}"))?;
+        let metadata = file.metadata().map_err(|err| format!("could not read the file: {err}"))?;
+        let cache = self.cache.as_ref();
+        let known = cache.and_then(|cache| cache.known_sha256(&metadata));
+        let (sha256, bytes) = match known {
+            Some(sha256) => (sha256, None),
+            None => {
+                let limit = toolhost_grants::readfile::limits::WASM;
+                let mut bytes = Vec::new();
+                file.take(limit + 1)
+                    .read_to_end(&mut bytes)
+                    .map_err(|err| format!("could not read the file: {err}"))?;
+                if bytes.len() as u64 > limit {
+                    return Err(format!(
+                        "could not read the file: it is larger than {}",
+                        toolhost_runtime::limits::ByteSize(limit)
+                    ));
+                }
+                let sha256 = toolhost_runtime::cache::sha256_hex(&bytes);
+                if let Some(cache) = cache {
+                    cache.remember_sha256(&metadata, &sha256);
+                }
+                (sha256, Some(bytes))
+            }
+        };
+        let listed =
+            cache.and_then(|cache| cache.listing(&sha256)).and_then(|listing| plugin::tools_of(listing, limits));
+        if let Some(listed) = listed {
+            let (contract, tools) = listed?;
+            let code = Code::lazy(&self.engine, &self.linker, cache, path, &sha256, contract);
+            return Ok(Loaded { size: metadata.len(), contract, tools, origin: Origin::Cached, code, sha256 });
+        }
+        // Not listed yet (or not under these limits): load it for real.
+        let wasm = match bytes {
+            Some(bytes) => plugin::WasmFile { bytes: bytes.into(), sha256 },
+            None => plugin::read(path)?,
+        };
+        let (size, sha256) = (wasm.bytes.len() as u64, wasm.sha256.clone());
+        let lazy = |contract| Code::lazy(&self.engine, &self.linker, cache, path, &sha256, contract);
+        match self.load_fresh(name, &wasm, limits).await {
+            Ok((contract, listed, sandbox, origin)) => {
+                if let Some(cache) = cache {
+                    cache.store_listing(
+                        &sha256,
+                        &Listing::Tools { contract: contract.to_owned(), tools: listed.clone() },
+                    );
+                }
+                let tools = plugin::check_tools(listed, limits)?;
+                Ok(Loaded { size, contract, tools, origin, code: lazy(contract).with(sandbox), sha256 })
+            }
+            Err((reason, under_limits)) => {
+                if let Some(cache) = cache {
+                    let limits = under_limits.then(|| format!("{limits:?}"));
+                    cache.store_listing(&sha256, &Listing::Failed { reason: reason.clone(), limits });
+                }
+                Err(reason)
+            }
+        }
+    }
+
+    /// Compiles (through the artifact cache), links and lists the tools of
+    /// `wasm`. A failure says why, and whether it happened under the limits
+    /// (listing the tools) rather than in the bytes themselves.
+    async fn load_fresh(
+        &self,
+        name: &Arc<str>,
+        wasm: &plugin::WasmFile,
+        limits: &Limits,
+    ) -> Result<(&'static str, Vec<toolhost_runtime::cache::ListedTool>, sandbox::Sandbox, Origin), (String, bool)>
+    {
+        let fixed = |reason| (reason, false);
+        plugin::check_header(&wasm.bytes).map_err(fixed)?;
+        let (component, origin) = plugin::compile(&self.engine, self.cache.as_ref(), wasm).await.map_err(fixed)?;
+        let contract = plugin::contract_of(&self.engine, &component).map_err(fixed)?;
+        let sandbox = plugin::prepare(&self.linker, &component, contract).map_err(fixed)?;
+        let listed = {
+            let _permit = self.permits.acquire().await;
+            plugin::call_list_tools(&sandbox, &self.ticker, name, limits, &self.tls)
+                .await
+                .map_err(|reason| (reason, true))?
+        };
+        Ok((contract, listed, sandbox, origin))
+    }
+
+    /// The limits a plugin named `name` runs under, from the config.
+    pub fn limits_for(&self, name: &str) -> Limits {
+        Limits::default().with(&self.config.limits_for(name))
+    }
+
+    /// Starts the config's MCP servers (all at once, each within its
+    /// `startup_timeout`; run it beside [`Host::load_dir`]) and adds their
+    /// tools to the catalog. Returns the servers that could not be started.
+    pub async fn connect_servers(&self) -> Vec<crate::servers::ServerProblem> {
+        self.servers.connect(&self.config, &self.catalog).await
+    }
+
+    /// Lists again the tools of the MCP servers that said their tools changed
+    /// (or were restarted), so the next snapshot has them. The agent calls
+    /// this before each model turn.
+    pub async fn refresh_servers(&self) -> Vec<crate::servers::ServerProblem> {
+        self.servers.refresh(&self.catalog).await
+    }
+
+    /// The current tool catalog: one consistent snapshot of every tool.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.catalog.snapshot()
+    }
+
+    /// The live catalog, for swapping in a new generation (hot reload) and
+    /// for learning when it changes ([`SharedCatalog::subscribe`]).
+    pub fn shared_catalog(&self) -> &Arc<SharedCatalog> {
+        &self.catalog
+    }
+
+    /// What could not be loaded, and grant notices (from the current catalog).
+    pub fn problems(&self) -> Vec<LoadProblem> {
+        self.catalog().problems().to_vec()
+    }
+
+    /// The loaded plugins, in file-name order (from the current catalog).
+    pub fn plugins(&self) -> Vec<Arc<Plugin>> {
+        self.catalog().plugins().to_vec()
+    }
+
+    /// Calls `tool` with `arguments` (a JSON object as text; blank means `{}`)
+    /// in a fresh instance, under the plugin's limits with `overrides` on top.
+    /// Waits for a free slot when `max_concurrent_calls` calls are running.
+    pub async fn call(&self, tool: &str, arguments: &str, overrides: &LimitOverrides) -> CallReport {
+        let catalog = self.catalog();
+        self.call_in(&catalog, tool, arguments, overrides).await
+    }
+
+    /// [`Host::call`] against the snapshot `catalog`, so that a caller that
+    /// showed a list of tools calls exactly those (an agent turn, an MCP list).
+    pub async fn call_in(
+        &self,
+        catalog: &Catalog,
+        tool: &str,
+        arguments: &str,
+        overrides: &LimitOverrides,
+    ) -> CallReport {
+        let Some(entry) = catalog.find(tool) else {
+            let error = CallError::UnknownTool { name: tool.to_owned(), suggestion: catalog.similar(tool) };
+            return CallReport::rejected(tool, None, error);
+        };
+        match entry.source() {
+            Source::Plugin { plugin, index } => self.call_plugin(plugin.clone(), *index, arguments, overrides).await,
+            Source::Mcp { server, tool } => {
+                // The output limit is the plugins' one; the time limit is the
+                // server's `tool_timeout` unless the caller sets one.
+                let mut limits = Limits::default().with(&self.config.limits);
+                limits.timeout = server.config().tool_timeout;
+                server.call(tool, arguments, &limits.with(overrides)).await
+            }
+        }
+    }
+
+    /// Calls tool number `index` of `plugin`. The plugin is held for the
+    /// whole call, so a reload that removes or replaces it does not cut it short.
+    async fn call_plugin(
+        &self,
+        plugin: Arc<Plugin>,
+        index: usize,
+        arguments: &str,
+        overrides: &LimitOverrides,
+    ) -> CallReport {
+        let tool = plugin.tools[index].name.as_str();
+        let plugin_name = Some(plugin.name.to_string());
+        let arguments = if arguments.trim().is_empty() { "{}" } else { arguments };
+        let value: Value = match serde_json::from_str(arguments) {
+            Ok(value) => value,
+            Err(err) => {
+                let error = CallError::InvalidArguments(format!("the arguments are not valid JSON: {err}"));
+                return CallReport::rejected(tool, plugin_name, error);
+            }
+        };
+        let validator = &plugin.tools[index].validator;
+        // `is_valid` stops at the first mismatch without building errors;
+        // only a rejected call pays for the message.
+        if !validator.is_valid(&value)
+            && let Some(err) = validator.iter_errors(&value).next()
+        {
+            let error = CallError::InvalidArguments(describe_mismatch(&err));
+            return CallReport::rejected(tool, plugin_name, error);
+        }
+        let sandbox = match plugin.code.sandbox().await {
+            Ok(sandbox) => sandbox,
+            Err(reason) => {
+                let error = CallError::Host(format!("could not load plugin `{}`: {reason}", plugin.name));
+                return CallReport::rejected(tool, plugin_name, error);
+            }
+        };
+        let limits = plugin.limits.with(overrides);
+        let invocation = {
+            let _permit = self.permits.acquire().await;
+            sandbox
+                .invoke(
+                    &self.ticker,
+                    &plugin.name,
+                    &limits,
+                    &plugin.granted,
+                    &self.tls,
+                    Request::CallTool { name: tool, arguments },
+                )
+                .await
+        };
+        if !invocation.stdout.is_empty() || !invocation.stderr.is_empty() {
+            tracing::debug!(
+                plugin = &*plugin.name,
+                tool,
+                stdout = %invocation.stdout,
+                stderr = %invocation.stderr,
+                "plugin output"
+            );
+        }
+        // The sandbox has held the answer to the output limit and the contract.
+        let outcome = invocation.result.and_then(|response| match response {
+            Response::Called(Ok(WitToolOutput::Text(text))) => Ok(ToolOutput::Text(text)),
+            Response::Called(Ok(WitToolOutput::Json(json))) => Ok(ToolOutput::Json(json)),
+            Response::Called(Err(WitCallError::InvalidArguments(message))) => Err(CallError::InvalidArguments(message)),
+            Response::Called(Err(WitCallError::Failed(message))) => Err(CallError::ToolFailed(message)),
+            Response::Tools(_) => Err(CallError::Host("the plugin answered the wrong request".to_owned())),
+        });
+        CallReport {
+            tool: tool.to_owned(),
+            plugin: plugin_name,
+            outcome,
+            usage: invocation.usage,
+            stdout: invocation.stdout,
+            stderr: invocation.stderr,
+            logs: invocation.logs,
+            refused: invocation.refused,
+        }
+    }
+}
+
+/// "at `/path`: what is wrong", cut to a readable length. A value outside an
+/// enum (`enum`, or `oneOf`/`anyOf` of `const`s as schemars writes an enum
+/// with doc comments) names every allowed value: the model needs them to fix
+/// its call.
+fn describe_mismatch(err: &jsonschema::ValidationError<'_>) -> String {
+    let path = err.instance_path().as_str();
+    let what = match allowed_values(err.kind()) {
+        Some(allowed) => {
+            let listed: Vec<String> = allowed.iter().map(Value::to_string).collect();
+            let mut listed = listed.join(", ");
+            cut(&mut listed, 4_000);
+            let mut instance = err.instance().to_string();
+            cut(&mut instance, 200);
+            format!("{instance} is not one of the allowed values: {listed}")
+        }
+        None => {
+            let mut what = err.to_string();
+            cut(&mut what, 300);
+            what
+        }
+    };
+    if path.is_empty() { format!("{what} (at the top level of the arguments)") } else { format!("at `{path}`: {what}") }
+}
+
+fn cut(text: &mut String, limit: usize) {
+    if text.len() > limit {
+        let at = text.floor_char_boundary(limit);
+        text.truncate(at);
+        text.push('…');
+    }
+}
+
+/// Every value an `enum`, a `const`, or a `oneOf`/`anyOf` made only of those
+/// (and of `null`) allows; `None` when the failed keyword allows more than a list.
+fn allowed_values(kind: &jsonschema::error::ValidationErrorKind) -> Option<Vec<Value>> {
+    use jsonschema::JsonType;
+    use jsonschema::error::{TypeKind, ValidationErrorKind as Kind};
+    match kind {
+        Kind::Enum { options } => options.as_array().cloned(),
+        Kind::Constant { expected_value } => Some(vec![Value::clone(expected_value)]),
+        Kind::OneOfNotValid { context } | Kind::AnyOf { context } => {
+            let mut allowed = Vec::new();
+            for branch in context {
+                // A branch `{"type": "string", "const": "days"}` fails on its
+                // constant (and on its type, for a number): the constant counts.
+                let listed = branch.iter().find_map(|err| allowed_values(err.kind()));
+                match (listed, &branch[..]) {
+                    (Some(listed), _) => allowed.extend(listed),
+                    (None, [only]) if matches!(only.kind(), Kind::Type { kind: TypeKind::Single(JsonType::Null) }) => {
+                        allowed.push(Value::Null)
+                    }
+                    _ => return None,
+                }
+            }
+            (!allowed.is_empty()).then_some(allowed)
+        }
+        _ => None,
+    }
+}
+
+/// The `*.wasm` files directly in `dir`, sorted.
+pub(crate) fn plugin_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let entries = std::fs::read_dir(dir).with_context(|| {
+        format!(
+            "could not read the plugins folder {} (build the bundled plugins with \
+             `bash plugins/build.sh`, or point --plugins at a folder of .wasm files)",
+            dir.display()
+        )
+    })?;
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        // Not only regular files: a folder, FIFO or broken symlink named
+        // `*.wasm` is reported as skipped (by `plugin::read`), not ignored.
+        .filter(|path| path.extension().is_some_and(|ext| ext == "wasm"))
+        .collect();
+    paths.sort();
+    Ok(paths)
+}
+
+/// A plugin's grant notices as load problems.
+pub(crate) fn grant_notices(plugin: &Plugin) -> impl Iterator<Item = LoadProblem> + '_ {
+    plugin.notices.iter().map(|notice| LoadProblem {
+        kind: ProblemKind::Grant,
+        paths: vec![plugin.path.clone()],
+        reason: notice.clone(),
+    })
+}
+
+pub fn stem(path: &Path) -> String {
+    path.file_stem().map(|stem| stem.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::describe_mismatch;
+    use serde_json::{Value, json};
+
+    fn mismatch(schema: &Value, args: Value) -> String {
+        let validator = jsonschema::validator_for(schema).unwrap();
+        let err = validator.iter_errors(&args).next().expect("the arguments do not match");
+        describe_mismatch(&err)
+    }
+
+    #[test]
+    fn a_value_outside_an_enum_names_every_allowed_value() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "unit": { "enum": ["days", "hours", "minutes", "seconds"] },
+                // schemars, for an enum whose variants have doc comments; and an Option of it.
+                "step": { "$ref": "#/$defs/Step" },
+                "maybe": { "anyOf": [{ "$ref": "#/$defs/Step" }, { "type": "null" }] },
+            },
+            "$defs": {
+                "Step": { "oneOf": [
+                    { "type": "string", "const": "walk", "description": "Slowly." },
+                    { "type": "string", "const": "run", "description": "Fast." },
+                ] },
+            },
+        });
+        assert_eq!(
+            mismatch(&schema, json!({ "unit": "weeks" })),
+            r#"at `/unit`: "weeks" is not one of the allowed values: "days", "hours", "minutes", "seconds""#
+        );
+        assert_eq!(
+            mismatch(&schema, json!({ "step": "dance" })),
+            r#"at `/step`: "dance" is not one of the allowed values: "walk", "run""#
+        );
+        assert_eq!(
+            mismatch(&schema, json!({ "step": 7 })),
+            r#"at `/step`: 7 is not one of the allowed values: "walk", "run""#
+        );
+        assert_eq!(
+            mismatch(&schema, json!({ "maybe": "fly" })),
+            r#"at `/maybe`: "fly" is not one of the allowed values: "walk", "run", null"#
+        );
+        // Anything else keeps the validator's own words.
+        let message = mismatch(&json!({ "type": "object", "required": ["a"] }), json!({}));
+        assert!(message.contains("\"a\" is a required property"), "{message}");
+    }
+}

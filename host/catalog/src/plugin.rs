@@ -1,0 +1,507 @@
+//! Loading one plugin file: from bytes to a checked, ready-to-call plugin.
+//!
+//! The stages are separate so that `toolhost inspect` can show how far a
+//! broken file got: [`read`] the file, [`compile`] it (through the cache),
+//! [`contract_of`] its exports, [`prepare`] it against the host's linker and
+//! [`list_tools`] under the plugin's limits, checking every name and schema.
+//!
+//! A host start does less: what `list-tools` returned (or why the plugin
+//! failed to load) is kept in the cache beside the compiled artifact
+//! ([`Listing`]), so a file seen before is neither instantiated nor even
+//! deserialized at start. Its [`Code`] is loaded the first time one of its
+//! tools is called.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use toolhost_grants::{Granted, Grants, Manifest};
+use toolhost_runtime::cache::{Cache, ListedTool, Listing, Origin};
+use toolhost_runtime::engine::EpochTicker;
+use toolhost_runtime::limits::{ByteSize, Limits};
+use toolhost_runtime::sandbox::{self, HostState, Request, Response, Sandbox, v0_1_0};
+use wasmtime::Engine;
+use wasmtime::component::{Component, Linker};
+
+/// A loaded plugin.
+pub struct Plugin {
+    /// The file stem, used in config (`[plugins.NAME]`) and messages.
+    pub name: Arc<str>,
+    /// Where it was loaded from.
+    pub path: PathBuf,
+    /// Hex SHA-256 of the file.
+    pub sha256: String,
+    /// File size in bytes.
+    pub size: u64,
+    /// The contract version it was built against, e.g. `0.1.0`.
+    pub contract: &'static str,
+    /// Whether it was compiled now or loaded from the cache.
+    pub origin: Origin,
+    /// The limits its calls run under unless a call overrides them.
+    pub limits: Limits,
+    /// Its tools, in the order it listed them.
+    pub tools: Vec<Tool>,
+    /// What its manifest (`NAME.toml` beside it) asks for, if it has one.
+    pub asks: Option<Manifest>,
+    /// What the config grants it.
+    pub grants: Grants,
+    /// What did not add up between the two, or could not be honoured: each
+    /// a sentence saying what is denied and what to do.
+    pub notices: Vec<String>,
+    pub(crate) granted: Arc<Granted>,
+    pub(crate) code: Code,
+}
+
+impl Plugin {
+    /// Whether its compiled code is in memory yet (it is loaded on the
+    /// first call, unless the plugin was compiled or listed at this start).
+    pub fn code_loaded(&self) -> bool {
+        self.code.sandbox.initialized()
+    }
+}
+
+/// A plugin's compiled code, ready to instantiate: loaded at most once, on
+/// first use, by whichever call gets there first.
+pub(crate) struct Code {
+    sandbox: tokio::sync::OnceCell<Sandbox>,
+    engine: Engine,
+    linker: Arc<Linker<HostState>>,
+    cache: Option<Cache>,
+    path: PathBuf,
+    sha256: String,
+    contract: &'static str,
+}
+
+impl Code {
+    /// Code to be loaded from the cache (or the file) when first used.
+    pub(crate) fn lazy(
+        engine: &Engine,
+        linker: &Arc<Linker<HostState>>,
+        cache: Option<&Cache>,
+        path: &Path,
+        sha256: &str,
+        contract: &'static str,
+    ) -> Code {
+        Code {
+            sandbox: tokio::sync::OnceCell::new(),
+            engine: engine.clone(),
+            linker: linker.clone(),
+            cache: cache.cloned(),
+            path: path.to_owned(),
+            sha256: sha256.to_owned(),
+            contract,
+        }
+    }
+
+    /// Code already loaded.
+    pub(crate) fn with(mut self, sandbox: Sandbox) -> Code {
+        self.sandbox = tokio::sync::OnceCell::new_with(Some(sandbox));
+        self
+    }
+
+    /// The plugin ready to instantiate, loading it first if needed.
+    pub(crate) async fn sandbox(&self) -> Result<&Sandbox, String> {
+        self.sandbox.get_or_try_init(|| self.load()).await
+    }
+
+    async fn load(&self) -> Result<Sandbox, String> {
+        let engine = self.engine.clone();
+        let cache = self.cache.clone();
+        let path = self.path.clone();
+        let sha256 = self.sha256.clone();
+        let component = tokio::task::spawn_blocking(move || {
+            if let Some(component) = cache.as_ref().and_then(|cache| cache.load(&engine, &sha256)) {
+                return Ok(component);
+            }
+            // The artifact is gone (or unusable): compile the file again,
+            // provided it is still the file that was listed at start.
+            let wasm = read(&path)?;
+            if wasm.sha256 != sha256 {
+                return Err("the file changed since its tools were listed: start toolhost again".to_owned());
+            }
+            let compiled = match &cache {
+                Some(cache) => cache.load_or_compile(&engine, &wasm.bytes, &sha256).map(|(component, _)| component),
+                None => toolhost_runtime::cache::compile(&engine, &wasm.bytes),
+            };
+            compiled.map_err(|err| format!("not a valid component: {err:#}"))
+        })
+        .await
+        .map_err(|err| format!("the loading thread failed: {err}"))??;
+        let contract = contract_of(&self.engine, &component)?;
+        if contract != self.contract {
+            return Err("the file changed since its tools were listed: start toolhost again".to_owned());
+        }
+        prepare(&self.linker, &component, contract)
+    }
+}
+
+/// One tool of a loaded plugin.
+pub struct Tool {
+    /// The tool's name.
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// The JSON Schema of its arguments.
+    pub schema: Value,
+    pub(crate) validator: jsonschema::Validator,
+}
+
+/// The bytes of a plugin file and what they are.
+pub struct WasmFile {
+    /// The file's content.
+    pub bytes: Arc<[u8]>,
+    /// Hex SHA-256 of the content.
+    pub sha256: String,
+}
+
+/// Reads `path` and checks that it holds a WebAssembly component.
+pub fn read(path: &Path) -> Result<WasmFile, String> {
+    let bytes = toolhost_grants::readfile::read_regular(path, toolhost_grants::readfile::limits::WASM)
+        .map_err(|err| format!("could not read the file: {err}"))?;
+    check_header(&bytes)?;
+    let sha256 = toolhost_runtime::cache::sha256_hex(&bytes);
+    Ok(WasmFile { bytes: bytes.into(), sha256 })
+}
+
+/// Checks that `bytes` start like a WebAssembly component.
+pub fn check_header(bytes: &[u8]) -> Result<(), String> {
+    const MAGIC: &[u8] = b"\0asm";
+    if bytes.len() < 8 || &bytes[..4] != MAGIC {
+        return Err("not a WebAssembly file (no `\\0asm` header)".to_owned());
+    }
+    // Byte 4..8: a core module has version 1 and layer 0; a component has layer 1.
+    if bytes[6..8] == [0, 0] {
+        return Err("a core WebAssembly module, not a component: build it for `wasm32-wasip2`, \
+                    or wrap it with `wasm-tools component new`"
+            .to_owned());
+    }
+    Ok(())
+}
+
+/// Compiles (or loads from `cache`) the component in `wasm`.
+pub async fn compile(engine: &Engine, cache: Option<&Cache>, wasm: &WasmFile) -> Result<(Component, Origin), String> {
+    let engine = engine.clone();
+    let cache = cache.cloned();
+    let bytes = wasm.bytes.clone();
+    let sha256 = wasm.sha256.clone();
+    let compiled = tokio::task::spawn_blocking(move || match &cache {
+        Some(cache) => cache.load_or_compile(&engine, &bytes, &sha256),
+        None => toolhost_runtime::cache::compile(&engine, &bytes).map(|component| (component, Origin::Compiled)),
+    })
+    .await
+    .map_err(|err| format!("the compiler thread failed: {err}"))?;
+    compiled.map_err(|err| format!("not a valid component: {err:#}"))
+}
+
+/// The names a component imports and exports (with each exported instance's functions).
+pub struct Shape {
+    /// Imported interfaces and functions.
+    pub imports: Vec<String>,
+    /// Exported interfaces, each with the functions it exports (types left out).
+    pub exports: Vec<(String, Vec<String>)>,
+}
+
+/// Lists what `component` imports and exports.
+pub fn shape(engine: &Engine, component: &Component) -> Shape {
+    use wasmtime::component::types::ComponentItem;
+    let ty = component.component_type();
+    let imports = ty.imports(engine).map(|(name, _)| name.to_owned()).collect();
+    let exports = ty
+        .exports(engine)
+        .map(|(name, item)| {
+            let functions = match item.ty {
+                ComponentItem::ComponentInstance(instance) => instance
+                    .exports(engine)
+                    .filter(|(_, item)| matches!(item.ty, ComponentItem::ComponentFunc(_)))
+                    .map(|(name, _)| name.to_owned())
+                    .collect(),
+                _ => Vec::new(),
+            };
+            (name.to_owned(), functions)
+        })
+        .collect();
+    Shape { imports, exports }
+}
+
+/// The contract version `component` was built against, or why it is not a plugin.
+pub fn contract_of(engine: &Engine, component: &Component) -> Result<&'static str, String> {
+    let ty = component.component_type();
+    let exports: Vec<&str> = ty.exports(engine).map(|(name, _)| name).collect();
+    if exports.contains(&sandbox::TOOLS_EXPORT_V0_1_0) {
+        return Ok("0.1.0");
+    }
+    if let Some(other) = exports.iter().find(|name| name.starts_with("toolhost:plugin/tools")) {
+        let version = other.split('@').nth(1).unwrap_or("(unversioned)");
+        return Err(format!(
+            "built against toolhost:plugin@{version}, but this toolhost supports 0.1.0: rebuild it \
+             against wit/v0.1.0 or upgrade toolhost"
+        ));
+    }
+    let shown = if exports.is_empty() { "nothing".to_owned() } else { exports.join(", ") };
+    Err(format!("not a toolhost plugin: it does not export `{}` (it exports {shown})", sandbox::TOOLS_EXPORT_V0_1_0))
+}
+
+/// Links `component` (of `contract`) against the host's imports.
+pub(crate) fn prepare(
+    linker: &Linker<HostState>,
+    component: &Component,
+    contract: &'static str,
+) -> Result<Sandbox, String> {
+    let pre = linker.instantiate_pre(component).map_err(|err| describe_link_error(&err))?;
+    match contract {
+        "0.1.0" => v0_1_0::PluginPre::new(pre)
+            .map(Sandbox::V0_1_0)
+            .map_err(|err| format!("its exports do not match toolhost:plugin@0.1.0: {:#}", anyhow::Error::from(err))),
+        other => Err(format!("contract version {other} is not supported")),
+    }
+}
+
+/// What the linker's refusal means for the plugin's author. wasmtime reports a
+/// missing import as "component imports instance `X`, but a matching
+/// implementation was not found in the linker: instance export `f` has the
+/// wrong type: function implementation is missing"; this says which import is
+/// missing, and that toolhost does not provide it.
+fn describe_link_error(err: &wasmtime::Error) -> String {
+    let chain: Vec<String> = err.chain().map(|cause| cause.to_string()).collect();
+    let quoted = |text: &str| text.split('`').nth(1).map(str::to_owned);
+    let import = chain.iter().find(|cause| cause.starts_with("component imports ")).and_then(|cause| quoted(cause));
+    let members: Vec<String> = chain
+        .iter()
+        .filter(|cause| cause.starts_with("instance export ") && cause.ends_with("has the wrong type"))
+        .filter_map(|cause| quoted(cause))
+        .collect();
+    let root = chain.last().map(String::as_str).unwrap_or_default();
+    let Some(import) = import else {
+        return format!("it cannot be linked against what toolhost provides: {}", chain.join(": "));
+    };
+    let what =
+        if members.is_empty() { format!("`{import}`") } else { format!("`{}` from `{import}`", members.join(".")) };
+    if root.ends_with("implementation is missing") {
+        format!(
+            "it imports {what}, which toolhost does not provide (toolhost provides WASI 0.2: cli, clocks, \
+             filesystem, io, random, sockets and http, and `toolhost:plugin/log@0.1.0`): build it without \
+             that import, or against the interfaces toolhost provides"
+        )
+    } else {
+        format!(
+            "it imports {what} with a type other than the one toolhost provides ({root}): build it against \
+             the same WIT version as toolhost (WASI 0.2 and toolhost:plugin@0.1.0)"
+        )
+    }
+}
+
+/// Calls `list-tools` in a fresh instance under `limits` and checks every tool.
+pub(crate) async fn list_tools(
+    sandbox: &Sandbox,
+    clock: &EpochTicker,
+    name: &Arc<str>,
+    limits: &Limits,
+    tls: &Arc<rustls::ClientConfig>,
+) -> Result<Vec<Tool>, String> {
+    let listed = call_list_tools(sandbox, clock, name, limits, tls).await?;
+    check_tools(listed, limits)
+}
+
+/// Calls `list-tools` in a fresh instance under `limits`, with nothing granted.
+pub(crate) async fn call_list_tools(
+    sandbox: &Sandbox,
+    clock: &EpochTicker,
+    name: &Arc<str>,
+    limits: &Limits,
+    tls: &Arc<rustls::ClientConfig>,
+) -> Result<Vec<ListedTool>, String> {
+    let invocation = sandbox.invoke(clock, name, limits, &Granted::nothing(), tls, Request::ListTools).await;
+    match invocation.result {
+        Ok(Response::Tools(tools)) => Ok(tools
+            .into_iter()
+            .map(|tool| ListedTool { name: tool.name, description: tool.description, input_schema: tool.input_schema })
+            .collect()),
+        Ok(Response::Called(_)) => Err("answered the wrong request".to_owned()),
+        Err(err) => Err(format!("listing its tools failed: it {err}")),
+    }
+}
+
+/// Checks a listed set of tools (as a plugin returned it, or as the cache
+/// kept it): its size against the output limit, every name and schema, no
+/// name twice; and compiles the schema validators.
+pub(crate) fn check_tools(listed: Vec<ListedTool>, limits: &Limits) -> Result<Vec<Tool>, String> {
+    let size: usize =
+        listed.iter().map(|tool| tool.name.len() + tool.description.len() + tool.input_schema.len()).sum();
+    if size as u64 > limits.output.bytes() {
+        return Err(format!(
+            "its tool list is {} long, over the output limit of {}",
+            ByteSize(size as u64),
+            limits.output
+        ));
+    }
+    if listed.is_empty() {
+        return Err("it offers no tools".to_owned());
+    }
+    let mut tools: Vec<Tool> = Vec::with_capacity(listed.len());
+    for tool in listed {
+        check_name(&tool.name)?;
+        if tools.iter().any(|seen| seen.name == tool.name) {
+            return Err(format!("it lists the tool `{}` twice", tool.name));
+        }
+        let (schema, validator) = check_schema(&tool.name, &tool.input_schema)?;
+        tools.push(Tool { name: tool.name, description: tool.description, schema, validator });
+    }
+    Ok(tools)
+}
+
+/// The contract version named `version`, if this host supports it.
+pub(crate) fn known_contract(version: &str) -> Option<&'static str> {
+    match version {
+        "0.1.0" => Some("0.1.0"),
+        _ => None,
+    }
+}
+
+/// Turns a cached [`Listing`] of tools back into tools, checked again.
+pub(crate) fn tools_of(listing: Listing, limits: &Limits) -> Option<Result<(&'static str, Vec<Tool>), String>> {
+    match listing {
+        Listing::Tools { contract, tools } => {
+            let contract = known_contract(&contract)?;
+            Some(check_tools(tools, limits).map(|tools| (contract, tools)))
+        }
+        Listing::Failed { reason, limits: None } => Some(Err(reason)),
+        Listing::Failed { reason, limits: Some(under) } => (under == format!("{limits:?}")).then_some(Err(reason)),
+    }
+}
+
+/// Checks a tool name against `^[a-zA-Z0-9_-]{1,64}$`, what model APIs accept.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let valid = !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-');
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "tool name `{}` is not allowed: names must be 1 to 64 characters of a-z, A-Z, 0-9, `_` \
+             and `-` (what model APIs accept)",
+            name.escape_debug()
+        ))
+    }
+}
+
+/// Parses a tool's input schema, checks it is a JSON Schema for an object and
+/// compiles its validator.
+pub fn check_schema(tool: &str, text: &str) -> Result<(Value, jsonschema::Validator), String> {
+    let schema: Value =
+        serde_json::from_str(text).map_err(|err| format!("the input schema of tool `{tool}` is not JSON: {err}"))?;
+    let Some(object) = schema.as_object() else {
+        return Err(format!("the input schema of tool `{tool}` must be a JSON object"));
+    };
+    if object.get("type").and_then(Value::as_str) != Some("object") {
+        return Err(format!(
+            "the input schema of tool `{tool}` must describe an object (`\"type\": \"object\"`), \
+             since models always send an arguments object"
+        ));
+    }
+    if let Err(err) = jsonschema::meta::validate(&schema) {
+        return Err(format!("the input schema of tool `{tool}` is not valid JSON Schema: {err}"));
+    }
+    let validator = jsonschema::options()
+        .with_retriever(NoRemoteRefs)
+        // `regex` matches in linear time: no `pattern` can make validating
+        // the arguments backtrack for ever. Patterns it cannot compile
+        // (lookaround, backreferences) refuse the plugin here, at load.
+        .with_pattern_options(jsonschema::PatternOptions::regex())
+        .build(&schema)
+        .map_err(|err| describe_schema_error(tool, &err.to_string()))?;
+    Ok((schema, validator))
+}
+
+/// Why a schema that is valid JSON Schema cannot be used, for the plugin's
+/// author: a remote `$ref` (our [`NoRemoteRefs`] message, without the
+/// resolver's wrapping) or a pattern the linear-time engine cannot compile.
+fn describe_schema_error(tool: &str, err: &str) -> String {
+    // jsonschema: "Resource 'URI' is not present in a registry and retrieving it failed: …"
+    if let Some(rest) = err.strip_prefix("Resource '")
+        && let Some((uri, _)) = rest.split_once("' is not present in a registry")
+    {
+        return format!("the input schema of tool `{tool}` cannot be used: {}", remote_ref(uri));
+    }
+    if let Some(pattern) = err.strip_suffix(" is not a \"regex\"") {
+        return format!(
+            "the input schema of tool `{tool}` has the pattern {pattern}, which toolhost cannot use: patterns \
+             are matched in linear time, without lookaround (`(?=`, `(?!`, `(?<=`, `(?<!`) or backreferences \
+             (`\\1`); rewrite it without them, or check the value in the tool instead"
+        );
+    }
+    format!("the input schema of tool `{tool}` cannot be used: {err}")
+}
+
+/// Refuses every `$ref` that leaves the schema: toolhost never fetches or
+/// reads a schema from elsewhere.
+struct NoRemoteRefs;
+
+impl jsonschema::Retrieve for NoRemoteRefs {
+    fn retrieve(&self, uri: &jsonschema::Uri<String>) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+        Err(remote_ref(uri.as_str()).into())
+    }
+}
+
+fn remote_ref(uri: &str) -> String {
+    format!(
+        "it has a `$ref` to `{uri}`, outside the schema: remote `$ref`s are not allowed, so inline the \
+         referenced schema (under `$defs`, referred to as `#/$defs/NAME`)"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_tool_names() {
+        for name in ["a", "sha256", "json_query", "regex-find", "A1", &"x".repeat(64)] {
+            assert!(check_name(name).is_ok(), "{name}");
+        }
+    }
+
+    #[test]
+    fn rejects_tool_names() {
+        for name in ["", "has space", "dot.ted", "ünï", "semi;colon", &"x".repeat(65)] {
+            let err = check_name(name).unwrap_err();
+            assert!(err.contains("1 to 64 characters"), "{name}: {err}");
+        }
+    }
+
+    #[test]
+    fn accepts_object_schemas() {
+        let (_, validator) =
+            check_schema("t", r#"{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}"#)
+                .unwrap();
+        assert!(validator.is_valid(&serde_json::json!({"text": "hi"})));
+        assert!(!validator.is_valid(&serde_json::json!({"text": 5})));
+        let (_, validator) = check_schema(
+            "t",
+            r##"{"type":"object","properties":{"w":{"$ref":"#/$defs/w"}},"$defs":{"w":{"pattern":"^(a+)+$"}}}"##,
+        )
+        .unwrap();
+        let hostile = serde_json::json!({"w": format!("{}!", "a".repeat(100))});
+        assert!(!validator.is_valid(&hostile), "local `$ref`s work, and a nested quantifier runs in linear time");
+    }
+
+    #[test]
+    fn rejects_bad_schemas() {
+        let cases = [
+            ("not json", "is not JSON"),
+            ("[1]", "must be a JSON object"),
+            (r#"{"type":"string"}"#, "must describe an object"),
+            (r#"{"type":"object","properties":{"a":{"type":"nonsense"}}}"#, "not valid JSON Schema"),
+            (
+                r#"{"type":"object","properties":{"a":{"$ref":"https://x.test/a.json"}}}"#,
+                "remote `$ref`s are not allowed",
+            ),
+            (r#"{"type":"object","properties":{"a":{"$ref":"other.json"}}}"#, "remote `$ref`s are not allowed"),
+            (r#"{"type":"object","properties":{"a":{"pattern":"(a)\\1"}}}"#, "without lookaround"),
+            (r#"{"type":"object","properties":{"a":{"pattern":"(?<=a)b"}}}"#, "without lookaround"),
+        ];
+        for (text, expected) in cases {
+            let err = check_schema("t", text).unwrap_err();
+            assert!(err.contains(expected), "{text}: {err}");
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! Grants: what a plugin may reach outside its own memory. Everything is
+//! denied unless the operator grants it.
+//!
+//! One module per capability, each with a config type whose `Default` grants
+//! nothing, a parser with helpful errors, and one runtime check:
+//! [`network`] (hosts over `wasi:http`, and optionally `wasi:sockets`),
+//! [`files`] (folders, read-only or read-write) and [`env`] (environment
+//! variables and secrets). [`manifest`] is what a plugin asks for.
+//!
+//! Grants are written in `toolhost.toml` under `[plugins.NAME]` and parsed
+//! with the config into [`Grants`]. When a plugin is loaded they are resolved
+//! once into [`Granted`] (environment values read, folders checked) and
+//! compared with the plugin's manifest; what does not add up becomes a notice
+//! shown at load. Each call then builds its WASI context from `Granted`
+//! without parsing or looking anything up.
+
+pub mod env;
+pub mod files;
+pub mod manifest;
+pub mod network;
+pub mod readfile;
+
+use env::{EnvGrant, Redactor, Secret};
+use files::{DirGrant, FilesGrant};
+pub use manifest::Manifest;
+use network::NetworkGrant;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::sync::Arc;
+
+/// What the operator grants one plugin. `Default` grants nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Grants {
+    /// Hosts it may reach.
+    pub network: NetworkGrant,
+    /// Folders it may see.
+    pub files: FilesGrant,
+    /// Environment variables it may see.
+    pub env: EnvGrant,
+}
+
+impl Grants {
+    /// True when nothing is granted.
+    pub fn is_empty(&self) -> bool {
+        self == &Grants::default()
+    }
+
+    /// The grants as JSON (names and entries only, never a value).
+    pub fn to_json(&self) -> Value {
+        json!({
+            "http": self.network.hosts,
+            "sockets": self.network.sockets,
+            "env": self.env.names,
+            "secrets": self.env.secrets,
+            "dirs": self.files.dirs.iter().map(|dir| json!({
+                "host": dir.host.display().to_string(),
+                "guest": dir.guest,
+                "access": dir.access.as_str(),
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    /// Short human lines, one per kind of grant: `http  https://a, https://b`.
+    pub fn describe(&self) -> Vec<(&'static str, String)> {
+        let mut lines = Vec::new();
+        let join = |items: Vec<String>| items.join(", ");
+        if !self.network.hosts.is_empty() {
+            lines.push(("http", join(self.network.hosts.iter().map(ToString::to_string).collect())));
+        }
+        if self.network.sockets {
+            lines.push(("sockets", "TCP to the http hosts".to_owned()));
+        }
+        if !self.files.dirs.is_empty() {
+            lines.push(("dirs", join(self.files.dirs.iter().map(ToString::to_string).collect())));
+        }
+        if !self.env.names.is_empty() {
+            lines.push(("env", join(self.env.names.iter().map(ToString::to_string).collect())));
+        }
+        if !self.env.secrets.is_empty() {
+            lines.push(("secrets", join(self.env.secrets.iter().map(ToString::to_string).collect())));
+        }
+        lines
+    }
+}
+
+impl Manifest {
+    /// The manifest as JSON.
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// Short human lines, one per kind of ask.
+    pub fn describe(&self) -> Vec<(&'static str, String)> {
+        let grants = Grants {
+            network: NetworkGrant { hosts: self.http.clone(), sockets: self.sockets },
+            files: FilesGrant::default(),
+            env: EnvGrant { names: self.env.clone(), secrets: self.secrets.clone() },
+        };
+        let mut lines = grants.describe();
+        if !self.dirs.is_empty() {
+            let dirs: Vec<String> = self.dirs.iter().map(ToString::to_string).collect();
+            lines.push(("dirs", dirs.join(", ")));
+        }
+        lines
+    }
+}
+
+/// A plugin's grants as each call uses them: resolved once at load by
+/// [`review`], read by the runtime when it builds each call's WASI context.
+#[derive(Debug, Default)]
+pub struct Granted {
+    /// The hosts it may reach.
+    pub network: Arc<NetworkGrant>,
+    /// The granted folders that exist, canonicalized.
+    pub dirs: Vec<DirGrant>,
+    /// Environment variables and their values.
+    pub env: Vec<(String, String)>,
+    /// Secrets and their values.
+    pub secrets: Vec<(String, Secret)>,
+    /// Scrubs the secrets' values from whatever comes out.
+    pub redactor: Redactor,
+}
+
+impl Granted {
+    /// Grants nothing: what `list-tools` runs with.
+    pub fn nothing() -> Arc<Granted> {
+        Arc::new(Granted::default())
+    }
+}
+
+/// What loading found out about a plugin's grants.
+pub struct Review {
+    /// The manifest, when there is a valid one.
+    pub asks: Option<Manifest>,
+    /// What each call will get.
+    pub granted: Arc<Granted>,
+    /// Asks that are not granted, grants that cannot be honoured and a bad
+    /// manifest, each a sentence saying what to do.
+    pub notices: Vec<String>,
+}
+
+/// Reads the manifest beside `wasm`, resolves `grants` for plugin `name`
+/// (environment values from `lookup`, folders checked on disk) and says what
+/// does not add up.
+pub fn review(name: &str, wasm: &Path, grants: &Grants, lookup: impl Fn(&str) -> Option<String>) -> Review {
+    let mut notices = Vec::new();
+    let asks = match Manifest::load_beside(wasm) {
+        Ok(asks) => asks,
+        Err(err) => {
+            notices
+                .push(format!("{err}; what the plugin asks for is unknown (the grants in toolhost.toml still apply)"));
+            None
+        }
+    };
+    if let Some(asks) = &asks {
+        for unmet in asks.unmet(grants) {
+            notices.push(format!(
+                "asks for {unmet}, which is not granted, so it is denied (grant it under \
+                 `[plugins.{name}]` in the config, toolhost.toml, if the plugin should have it)"
+            ));
+        }
+    }
+    let env::ResolvedEnv { vars: env, secrets, unset } = grants.env.resolve(lookup);
+    for name in unset {
+        notices.push(format!(
+            "is granted the environment variable `{name}`, but it is not set in toolhost's \
+             environment, so the plugin does not get it"
+        ));
+    }
+    let mut dirs = Vec::new();
+    for dir in &grants.files.dirs {
+        match std::fs::canonicalize(&dir.host) {
+            Ok(host) if host.is_dir() => dirs.push(DirGrant { host, ..dir.clone() }),
+            _ => notices.push(format!(
+                "is granted the folder {} (as {}), but it does not exist or is not a folder, so \
+                 the plugin gets no access to it",
+                dir.host.display(),
+                dir.guest
+            )),
+        }
+    }
+    let redactor = Redactor::new(&secrets);
+    let granted = Granted { network: Arc::new(grants.network.clone()), dirs, env, secrets, redactor };
+    Review { asks, granted: Arc::new(granted), notices }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_grants_nothing() {
+        let grants = Grants::default();
+        assert!(grants.is_empty());
+        assert!(grants.describe().is_empty());
+        let review = review("p", Path::new("/nonexistent/p.wasm"), &grants, |_| Some("set".to_owned()));
+        assert!(review.notices.is_empty());
+        assert!(review.granted.env.is_empty() && review.granted.secrets.is_empty() && review.granted.dirs.is_empty());
+        assert!(review.granted.network.is_empty() && !review.granted.network.sockets);
+    }
+
+    #[test]
+    fn review_notes_missing_folders_and_unset_variables_and_keeps_secrets_out_of_debug() {
+        let dir = tempfile::tempdir().unwrap();
+        let grants = Grants {
+            files: FilesGrant {
+                dirs: vec![
+                    format!("{}:/data", dir.path().display()).parse().unwrap(),
+                    "/nonexistent/folder:/gone".parse().unwrap(),
+                ],
+            },
+            env: EnvGrant { names: vec!["UNSET_ONE".parse().unwrap()], secrets: vec!["KEY".parse().unwrap()] },
+            ..Grants::default()
+        };
+        let lookup = |name: &str| (name == "KEY").then(|| "the-secret-value".to_owned());
+        let review = review("p", &dir.path().join("p.wasm"), &grants, lookup);
+        assert_eq!(review.granted.dirs.len(), 1);
+        assert_eq!(review.notices.len(), 2, "{:?}", review.notices);
+        assert!(review.notices.iter().any(|notice| notice.contains("/nonexistent/folder")));
+        assert!(review.notices.iter().any(|notice| notice.contains("`UNSET_ONE`")));
+        assert!(!format!("{:?}", review.granted).contains("the-secret-value"));
+    }
+
+    #[test]
+    fn review_reports_a_bad_manifest_and_unmet_asks() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("bad.toml"), "http = [\"example.com\"]\n").unwrap();
+        std::fs::write(dir.path().join("good.toml"), "http = [\"https://example.com\"]\n").unwrap();
+        let bad = review("bad", &dir.path().join("bad.wasm"), &Grants::default(), |_| None);
+        assert!(bad.asks.is_none());
+        assert!(
+            bad.notices[0].contains("not a valid plugin manifest") && bad.notices[0].contains("did you mean"),
+            "{:?}",
+            bad.notices
+        );
+        let good = review("good", &dir.path().join("good.wasm"), &Grants::default(), |_| None);
+        assert!(
+            good.notices[0].contains("HTTP access to `https://example.com`")
+                && good.notices[0].contains("[plugins.good]"),
+            "{:?}",
+            good.notices
+        );
+    }
+}

@@ -1,0 +1,619 @@
+//! `toolhost serve --http`: MCP over Streamable HTTP at `/mcp`, on hyper's
+//! HTTP/1.1 server (no web framework), and beside it what a load balancer
+//! and an operator need: `/healthz`, `/readyz` and `/metrics`.
+//!
+//! In front of rmcp's `StreamableHttpService`, every `/mcp` request passes,
+//! in order: the bearer token when one is set (compared in constant time,
+//! else 401 with `WWW-Authenticate: Bearer`), readiness (503 until the
+//! plugins are loaded), and the declared body size (else 413). rmcp then
+//! checks `Host` and `Origin` against the allowed lists (DNS-rebinding
+//! protection: 403), the protocol version header, the session, and bounds
+//! the body it reads.
+//!
+//! Sessions (2025-11-25 clients) are bounded here too: an `initialize` past
+//! `max_sessions` open ones gets 503 saying so, and a session with no request
+//! open and none for `session_idle` is closed (its next request gets the
+//! spec's 404 for an unknown session, so the client initializes again). A
+//! session listening on its GET stream is in use, not idle.
+//!
+//! The operator endpoints answer `GET` (and `HEAD`) after the same `Host`
+//! check (403): `/healthz` is 200 while the process serves, `/readyz` 200
+//! once ready and 503 with the reason before (and while shutting down), both
+//! without a token; `/metrics` (the Prometheus text format, [`super::metrics`])
+//! asks for the bearer token when one is set. Any other path is 404.
+//!
+//! When `stop` is cancelled the server stops accepting, lets the requests in
+//! flight finish (tool calls up to `drain`), then ends the streams left open.
+
+use super::ServeConfig;
+use super::metrics::{self, Endpoint, Metrics, Readiness, Snapshot};
+use super::server::ToolServer;
+use anyhow::Result;
+use bytes::Bytes;
+use http::{Request, Response, StatusCode, header};
+use http_body_util::LengthLimitError;
+use http_body_util::{BodyExt, Full, Limited, combinators::BoxBody};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use rmcp::transport::streamable_http_server::session::SessionManager;
+use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use subtle::ConstantTimeEq;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use toolhost_catalog::{Host, ProblemKind};
+
+/// The largest request body accepted unless configured otherwise.
+pub const DEFAULT_MAX_BODY: u64 = 4 << 20;
+/// Sessions open at once unless configured otherwise.
+pub const DEFAULT_MAX_SESSIONS: usize = 64;
+/// An idle session is closed after this long unless configured otherwise.
+pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
+/// How long tool calls in flight may take to finish at shutdown unless configured otherwise.
+pub const DEFAULT_DRAIN: Duration = Duration::from_secs(20);
+
+/// How the HTTP endpoint is protected and bounded.
+#[derive(Clone)]
+pub struct HttpOptions {
+    /// The bearer token clients must send, if any.
+    pub token: Option<String>,
+    /// Host headers accepted besides the loopback names.
+    pub allowed_hosts: Vec<String>,
+    /// Origins accepted besides the loopback ones.
+    pub allowed_origins: Vec<String>,
+    /// Sessions open at once.
+    pub max_sessions: usize,
+    /// Idle time after which a session is closed.
+    pub session_idle: Duration,
+    /// The largest request body.
+    pub max_body: u64,
+    /// Whether `/readyz` says ready (and `/mcp` serves); shared with whoever loads the plugins.
+    pub readiness: Arc<Readiness>,
+    /// How long tool calls in flight may take to finish once `stop` is cancelled.
+    pub drain: Duration,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            token: None,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            session_idle: DEFAULT_SESSION_IDLE,
+            max_body: DEFAULT_MAX_BODY,
+            readiness: Arc::new(Readiness::ready()),
+            drain: DEFAULT_DRAIN,
+        }
+    }
+}
+
+impl HttpOptions {
+    /// The options `[serve]` sets (the token is read by the caller).
+    pub fn from_config(config: &ServeConfig) -> HttpOptions {
+        let defaults = HttpOptions::default();
+        HttpOptions {
+            token: None,
+            allowed_hosts: config.allowed_hosts.clone(),
+            allowed_origins: config.allowed_origins.clone(),
+            max_sessions: config.max_sessions.unwrap_or(defaults.max_sessions),
+            session_idle: config.session_idle.map(|idle| idle.0).unwrap_or(defaults.session_idle),
+            max_body: config.max_body.map(|size| size.bytes()).unwrap_or(defaults.max_body),
+            readiness: defaults.readiness,
+            drain: config.drain.map(|drain| drain.0).unwrap_or(defaults.drain),
+        }
+    }
+}
+
+type Body = BoxBody<Bytes, Infallible>;
+
+/// Serves MCP at `http://ADDR/mcp` (and `/healthz`, `/readyz`, `/metrics`)
+/// on `listener` until `stop` is cancelled, then drains.
+pub async fn serve_http(
+    host: Arc<Host>,
+    listener: TcpListener,
+    options: HttpOptions,
+    stop: CancellationToken,
+) -> Result<()> {
+    let server = ToolServer::new(host.clone());
+    let metrics = server.metrics().clone();
+    let mut allowed_hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec();
+    allowed_hosts.extend(options.allowed_hosts.iter().cloned());
+    let mut allowed_origins: Vec<String> =
+        ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"].map(String::from).to_vec();
+    allowed_origins.extend(options.allowed_origins.iter().cloned());
+    let hosts: Vec<Authority> = allowed_hosts.iter().filter_map(|host| Authority::parse(host)).collect();
+    // rmcp's own token: cancelled only once the calls in flight are done (it ends every stream).
+    let streams = CancellationToken::new();
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(allowed_hosts)
+        .with_allowed_origins(allowed_origins)
+        .enforce_origin_validation()
+        .with_max_request_body_bytes(options.max_body as usize)
+        .with_cancellation_token(streams.clone());
+    // Idle sessions are closed by `Front` (rmcp's own keep-alive would end a
+    // session's worker but leave it counted, answering 500s instead of 404).
+    let mut session_config = SessionConfig::default();
+    session_config.keep_alive = None;
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config = session_config;
+    let sessions = Arc::new(sessions);
+    let service: StreamableHttpService<ToolServer, LocalSessionManager> =
+        StreamableHttpService::new(move || Ok(server.for_new_session()), sessions.clone(), config);
+    let front = Arc::new(Front {
+        service,
+        sessions,
+        host,
+        metrics,
+        in_flight: Arc::new(AtomicUsize::new(0)),
+        readiness: options.readiness.clone(),
+        hosts,
+        token: options.token.clone(),
+        max_body: options.max_body,
+        max_sessions: options.max_sessions,
+        idle: options.session_idle,
+        activity: Arc::new(Mutex::new(HashMap::new())),
+        opening: tokio::sync::Mutex::new(()),
+    });
+    // Closes idle sessions even when no request comes to notice them.
+    let sweeper = front.clone();
+    let sweep_stop = stop.clone();
+    tokio::spawn(async move {
+        let period = (sweeper.idle / 2).clamp(Duration::from_millis(100), Duration::from_secs(60));
+        let mut tick = tokio::time::interval(period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = sweep_stop.cancelled() => return,
+                _ = tick.tick() => sweeper.close_idle_sessions().await,
+            }
+        }
+    });
+    let in_flight = front.in_flight.clone();
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        while connections.try_join_next().is_some() {}
+        let (stream, _) = tokio::select! {
+            () = stop.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(err) => {
+                    tracing::warn!("could not accept a connection: {err}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        // Small JSON-RPC messages: without this, Nagle's algorithm and delayed
+        // ACKs add ~40 ms to a round trip.
+        let _ = stream.set_nodelay(true);
+        let front = front.clone();
+        let stop = stop.clone();
+        connections.spawn(async move {
+            let service = hyper::service::service_fn(move |request| {
+                let front = front.clone();
+                async move { Ok::<_, Infallible>(front.handle(request).await) }
+            });
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(Duration::from_secs(30))
+                .serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(connection);
+            tokio::select! {
+                result = connection.as_mut() => {
+                    if let Err(err) = result {
+                        tracing::debug!("HTTP connection ended: {err}");
+                    }
+                }
+                () = stop.cancelled() => {
+                    // The request in flight, if any, is answered; then the connection closes.
+                    connection.as_mut().graceful_shutdown();
+                    if let Err(err) = connection.as_mut().await {
+                        tracing::debug!("HTTP connection ended: {err}");
+                    }
+                }
+            }
+        });
+    }
+    // Draining: new connections are refused (a load balancer sends them
+    // elsewhere), `/readyz` says so to the connections still open, and the
+    // requests in flight (tool calls) get up to `drain` to be answered in
+    // full. Then the streams left open (GET, `subscriptions/listen`) end.
+    drop(listener);
+    options.readiness.set_not_ready("shutting down");
+    let deadline = tokio::time::Instant::now() + options.drain;
+    while in_flight.load(Ordering::Acquire) > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    streams.cancel();
+    let _ =
+        tokio::time::timeout(Duration::from_secs(2), async { while connections.join_next().await.is_some() {} }).await;
+    Ok(())
+}
+
+struct Front {
+    service: StreamableHttpService<ToolServer, LocalSessionManager>,
+    sessions: Arc<LocalSessionManager>,
+    host: Arc<Host>,
+    metrics: Arc<Metrics>,
+    /// `/mcp` POSTs whose response has not been sent in full yet.
+    in_flight: Arc<AtomicUsize>,
+    readiness: Arc<Readiness>,
+    /// The Host headers accepted (what rmcp checks on `/mcp`), parsed once.
+    hosts: Vec<Authority>,
+    token: Option<String>,
+    max_body: u64,
+    max_sessions: usize,
+    /// A session unused for this long is closed.
+    idle: Duration,
+    /// The use of every session opened here.
+    activity: Arc<Mutex<HashMap<Arc<str>, Use>>>,
+    /// Held from the session count to the new session's creation, so that
+    /// concurrent `initialize`s cannot open more than `max_sessions`.
+    opening: tokio::sync::Mutex<()>,
+}
+
+/// How a session is being used: its requests still open (a streamed
+/// response, a GET stream), and when the last one ended or began.
+struct Use {
+    open: usize,
+    last: Instant,
+}
+
+/// Counts one request of a session as open until its response body is done.
+struct InUse {
+    activity: Arc<Mutex<HashMap<Arc<str>, Use>>>,
+    session: Arc<str>,
+}
+
+impl InUse {
+    fn begin(activity: &Arc<Mutex<HashMap<Arc<str>, Use>>>, session: Arc<str>) -> InUse {
+        let mut seen = activity.lock().unwrap_or_else(|p| p.into_inner());
+        let usage = seen.entry(session.clone()).or_insert(Use { open: 0, last: Instant::now() });
+        usage.open += 1;
+        usage.last = Instant::now();
+        InUse { activity: activity.clone(), session }
+    }
+}
+
+impl Drop for InUse {
+    fn drop(&mut self) {
+        let mut seen = self.activity.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(usage) = seen.get_mut(&self.session) {
+            usage.open = usage.open.saturating_sub(1);
+            usage.last = Instant::now();
+        }
+    }
+}
+
+/// A response body that holds `G` (a session kept in use, a request counted
+/// in flight) until hyper has sent it all (or the client went away) and
+/// drops it.
+struct Guarded<G> {
+    inner: Body,
+    _guard: G,
+}
+
+impl<G: Unpin> http_body::Body for Guarded<G> {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        Pin::new(&mut self.get_mut().inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Front {
+    async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
+        let endpoint = Endpoint::of(request.uri().path());
+        let response = match endpoint {
+            Endpoint::Mcp => self.mcp(request).await,
+            Endpoint::Other => plain(
+                StatusCode::NOT_FOUND,
+                "Not Found: the MCP endpoint is /mcp (and /healthz, /readyz, /metrics for operators)",
+            ),
+            _ => self.operator(endpoint, &request).await,
+        };
+        self.metrics.record_http(endpoint, response.status().as_u16());
+        response
+    }
+
+    /// `/healthz`, `/readyz` and `/metrics`.
+    async fn operator(&self, endpoint: Endpoint, request: &Request<Incoming>) -> Response<Body> {
+        if request.method() != http::Method::GET && request.method() != http::Method::HEAD {
+            let mut response = plain(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed: use GET");
+            response.headers_mut().insert(header::ALLOW, header::HeaderValue::from_static("GET, HEAD"));
+            return response;
+        }
+        if !host_allowed(request, &self.hosts) {
+            return plain(StatusCode::FORBIDDEN, "Forbidden: Host header is not allowed");
+        }
+        match endpoint {
+            Endpoint::Healthz => plain(StatusCode::OK, "ok\n"),
+            Endpoint::Readyz => match self.readiness.reason() {
+                None => plain(StatusCode::OK, "ready\n"),
+                Some(reason) => plain_owned(StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {reason}\n")),
+            },
+            _ => {
+                if let Some(token) = &self.token
+                    && !authorized(request, token)
+                {
+                    return unauthorized();
+                }
+                let catalog = self.host.catalog();
+                let snapshot = Snapshot {
+                    ready: self.readiness.is_ready(),
+                    sessions: self.sessions.sessions.read().await.len(),
+                    catalog_generation: catalog.generation(),
+                    tools: catalog.tools().len(),
+                    plugins: catalog.plugins().len(),
+                    load_problems: catalog.problems().iter().filter(|p| p.kind != ProblemKind::Grant).count(),
+                };
+                let mut response = plain_owned(StatusCode::OK, self.metrics.render(&snapshot));
+                response
+                    .headers_mut()
+                    .insert(header::CONTENT_TYPE, header::HeaderValue::from_static(metrics::CONTENT_TYPE));
+                response
+            }
+        }
+    }
+
+    async fn mcp(&self, request: Request<Incoming>) -> Response<Body> {
+        if let Some(token) = &self.token
+            && !authorized(&request, token)
+        {
+            return unauthorized();
+        }
+        if let Some(reason) = self.readiness.reason() {
+            let mut response = plain_owned(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("Service Unavailable: not ready ({reason}); retry shortly"),
+            );
+            response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+            return response;
+        }
+        let declared = request
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.parse::<u64>().ok());
+        if declared.is_some_and(|length| length > self.max_body) {
+            return plain(StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large: the request body is over the limit");
+        }
+        // The body is read here, bounded, so that a new session can be refused
+        // before rmcp starts one; rmcp then parses it.
+        let (parts, body) = request.into_parts();
+        let body = match Limited::new(body, self.max_body as usize).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(err) if err.is::<LengthLimitError>() => {
+                return plain(StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large: the request body is over the limit");
+            }
+            Err(_) => return plain(StatusCode::BAD_REQUEST, "Bad Request: the request body could not be read"),
+        };
+        // Counted until the response is sent in full, for the drain at shutdown.
+        let in_flight = (parts.method == http::Method::POST).then(|| InFlight::enter(&self.in_flight));
+        let session: Option<Arc<str>> =
+            parts.headers.get("mcp-session-id").and_then(|value| value.to_str().ok()).map(Arc::from);
+        let response = match session {
+            Some(session) => {
+                if self.idle_for(&session).is_some_and(|idle| idle >= self.idle) {
+                    // Expired: closed now, so rmcp answers 404 and the client starts over.
+                    self.close(&session).await;
+                }
+                let in_use = self
+                    .sessions
+                    .sessions
+                    .read()
+                    .await
+                    .contains_key(&session)
+                    .then(|| InUse::begin(&self.activity, session));
+                let response = self.service.handle(Request::from_parts(parts, Full::new(body))).await;
+                match in_use {
+                    Some(in_use) => guard(response, in_use),
+                    None => response,
+                }
+            }
+            None if parts.method == http::Method::POST && starts_session(&body) => {
+                let _opening = self.opening.lock().await;
+                self.close_idle_sessions().await;
+                let open = self.sessions.sessions.read().await.len();
+                if open >= self.max_sessions {
+                    return plain_owned(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        format!(
+                            "Service Unavailable: {open} MCP sessions are open, the most this server allows \
+                             (`max_sessions = {}` in [serve] of toolhost.toml); end one (DELETE) or wait for \
+                             one to go idle, or raise `max_sessions`",
+                            self.max_sessions
+                        ),
+                    );
+                }
+                let response = self.service.handle(Request::from_parts(parts, Full::new(body))).await;
+                let opened: Option<Arc<str>> =
+                    response.headers().get("mcp-session-id").and_then(|value| value.to_str().ok()).map(Arc::from);
+                match opened {
+                    Some(session) => guard(response, InUse::begin(&self.activity, session)),
+                    None => response,
+                }
+            }
+            None => self.service.handle(Request::from_parts(parts, Full::new(body))).await,
+        };
+        match in_flight {
+            // The response to a POST (a tool call's result) may be a stream: it is done when its body is.
+            Some(in_flight) => guard(response, in_flight),
+            None => response,
+        }
+    }
+
+    /// How long `session` has been idle (no request open), if it is.
+    fn idle_for(&self, session: &Arc<str>) -> Option<Duration> {
+        let seen = self.activity.lock().unwrap_or_else(|p| p.into_inner());
+        seen.get(session).filter(|usage| usage.open == 0).map(|usage| usage.last.elapsed())
+    }
+
+    /// Closes every session idle for `session_idle`, and forgets sessions
+    /// that ended otherwise (a client's DELETE).
+    async fn close_idle_sessions(&self) {
+        let expired: Vec<Arc<str>> = {
+            let live = self.sessions.sessions.read().await;
+            let mut seen = self.activity.lock().unwrap_or_else(|p| p.into_inner());
+            seen.retain(|session, _| live.contains_key(session));
+            seen.iter()
+                .filter(|(_, usage)| usage.open == 0 && usage.last.elapsed() >= self.idle)
+                .map(|(session, _)| session.clone())
+                .collect()
+        };
+        for session in expired {
+            self.close(&session).await;
+        }
+    }
+
+    async fn close(&self, session: &Arc<str>) {
+        tracing::debug!("closing MCP session {session}: idle for {:?}", self.idle);
+        if let Err(err) = self.sessions.close_session(session).await {
+            tracing::debug!("closing MCP session {session}: {err}");
+        }
+        self.activity.lock().unwrap_or_else(|p| p.into_inner()).remove(session);
+    }
+}
+
+/// One request counted in flight until dropped.
+struct InFlight(Arc<AtomicUsize>);
+
+impl InFlight {
+    fn enter(count: &Arc<AtomicUsize>) -> InFlight {
+        count.fetch_add(1, Ordering::AcqRel);
+        InFlight(count.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// `response` with its body holding `guard` until it is done.
+fn guard<G: Unpin + Send + Sync + 'static>(response: Response<Body>, guard: G) -> Response<Body> {
+    response.map(|inner| Guarded { inner, _guard: guard }.boxed())
+}
+
+/// True when `body` is an `initialize` request (which opens a session).
+fn starts_session(body: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Method<'a> {
+        #[serde(borrow)]
+        method: Option<&'a str>,
+    }
+    serde_json::from_slice::<Method>(body).is_ok_and(|message| message.method == Some("initialize"))
+}
+
+/// A `Host` header value (or an allowed one): the host, lowercased, without
+/// IPv6 brackets, and the port if one is given. Compared as rmcp compares
+/// them on `/mcp`: an allowed entry without a port accepts any port.
+#[derive(Debug, PartialEq, Eq)]
+struct Authority {
+    host: String,
+    port: Option<u16>,
+}
+
+impl Authority {
+    fn parse(value: &str) -> Option<Authority> {
+        let value = value.trim();
+        if value.is_empty() {
+            return None;
+        }
+        let normalize = |host: &str| host.trim_matches(['[', ']']).to_ascii_lowercase();
+        Some(match http::uri::Authority::try_from(value) {
+            Ok(authority) => Authority { host: normalize(authority.host()), port: authority.port_u16() },
+            Err(_) => Authority { host: normalize(value), port: None },
+        })
+    }
+}
+
+/// True when the request's `Host` header is one of `allowed`.
+fn host_allowed<B>(request: &Request<B>, allowed: &[Authority]) -> bool {
+    let Some(given) = request.headers().get(header::HOST).and_then(|value| value.to_str().ok()) else {
+        return false;
+    };
+    let Ok(given) = http::uri::Authority::try_from(given) else { return false };
+    let Some(given) = Authority::parse(given.as_str()) else { return false };
+    allowed.iter().any(|entry| entry.host == given.host && entry.port.is_none_or(|port| given.port == Some(port)))
+}
+
+fn unauthorized() -> Response<Body> {
+    let mut response = plain(StatusCode::UNAUTHORIZED, "Unauthorized: send `Authorization: Bearer TOKEN`");
+    response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+    response
+}
+
+/// True when `request` carries `Authorization: Bearer TOKEN` with the right
+/// token. The comparison takes the same time wherever the first difference is.
+fn authorized<B>(request: &Request<B>, token: &str) -> bool {
+    let Some(value) = request.headers().get(header::AUTHORIZATION) else { return false };
+    let Some(given) = value.as_bytes().strip_prefix(b"Bearer ") else { return false };
+    given.ct_eq(token.as_bytes()).into()
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
+    plain_owned(status, text.to_owned())
+}
+
+fn plain_owned(status: StatusCode, text: String) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(text)).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("text/plain; charset=utf-8"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Authority, host_allowed};
+
+    fn allowed(entries: &[&str]) -> Vec<Authority> {
+        entries.iter().filter_map(|entry| Authority::parse(entry)).collect()
+    }
+
+    fn request(host: Option<&str>) -> http::Request<()> {
+        let mut builder = http::Request::builder().uri("/healthz");
+        if let Some(host) = host {
+            builder = builder.header(http::header::HOST, host);
+        }
+        builder.body(()).unwrap()
+    }
+
+    #[test]
+    fn accepts_allowed_hosts_with_any_port_unless_one_is_named() {
+        let list = allowed(&["localhost", "127.0.0.1", "::1", "Tools.Example.com", "lb.internal:8080"]);
+        for host in ["localhost", "localhost:8931", "127.0.0.1:1", "[::1]:80", "tools.example.com", "lb.internal:8080"]
+        {
+            assert!(host_allowed(&request(Some(host)), &list), "{host}");
+        }
+    }
+
+    #[test]
+    fn rejects_other_hosts_wrong_ports_and_no_host() {
+        let list = allowed(&["localhost", "lb.internal:8080"]);
+        for host in [Some("evil.example.com"), Some("lb.internal:8081"), Some("lb.internal"), Some("a b"), None] {
+            assert!(!host_allowed(&request(host), &list), "{host:?}");
+        }
+    }
+}

@@ -1,0 +1,61 @@
+//! The MCP (Model Context Protocol) server: `toolhost serve` offers every
+//! catalog tool to MCP clients over stdio or Streamable HTTP, through rmcp.
+//! (The client side, external MCP servers as a tool source, is the
+//! `toolhost-mcp-client` crate, below the catalog.)
+//!
+//! [`server::ToolServer`] is the one handler for both protocol generations:
+//! 2025-11-25 (initialize, sessions, `notifications/tools/list_changed`
+//! pushed to every session) and 2026-07-28 (stateless requests,
+//! `subscriptions/listen`). [`serve_stdio`] and [`serve_http`] run it; the
+//! HTTP side adds what a network listener needs (Host and Origin checks, an
+//! optional bearer token compared in constant time, bounded bodies, bounded
+//! sessions with idle expiry).
+
+pub mod http;
+pub mod metrics;
+pub mod server;
+
+use anyhow::Result;
+pub use http::{HttpOptions, serve_http};
+use rmcp::ServiceExt;
+use serde::Deserialize;
+pub use server::ToolServer;
+use std::sync::Arc;
+use toolhost_catalog::Host;
+use toolhost_runtime::limits::{ByteSize, HumanDuration};
+
+/// `[serve]` in `toolhost.toml`: settings of `toolhost serve --http`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeConfig {
+    /// The environment variable holding the bearer token clients must send.
+    pub token_env: Option<String>,
+    /// Host headers accepted besides `localhost`, `127.0.0.1` and `::1`.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+    /// Origins accepted besides `http://localhost:*`, `http://127.0.0.1:*` and `http://[::1]:*`.
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+    /// Sessions open at once (2025-11-25 clients); more are refused until one ends.
+    pub max_sessions: Option<usize>,
+    /// A session unused for this long is closed.
+    pub session_idle: Option<HumanDuration>,
+    /// The largest request body accepted.
+    pub max_body: Option<ByteSize>,
+    /// At shutdown (SIGTERM, Ctrl-C), how long tool calls in flight may take to finish.
+    pub drain: Option<HumanDuration>,
+}
+
+/// Serves MCP on stdin/stdout until the client closes it. Stdout carries
+/// protocol messages only; toolhost's own logs go to stderr. When both are
+/// pipes (as MCP clients launch servers) they are driven by the runtime's I/O
+/// reactor rather than a blocking thread per read and write, which saves two
+/// thread hand-offs per message.
+pub async fn serve_stdio(host: Arc<Host>) -> Result<()> {
+    let running = ToolServer::new(host)
+        .serve(rmcp::transport::stdio_pipes())
+        .await
+        .map_err(|err| anyhow::anyhow!("the MCP client did not start a session: {err}"))?;
+    running.waiting().await.map_err(|err| anyhow::anyhow!("{err}"))?;
+    Ok(())
+}

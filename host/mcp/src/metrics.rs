@@ -1,0 +1,558 @@
+//! What `toolhost serve --http` tells an operator: [`Readiness`] (behind
+//! `/readyz`) and [`Metrics`] (behind `/metrics`, in the Prometheus text
+//! exposition format 0.0.4, written here: it is a small format and a crate
+//! would bring more than it saves).
+//!
+//! Recording a call is lock-free once the tool has been seen: a read lock on
+//! the per-tool map and a few relaxed atomic additions. Tool names and plugin
+//! names (a plugin's name is its file name) come from outside, so every label
+//! value is escaped; names a client asks for that are not in the catalog are
+//! never used as label values (they are counted without a name), so a client
+//! cannot grow the exposition.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use toolhost_runtime::outcome::{CallError, CallReport};
+
+/// The content type of the exposition.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The upper bounds of the call latency histogram, in microseconds: 10 µs to 60 s.
+const BUCKETS_US: [u64; 21] = [
+    10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000,
+    2_500_000, 5_000_000, 10_000_000, 30_000_000, 60_000_000,
+];
+
+/// Every value of the `outcome` label: `ok`, `cancelled` (the client gave up
+/// on the call), then every [`CallError::kind`].
+const OUTCOMES: [&str; 13] = [
+    "ok",
+    "cancelled",
+    "unknown_tool",
+    "invalid_arguments",
+    "tool_failed",
+    "out_of_fuel",
+    "memory_limit",
+    "timeout",
+    "output_too_large",
+    "invalid_output",
+    "stack_overflow",
+    "trap",
+    "host",
+];
+const CANCELLED: usize = 1;
+
+/// Whether the server is ready for calls, and if not, why.
+pub struct Readiness {
+    /// Why it is not ready; `None` when it is.
+    not_ready: RwLock<Option<String>>,
+}
+
+impl Readiness {
+    /// Not ready, for `reason` (e.g. "loading plugins").
+    pub fn not_ready(reason: &str) -> Readiness {
+        Readiness { not_ready: RwLock::new(Some(reason.to_owned())) }
+    }
+
+    /// Ready from the start (for a caller that loads before serving).
+    pub fn ready() -> Readiness {
+        Readiness { not_ready: RwLock::new(None) }
+    }
+
+    /// Marks the server ready.
+    pub fn set_ready(&self) {
+        *self.not_ready.write().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// Marks the server not ready, for `reason` (e.g. "shutting down").
+    pub fn set_not_ready(&self, reason: &str) {
+        *self.not_ready.write().unwrap_or_else(|p| p.into_inner()) = Some(reason.to_owned());
+    }
+
+    /// True when the server is ready.
+    pub fn is_ready(&self) -> bool {
+        self.not_ready.read().unwrap_or_else(|p| p.into_inner()).is_none()
+    }
+
+    /// Why the server is not ready, or `None` when it is.
+    pub fn reason(&self) -> Option<String> {
+        self.not_ready.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// The counters of one tool (as offered by one plugin or MCP server).
+struct ToolStats {
+    origin: Arc<str>,
+    outcomes: [AtomicU64; OUTCOMES.len()],
+    /// Calls per latency bucket, not cumulative; the last one is over 60 s.
+    buckets: [AtomicU64; BUCKETS_US.len() + 1],
+    latency_us: AtomicU64,
+    fuel: AtomicU64,
+}
+
+impl ToolStats {
+    fn new(origin: &str) -> ToolStats {
+        ToolStats {
+            origin: origin.into(),
+            outcomes: Default::default(),
+            buckets: Default::default(),
+            latency_us: AtomicU64::new(0),
+            fuel: AtomicU64::new(0),
+        }
+    }
+}
+
+/// The HTTP endpoints, for the request counter.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub enum Endpoint {
+    /// `/mcp`
+    Mcp,
+    /// `/healthz`
+    Healthz,
+    /// `/readyz`
+    Readyz,
+    /// `/metrics`
+    Metrics,
+    /// Anything else (answered 404).
+    Other,
+}
+
+impl Endpoint {
+    /// The endpoint `path` is, if any.
+    pub fn of(path: &str) -> Endpoint {
+        match path {
+            "/mcp" => Endpoint::Mcp,
+            "/healthz" => Endpoint::Healthz,
+            "/readyz" => Endpoint::Readyz,
+            "/metrics" => Endpoint::Metrics,
+            _ => Endpoint::Other,
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Endpoint::Mcp => "/mcp",
+            Endpoint::Healthz => "/healthz",
+            Endpoint::Readyz => "/readyz",
+            Endpoint::Metrics => "/metrics",
+            Endpoint::Other => "other",
+        }
+    }
+}
+
+/// Counters and gauges of a serving process.
+pub struct Metrics {
+    started: SystemTime,
+    tools: RwLock<HashMap<Arc<str>, Vec<Arc<ToolStats>>>>,
+    unknown_tool_calls: AtomicU64,
+    active_calls: AtomicI64,
+    http: Mutex<HashMap<(Endpoint, u16), u64>>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            started: SystemTime::now(),
+            tools: RwLock::default(),
+            unknown_tool_calls: AtomicU64::new(0),
+            active_calls: AtomicI64::new(0),
+            http: Mutex::default(),
+        }
+    }
+}
+
+/// A call in progress: counted in `toolhost_active_calls` until dropped, and
+/// recorded as `cancelled` if dropped before [`ActiveCall::finish`] (the
+/// client cancelled it, or went away and the call's future was dropped).
+pub struct ActiveCall<'a> {
+    metrics: &'a Metrics,
+    tool: &'a str,
+    origin: &'a str,
+    started: Instant,
+    recorded: bool,
+}
+
+impl ActiveCall<'_> {
+    /// Records the call's report.
+    pub fn finish(mut self, report: &CallReport) {
+        self.metrics.record(self.tool, self.origin, report, self.started.elapsed());
+        self.recorded = true;
+    }
+
+    /// Records the call as one of a tool that is not served after all.
+    pub fn unknown_tool(mut self) {
+        self.metrics.record_unknown_tool();
+        self.recorded = true;
+    }
+}
+
+impl Drop for ActiveCall<'_> {
+    fn drop(&mut self) {
+        self.metrics.active_calls.fetch_sub(1, Ordering::Relaxed);
+        if !self.recorded {
+            self.metrics.record_cancelled(self.tool, self.origin, self.started.elapsed());
+        }
+    }
+}
+
+/// What the exposition shows besides the counters, read when it is rendered.
+pub struct Snapshot {
+    /// True when `/readyz` answers 200.
+    pub ready: bool,
+    /// MCP sessions open (2025-11-25 clients).
+    pub sessions: usize,
+    /// The catalog's generation (1 after the first load, one more per swap).
+    pub catalog_generation: u64,
+    /// Tools in the catalog.
+    pub tools: usize,
+    /// Plugins loaded.
+    pub plugins: usize,
+    /// Files or servers that could not be loaded.
+    pub load_problems: usize,
+}
+
+impl Metrics {
+    /// Counts a call of `tool` (offered by `origin`) as running until the
+    /// returned guard is finished or dropped.
+    pub fn start_call<'a>(&'a self, tool: &'a str, origin: &'a str) -> ActiveCall<'a> {
+        self.active_calls.fetch_add(1, Ordering::Relaxed);
+        ActiveCall { metrics: self, tool, origin, started: Instant::now(), recorded: false }
+    }
+
+    /// Tool calls running now.
+    pub fn active_calls(&self) -> i64 {
+        self.active_calls.load(Ordering::Relaxed)
+    }
+
+    /// Records a finished call of `tool` (offered by `origin`) that took `took`.
+    pub fn record(&self, tool: &str, origin: &str, report: &CallReport, took: Duration) {
+        let outcome = match &report.outcome {
+            Ok(_) => 0,
+            Err(err) => outcome_index(err),
+        };
+        self.record_outcome(tool, origin, outcome, report.usage.fuel, took);
+    }
+
+    /// Records a call of `tool` the client cancelled after `took`.
+    pub fn record_cancelled(&self, tool: &str, origin: &str, took: Duration) {
+        self.record_outcome(tool, origin, CANCELLED, 0, took);
+    }
+
+    /// Counts a call of a tool that is not in the catalog (or not served).
+    pub fn record_unknown_tool(&self) {
+        self.unknown_tool_calls.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts an HTTP response.
+    pub fn record_http(&self, endpoint: Endpoint, status: u16) {
+        *self.http.lock().unwrap_or_else(|p| p.into_inner()).entry((endpoint, status)).or_default() += 1;
+    }
+
+    fn record_outcome(&self, tool: &str, origin: &str, outcome: usize, fuel: u64, took: Duration) {
+        let stats = self.stats(tool, origin);
+        stats.outcomes[outcome].fetch_add(1, Ordering::Relaxed);
+        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        let bucket = BUCKETS_US.iter().position(|&bound| micros <= bound).unwrap_or(BUCKETS_US.len());
+        stats.buckets[bucket].fetch_add(1, Ordering::Relaxed);
+        stats.latency_us.fetch_add(micros, Ordering::Relaxed);
+        stats.fuel.fetch_add(fuel, Ordering::Relaxed);
+    }
+
+    fn stats(&self, tool: &str, origin: &str) -> Arc<ToolStats> {
+        {
+            let tools = self.tools.read().unwrap_or_else(|p| p.into_inner());
+            if let Some(stats) = tools.get(tool).and_then(|all| all.iter().find(|stats| &*stats.origin == origin)) {
+                return stats.clone();
+            }
+        }
+        let mut tools = self.tools.write().unwrap_or_else(|p| p.into_inner());
+        let all = tools.entry(tool.into()).or_default();
+        if let Some(stats) = all.iter().find(|stats| &*stats.origin == origin) {
+            return stats.clone();
+        }
+        let stats = Arc::new(ToolStats::new(origin));
+        all.push(stats.clone());
+        stats
+    }
+
+    /// The exposition, in the Prometheus text format 0.0.4.
+    pub fn render(&self, snapshot: &Snapshot) -> String {
+        let mut out = String::with_capacity(4096);
+        family(&mut out, "toolhost_build_info", "gauge", "The toolhost version serving (always 1).");
+        let _ = writeln!(out, "toolhost_build_info{{version=\"{}\"}} 1", escape(env!("CARGO_PKG_VERSION")));
+        let started = self.started.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs_f64();
+        gauge(&mut out, "process_start_time_seconds", "When the process started, in seconds since the epoch.", started);
+        gauge(
+            &mut out,
+            "toolhost_ready",
+            "1 when /readyz answers 200 (plugins loaded, catalog built, required MCP servers connected).",
+            u8::from(snapshot.ready),
+        );
+        gauge(&mut out, "toolhost_catalog_generation", "The tool catalog's generation (one more per reload).", {
+            snapshot.catalog_generation
+        });
+        gauge(&mut out, "toolhost_tools", "Tools in the catalog.", snapshot.tools);
+        gauge(&mut out, "toolhost_plugins", "Plugins loaded.", snapshot.plugins);
+        gauge(&mut out, "toolhost_load_problems", "Files, settings or servers that could not be loaded.", {
+            snapshot.load_problems
+        });
+        gauge(&mut out, "toolhost_mcp_sessions", "MCP sessions open (2025-11-25 clients).", snapshot.sessions);
+        gauge(&mut out, "toolhost_active_calls", "Tool calls running now.", self.active_calls.load(Ordering::Relaxed));
+
+        let tools = self.tools.read().unwrap_or_else(|p| p.into_inner());
+        let mut rows: Vec<(&str, &ToolStats)> =
+            tools.iter().flat_map(|(tool, all)| all.iter().map(move |stats| (&**tool, &**stats))).collect();
+        rows.sort_by(|a, b| (a.0, &*a.1.origin).cmp(&(b.0, &*b.1.origin)));
+        // Each row's labels, escaped once for the three families that use them.
+        let rows: Vec<(String, &ToolStats)> = rows
+            .into_iter()
+            .map(|(tool, stats)| (format!("tool=\"{}\",plugin=\"{}\"", escape(tool), escape(&stats.origin)), stats))
+            .collect();
+
+        family(&mut out, "toolhost_tool_calls_total", "counter", "Tool calls over MCP, by tool, plugin and outcome.");
+        for (labels, stats) in &rows {
+            for (outcome, count) in OUTCOMES.iter().zip(&stats.outcomes) {
+                let count = count.load(Ordering::Relaxed);
+                // `ok` always, so that a rate of successes exists from the first call.
+                if count > 0 || *outcome == "ok" {
+                    let _ = writeln!(out, "toolhost_tool_calls_total{{{labels},outcome=\"{outcome}\"}} {count}");
+                }
+            }
+        }
+        family(
+            &mut out,
+            "toolhost_unknown_tool_calls_total",
+            "counter",
+            "Calls over MCP naming a tool that is not served (the name is not recorded).",
+        );
+        let _ = writeln!(out, "toolhost_unknown_tool_calls_total {}", self.unknown_tool_calls.load(Ordering::Relaxed));
+
+        family(
+            &mut out,
+            "toolhost_tool_call_duration_seconds",
+            "histogram",
+            "Time from receiving a tool call to its result (queueing for a slot included), by tool and plugin.",
+        );
+        for (labels, stats) in &rows {
+            let mut cumulative = 0u64;
+            for (bound, count) in BUCKETS_US.iter().zip(&stats.buckets) {
+                cumulative += count.load(Ordering::Relaxed);
+                let le = *bound as f64 / 1e6;
+                let _ =
+                    writeln!(out, "toolhost_tool_call_duration_seconds_bucket{{{labels},le=\"{le}\"}} {cumulative}");
+            }
+            cumulative += stats.buckets[BUCKETS_US.len()].load(Ordering::Relaxed);
+            let _ = writeln!(out, "toolhost_tool_call_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {cumulative}");
+            let sum = stats.latency_us.load(Ordering::Relaxed) as f64 / 1e6;
+            let _ = writeln!(out, "toolhost_tool_call_duration_seconds_sum{{{labels}}} {sum}");
+            let _ = writeln!(out, "toolhost_tool_call_duration_seconds_count{{{labels}}} {cumulative}");
+        }
+
+        family(
+            &mut out,
+            "toolhost_tool_fuel_consumed_total",
+            "counter",
+            "Fuel (roughly, wasm instructions) consumed by tool calls, by tool and plugin.",
+        );
+        for (labels, stats) in &rows {
+            let _ =
+                writeln!(out, "toolhost_tool_fuel_consumed_total{{{labels}}} {}", stats.fuel.load(Ordering::Relaxed));
+        }
+        drop(tools);
+
+        family(&mut out, "toolhost_http_requests_total", "counter", "HTTP requests answered, by endpoint and status.");
+        let mut http: Vec<((Endpoint, u16), u64)> =
+            self.http.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|(key, count)| (*key, *count)).collect();
+        http.sort();
+        for ((endpoint, status), count) in http {
+            let _ = writeln!(out, "toolhost_http_requests_total{{endpoint=\"{}\",code=\"{status}\"}} {count}", {
+                endpoint.label()
+            });
+        }
+        out
+    }
+}
+
+fn outcome_index(err: &CallError) -> usize {
+    let kind = err.kind();
+    OUTCOMES.iter().position(|outcome| *outcome == kind).unwrap_or(OUTCOMES.len() - 1)
+}
+
+fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+fn gauge(out: &mut String, name: &str, help: &str, value: impl std::fmt::Display) {
+    family(out, name, "gauge", help);
+    let _ = writeln!(out, "{name} {value}");
+}
+
+/// A label value as the text format wants it: `\`, `"` and line feeds escaped.
+fn escape(value: &str) -> String {
+    let mut escaped = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '\\' => escaped.push_str("\\\\"),
+            '"' => escaped.push_str("\\\""),
+            '\n' => escaped.push_str("\\n"),
+            c => escaped.push(c),
+        }
+    }
+    escaped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost_runtime::outcome::{ToolOutput, Usage};
+
+    fn report(outcome: Result<ToolOutput, CallError>, fuel: u64) -> CallReport {
+        CallReport {
+            tool: "t".to_owned(),
+            plugin: None,
+            outcome,
+            usage: Usage { fuel, ..Usage::default() },
+            stdout: String::new(),
+            stderr: String::new(),
+            logs: Vec::new(),
+            refused: Vec::new(),
+        }
+    }
+
+    fn snapshot() -> Snapshot {
+        Snapshot { ready: true, sessions: 2, catalog_generation: 3, tools: 4, plugins: 1, load_problems: 0 }
+    }
+
+    fn value(text: &str, series: &str) -> f64 {
+        let line = text
+            .lines()
+            .find(|line| line.strip_prefix(series).is_some_and(|rest| rest.starts_with(' ')))
+            .unwrap_or_else(|| panic!("no `{series}` in:\n{text}"));
+        line[series.len() + 1..].parse().unwrap()
+    }
+
+    #[test]
+    fn escapes_backslashes_quotes_and_line_feeds() {
+        for (raw, escaped) in [
+            ("plain", "plain"),
+            (r#"a"b"#, r#"a\"b"#),
+            (r"a\b", r"a\\b"),
+            ("a\nb", r"a\nb"),
+            ("\\\"\n", r#"\\\"\n"#),
+            ("é}{=,", "é}{=,"),
+        ] {
+            assert_eq!(escape(raw), escaped, "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn counts_calls_by_outcome_and_fuel_by_tool() {
+        let metrics = Metrics::default();
+        metrics.record("sha256", "hash", &report(Ok(ToolOutput::Text("x".into())), 100), Duration::from_micros(7));
+        metrics.record("sha256", "hash", &report(Ok(ToolOutput::Text("x".into())), 50), Duration::from_millis(3));
+        let failed = report(Err(CallError::InvalidArguments("no".into())), 0);
+        metrics.record("sha256", "hash", &failed, Duration::from_secs(100));
+        metrics.record_cancelled("spin", "spin_forever", Duration::from_millis(300));
+        metrics.record_unknown_tool();
+        let text = metrics.render(&snapshot());
+        let labels = r#"tool="sha256",plugin="hash""#;
+        assert_eq!(value(&text, &format!("toolhost_tool_calls_total{{{labels},outcome=\"ok\"}}")), 2.0);
+        assert_eq!(value(&text, &format!("toolhost_tool_calls_total{{{labels},outcome=\"invalid_arguments\"}}")), 1.0);
+        assert!(!text.contains(&format!("{labels},outcome=\"timeout\"")), "zero outcomes other than ok are left out");
+        assert_eq!(value(&text, r#"toolhost_tool_calls_total{tool="spin",plugin="spin_forever",outcome="ok"}"#), 0.0);
+        assert_eq!(
+            value(&text, r#"toolhost_tool_calls_total{tool="spin",plugin="spin_forever",outcome="cancelled"}"#),
+            1.0
+        );
+        assert_eq!(value(&text, &format!("toolhost_tool_fuel_consumed_total{{{labels}}}")), 150.0);
+        assert_eq!(value(&text, "toolhost_unknown_tool_calls_total"), 1.0);
+        assert_eq!(value(&text, "toolhost_mcp_sessions"), 2.0);
+        assert_eq!(value(&text, "toolhost_catalog_generation"), 3.0);
+        assert_eq!(value(&text, "toolhost_tools"), 4.0);
+        assert_eq!(value(&text, "toolhost_ready"), 1.0);
+        assert_eq!(value(&text, &format!("toolhost_build_info{{version=\"{}\"}}", env!("CARGO_PKG_VERSION"))), 1.0);
+    }
+
+    #[test]
+    fn a_call_dropped_before_its_result_counts_as_cancelled() {
+        let metrics = Metrics::default();
+        let finished = metrics.start_call("t", "p");
+        let dropped = metrics.start_call("t", "p");
+        assert_eq!(metrics.active_calls(), 2);
+        finished.finish(&report(Ok(ToolOutput::Text(String::new())), 3));
+        drop(dropped);
+        metrics.start_call("gone", "p").unknown_tool();
+        assert_eq!(metrics.active_calls(), 0);
+        let text = metrics.render(&snapshot());
+        assert_eq!(value(&text, r#"toolhost_tool_calls_total{tool="t",plugin="p",outcome="ok"}"#), 1.0);
+        assert_eq!(value(&text, r#"toolhost_tool_calls_total{tool="t",plugin="p",outcome="cancelled"}"#), 1.0);
+        assert_eq!(value(&text, r#"toolhost_tool_fuel_consumed_total{tool="t",plugin="p"}"#), 3.0);
+        assert!(!text.contains(r#"tool="gone""#), "{text}");
+        assert_eq!(value(&text, "toolhost_unknown_tool_calls_total"), 1.0);
+    }
+
+    #[test]
+    fn histogram_buckets_are_cumulative_and_end_at_the_count() {
+        let metrics = Metrics::default();
+        let ok = report(Ok(ToolOutput::Text(String::new())), 0);
+        for took in [
+            Duration::from_micros(10),
+            Duration::from_micros(11),
+            Duration::from_millis(3),
+            Duration::from_secs(60),
+            Duration::from_secs(61),
+        ] {
+            metrics.record("t", "p", &ok, took);
+        }
+        let text = metrics.render(&snapshot());
+        let buckets: Vec<(String, f64)> = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("toolhost_tool_call_duration_seconds_bucket{"))
+            .map(|rest| {
+                let le = rest.split("le=\"").nth(1).unwrap().split('"').next().unwrap().to_owned();
+                (le, rest.rsplit(' ').next().unwrap().parse().unwrap())
+            })
+            .collect();
+        assert_eq!(buckets.len(), BUCKETS_US.len() + 1);
+        assert_eq!(buckets.first().unwrap(), &("0.00001".to_owned(), 1.0), "le is inclusive");
+        assert_eq!(buckets[1], ("0.000025".to_owned(), 2.0));
+        assert!(buckets.windows(2).all(|pair| pair[0].1 <= pair[1].1), "cumulative: {buckets:?}");
+        let at = |le: &str| buckets.iter().find(|(bound, _)| bound == le).unwrap().1;
+        assert_eq!(at("0.0025"), 2.0);
+        assert_eq!(at("0.005"), 3.0);
+        assert_eq!(at("60"), 4.0);
+        assert_eq!(at("+Inf"), 5.0);
+        let labels = r#"tool="t",plugin="p""#;
+        assert_eq!(value(&text, &format!("toolhost_tool_call_duration_seconds_count{{{labels}}}")), 5.0);
+        let sum = value(&text, &format!("toolhost_tool_call_duration_seconds_sum{{{labels}}}"));
+        assert!((sum - 121.003021).abs() < 1e-9, "{sum}");
+    }
+
+    #[test]
+    fn every_series_belongs_to_a_declared_family() {
+        let metrics = Metrics::default();
+        metrics.record("t", "we\"ird\\\nname", &report(Ok(ToolOutput::Text(String::new())), 1), Duration::ZERO);
+        metrics.record_http(Endpoint::Mcp, 200);
+        let text = metrics.render(&snapshot());
+        let mut declared = Vec::new();
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("# TYPE ") {
+                declared.push(rest.split(' ').next().unwrap().to_owned());
+            } else if !line.starts_with("# HELP ") {
+                let name = line.split(['{', ' ']).next().unwrap();
+                let family = ["_bucket", "_sum", "_count"]
+                    .iter()
+                    .find_map(|suffix| name.strip_suffix(suffix).filter(|base| declared.iter().any(|d| d == base)))
+                    .unwrap_or(name);
+                assert!(declared.iter().any(|d| d == family), "`{line}` has no # TYPE before it");
+            }
+        }
+        assert!(text.contains(r#"plugin="we\"ird\\\nname""#), "{text}");
+        assert_eq!(text.lines().filter(|line| line.contains("we\\\"ird")).count(), 26, "one line per series");
+        assert_eq!(value(&text, r#"toolhost_http_requests_total{endpoint="/mcp",code="200"}"#), 1.0);
+    }
+}

@@ -1,0 +1,308 @@
+//! [`ToolServer`]: the MCP server handler over the tool catalog.
+//!
+//! `tools/list` is the catalog (what `toolhost tools --json` lists: name,
+//! description, input schema), minus tools whose approval policy is `deny`,
+//! with annotations from the plugin's grants and manifest. `tools/call` runs
+//! exactly what `toolhost call` runs: text output becomes text content, JSON
+//! output `structuredContent` plus a text copy, every execution failure a
+//! result with `isError: true` and the CLI's one-line message, and an unknown
+//! (or denied) tool the JSON-RPC error -32602. Usage and refusals go in
+//! `_meta` under `toolhost/usage` and `toolhost/refused`.
+
+// MCP logging is deprecated by SEP-2577 (2026-07-28) but still what clients
+// of both generations use to receive a server's log records.
+#![allow(deprecated)]
+
+use crate::metrics::Metrics;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
+    LoggingLevel, LoggingMessageNotificationParam, MetaObject, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig, SetLevelRequestParams, SubscriptionFilter, Tool, ToolAnnotations,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use toolhost_catalog::Host;
+use toolhost_catalog::policy::Policy;
+use toolhost_catalog::{Catalog, Entry};
+use toolhost_runtime::limits::LimitOverrides;
+use toolhost_runtime::outcome::{CallError, CallReport, LogRecord, ToolOutput};
+
+/// The `_meta` key of a call's usage (fuel, peak memory, wall time, HTTP).
+pub const USAGE_META: &str = "toolhost/usage";
+/// The `_meta` key of what the plugin's grants refused during a call.
+pub const REFUSED_META: &str = "toolhost/refused";
+
+/// The MCP handler: one per session (stdio has one; HTTP one per session or
+/// stateless request), all sharing the host and the list cache.
+#[derive(Clone)]
+pub struct ToolServer {
+    shared: Arc<Shared>,
+    /// The lowest log level this session asked for, if any (`logging/setLevel`).
+    level: Arc<Mutex<Option<LoggingLevel>>>,
+}
+
+struct Shared {
+    host: Arc<Host>,
+    metrics: Arc<Metrics>,
+    /// The listed tools of the last catalog generation seen.
+    listed: Mutex<(u64, Arc<Vec<Tool>>)>,
+}
+
+impl ToolServer {
+    /// A handler serving `host`'s catalog.
+    pub fn new(host: Arc<Host>) -> ToolServer {
+        let listed = Mutex::new((u64::MAX, Arc::new(Vec::new())));
+        let metrics = Arc::new(Metrics::default());
+        ToolServer { shared: Arc::new(Shared { host, metrics, listed }), level: Arc::new(Mutex::new(None)) }
+    }
+
+    /// The counters of the calls this handler (and every session of it) served.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.shared.metrics
+    }
+
+    /// Another handler over the same host and cache, with its own session state.
+    pub fn for_new_session(&self) -> ToolServer {
+        ToolServer { shared: self.shared.clone(), level: Arc::new(Mutex::new(None)) }
+    }
+
+    fn host(&self) -> &Host {
+        &self.shared.host
+    }
+
+    /// True when `entry` may be listed and called: its policy is not `deny`.
+    fn served(&self, entry: &Entry) -> bool {
+        let approvals = &self.host().config().approvals;
+        let policy = match entry.mcp_server() {
+            Some(server) => approvals.policy_for_server(entry.name(), server.name()),
+            None => approvals.policy_for(entry.name(), entry.origin()),
+        };
+        policy != Policy::Deny
+    }
+
+    /// The tools listed for `catalog`, built once per generation.
+    fn listed(&self, catalog: &Catalog) -> Arc<Vec<Tool>> {
+        let mut listed = self.shared.listed.lock().unwrap_or_else(|p| p.into_inner());
+        if listed.0 != catalog.generation() {
+            let tools = catalog.tools().iter().filter(|entry| self.served(entry)).map(describe).collect();
+            *listed = (catalog.generation(), Arc::new(tools));
+        }
+        listed.1.clone()
+    }
+
+    async fn send_logs(&self, report: &CallReport, context: &RequestContext<RoleServer>) {
+        // 2026-07-28 clients opt in per request (`_meta`), older ones per session (`logging/setLevel`).
+        let session = *self.level.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(threshold) = context.meta.log_level().or(session) else { return };
+        for record in &report.logs {
+            let level = level_of(record);
+            if severity(level) < severity(threshold) {
+                continue;
+            }
+            let mut data = json!({ "message": record.message, "tool": report.tool });
+            for (key, value) in &record.fields {
+                data[key] = json!(value);
+            }
+            let mut param = LoggingMessageNotificationParam::new(level, data);
+            if let Some(plugin) = &report.plugin {
+                param = param.with_logger(plugin.clone());
+            }
+            if context.peer.notify_logging_message(param).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// A catalog entry as an MCP tool.
+fn describe(entry: &Entry) -> Tool {
+    let schema: Arc<JsonObject> = Arc::new(entry.schema().as_object().cloned().unwrap_or_default());
+    let hints = entry.hints();
+    let mut annotations = ToolAnnotations::new();
+    if let Some(read_only) = hints.read_only {
+        annotations = annotations.read_only(read_only);
+    }
+    if let Some(destructive) = hints.destructive {
+        annotations = annotations.destructive(destructive);
+    }
+    if let Some(idempotent) = hints.idempotent {
+        annotations = annotations.idempotent(idempotent);
+    }
+    if let Some(open_world) = hints.open_world {
+        annotations = annotations.open_world(open_world);
+    }
+    Tool::new(entry.name().to_owned(), entry.description().to_owned(), schema).with_annotations(annotations)
+}
+
+/// The MCP result of a finished call.
+fn result_of(report: CallReport) -> CallToolResult {
+    let mut meta = JsonObject::new();
+    meta.insert(USAGE_META.to_owned(), json!(report.usage));
+    let refusals: Vec<String> = report.refused.iter().map(ToString::to_string).collect();
+    if !report.refused.is_empty() {
+        meta.insert(REFUSED_META.to_owned(), json!(report.refused));
+    }
+    let mut result = match report.outcome {
+        Ok(ToolOutput::Text(text)) => CallToolResult::success(vec![ContentBlock::text(text)]),
+        Ok(ToolOutput::Json(text)) => match serde_json::from_str::<Value>(&text) {
+            Ok(value) => CallToolResult::structured(value),
+            Err(_) => CallToolResult::success(vec![ContentBlock::text(text)]),
+        },
+        Err(err) => CallToolResult::error(vec![ContentBlock::text(one_line(&report.tool, &err))]),
+    };
+    // What the host refused is also told to the model, as `run` does, so it does not retry blindly.
+    for refusal in refusals {
+        result.content.push(ContentBlock::text(format!("[toolhost refused: {refusal}]")));
+    }
+    result.with_meta(Some(MetaObject(meta)))
+}
+
+/// The line `toolhost call` prints after `error: `.
+fn one_line(tool: &str, err: &CallError) -> String {
+    match err {
+        CallError::UnknownTool { .. } => err.to_string(),
+        err => format!("{tool}: {err}"),
+    }
+}
+
+fn level_of(record: &LogRecord) -> LoggingLevel {
+    match record.level {
+        "trace" | "debug" => LoggingLevel::Debug,
+        "info" => LoggingLevel::Info,
+        "warn" => LoggingLevel::Warning,
+        _ => LoggingLevel::Error,
+    }
+}
+
+fn severity(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+fn unknown_tool(name: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("Unknown tool: {name}"), None)
+}
+
+impl ServerHandler for ToolServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_logging().build(),
+        )
+        .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "Tools run as sandboxed WebAssembly plugins: each call in a fresh instance with fuel, memory, time \
+             and output limits, reaching only what the operator granted."
+                .to_owned(),
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let catalog = self.host().catalog();
+        Ok(ListToolsResult::with_all_items(self.listed(&catalog).as_ref().clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        let catalog = self.host().catalog();
+        self.listed(&catalog).iter().find(|tool| tool.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let metrics = &self.shared.metrics;
+        let catalog = self.host().catalog();
+        let name = request.name.as_ref();
+        let origin = match catalog.find(name) {
+            Some(entry) if self.served(entry) => entry.origin(),
+            _ => {
+                metrics.record_unknown_tool();
+                return Err(unknown_tool(name));
+            }
+        };
+        let arguments = match &request.arguments {
+            Some(arguments) => serde_json::to_string(arguments).unwrap_or_else(|_| "{}".to_owned()),
+            None => "{}".to_owned(),
+        };
+        let overrides = LimitOverrides::default();
+        // Counted as running, and as cancelled unless it finishes (this
+        // future may also be dropped when the client goes away).
+        let active = metrics.start_call(name, origin);
+        let call = self.host().call_in(&catalog, name, &arguments, &overrides);
+        // Dropping the call's future drops its store: the guest stops at its next epoch tick.
+        let report = tokio::select! {
+            report = call => report,
+            () = context.ct.cancelled() => {
+                return Err(ErrorData::internal_error(format!("the call to `{name}` was cancelled"), None));
+            }
+        };
+        if let Err(CallError::UnknownTool { .. }) = &report.outcome {
+            active.unknown_tool();
+            return Err(unknown_tool(name));
+        }
+        active.finish(&report);
+        self.send_logs(&report, &context).await;
+        Ok(result_of(report).into())
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        *self.level.lock().unwrap_or_else(|p| p.into_inner()) = Some(request.level);
+        Ok(())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let mut generations = self.host().shared_catalog().subscribe();
+        generations.mark_unchanged();
+        let peer = context.peer;
+        tokio::spawn(async move {
+            while generations.changed().await.is_ok() {
+                if peer.is_transport_closed() || peer.notify_tool_list_changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(requested.supported_by(&self.get_info().capabilities))
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut generations = self.host().shared_catalog().subscribe();
+        generations.mark_unchanged();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                changed = generations.changed() => {
+                    if changed.is_err() {
+                        return Ok(());
+                    }
+                    context
+                        .sink()
+                        .notify_tool_list_changed()
+                        .await
+                        .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
+                }
+            }
+        }
+    }
+}

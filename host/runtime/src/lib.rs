@@ -1,0 +1,12 @@
+//! Running one call: the wasmtime engine, the per-call sandbox and its
+//! limits, the compile cache, the network a call reaches through its grants,
+//! and the typed outcome every call ends in. Below it are only the grants;
+//! it knows nothing of catalogs, configs, MCP or models.
+
+pub mod cache;
+pub mod engine;
+pub mod limits;
+pub(crate) mod outbound;
+pub mod outcome;
+pub mod sandbox;
+pub mod tls;

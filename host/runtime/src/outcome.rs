@@ -1,0 +1,366 @@
+//! What a call produced: its output or the typed reason it has none, and what
+//! it consumed.
+
+use crate::limits::ByteSize;
+use serde::Serialize;
+use std::fmt;
+use std::net::IpAddr;
+use std::time::Duration;
+
+/// A successful call's output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", content = "value", rename_all = "snake_case")]
+pub enum ToolOutput {
+    /// Plain text.
+    Text(String),
+    /// A JSON document, as the plugin wrote it.
+    Json(String),
+}
+
+impl ToolOutput {
+    /// The output's text, whatever its kind.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ToolOutput::Text(text) | ToolOutput::Json(text) => text,
+        }
+    }
+}
+
+/// Why a call produced no output. Each limit breach has its own variant, so a
+/// caller can tell the model (or a person) exactly what to change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallError {
+    /// No loaded plugin offers this tool.
+    #[error("no tool named `{name}` is loaded{}", suggest(.suggestion))]
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+        /// A loaded tool with a similar name, if any.
+        suggestion: Option<String>,
+    },
+    /// The arguments were not valid JSON, did not match the tool's schema, or
+    /// were refused by the tool itself.
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    /// The tool ran and reported that it could not do its job.
+    #[error("the tool failed: {0}")]
+    ToolFailed(String),
+    /// The call executed more instructions than its fuel allowed.
+    #[error("ran out of fuel after {limit} instructions (raise the `fuel` limit if the work is legitimate)")]
+    OutOfFuel {
+        /// The fuel limit.
+        limit: u64,
+    },
+    /// The instance asked for more memory than allowed.
+    #[error(
+        "hit the memory limit of {limit} (it asked for {requested}; raise the `memory` limit if the work is legitimate)"
+    )]
+    MemoryLimit {
+        /// The memory limit.
+        limit: ByteSize,
+        /// The size the instance tried to grow to.
+        requested: ByteSize,
+    },
+    /// The call did not finish within its wall-clock limit.
+    #[error("timed out after {}ms (raise the `timeout` limit if the work is legitimate)", .limit.as_millis())]
+    Timeout {
+        /// The timeout.
+        limit: Duration,
+    },
+    /// An MCP server did not answer within its `tool_timeout`; the request
+    /// was cancelled (`notifications/cancelled`). Its kind is `timeout`.
+    #[error(
+        "timed out after {}ms, the `tool_timeout` of [mcp_servers.{server}] (the server was told to cancel the \
+         call; raise `tool_timeout` there if the work is legitimate)",
+        .limit.as_millis()
+    )]
+    ToolTimeout {
+        /// The server's `tool_timeout`.
+        limit: Duration,
+        /// The server's name in the config.
+        server: String,
+    },
+    /// The output (or error text) was larger than allowed.
+    #[error(
+        "returned {}, over the limit of {limit} (ask for less, or raise the `output` limit)",
+        returned(.size, .limit)
+    )]
+    OutputTooLarge {
+        /// The output's size, when the host copied it; `None` when it was so
+        /// far over the limit that the host refused to copy it at all.
+        size: Option<ByteSize>,
+        /// The output limit.
+        limit: ByteSize,
+    },
+    /// The plugin broke the contract with what it returned: `json` output
+    /// that is not JSON, or a secret's value where it cannot be removed.
+    #[error("returned an unusable output: {0}")]
+    InvalidOutput(String),
+    /// The guest overflowed its call stack (usually unbounded recursion).
+    #[error("overflowed its stack (unbounded recursion?)")]
+    StackOverflow,
+    /// The guest trapped: a panic, an `unreachable`, a bad memory access, …
+    #[error("trapped: {message}")]
+    Trap {
+        /// The trap, and what the guest printed before it (a panic message).
+        message: String,
+    },
+    /// The host could not run the call at all (for example no instance slot).
+    #[error("could not be run: {0}")]
+    Host(String),
+}
+
+/// "4MiB of output", or, when the host refused to copy it, how far it got.
+fn returned(size: &Option<ByteSize>, limit: &ByteSize) -> String {
+    match size {
+        Some(size) => format!("{size} of output"),
+        None => format!(
+            "more than {} of output (toolhost stopped copying it there)",
+            ByteSize(limit.bytes().saturating_add(crate::limits::TRANSFER_SLACK))
+        ),
+    }
+}
+
+fn suggest(suggestion: &Option<String>) -> String {
+    match suggestion {
+        Some(name) => format!(" (did you mean `{name}`?)"),
+        None => " (run `toolhost tools` to list them)".to_owned(),
+    }
+}
+
+impl CallError {
+    /// A stable snake_case name for the kind, for JSON and events.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CallError::UnknownTool { .. } => "unknown_tool",
+            CallError::InvalidArguments(_) => "invalid_arguments",
+            CallError::ToolFailed(_) => "tool_failed",
+            CallError::OutOfFuel { .. } => "out_of_fuel",
+            CallError::MemoryLimit { .. } => "memory_limit",
+            CallError::Timeout { .. } | CallError::ToolTimeout { .. } => "timeout",
+            CallError::OutputTooLarge { .. } => "output_too_large",
+            CallError::InvalidOutput(_) => "invalid_output",
+            CallError::StackOverflow => "stack_overflow",
+            CallError::Trap { .. } => "trap",
+            CallError::Host(_) => "host",
+        }
+    }
+
+    /// True when a limit stopped the call.
+    pub fn is_limit(&self) -> bool {
+        matches!(
+            self,
+            CallError::OutOfFuel { .. }
+                | CallError::MemoryLimit { .. }
+                | CallError::Timeout { .. }
+                | CallError::ToolTimeout { .. }
+                | CallError::OutputTooLarge { .. }
+                | CallError::StackOverflow
+        )
+    }
+}
+
+/// What a call consumed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    /// Fuel (roughly, wasm instructions) consumed.
+    pub fuel: u64,
+    /// The largest linear memory size the instance reached, in bytes.
+    pub memory_peak: u64,
+    /// Wall-clock time from instantiation to result.
+    #[serde(serialize_with = "as_micros", rename = "wall_us")]
+    pub wall: Duration,
+    /// HTTP requests the plugin sent (refused ones are not counted).
+    pub http_requests: u32,
+    /// Bytes of HTTP request bodies the plugin sent.
+    pub http_request_bytes: u64,
+    /// Bytes of HTTP response bodies the plugin received.
+    pub http_response_bytes: u64,
+}
+
+/// Something a plugin tried that its grants or limits did not allow: the
+/// host refused it (or stopped it) and told the plugin in the standard way
+/// (`wasi:http`'s `HTTP-request-denied`, a refused socket, a failed read).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Refusal {
+    /// What was asked for: `https://api.example.com:443` for an HTTP request,
+    /// `tcp 10.0.0.1:22` for a socket.
+    pub target: String,
+    /// Why it was refused.
+    #[serde(flatten)]
+    pub reason: RefusalReason,
+}
+
+/// Why a [`Refusal`] happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RefusalReason {
+    /// No entry of the plugin's network grant admits this scheme, host and port.
+    NotGranted,
+    /// The host name resolved to a loopback, private or otherwise special
+    /// address, and no grant entry names that address.
+    PrivateAddress {
+        /// The address it resolved to.
+        address: IpAddr,
+        /// The grant entry that would allow it: the same scheme and port, the
+        /// address itself as the host.
+        allow: String,
+    },
+    /// A `wasi:sockets` connection from a plugin whose grant does not turn
+    /// sockets on (`sockets = true`).
+    SocketsNotGranted,
+    /// A `wasi:sockets` listen, or a bind to a chosen address or port, which
+    /// no grant allows.
+    ListenOrBind,
+    /// The request bodies went over `http_request_body`; the request was
+    /// stopped there (or not sent, when its declared length was over).
+    RequestTooLarge {
+        /// The limit, in bytes.
+        #[serde(serialize_with = "as_bytes")]
+        limit: ByteSize,
+    },
+    /// The call already sent `http_requests` requests.
+    TooManyRequests {
+        /// The limit.
+        limit: u32,
+    },
+    /// The response bodies went over `http_response`; the body was cut there
+    /// or the read failed, as `http_oversized` says.
+    ResponseTooLarge {
+        /// The limit, in bytes.
+        #[serde(serialize_with = "as_bytes")]
+        limit: ByteSize,
+        /// True when the body was cut, false when the read failed.
+        cut: bool,
+    },
+    /// The request took longer than `http_timeout` (or ran into the call's deadline).
+    TimedOut {
+        /// The time it was allowed.
+        #[serde(serialize_with = "as_millis", rename = "limit_ms")]
+        limit: Duration,
+    },
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let target = &self.target;
+        match &self.reason {
+            RefusalReason::NotGranted => {
+                write!(f, "{target}: not granted to this plugin (grant it in the plugin's `http` list)")
+            }
+            RefusalReason::PrivateAddress { address, allow } => write!(
+                f,
+                "{target}: resolves to {address}, a loopback or private address, which a granted host \
+                 name may not reach (to allow it, name the address itself in the grant: `{allow}`)"
+            ),
+            RefusalReason::SocketsNotGranted => write!(
+                f,
+                "{target}: raw TCP sockets are not granted to this plugin (`sockets = true` in its grant \
+                 opens TCP to the hosts and ports of its `http` list)"
+            ),
+            RefusalReason::ListenOrBind => write!(
+                f,
+                "{target}: a plugin may not listen or bind to an address (only outgoing TCP connections to \
+                 granted hosts can be allowed)"
+            ),
+            RefusalReason::RequestTooLarge { limit } => write!(
+                f,
+                "{target}: request body over the limit of {limit} per call (`http_request_body`), so the \
+                 request was stopped"
+            ),
+            RefusalReason::TooManyRequests { limit } => {
+                write!(f, "{target}: over the limit of {limit} HTTP requests per call (`http_requests`)")
+            }
+            RefusalReason::ResponseTooLarge { limit, cut: true } => {
+                write!(f, "{target}: response cut at the limit of {limit} per call (`http_response`)")
+            }
+            RefusalReason::ResponseTooLarge { limit, cut: false } => {
+                write!(f, "{target}: response over the limit of {limit} per call (`http_response`), so the read failed")
+            }
+            RefusalReason::TimedOut { limit } => {
+                write!(
+                    f,
+                    "{target}: timed out after {}ms (`http_timeout`, or the call's own deadline)",
+                    limit.as_millis()
+                )
+            }
+        }
+    }
+}
+
+impl RefusalReason {
+    /// A stable snake_case name for the kind, for JSON and events.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RefusalReason::NotGranted => "not_granted",
+            RefusalReason::PrivateAddress { .. } => "private_address",
+            RefusalReason::SocketsNotGranted => "sockets_not_granted",
+            RefusalReason::ListenOrBind => "listen_or_bind",
+            RefusalReason::RequestTooLarge { .. } => "request_too_large",
+            RefusalReason::TooManyRequests { .. } => "too_many_requests",
+            RefusalReason::ResponseTooLarge { .. } => "response_too_large",
+            RefusalReason::TimedOut { .. } => "timed_out",
+        }
+    }
+}
+
+fn as_bytes<S: serde::Serializer>(size: &ByteSize, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_u64(size.bytes())
+}
+
+fn as_millis<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_u64(duration.as_millis().try_into().unwrap_or(u64::MAX))
+}
+
+fn as_micros<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_u64(duration.as_micros().try_into().unwrap_or(u64::MAX))
+}
+
+/// A record the plugin logged through the `log` import.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LogRecord {
+    /// `trace`, `debug`, `info`, `warn` or `error`.
+    pub level: &'static str,
+    /// The message, cut to the host's bound.
+    pub message: String,
+    /// Key/value pairs.
+    pub fields: Vec<(String, String)>,
+}
+
+/// Everything about one finished call.
+#[derive(Debug, Clone)]
+pub struct CallReport {
+    /// The tool that was called.
+    pub tool: String,
+    /// The plugin that offers it (file stem), when the tool was found.
+    pub plugin: Option<String>,
+    /// The output, or why there is none.
+    pub outcome: Result<ToolOutput, CallError>,
+    /// What the call consumed.
+    pub usage: Usage,
+    /// What the plugin wrote to stdout (bounded).
+    pub stdout: String,
+    /// What the plugin wrote to stderr (bounded).
+    pub stderr: String,
+    /// What the plugin logged (bounded).
+    pub logs: Vec<LogRecord>,
+    /// What the plugin tried that its grants or limits refused, each naming
+    /// the host (bounded).
+    pub refused: Vec<Refusal>,
+}
+
+impl CallReport {
+    /// A report for a call that never reached a plugin.
+    pub fn rejected(tool: &str, plugin: Option<String>, error: CallError) -> CallReport {
+        CallReport {
+            tool: tool.to_owned(),
+            plugin,
+            outcome: Err(error),
+            usage: Usage::default(),
+            stdout: String::new(),
+            stderr: String::new(),
+            logs: Vec::new(),
+            refused: Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,680 @@
+//! One call in one fresh instance: the store, its limits and what it captured.
+//!
+//! A [`Sandbox`] holds a plugin's pre-instantiated component. Each
+//! [`Sandbox::invoke`] builds a new [`Store`] whose WASI context holds exactly
+//! the plugin's [`Granted`] capabilities and nothing else (no files, env or
+//! network unless granted; stdout and stderr captured into bounded buffers),
+//! routes `wasi:http` through the call's [`Outbound`] checks, meters it with
+//! fuel, bounds its memory through a [`ResourceLimiter`] and its wall time
+//! through the epoch deadline and a host-side deadline, then classifies
+//! whatever happened into a [`CallError`]. Secret values are scrubbed from
+//! everything the call hands back.
+
+use crate::engine::EpochTicker;
+use crate::limits::{ByteSize, Limits};
+use crate::outbound::{self, Outbound, SharedLedger};
+use crate::outcome::{CallError, LogRecord, Refusal, Usage};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Instant;
+use toolhost_grants::Granted;
+use toolhost_grants::env::Redactor;
+use toolhost_grants::files::Access;
+use wasmtime::component::{HasSelf, Linker, ResourceTable};
+use wasmtime::{Engine, ResourceLimiter, Store, Trap, UpdateDeadline};
+use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+
+/// Bytes of stdout and of stderr kept per call; the rest is counted and dropped.
+pub const CAPTURE_LIMIT: usize = 64 << 10;
+/// Instructions between two cooperative yields of a busy guest.
+pub const FUEL_YIELD_INTERVAL: u64 = 10_000_000;
+/// Log records kept per call.
+pub const LOG_RECORDS_LIMIT: usize = 256;
+/// Bytes kept of one log message.
+pub const LOG_MESSAGE_LIMIT: usize = 4 << 10;
+
+/// Bindings for each contract version this host understands.
+pub mod v0_1_0 {
+    wasmtime::component::bindgen!({
+        path: "../../wit/v0.1.0",
+        world: "toolhost:plugin/plugin@0.1.0",
+        exports: { default: async },
+    });
+}
+
+/// The export this host looks for, per contract version.
+pub const TOOLS_EXPORT_V0_1_0: &str = "toolhost:plugin/tools@0.1.0";
+
+use v0_1_0::toolhost::plugin::log::{Field, Level};
+pub use v0_1_0::toolhost::plugin::types::{CallError as WitCallError, Tool as WitTool, ToolOutput as WitToolOutput};
+
+/// The per-call store state.
+pub struct HostState {
+    wasi: WasiCtx,
+    http: WasiHttpCtx,
+    outbound: Outbound,
+    table: ResourceTable,
+    limiter: MemoryLimiter,
+    logs: LogSink,
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+impl WasiHttpView for HostState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView { ctx: &mut self.http, table: &mut self.table, hooks: &mut self.outbound }
+    }
+}
+
+impl v0_1_0::toolhost::plugin::types::Host for HostState {}
+
+impl v0_1_0::toolhost::plugin::log::Host for HostState {
+    fn log(&mut self, level: Level, message: String, fields: Vec<Field>) {
+        self.logs.record(level, message, fields);
+    }
+}
+
+/// Builds the linker every plugin is instantiated with: WASI p2 and
+/// `wasi:http` (which reach only what each call's grants allow) and the
+/// host's `log` import.
+pub fn linker(engine: &Engine) -> anyhow::Result<Linker<HostState>> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
+    v0_1_0::Plugin::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |state| state)
+        .map_err(anyhow::Error::from)?;
+    refuse_symlinks(&mut linker)?;
+    Ok(linker)
+}
+
+/// Replaces `wasi:filesystem`'s `symlink-at` with one that always answers
+/// `not-permitted`. A symlink a plugin makes in a read-write folder cannot be
+/// followed out of it inside the sandbox, but it stays on the host, where any
+/// other program that follows it would reach wherever it points.
+fn refuse_symlinks(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
+    use wasmtime::component::Resource;
+    use wasmtime_wasi::p2::bindings::filesystem::types::{Descriptor, ErrorCode};
+    linker.allow_shadowing(true);
+    linker
+        .instance(FILESYSTEM_TYPES)
+        .and_then(|mut types| {
+            types.func_wrap_async(
+                "[method]descriptor.symlink-at",
+                |_store, (_folder, _target, _link): (Resource<Descriptor>, String, String)| {
+                    Box::new(async { Ok((Err::<(), ErrorCode>(ErrorCode::NotPermitted),)) })
+                },
+            )
+        })
+        .map_err(anyhow::Error::from)?;
+    linker.allow_shadowing(false);
+    Ok(())
+}
+
+/// The `wasi:filesystem/types` version wasmtime-wasi links (plugins built
+/// against any 0.2.x are matched to it).
+const FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
+
+/// Bounds linear memory, summed over the instance's memories, and records the peak.
+struct MemoryLimiter {
+    limit: u64,
+    total: u64,
+    peak: u64,
+    refused: Option<u64>,
+}
+
+impl ResourceLimiter for MemoryLimiter {
+    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let after = self.total - current as u64 + desired as u64;
+        if after > self.limit {
+            self.refused = Some(after);
+            return Ok(false);
+        }
+        self.total = after;
+        self.peak = self.peak.max(after);
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        // Tables hold function references; a million is far beyond any real plugin.
+        Ok(desired <= 1_000_000)
+    }
+}
+
+/// Plugin log records for one call: kept (bounded), scrubbed of secret
+/// values, and forwarded to `tracing`.
+struct LogSink {
+    plugin: Arc<str>,
+    granted: Arc<Granted>,
+    records: Vec<LogRecord>,
+    dropped: usize,
+}
+
+impl LogSink {
+    fn record(&mut self, level: Level, mut message: String, fields: Vec<Field>) {
+        if self.records.len() >= LOG_RECORDS_LIMIT {
+            self.dropped += 1;
+            return;
+        }
+        let redactor = &self.granted.redactor;
+        redactor.scrub_in_place(&mut message);
+        truncate(&mut message, LOG_MESSAGE_LIMIT);
+        let fields: Vec<(String, String)> = fields
+            .into_iter()
+            .map(|Field { mut key, mut value }| {
+                redactor.scrub_in_place(&mut key);
+                redactor.scrub_in_place(&mut value);
+                truncate(&mut key, 256);
+                truncate(&mut value, LOG_MESSAGE_LIMIT);
+                (key, value)
+            })
+            .collect();
+        let plugin = &*self.plugin;
+        // `{:?}` escapes characters, which could spell out a value that
+        // contains escapes: scrub what is actually logged.
+        let mut shown: String = fields.iter().map(|(key, value)| format!(" {key}={value:?}")).collect();
+        redactor.scrub_in_place(&mut shown);
+        let level = match level {
+            Level::Trace => {
+                tracing::trace!(target: "toolhost::plugin", plugin, "{message}{shown}");
+                "trace"
+            }
+            Level::Debug => {
+                tracing::debug!(target: "toolhost::plugin", plugin, "{message}{shown}");
+                "debug"
+            }
+            Level::Info => {
+                tracing::info!(target: "toolhost::plugin", plugin, "{message}{shown}");
+                "info"
+            }
+            Level::Warn => {
+                tracing::warn!(target: "toolhost::plugin", plugin, "{message}{shown}");
+                "warn"
+            }
+            Level::Error => {
+                tracing::error!(target: "toolhost::plugin", plugin, "{message}{shown}");
+                "error"
+            }
+        };
+        self.records.push(LogRecord { level, message, fields });
+    }
+}
+
+/// Adds a plugin's granted environment and folders to a call's WASI context.
+/// (The network is checked by the `wasi:http` hooks and the socket check.)
+fn apply_grants(granted: &Granted, wasi: &mut WasiCtxBuilder) -> Result<(), String> {
+    for (name, value) in &granted.env {
+        wasi.env(name, value);
+    }
+    for (name, value) in &granted.secrets {
+        wasi.env(name, value.expose());
+    }
+    for dir in &granted.dirs {
+        let perms = match dir.access {
+            Access::ReadOnly => FsPerms::ReadOnly,
+            Access::ReadWrite => FsPerms::ReadWrite,
+        };
+        wasi.preopened_dir(&dir.host, &dir.guest, perms).map_err(|err| {
+            format!("could not open the granted folder {} (for {}): {err:#}", dir.host.display(), dir.guest)
+        })?;
+    }
+    Ok(())
+}
+
+fn truncate(text: &mut String, limit: usize) {
+    if text.len() > limit {
+        let cut = text.floor_char_boundary(limit);
+        text.truncate(cut);
+        text.push('…');
+    }
+}
+
+/// A bounded in-memory stdout/stderr: keeps the first [`CAPTURE_LIMIT`]
+/// bytes and silently drops the rest, so a chatty plugin never fails (or
+/// traps) because its output is full.
+///
+/// Secret values are scrubbed before the text is cut, never after: the buffer
+/// holds `margin` bytes (the longest secret) past the limit, and the cut moves
+/// past any value that straddles it, so no part of a value is ever shown.
+#[derive(Clone)]
+struct Capture(Arc<Mutex<CaptureBuffer>>);
+
+struct CaptureBuffer {
+    bytes: Vec<u8>,
+    keep: usize,
+    dropped: u64,
+}
+
+impl Capture {
+    fn new(margin: usize) -> Capture {
+        let keep = CAPTURE_LIMIT + margin;
+        Capture(Arc::new(Mutex::new(CaptureBuffer { bytes: Vec::new(), keep, dropped: 0 })))
+    }
+
+    fn push(&self, bytes: &[u8]) {
+        let mut buffer = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let room = buffer.keep.saturating_sub(buffer.bytes.len());
+        let kept = room.min(bytes.len());
+        buffer.bytes.extend_from_slice(&bytes[..kept]);
+        buffer.dropped += (bytes.len() - kept) as u64;
+    }
+
+    /// The first [`CAPTURE_LIMIT`] bytes or so as text, scrubbed by `redactor`.
+    fn text(&self, redactor: &Redactor) -> String {
+        let buffer = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let bytes = &buffer.bytes;
+        let mut cut = bytes.len().min(CAPTURE_LIMIT);
+        // Not inside a UTF-8 sequence, then not inside a secret value.
+        while cut < bytes.len() && cut > 0 && bytes[cut] & 0xC0 == 0x80 {
+            cut -= 1;
+        }
+        let cut = redactor.safe_cut(bytes, cut);
+        let mut text = String::from_utf8_lossy(&bytes[..cut]).into_owned();
+        redactor.scrub_in_place(&mut text);
+        let dropped = (bytes.len() - cut) as u64 + buffer.dropped;
+        if dropped > 0 {
+            text.push_str(&format!("\n… ({dropped} more bytes dropped)"));
+        }
+        text
+    }
+}
+
+impl IsTerminal for Capture {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl StdoutStream for Capture {
+    fn p2_stream(&self) -> Box<dyn OutputStream> {
+        Box::new(self.clone())
+    }
+
+    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
+        Box::new(self.clone())
+    }
+}
+
+#[wasmtime_wasi::async_trait]
+impl Pollable for Capture {
+    async fn ready(&mut self) {}
+}
+
+impl OutputStream for Capture {
+    fn write(&mut self, bytes: bytes::Bytes) -> StreamResult<()> {
+        self.push(&bytes);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> StreamResult<()> {
+        Ok(())
+    }
+
+    fn check_write(&mut self) -> StreamResult<usize> {
+        Ok(64 << 10)
+    }
+}
+
+impl tokio::io::AsyncWrite for Capture {
+    fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        self.push(buf);
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// What the sandbox is asked to run.
+pub enum Request<'a> {
+    /// `list-tools`.
+    ListTools,
+    /// `call-tool(name, arguments)`.
+    CallTool { name: &'a str, arguments: &'a str },
+}
+
+/// What the guest returned.
+pub enum Response {
+    Tools(Vec<WitTool>),
+    Called(Result<WitToolOutput, WitCallError>),
+}
+
+/// The raw result of one invocation, before output limits are applied.
+pub struct Invocation {
+    pub result: Result<Response, CallError>,
+    pub usage: Usage,
+    pub stdout: String,
+    pub stderr: String,
+    pub logs: Vec<LogRecord>,
+    pub refused: Vec<Refusal>,
+}
+
+/// A plugin ready to be instantiated, per contract version.
+pub enum Sandbox {
+    V0_1_0(v0_1_0::PluginPre<HostState>),
+}
+
+impl Sandbox {
+    /// Runs `request` in a fresh instance under `limits`, with what `granted`
+    /// grants; HTTPS requests speak TLS with `tls`.
+    pub async fn invoke(
+        &self,
+        clock: &EpochTicker,
+        plugin: &Arc<str>,
+        limits: &Limits,
+        granted: &Arc<Granted>,
+        tls: &Arc<rustls::ClientConfig>,
+        request: Request<'_>,
+    ) -> Invocation {
+        let start = Instant::now();
+        let deadline = start + limits.timeout;
+        let margin = granted.redactor.longest();
+        let stdout = Capture::new(margin);
+        let stderr = Capture::new(margin);
+        let ledger = SharedLedger::new(plugin.clone(), granted.clone());
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.stdout(stdout.clone()).stderr(stderr.clone());
+        outbound::configure_sockets(&mut wasi, &granted.network, &ledger);
+        if let Err(err) = apply_grants(granted, &mut wasi) {
+            return Invocation {
+                result: Err(CallError::Host(err)),
+                usage: Usage::default(),
+                stdout: String::new(),
+                stderr: String::new(),
+                logs: Vec::new(),
+                refused: Vec::new(),
+            };
+        }
+        let state = HostState {
+            wasi: wasi.build(),
+            http: WasiHttpCtx::new(),
+            outbound: Outbound::new(granted.network.clone(), *limits, deadline, ledger.clone(), tls.clone()),
+            table: ResourceTable::new(),
+            limiter: MemoryLimiter { limit: limits.memory.bytes(), total: 0, peak: 0, refused: None },
+            logs: LogSink { plugin: plugin.clone(), granted: granted.clone(), records: Vec::new(), dropped: 0 },
+        };
+        let engine = match self {
+            Sandbox::V0_1_0(pre) => pre.engine(),
+        };
+        let mut store = Store::new(engine, state);
+        store.limiter(|state| &mut state.limiter);
+        // Bounds what wasmtime copies out of the guest in one transfer (the
+        // answer above all), so an oversized answer is refused before it is
+        // copied rather than after; `classify` reports it as `OutputTooLarge`.
+        let transfer = limits.output.bytes().saturating_add(crate::limits::TRANSFER_SLACK);
+        store.set_hostcall_fuel(usize::try_from(transfer).unwrap_or(usize::MAX));
+        // Fuel is always configured on our engine, so these cannot fail.
+        let _ = store.set_fuel(limits.fuel);
+        // Yielding every so many instructions keeps a busy guest from holding
+        // an executor thread, and writes its fuel count back to the store, so
+        // the usage of a call stopped by the timeout is still accurate.
+        let _ = store.fuel_async_yield_interval(Some(FUEL_YIELD_INTERVAL));
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |_| {
+            Ok(if Instant::now() >= deadline { UpdateDeadline::Interrupt } else { UpdateDeadline::Yield(1) })
+        });
+
+        let outcome = {
+            // The epoch clock ticks while any guest may run.
+            let _running = clock.running();
+            let run = self.run(&mut store, request);
+            // The epoch callback stops guest code; this also stops a guest
+            // that is blocked in the host (a WASI sleep or poll).
+            tokio::time::timeout_at(deadline.into(), run).await
+        };
+        let wall = start.elapsed();
+        let fuel = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
+        let state = store.into_data();
+        let redactor = &granted.redactor;
+        let stderr = stderr.text(redactor);
+        let stdout = stdout.text(redactor);
+        let result = match outcome {
+            Ok(Ok(response)) => check_response(response, limits, redactor),
+            Ok(Err(err)) => Err(scrub_error(classify(err, limits, state.limiter.refused, &stderr), redactor)),
+            Err(_elapsed) => Err(CallError::Timeout { limit: limits.timeout }),
+        };
+        let network = ledger.take();
+        let mut refused = network.refused;
+        if network.more_refused > 0 {
+            note_more_refusals(&mut refused, network.more_refused);
+        }
+        let mut logs = state.logs.records;
+        if state.logs.dropped > 0 {
+            logs.push(LogRecord {
+                level: "warn",
+                message: format!("{} more log records dropped", state.logs.dropped),
+                fields: Vec::new(),
+            });
+        }
+        Invocation {
+            result,
+            usage: Usage {
+                fuel,
+                memory_peak: state.limiter.peak,
+                wall,
+                http_requests: network.requests,
+                http_request_bytes: network.request_bytes,
+                http_response_bytes: network.response_bytes,
+            },
+            stdout,
+            stderr,
+            logs,
+            refused,
+        }
+    }
+
+    async fn run(&self, store: &mut Store<HostState>, request: Request<'_>) -> wasmtime::Result<Response> {
+        match self {
+            Sandbox::V0_1_0(pre) => {
+                let instance = pre.instantiate_async(&mut *store).await?;
+                let tools = instance.toolhost_plugin_tools();
+                Ok(match request {
+                    Request::ListTools => Response::Tools(tools.call_list_tools(&mut *store).await?),
+                    Request::CallTool { name, arguments } => {
+                        Response::Called(tools.call_call_tool(&mut *store, name, arguments).await?)
+                    }
+                })
+            }
+        }
+    }
+}
+
+/// Says how many refusals past the kept ones were dropped.
+fn note_more_refusals(refused: &mut [Refusal], more: usize) {
+    tracing::debug!("{more} more refusals dropped");
+    if let Some(last) = refused.last_mut() {
+        last.target = format!("{} (and {more} more refusals)", last.target);
+    }
+}
+
+/// The guest's answer held to the contract and the output limit, with secret
+/// values scrubbed from it: a text over the limit is `OutputTooLarge`; a `json`
+/// output must parse, and its decoded strings are what is scrubbed.
+fn check_response(response: Response, limits: &Limits, redactor: &Redactor) -> Result<Response, CallError> {
+    let within = |text: &str| {
+        if text.len() as u64 > limits.output.bytes() {
+            Err(CallError::OutputTooLarge { size: Some(ByteSize(text.len() as u64)), limit: limits.output })
+        } else {
+            Ok(())
+        }
+    };
+    let scrub = |text: String| if redactor.is_empty() { text } else { redactor.scrub(text) };
+    Ok(match response {
+        Response::Called(Ok(WitToolOutput::Text(text))) => {
+            within(&text)?;
+            Response::Called(Ok(WitToolOutput::Text(scrub(text))))
+        }
+        Response::Called(Ok(WitToolOutput::Json(text))) => {
+            within(&text)?;
+            let invalid = |err: serde_json::Error| {
+                CallError::InvalidOutput(format!(
+                    "it returned `json` output that is not valid JSON ({err}); this is a bug in the plugin"
+                ))
+            };
+            // With no secrets to scrub, checking the text is JSON needs no tree.
+            let text = if redactor.is_empty() {
+                serde_json::from_str::<serde::de::IgnoredAny>(&text).map_err(invalid)?;
+                text
+            } else {
+                let value: serde_json::Value = serde_json::from_str(&text).map_err(invalid)?;
+                redactor.scrub_json(text, value).map_err(CallError::InvalidOutput)?
+            };
+            Response::Called(Ok(WitToolOutput::Json(text)))
+        }
+        Response::Called(Err(WitCallError::InvalidArguments(text))) => {
+            within(&text)?;
+            Response::Called(Err(WitCallError::InvalidArguments(scrub(text))))
+        }
+        Response::Called(Err(WitCallError::Failed(text))) => {
+            within(&text)?;
+            Response::Called(Err(WitCallError::Failed(scrub(text))))
+        }
+        tools @ Response::Tools(_) => tools,
+    })
+}
+
+/// `error` with secret values scrubbed from the text it carries.
+fn scrub_error(error: CallError, redactor: &Redactor) -> CallError {
+    match error {
+        CallError::Trap { message } => CallError::Trap { message: redactor.scrub(message) },
+        CallError::Host(message) => CallError::Host(redactor.scrub(message)),
+        other => other,
+    }
+}
+
+/// True when `err` is wasmtime refusing to copy more than the store's
+/// hostcall fuel out of the guest (`Store::set_hostcall_fuel`). The error
+/// type is private to wasmtime, so this matches its message.
+fn is_transfer_too_large(err: &wasmtime::Error) -> bool {
+    err.chain().any(|cause| cause.to_string().contains("fuel allocated for hostcalls has been exhausted"))
+}
+
+/// Turns a wasmtime error from instantiation or a call into its outcome.
+fn classify(err: wasmtime::Error, limits: &Limits, refused: Option<u64>, stderr: &str) -> CallError {
+    tracing::debug!("guest error: {err:?}");
+    let trap = err.downcast_ref::<Trap>().copied();
+    match trap {
+        Some(Trap::OutOfFuel) => return CallError::OutOfFuel { limit: limits.fuel },
+        Some(Trap::Interrupt) => return CallError::Timeout { limit: limits.timeout },
+        Some(Trap::StackOverflow) => return CallError::StackOverflow,
+        _ => {}
+    }
+    // A refused grow makes Rust (and most languages) abort, which shows up as
+    // some trap: the refusal is the real cause.
+    if let Some(requested) = refused {
+        return CallError::MemoryLimit { limit: limits.memory, requested: ByteSize(requested) };
+    }
+    if is_transfer_too_large(&err) {
+        return CallError::OutputTooLarge { size: None, limit: limits.output };
+    }
+    let said = guest_said(stderr);
+    match trap {
+        Some(trap) if said.is_empty() => CallError::Trap { message: trap.to_string() },
+        Some(trap) => CallError::Trap { message: format!("{trap}; the plugin wrote: {said}") },
+        None => {
+            if err.downcast_ref::<wasmtime::PoolConcurrencyLimitError>().is_some() {
+                return CallError::Host(format!("{err}"));
+            }
+            let chain = format!("{:#}", anyhow::Error::from(err));
+            if said.is_empty() {
+                CallError::Trap { message: chain }
+            } else {
+                CallError::Trap { message: format!("{chain}; the plugin wrote: {said}") }
+            }
+        }
+    }
+}
+
+/// The last few meaningful lines a guest wrote to stderr before it trapped
+/// (for Rust, the panic location and message; for Python, the exception and
+/// the line that raised it), on one line.
+fn guest_said(stderr: &str) -> String {
+    if let Some(exception) = python_exception(stderr) {
+        return exception;
+    }
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("note: run with `RUST_BACKTRACE"))
+        .collect();
+    let tail = &lines[lines.len().saturating_sub(4)..];
+    let mut said = tail.join(" ");
+    truncate(&mut said, 1_000);
+    said
+}
+
+/// The last Python traceback in `stderr` as `Exception: message (File "…",
+/// line N, in f)`, without the lines the interpreter's runtime writes after it.
+fn python_exception(stderr: &str) -> Option<String> {
+    let start = stderr.rfind("Traceback (most recent call last):")?;
+    let mut frame = None;
+    for line in stderr[start..].lines().skip(1) {
+        if line.starts_with("  File ") {
+            frame = Some(line.trim());
+        } else if !line.starts_with(' ') && !line.trim().is_empty() {
+            // The first unindented line after the frames is the exception.
+            let mut said = match frame {
+                Some(frame) => format!("{} ({frame})", line.trim()),
+                None => line.trim().to_owned(),
+            };
+            truncate(&mut said, 1_000);
+            return Some(said);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capture_keeps_the_first_bytes_and_counts_the_rest() {
+        let capture = Capture::new(0);
+        capture.push(&vec![b'a'; CAPTURE_LIMIT - 1]);
+        capture.push(b"bc");
+        capture.push(b"def");
+        let text = capture.text(&Redactor::default());
+        assert!(text.starts_with("aaa"));
+        assert!(text.contains("ab\n"), "the first byte of the overflow is kept");
+        assert!(text.ends_with("(4 more bytes dropped)"), "{}", &text[text.len() - 40..]);
+    }
+
+    #[test]
+    fn guest_said_keeps_the_panic_and_drops_the_backtrace_hint() {
+        let stderr = "thread '<unnamed>' panicked at src/lib.rs:14:5:\nboom\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
+        assert_eq!(guest_said(stderr), "thread '<unnamed>' panicked at src/lib.rs:14:5: boom");
+        assert_eq!(guest_said(""), "");
+    }
+
+    #[test]
+    fn guest_said_keeps_a_python_exception_and_its_line() {
+        let stderr = "Traceback (most recent call last):\n  File \"/0/app.py\", line 12, in call_tool\n    \
+                      return run()\n  File \"/0/app.py\", line 42, in run\nValueError: gave up on purpose\n\
+                      thread '<unnamed>' panicked at src/lib.rs:300:13:\nPython function threw an exception\n\
+                      note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
+        assert_eq!(guest_said(stderr), "ValueError: gave up on purpose (File \"/0/app.py\", line 42, in run)");
+    }
+
+    #[test]
+    fn the_memory_limiter_sums_memories_and_refuses_past_the_limit() {
+        let mut limiter = MemoryLimiter { limit: 100, total: 0, peak: 0, refused: None };
+        assert!(limiter.memory_growing(0, 60, None).unwrap());
+        assert!(limiter.memory_growing(0, 30, None).unwrap());
+        assert!(!limiter.memory_growing(30, 50, None).unwrap());
+        assert_eq!(limiter.refused, Some(110));
+        assert_eq!(limiter.peak, 90);
+    }
+}
