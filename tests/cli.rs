@@ -206,6 +206,18 @@ fn a_bad_config_or_folder_exits_2_with_a_fix() {
     assert!(text.contains("toolhost.toml") && text.contains("unknown field `fule`"), "{text}");
     assert_no_debug_dump(&text);
 
+    for (quotas, expected) in [
+        ("tools = { sha256 = { rate = \"fast\" } }", "e.g. `10/min`"),
+        ("plugins = { hash = { concurrency = 0 } }", "`concurrency` must be at least 1"),
+    ] {
+        std::fs::write(dir.path().join("toolhost.toml"), format!("[quotas]\n{quotas}\n")).unwrap();
+        let output = toolhost(dir.path(), &["tools"]);
+        assert_eq!(output.status.code(), Some(2));
+        let text = stderr(&output);
+        assert!(text.contains(expected) && text.contains("line 2"), "{text}");
+        assert_no_debug_dump(&text);
+    }
+
     let empty = tempfile::tempdir().unwrap();
     let output = toolhost(empty.path(), &["tools"]);
     assert_eq!(output.status.code(), Some(2));

@@ -192,6 +192,40 @@ fn python_client_over_http_in_both_protocol_generations() {
 }
 
 #[test]
+fn quotas_refuse_over_mcp_with_a_typed_retry_after() {
+    let dir = plugin_dir(&["hash", "spin_forever"]);
+    let config = dir.path().join("toolhost.toml");
+    std::fs::write(
+        &config,
+        "[plugins.spin_forever.limits]\nfuel = 1_000_000_000_000_000\ntimeout = \"1s\"\n\
+         [quotas]\ntools = { sha256 = { rate = \"2/min\" } }\nplugins = { spin_forever = { concurrency = 1 } }\n",
+    )
+    .unwrap();
+    for mode in ["legacy", "2026-07-28"] {
+        // A new process each time: quotas are per process.
+        let result = python_client(&stdio_args(mode, "quotas", dir.path(), &config));
+        let calls = result["sha256"].as_array().unwrap();
+        assert!(calls[..2].iter().all(|call| call["is_error"] == false), "{mode}: {result}");
+        let limited = &calls[2];
+        assert_eq!(limited["is_error"], true, "{mode}: {result}");
+        let text = limited["text"].as_str().unwrap();
+        assert!(text.contains("may be called 2 times per minute") && text.contains("retry after"), "{text}");
+        let wait = limited["meta"]["toolhost/retryAfterMs"].as_u64().unwrap_or_default();
+        assert!((1..=30_000).contains(&wait), "{mode}: {limited}");
+        let busy = &result["busy"];
+        assert_eq!(busy["is_error"], true, "{mode}: {result}");
+        assert!(busy["text"].as_str().unwrap().contains("already has 1 call running"), "{mode}: {busy}");
+        assert!(busy["meta"].get("toolhost/retryAfterMs").is_none(), "{mode}: {busy}");
+        for spin in [&result["first"], &result["after"]] {
+            assert!(
+                spin["text"].as_str().unwrap().contains("timed out after 1000ms"),
+                "{mode}: the cap was freed: {result}"
+            );
+        }
+    }
+}
+
+#[test]
 fn plugin_logs_reach_a_client_that_set_a_level() {
     let (dir, config) = served();
     let result = python_client(&stdio_args("legacy", "logs", dir.path(), &config));

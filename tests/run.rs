@@ -261,6 +261,78 @@ fn a_tool_out_of_fuel_and_a_denied_tool_are_reported_to_the_model() {
 }
 
 #[test]
+fn quotas_refuse_calls_over_a_rate_or_a_cap_with_what_the_model_can_act_on() {
+    let plugins = common::plugin_dir(&["hash", "sleep_forever"]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("toolhost.toml"),
+        "[plugins.sleep_forever.limits]\ntimeout = \"1s\"\n\
+         [quotas]\ntools = { sha256 = { rate = \"2/min\" } }\nplugins = { sleep_forever = { concurrency = 1 } }\n",
+    )
+    .unwrap();
+    let events = dir.path().join("events.jsonl");
+    for script in [ALL[0], ALL[3]] {
+        let server = ModelServer::start(vec![
+            script.calls(&[
+                ("s1", "sha256", r#"{"text":"abc"}"#),
+                ("s2", "sha256", r#"{"text":"abc"}"#),
+                ("s3", "sha256", r#"{"text":"abc"}"#),
+                ("z1", "sleep_forever", "{}"),
+                ("z2", "sleep_forever", "{}"),
+            ]),
+            script.text("ok"),
+        ]);
+        let plugins = plugins.path().display().to_string();
+        let args = ["run", "go", "--yes", "--events", events.to_str().unwrap()];
+        let output = toolhost_in(dir.path(), script, &server, &plugins, &args, None);
+        assert!(output.status.success(), "{script:?}: {}", stderr(&output));
+        let results = results(script, &server, 1);
+        // The three calls of a turn start together; two get through.
+        let hashes = &results[..3];
+        assert_eq!(
+            hashes.iter().filter(|(_, text, is_error)| text == ABC_SHA256 && !is_error).count(),
+            2,
+            "{results:?}"
+        );
+        let limited = hashes.iter().find(|(_, _, is_error)| *is_error).expect("one call limited");
+        assert!(
+            limited.1.contains("tool `sha256` may be called 2 times per minute") && limited.1.contains("retry after "),
+            "{results:?}"
+        );
+        // Both sleepers ran at once (the tools of a turn run in parallel): one
+        // took the plugin's only place and timed out, the other was refused.
+        let sleepers = [&results[3], &results[4]];
+        assert!(sleepers.iter().all(|(_, _, is_error)| *is_error), "{results:?}");
+        assert_eq!(
+            sleepers.iter().filter(|(_, text, _)| text.contains("timed out after 1000ms")).count(),
+            1,
+            "{results:?}"
+        );
+        let busy = sleepers.iter().find(|(_, text, _)| text.contains("already has 1 call running")).expect("one busy");
+        assert!(
+            busy.1.contains("plugin `sleep_forever`") && busy.1.contains("retry when one of them finishes"),
+            "{busy:?}"
+        );
+
+        let events = read_events(&events);
+        let failed = |id: &str| {
+            events
+                .iter()
+                .find(|event| event["event"] == "tool_call_failed" && event["call_id"] == id)
+                .unwrap_or_else(|| panic!("no tool_call_failed for {id}: {events:?}"))
+                .clone()
+        };
+        let limited = failed(&limited.0);
+        assert_eq!(limited["kind"], "rate_limited", "{limited}");
+        let wait = limited["retry_after_ms"].as_u64().unwrap();
+        assert!((1..=30_000).contains(&wait), "one call comes back every 30 s: {limited}");
+        let busy_id = if failed("z1")["kind"] == "busy" { "z1" } else { "z2" };
+        assert_eq!(failed(busy_id)["kind"], "busy");
+        assert!(failed(busy_id).get("retry_after_ms").is_none());
+    }
+}
+
+#[test]
 fn max_turns_ends_a_runaway_loop() {
     for script in [ALL[0], ALL[3]] {
         let looping = script.calls(&[("again", "sha256", r#"{"text":"x"}"#)]);

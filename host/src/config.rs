@@ -39,6 +39,7 @@ use std::path::{Path, PathBuf};
 pub use toolhost_agent::config::{ModelConfig, ProviderConfig};
 pub use toolhost_catalog::config::DEFAULT_MAX_CONCURRENT_CALLS;
 use toolhost_catalog::policy::ApprovalConfig;
+use toolhost_catalog::quota::QuotaConfig;
 use toolhost_catalog::{HostConfig, PluginSettings};
 use toolhost_grants::Grants;
 use toolhost_grants::env::{EnvGrant, EnvName};
@@ -81,6 +82,9 @@ pub struct Config {
     /// Which tool calls need approval.
     #[serde(default)]
     pub approvals: ApprovalConfig,
+    /// Rate limits and concurrency caps per tool, plugin or MCP server.
+    #[serde(default)]
+    pub quotas: QuotaConfig,
     /// External MCP servers whose tools join the catalog, by name.
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
@@ -202,6 +206,7 @@ impl From<Config> for HostConfig {
                 .map(|(name, plugin)| (name, PluginSettings { limits: plugin.limits, grants: plugin.grants }))
                 .collect(),
             approvals: config.approvals,
+            quotas: config.quotas,
             mcp_servers: config.mcp_servers,
         }
     }

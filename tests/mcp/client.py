@@ -12,6 +12,8 @@ Scenarios:
                  then list again; prints the tool names before and after
     logs         set the log level to debug, call a tool that logs; prints the log
                  notifications received
+    quotas       call sha256 three times, then spin_forever twice at once;
+                 prints every result (the config sets the quotas)
 
 Everything printed on stdout is one JSON object; failures raise (exit 1).
 """
@@ -94,6 +96,16 @@ LOGS = []
 CHANGED = asyncio.Event()
 
 
+async def quotas(client):
+    out = {"sha256": [as_json(await client.call_tool("sha256", {"text": "x"})) for _ in range(3)]}
+    first = asyncio.create_task(client.call_tool("spin_forever", {}))
+    await asyncio.sleep(0.5)
+    out["busy"] = as_json(await client.call_tool("spin_forever", {}))
+    out["first"] = as_json(await first)
+    out["after"] = as_json(await client.call_tool("spin_forever", {}))
+    return out
+
+
 async def on_message(message):
     method = getattr(getattr(message, "root", message), "method", None) or getattr(message, "method", None)
     if method == "notifications/tools/list_changed" or type(message).__name__ == "ToolListChangedNotification":
@@ -132,7 +144,7 @@ async def main():
         cache=None,
     )
     async with client:
-        scenario = {"basics": basics, "listchanged": listchanged, "logs": logs}[args.scenario]
+        scenario = {"basics": basics, "listchanged": listchanged, "logs": logs, "quotas": quotas}[args.scenario]
         result = await scenario(client)
     print(json.dumps(result, default=str))
 

@@ -178,6 +178,9 @@ pub enum Event {
         kind: String,
         /// What happened.
         message: String,
+        /// For kind `rate_limited`: when a call is let through again.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        retry_after_ms: Option<u64>,
         /// Fuel used.
         fuel: u64,
         /// Peak memory in bytes.

@@ -1,12 +1,14 @@
 //! The settings the catalog and its [`Host`](crate::Host) read: where the
 //! compile cache is, how many calls run at once, extra trusted roots, limits
-//! and grants per plugin, the approval policy and the external MCP servers.
+//! and grants per plugin, the approval policy, the quotas and the external
+//! MCP servers.
 //!
 //! This crate does not read the config file: the `toolhost` crate parses
 //! `toolhost.toml` (each section with the types of the crate that owns it)
 //! and assembles a [`HostConfig`] from it.
 
 use crate::policy::ApprovalConfig;
+use crate::quota::QuotaConfig;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use toolhost_grants::Grants;
@@ -32,6 +34,8 @@ pub struct HostConfig {
     pub plugins: BTreeMap<String, PluginSettings>,
     /// Which tool calls need approval, or may not run.
     pub approvals: ApprovalConfig,
+    /// Rate limits and concurrency caps per tool, plugin or MCP server.
+    pub quotas: QuotaConfig,
     /// External MCP servers whose tools join the catalog, by name.
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
 }

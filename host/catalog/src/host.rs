@@ -46,6 +46,7 @@ pub struct Host {
     config: HostConfig,
     catalog: Arc<SharedCatalog>,
     servers: crate::servers::Servers,
+    quotas: crate::quota::Quotas,
     permits: Arc<Semaphore>,
     /// TLS client settings for plugin HTTPS: webpki's roots and `ca_file`'s.
     tls: Arc<rustls::ClientConfig>,
@@ -70,6 +71,7 @@ impl Host {
         let linker = Arc::new(sandbox::linker(&engine).context("could not set up the host imports")?);
         let cache = config.cache_dir.clone().or_else(Cache::default_dir).map(|dir| Cache::new(dir, &engine));
         let ticker = EpochTicker::start(&engine).context("could not start the timeout clock")?;
+        let quotas = crate::quota::Quotas::new(&config.quotas);
         Ok(Host {
             engine,
             pagemap,
@@ -78,6 +80,7 @@ impl Host {
             config,
             catalog: Arc::new(SharedCatalog::new()),
             servers: Default::default(),
+            quotas,
             permits: Arc::new(Semaphore::new(concurrency)),
             tls,
             ticker,
@@ -345,6 +348,14 @@ impl Host {
         let Some(entry) = catalog.find(tool) else {
             let error = CallError::UnknownTool { name: tool.to_owned(), suggestion: catalog.similar(tool) };
             return CallReport::rejected(tool, None, error);
+        };
+        // Held until the call ends: its places under the concurrency caps.
+        let _admitted = match self.quotas.admit(entry) {
+            Ok(admitted) => admitted,
+            Err(error) => {
+                let plugin = matches!(entry.source(), Source::Plugin { .. }).then(|| entry.origin().to_owned());
+                return CallReport::rejected(tool, plugin, error);
+            }
         };
         match entry.source() {
             Source::Plugin { plugin, index } => self.call_plugin(plugin.clone(), *index, arguments, overrides).await,

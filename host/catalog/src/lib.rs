@@ -22,7 +22,8 @@
 //! The crate also holds what fills and calls the catalog: [`Host`] (loading a
 //! folder, calling a tool), [`plugin`] (the load stages of one file),
 //! [`servers`] (external MCP servers as a source), [`reload`] (hot reload),
-//! [`inspect`] (loading step by step), [`policy`] (`[approvals]`) and
+//! [`inspect`] (loading step by step), [`policy`] (`[approvals]`), [`quota`]
+//! (`[quotas]`: rate limits and concurrency caps) and
 //! [`config`] (the settings all of these read). Above it sit the MCP server,
 //! the agent and the registry client; below it the runtime, the grants and
 //! the MCP client.
@@ -33,6 +34,7 @@ pub mod inspect;
 pub mod plugin;
 pub mod policy;
 mod problems;
+pub mod quota;
 pub mod reload;
 pub mod servers;
 

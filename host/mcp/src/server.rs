@@ -33,6 +33,9 @@ use toolhost_runtime::outcome::{CallError, CallReport, LogRecord, ToolOutput};
 pub const USAGE_META: &str = "toolhost/usage";
 /// The `_meta` key of what the plugin's grants refused during a call.
 pub const REFUSED_META: &str = "toolhost/refused";
+/// The `_meta` key of a call refused by a rate limit: milliseconds until a
+/// call is let through again.
+pub const RETRY_AFTER_META: &str = "toolhost/retryAfterMs";
 
 /// The MCP handler: one per session (stdio has one; HTTP one per session or
 /// stateless request), all sharing the host and the list cache.
@@ -143,6 +146,9 @@ fn result_of(report: CallReport) -> CallToolResult {
     let refusals: Vec<String> = report.refused.iter().map(ToString::to_string).collect();
     if !report.refused.is_empty() {
         meta.insert(REFUSED_META.to_owned(), json!(report.refused));
+    }
+    if let Some(wait) = report.outcome.as_ref().err().and_then(CallError::retry_after) {
+        meta.insert(RETRY_AFTER_META.to_owned(), json!(wait.as_millis() as u64));
     }
     let mut result = match report.outcome {
         Ok(ToolOutput::Text(text)) => CallToolResult::success(vec![ContentBlock::text(text)]),

@@ -105,9 +105,41 @@ pub enum CallError {
         /// The trap, and what the guest printed before it (a panic message).
         message: String,
     },
+    /// A `[quotas]` rate limit was used up, so the call was not run.
+    #[error(
+        "was not run: {scope} may be called {limit} (`[quotas]` in the config) and that is used up; \
+         retry after {}",
+        seconds(.retry_after)
+    )]
+    RateLimited {
+        /// Whose limit: ``tool `fetch` ``, ``plugin `fetch` `` or ``MCP server `github` ``.
+        scope: String,
+        /// The limit in words, e.g. `10 times per minute`.
+        limit: String,
+        /// When the next call would be let through.
+        retry_after: Duration,
+    },
+    /// A `[quotas]` concurrency cap was reached, so the call was not run.
+    #[error(
+        "was not run: {scope} already has {limit} call{} running, its cap (`[quotas]` in the config); \
+         retry when one of them finishes",
+        if *.limit == 1 { "" } else { "s" }
+    )]
+    Busy {
+        /// Whose cap, as for [`CallError::RateLimited`].
+        scope: String,
+        /// The cap.
+        limit: usize,
+    },
     /// The host could not run the call at all (for example no instance slot).
     #[error("could not be run: {0}")]
     Host(String),
+}
+
+/// `1.5s`, rounded up to a tenth of a second so that retrying then succeeds.
+fn seconds(duration: &Duration) -> String {
+    let tenths = duration.as_millis().div_ceil(100).max(1);
+    format!("{}.{}s", tenths / 10, tenths % 10)
 }
 
 /// "4MiB of output", or, when the host refused to copy it, how far it got.
@@ -142,7 +174,19 @@ impl CallError {
             CallError::InvalidOutput(_) => "invalid_output",
             CallError::StackOverflow => "stack_overflow",
             CallError::Trap { .. } => "trap",
+            CallError::RateLimited { .. } => "rate_limited",
+            CallError::Busy { .. } => "busy",
             CallError::Host(_) => "host",
+        }
+    }
+
+    /// For a call refused by a rate limit: when its next call is let
+    /// through. (A busy cap frees up when a running call ends, which no one
+    /// can say in advance.)
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            CallError::RateLimited { retry_after, .. } => Some(*retry_after),
+            _ => None,
         }
     }
 

@@ -143,7 +143,12 @@ fn as_json(report: &CallReport) -> Value {
     });
     match &report.outcome {
         Ok(output) => value["output"] = json!(output),
-        Err(err) => value["error"] = json!({ "kind": err.kind(), "message": err.to_string() }),
+        Err(err) => {
+            value["error"] = json!({ "kind": err.kind(), "message": err.to_string() });
+            if let Some(wait) = err.retry_after() {
+                value["error"]["retry_after_ms"] = json!(wait.as_millis() as u64);
+            }
+        }
     }
     value
 }
