@@ -1014,3 +1014,281 @@ fn chat_on_a_terminal_asks_runs_answers_and_ctrl_c_at_the_next_prompt_exits_130(
     assert_eq!(kinds_of_call(&events, "two"), ["tool_call_requested", "tool_call_denied"]);
     assert_eq!(server.requests().len(), 3);
 }
+
+/// A scripted response with this body: JSON, or server-sent events.
+fn body(body: common::model_server::Body) -> common::model_server::Response {
+    common::model_server::Response { status: 200, headers: vec![], body }
+}
+
+/// OpenAI chunks, each a `delta` (the last one with `finish`), then `[DONE]`.
+fn openai_stream(deltas: &[Value], finish: &str) -> common::model_server::Response {
+    let mut events: Vec<(Option<String>, String)> = deltas
+        .iter()
+        .map(|delta| {
+            (None, json!({"id": "c", "choices": [{"index": 0, "delta": delta, "finish_reason": null}]}).to_string())
+        })
+        .collect();
+    events
+        .push((None, json!({"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}).to_string()));
+    events.push((None, "[DONE]".to_owned()));
+    body(common::model_server::Body::Events(events))
+}
+
+/// The assistant message the host sent back in `request` (the last one).
+fn sent_assistant(request: &common::model_server::Request) -> Value {
+    let messages = request.body["messages"].as_array().unwrap();
+    messages.iter().rev().find(|message| message["role"] == "assistant").cloned().expect("an assistant message")
+}
+
+const SIGNED: &str = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds";
+
+#[test]
+fn anthropic_thinking_blocks_go_back_first_and_unchanged_streamed_or_not() {
+    let thinking =
+        json!({"type": "thinking", "thinking": "The user wants a digest. I will call sha256.", "signature": SIGNED});
+    let redacted = json!({"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP"});
+    let plain = json!({
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "test-model",
+        "content": [thinking, redacted, {"type": "text", "text": "Hashing."},
+                    {"type": "tool_use", "id": "toolu_1", "name": "sha256", "input": {"text": "abc"}}],
+        "stop_reason": "tool_use", "usage": {"input_tokens": 10, "output_tokens": 20}
+    });
+    let event = |name: &str, data: Value| (Some(name.to_owned()), data.to_string());
+    let streamed = vec![
+        event(
+            "message_start",
+            json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "test-model", "stop_reason": null, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        ),
+        event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+        ),
+        event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "The user wants a digest. "}}),
+        ),
+        event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "I will call sha256."}}),
+        ),
+        event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": SIGNED}}),
+        ),
+        event("content_block_stop", json!({"type": "content_block_stop", "index": 0})),
+        event("content_block_start", json!({"type": "content_block_start", "index": 1, "content_block": redacted})),
+        event("content_block_stop", json!({"type": "content_block_stop", "index": 1})),
+        event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 2, "content_block": {"type": "text", "text": ""}}),
+        ),
+        event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 2, "delta": {"type": "text_delta", "text": "Hashing."}}),
+        ),
+        event("content_block_stop", json!({"type": "content_block_stop", "index": 2})),
+        event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 3, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "sha256", "input": {}}}),
+        ),
+        event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 3, "delta": {"type": "input_json_delta", "partial_json": "{\"text\": \"abc\"}"}}),
+        ),
+        event("content_block_stop", json!({"type": "content_block_stop", "index": 3})),
+        event(
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null}, "usage": {"output_tokens": 20}}),
+        ),
+        event("message_stop", json!({"type": "message_stop"})),
+    ];
+    for script in [ALL[2], ALL[3]] {
+        let first = if script.stream {
+            body(common::model_server::Body::Events(streamed.clone()))
+        } else {
+            body(common::model_server::Body::Json(plain.clone()))
+        };
+        let server = ModelServer::start(vec![first, script.text("The digest is ba78…15ad.")]);
+        let dir = tempfile::tempdir().unwrap();
+        let transcript = dir.path().join("t.json");
+        let args = ["run", "hash abc", "--yes", "--transcript", transcript.to_str().unwrap()];
+        let output = toolhost(script, &server, &bundled(), &args);
+        assert!(output.status.success(), "{script:?}: {}", stderr(&output));
+        let assistant = sent_assistant(&server.requests()[1]);
+        let blocks = assistant["content"].as_array().unwrap();
+        assert_eq!(blocks[0], thinking, "{script:?}: the thinking block goes back first, unchanged: {assistant}");
+        assert_eq!(blocks[1], redacted, "{script:?}: then the redacted one: {assistant}");
+        let kinds: Vec<&str> = blocks.iter().map(|block| block["type"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["thinking", "redacted_thinking", "text", "tool_use"], "{script:?}");
+        assert_eq!(results(script, &server, 1)[0].1, ABC_SHA256);
+        // Kept in the transcript, never shown as the answer.
+        let answer = stdout(&output);
+        assert!(!answer.contains("I will call sha256") && answer.contains("The digest is"), "{answer}");
+        let saved = std::fs::read_to_string(&transcript).unwrap();
+        assert!(saved.contains(SIGNED) && saved.contains("redacted_thinking"), "{saved}");
+    }
+}
+
+#[test]
+fn gemini_thought_signatures_go_back_on_each_call_streamed_or_not() {
+    let signature = |n: u32| json!({"google": {"thought_signature": format!("CvcBAdHtim{n}+Qw==")}});
+    let plain = json!({
+        "id": "c", "object": "chat.completion", "model": "gemini-3-pro",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "function-call-1", "type": "function", "function": {"name": "sha256", "arguments": "{\"text\":\"abc\"}"}, "extra_content": signature(1)},
+            {"id": "function-call-2", "type": "function", "function": {"name": "sha256", "arguments": "{\"text\":\"\"}"}, "extra_content": signature(2)}
+        ]}}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 5}
+    });
+    let streamed = openai_stream(
+        &[
+            json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "function-call-1", "type": "function", "function": {"name": "sha256", "arguments": "{\"text\":\"abc\"}"}, "extra_content": signature(1)}]}),
+            json!({"tool_calls": [{"index": 1, "id": "function-call-2", "type": "function", "function": {"name": "sha256", "arguments": "{\"text\":\"\"}"}, "extra_content": signature(2)}]}),
+        ],
+        "tool_calls",
+    );
+    for script in [ALL[0], ALL[1]] {
+        let first =
+            if script.stream { streamed.clone() } else { body(common::model_server::Body::Json(plain.clone())) };
+        let server = ModelServer::start(vec![first, script.text("done")]);
+        let output = toolhost(script, &server, &bundled(), &["run", "hash", "--yes"]);
+        assert!(output.status.success(), "{script:?}: {}", stderr(&output));
+        let assistant = sent_assistant(&server.requests()[1]);
+        let calls = assistant["tool_calls"].as_array().unwrap();
+        assert_eq!(calls.len(), 2, "{assistant}");
+        for (n, call) in calls.iter().enumerate() {
+            assert_eq!(call["extra_content"], signature(n as u32 + 1), "{script:?}: {assistant}");
+        }
+    }
+}
+
+#[test]
+fn reasoning_content_goes_back_within_the_tool_loop_only() {
+    // DeepSeek in thinking mode (reasoning_content), vLLM (reasoning) and
+    // OpenRouter (reasoning_details, streamed in pieces by index).
+    let plain = |reasoning: &str| {
+        json!({
+            "id": "c", "model": "deepseek-reasoner",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": "", "reasoning_content": reasoning,
+                "reasoning_details": [{"type": "reasoning.text", "text": reasoning, "signature": "sig", "index": 0}],
+                "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "sha256", "arguments": "{\"text\":\"abc\"}"}}]
+            }}]
+        })
+    };
+    let streamed = |reasoning: &str| {
+        let (head, tail) = reasoning.split_at(reasoning.len() / 2);
+        openai_stream(
+            &[
+                json!({"role": "assistant", "reasoning_content": head, "reasoning": head, "reasoning_details": [{"type": "reasoning.text", "text": head, "index": 0, "signature": null}]}),
+                json!({"reasoning_content": tail, "reasoning": tail, "reasoning_details": [{"type": "reasoning.text", "text": tail, "index": 0, "signature": "sig"}]}),
+                json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "sha256", "arguments": "{\"text\":\"abc\"}"}}]}),
+            ],
+            "tool_calls",
+        )
+    };
+    for script in [ALL[0], ALL[1]] {
+        let reply = |reasoning: &str| {
+            if script.stream { streamed(reasoning) } else { body(common::model_server::Body::Json(plain(reasoning))) }
+        };
+        let server = ModelServer::start(vec![
+            reply("First I hash abc."),
+            script.text("one"),
+            reply("Again, for the second prompt."),
+            script.text("two"),
+        ]);
+        let output =
+            toolhost_in(Path::new("."), script, &server, &bundled(), &["chat", "--yes"], Some("first\nsecond\n"));
+        assert!(output.status.success(), "{script:?}: {}", stderr(&output));
+        let requests = server.requests();
+        assert_eq!(requests.len(), 4, "{script:?}");
+        // Within the first prompt's tool loop: sent back with the calls.
+        let assistant = sent_assistant(&requests[1]);
+        assert_eq!(assistant["reasoning_content"], "First I hash abc.", "{script:?}: {assistant}");
+        assert_eq!(
+            assistant["reasoning_details"],
+            json!([{"type": "reasoning.text", "text": "First I hash abc.", "signature": "sig", "index": 0}]),
+            "{script:?}: {assistant}"
+        );
+        if script.stream {
+            assert_eq!(assistant["reasoning"], "First I hash abc.", "{assistant}");
+        }
+        // In the second prompt's loop, only the new reasoning goes back.
+        let messages = requests[3].body["messages"].as_array().unwrap().clone();
+        let with_reasoning: Vec<&Value> =
+            messages.iter().filter(|message| message.get("reasoning_content").is_some()).collect();
+        assert_eq!(with_reasoning.len(), 1, "{script:?}: {messages:?}");
+        assert_eq!(with_reasoning[0]["reasoning_content"], "Again, for the second prompt.");
+        let answer = stdout(&output);
+        assert!(!answer.contains("First I hash") && answer.contains("one") && answer.contains("two"), "{answer}");
+    }
+}
+
+#[test]
+fn a_reply_whose_content_is_a_list_of_parts_is_its_text() {
+    let plain = json!({
+        "id": "c", "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant",
+            "content": [{"type": "text", "text": "Hello, "}, {"type": "text", "text": "world."}]}}]
+    });
+    let streamed = openai_stream(
+        &[
+            json!({"role": "assistant", "content": [{"type": "text", "text": "Hello, "}]}),
+            json!({"content": [{"type": "text", "text": "world."}]}),
+        ],
+        "stop",
+    );
+    for script in [ALL[0], ALL[1]] {
+        let reply =
+            if script.stream { streamed.clone() } else { body(common::model_server::Body::Json(plain.clone())) };
+        let server = ModelServer::start(vec![reply]);
+        let output = toolhost(script, &server, &bundled(), &["run", "hi"]);
+        assert!(output.status.success(), "{script:?}: {}", stderr(&output));
+        assert!(stdout(&output).contains("Hello, world."), "{script:?}: {}", stdout(&output));
+    }
+}
+
+/// What a terminal shows of `output`: each line after its last carriage
+/// return or line clear.
+fn screen_lines(output: &str) -> Vec<String> {
+    output
+        .split('\n')
+        .map(|line| {
+            let line = line.trim_end_matches('\r');
+            let shown = line.rsplit(['\r']).next().unwrap_or(line);
+            shown.rsplit("\x1b[2K").next().unwrap_or(shown).to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn status_lines_never_land_on_an_approval_prompt_line() {
+    let script = ALL[1];
+    let dir = asking_config();
+    let server = ModelServer::start(vec![
+        script.calls(&[
+            ("unknown", "nope", "{}"),
+            ("first", "sha256", r#"{"text":"abc"}"#),
+            ("second", "sha256", r#"{"text":""}"#),
+        ]),
+        script.text("done"),
+    ]);
+    let mut terminal = on_terminal(dir.path(), script, &server, &["run", "go"]);
+    terminal.expect("allow it?");
+    terminal.send("n\r");
+    terminal.expect("allow it?");
+    terminal.send("y\r");
+    terminal.expect("✓ sha256");
+    assert_eq!(terminal.exit_code(std::time::Duration::from_secs(10)), 0, "{}", terminal.output());
+    let output = terminal.output();
+    let lines = screen_lines(&output);
+    for glyph in ["✗ nope", "⊘ sha256", "✓ sha256"] {
+        let line = lines.iter().find(|line| line.contains(glyph)).unwrap_or_else(|| panic!("no {glyph}: {output:?}"));
+        assert!(
+            line.starts_with(&format!("  {glyph}")),
+            "`{glyph}` is not on a line of its own: {line:?} in {output:?}"
+        );
+    }
+    // The second question is still the last thing before its answer.
+    let asked = lines.iter().filter(|line| line.starts_with("  allow it?")).count();
+    assert!(asked >= 2, "{output:?}");
+}

@@ -217,7 +217,11 @@ impl Agent {
                 failed => {
                     if !shown.is_empty() {
                         outcome.answer.clone_from(&shown);
-                        conversation.messages.push(Message::Assistant { content: shown, tool_calls: Vec::new() });
+                        conversation.messages.push(Message::Assistant {
+                            content: shown,
+                            tool_calls: Vec::new(),
+                            state: Default::default(),
+                        });
                     }
                     match failed {
                         Some(Err(err)) => {
@@ -243,7 +247,11 @@ impl Agent {
             });
             outcome.answer.clone_from(&reply.content);
             let empty = reply.content.trim().is_empty();
-            conversation.messages.push(Message::Assistant { content: reply.content, tool_calls: calls.clone() });
+            conversation.messages.push(Message::Assistant {
+                content: reply.content,
+                tool_calls: calls.clone(),
+                state: reply.state,
+            });
             if calls.is_empty() {
                 outcome.status = match reply.stop {
                     StopReason::Length => RunStatus::Length,

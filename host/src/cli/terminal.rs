@@ -67,12 +67,15 @@ struct State {
     spinner: Option<ProgressBar>,
     /// Whether stdout ends with a newline.
     at_line_start: bool,
+    /// The question an approval prompt left open on stderr's last line,
+    /// waiting for the answer: a status line printed meanwhile goes above it.
+    open_prompt: Option<String>,
 }
 
 impl Terminal {
     pub fn new() -> Terminal {
         Terminal {
-            inner: Arc::new(Mutex::new(State { spinner: None, at_line_start: true })),
+            inner: Arc::new(Mutex::new(State { spinner: None, at_line_start: true, open_prompt: None })),
             runs_shown: Arc::new(tokio::sync::watch::Sender::new(0)),
         }
     }
@@ -91,7 +94,10 @@ impl Terminal {
 
     /// Stops the spinner and ends a partial stdout line, before printing to stderr.
     pub fn pause(&self) {
-        let mut state = self.state();
+        Terminal::pause_locked(&mut self.state());
+    }
+
+    fn pause_locked(state: &mut State) {
         if let Some(spinner) = state.spinner.take() {
             spinner.finish_and_clear();
         }
@@ -99,6 +105,42 @@ impl Terminal {
             println!();
             state.at_line_start = true;
         }
+    }
+
+    /// Prints a status line on a line of its own. Events are shown by their
+    /// own task, so a line can come while an approval prompt waits for its
+    /// answer: then the question is taken off its line, the status line
+    /// printed, and the question shown again below it.
+    fn status(&self, line: &str) {
+        let mut state = self.state();
+        Terminal::pause_locked(&mut state);
+        let mut stderr = std::io::stderr().lock();
+        match &state.open_prompt {
+            Some(question) => {
+                let clear = if stderr.is_terminal() { "\r\x1b[2K" } else { "\n" };
+                let _ = write!(stderr, "{clear}{line}\n{question}");
+            }
+            None => {
+                let _ = writeln!(stderr, "{line}");
+            }
+        }
+        let _ = stderr.flush();
+    }
+
+    /// Prints an approval prompt's question (no newline) and keeps it as the
+    /// open prompt until [`Terminal::answered`].
+    fn ask(&self, question: &str) {
+        let mut state = self.state();
+        Terminal::pause_locked(&mut state);
+        let mut stderr = std::io::stderr().lock();
+        let _ = write!(stderr, "{question}");
+        let _ = stderr.flush();
+        state.open_prompt = Some(question.to_owned());
+    }
+
+    /// The open prompt was answered (the terminal echoed the line's end).
+    fn answered(&self) {
+        self.state().open_prompt = None;
     }
 
     /// Shows one event.
@@ -133,36 +175,32 @@ impl Terminal {
                 }
             }
             Event::ToolCallCompleted { tool, duration_ms, fuel, truncated_bytes, .. } => {
-                self.pause();
                 let cut = if *truncated_bytes > 0 { format!(" · {truncated_bytes} bytes cut") } else { String::new() };
-                eprintln!(
+                self.status(&format!(
                     "  ✓ {tool} · {} · fuel {}{cut}",
                     format::duration(Duration::from_secs_f64(duration_ms / 1_000.0)),
                     format::thousands(*fuel)
-                );
+                ));
             }
             Event::ToolCallFailed { tool, message, duration_ms, .. } => {
-                self.pause();
-                eprintln!(
+                self.status(&format!(
                     "  ✗ {tool} · {} · {message}",
                     format::duration(Duration::from_secs_f64(duration_ms / 1_000.0))
-                );
+                ));
             }
             Event::ToolCallDenied { tool, reason, .. } => {
-                self.pause();
-                eprintln!("  ⊘ {tool} · denied: {reason}");
+                self.status(&format!("  ⊘ {tool} · denied: {reason}"));
             }
             Event::ModelRetry { attempt, max_attempts, wait_ms, reason, .. } => {
                 let spinning = self.state().spinner.is_some();
-                self.pause();
-                eprintln!(
+                self.status(&format!(
                     "  ↻ the model request failed ({reason}); retrying in {} (attempt {attempt} of {max_attempts})",
                     if *wait_ms < 1_000 {
                         format!("{wait_ms}ms")
                     } else {
                         format!("{:.1}s", *wait_ms as f64 / 1_000.0)
                     }
-                );
+                ));
                 if spinning && std::io::stderr().is_terminal() {
                     self.state().spinner = Some(spinner("waiting for the model".to_owned()));
                 }
@@ -219,9 +257,10 @@ impl Approver for TerminalApprover {
                 eprintln!("    {line}");
             }
             eprintln!("  the plugin is granted: {granted}");
-            eprint!("  allow it? [y] once, [a] for this session, [N] deny: ");
-            let _ = std::io::stderr().flush();
-            match self.input.line().await {
+            self.terminal.ask("  allow it? [y] once, [a] for this session, [N] deny: ");
+            let answer = self.input.line().await;
+            self.terminal.answered();
+            match answer {
                 Some(line) => match line.trim().to_ascii_lowercase().as_str() {
                     "y" | "yes" => Decision::AllowOnce,
                     "a" | "always" => Decision::AllowSession,

@@ -2,8 +2,8 @@
 
 use super::sse::Events;
 use super::{
-    Conversation, Endpoint, Failure, Message, ModelError, Reply, RequestOptions, StopReason, TokenUsage, ToolCall,
-    ToolSpec,
+    Conversation, Endpoint, Failure, Message, ModelError, ProviderState, Reply, RequestOptions, StopReason, TokenUsage,
+    ToolCall, ToolSpec,
 };
 use serde_json::{Value, json};
 
@@ -33,9 +33,11 @@ pub(super) fn request(
     for message in &conversation.messages {
         match message {
             Message::User { content } => push("user", vec![json!({ "type": "text", "text": non_empty(content) })]),
-            Message::Assistant { content, tool_calls } => {
-                let mut blocks = Vec::with_capacity(tool_calls.len() + 1);
-                if !content.is_empty() || tool_calls.is_empty() {
+            Message::Assistant { content, tool_calls, state } => {
+                // Thinking blocks go back first, unchanged and in order: the
+                // signatures cover them, and a tool loop is refused without them.
+                let mut blocks = state.thinking.clone();
+                if !content.is_empty() || (tool_calls.is_empty() && state.thinking.is_empty()) {
                     blocks.push(json!({ "type": "text", "text": non_empty(content) }));
                 }
                 for call in tool_calls {
@@ -105,9 +107,11 @@ pub(super) fn parse_reply(value: &Value) -> Result<Reply, Failure> {
         .ok_or_else(|| Failure::protocol("the answer has no `content` list"))?;
     let mut content = String::new();
     let mut tool_calls = Vec::new();
+    let mut state = ProviderState::default();
     for block in blocks {
         match block.get("type").and_then(Value::as_str) {
             Some("text") => content.push_str(block.get("text").and_then(Value::as_str).unwrap_or_default()),
+            Some("thinking" | "redacted_thinking") => state.thinking.push(block.clone()),
             Some("tool_use") => tool_calls.push(ToolCall::new(
                 block.get("id").and_then(Value::as_str).unwrap_or_default(),
                 block
@@ -116,7 +120,7 @@ pub(super) fn parse_reply(value: &Value) -> Result<Reply, Failure> {
                     .ok_or_else(|| Failure::protocol("a tool_use block has no name"))?,
                 block.get("input").map(Value::to_string).unwrap_or_default(),
             )),
-            _ => {} // thinking and other block kinds carry nothing for us
+            _ => {} // other block kinds carry nothing for us
         }
     }
     let stop = match value.get("stop_reason").and_then(Value::as_str) {
@@ -127,7 +131,7 @@ pub(super) fn parse_reply(value: &Value) -> Result<Reply, Failure> {
         input: value.pointer("/usage/input_tokens").and_then(Value::as_u64).unwrap_or(0),
         output: value.pointer("/usage/output_tokens").and_then(Value::as_u64).unwrap_or(0),
     };
-    Ok(Reply { content, tool_calls, stop, usage })
+    Ok(Reply { content, tool_calls, stop, usage, state })
 }
 
 /// A streamed response.
@@ -135,6 +139,8 @@ pub(super) async fn read_stream(mut events: Events, on_text: &mut (dyn FnMut(&st
     let mut content = String::new();
     // Tool calls by content-block index, in the order they started.
     let mut calls: Vec<(u64, ToolCall)> = Vec::new();
+    // Thinking blocks by content-block index, assembled from their deltas.
+    let mut thinking: Vec<(u64, Value)> = Vec::new();
     let mut stop = None;
     let mut usage = TokenUsage::default();
     let mut finished = false;
@@ -170,6 +176,7 @@ pub(super) async fn read_stream(mut events: Events, on_text: &mut (dyn FnMut(&st
                             on_text(text);
                         }
                     }
+                    Some("thinking" | "redacted_thinking") => thinking.push((index, block.clone())),
                     _ => {}
                 }
             }
@@ -186,6 +193,16 @@ pub(super) async fn read_stream(mut events: Events, on_text: &mut (dyn FnMut(&st
                         let json = delta.get("partial_json").and_then(Value::as_str).unwrap_or_default();
                         if let Some((_, call)) = calls.iter_mut().rev().find(|(i, _)| *i == index) {
                             call.arguments.push_str(json);
+                        }
+                    }
+                    Some(kind @ ("thinking_delta" | "signature_delta")) => {
+                        let key = if kind == "thinking_delta" { "thinking" } else { "signature" };
+                        let piece = delta.get(key).and_then(Value::as_str).unwrap_or_default();
+                        if let Some((_, block)) = thinking.iter_mut().rev().find(|(i, _)| *i == index) {
+                            match block.get_mut(key) {
+                                Some(Value::String(text)) => text.push_str(piece),
+                                _ => block[key] = json!(piece),
+                            }
                         }
                     }
                     _ => {}
@@ -214,7 +231,9 @@ pub(super) async fn read_stream(mut events: Events, on_text: &mut (dyn FnMut(&st
     }
     let tool_calls: Vec<ToolCall> = calls.into_iter().map(|(_, call)| call).collect();
     let stop = stop.unwrap_or(if tool_calls.is_empty() { StopReason::Done } else { StopReason::ToolUse });
-    Ok(Reply { content, tool_calls, stop, usage })
+    let state =
+        ProviderState { thinking: thinking.into_iter().map(|(_, block)| block).collect(), ..Default::default() };
+    Ok(Reply { content, tool_calls, stop, usage, state })
 }
 
 #[cfg(test)]
@@ -231,6 +250,7 @@ mod tests {
                 Message::Assistant {
                     content: String::new(),
                     tool_calls: vec![ToolCall::new("t1", "sha256", r#"{"text":"a"}"#)],
+                    state: ProviderState::default(),
                 },
                 Message::Tool {
                     results: vec![ToolResult {

@@ -35,6 +35,10 @@ pub enum Message {
         /// The calls it made, in order.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCall>,
+        /// What the provider needs back verbatim (reasoning and its
+        /// signatures); kept in transcripts, never shown as the answer.
+        #[serde(default, skip_serializing_if = "ProviderState::is_empty")]
+        state: ProviderState,
     },
     /// The results of one turn's tool calls, one per call, in call order.
     Tool {
@@ -60,12 +64,51 @@ pub struct ToolCall {
     /// `arguments` is `{}` and the call is not run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub malformed_arguments: Option<String>,
+    /// What an OpenAI-compatible provider attached to the call and needs
+    /// back on it, verbatim: `extra_content` (Gemini's
+    /// `google.thought_signature`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extra_content: Option<Value>,
+}
+
+/// What a provider needs back verbatim on the assistant message it came
+/// with: its reasoning and the signatures over it. Without it, thinking
+/// models refuse the next request of a tool loop.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderState {
+    /// Anthropic `thinking` (with `signature`) and `redacted_thinking`
+    /// blocks, as they came and in order; they go back first in the message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thinking: Vec<Value>,
+    /// `reasoning_content` (DeepSeek, vLLM): sent back on the assistant
+    /// message within the tool loop it belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<String>,
+    /// `reasoning` (newer vLLM, OpenRouter), likewise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+    /// OpenRouter's `reasoning_details`, as they came.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_details: Option<Value>,
+}
+
+impl ProviderState {
+    /// True when there is nothing to send back.
+    pub fn is_empty(&self) -> bool {
+        self == &ProviderState::default()
+    }
 }
 
 impl ToolCall {
     /// A call with `arguments` taken as they are.
     pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: impl Into<String>) -> ToolCall {
-        ToolCall { id: id.into(), name: name.into(), arguments: arguments.into(), malformed_arguments: None }
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+            malformed_arguments: None,
+            extra_content: None,
+        }
     }
 
     /// Makes one turn's calls safe to send back: every call gets an id no
@@ -189,6 +232,28 @@ pub struct Reply {
     pub stop: StopReason,
     /// Tokens used.
     pub usage: TokenUsage,
+    /// What the provider needs back with this message.
+    pub state: ProviderState,
+}
+
+/// Text from a `content` that is a string, or a list of parts (`{"type":
+/// "text", "text": …}`, as several OpenAI-compatible servers send); other
+/// kinds of part carry no text.
+fn text_of(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|part| match part {
+                Value::String(text) => Some(text.as_str()),
+                part if matches!(part.get("type").and_then(Value::as_str), Some("text" | "output_text") | None) => {
+                    part.get("text").and_then(Value::as_str)
+                }
+                _ => None,
+            })
+            .collect(),
+        _ => String::new(),
+    }
 }
 
 /// Which wire protocol a provider speaks.

@@ -3,8 +3,8 @@
 
 use super::sse::Events;
 use super::{
-    Conversation, Endpoint, Failure, Message, ModelError, Reply, RequestOptions, StopReason, TokenUsage, ToolCall,
-    ToolSpec,
+    Conversation, Endpoint, Failure, Message, ModelError, ProviderState, Reply, RequestOptions, StopReason, TokenUsage,
+    ToolCall, ToolSpec, text_of,
 };
 use serde_json::{Value, json};
 
@@ -19,10 +19,14 @@ pub(super) fn request(
     if let Some(system) = &conversation.system {
         messages.push(json!({ "role": "system", "content": system }));
     }
-    for message in &conversation.messages {
+    // Reasoning goes back only within the tool loop it belongs to: on the
+    // assistant messages since the last prompt (DeepSeek refuses it on older
+    // turns; others ignore it there).
+    let loop_start = conversation.messages.iter().rposition(|message| matches!(message, Message::User { .. }));
+    for (position, message) in conversation.messages.iter().enumerate() {
         match message {
             Message::User { content } => messages.push(json!({ "role": "user", "content": content })),
-            Message::Assistant { content, tool_calls } => {
+            Message::Assistant { content, tool_calls, state } => {
                 let mut message = json!({
                     "role": "assistant",
                     "content": if content.is_empty() && !tool_calls.is_empty() { Value::Null } else { json!(content) },
@@ -31,13 +35,28 @@ pub(super) fn request(
                     message["tool_calls"] = tool_calls
                         .iter()
                         .map(|call| {
-                            json!({
+                            let mut entry = json!({
                                 "id": call.id,
                                 "type": "function",
                                 "function": { "name": call.name, "arguments": call.arguments },
-                            })
+                            });
+                            if let Some(extra) = &call.extra_content {
+                                entry["extra_content"] = extra.clone();
+                            }
+                            entry
                         })
                         .collect();
+                }
+                if loop_start.is_none_or(|start| position > start) {
+                    if let Some(reasoning) = &state.reasoning_content {
+                        message["reasoning_content"] = json!(reasoning);
+                    }
+                    if let Some(reasoning) = &state.reasoning {
+                        message["reasoning"] = json!(reasoning);
+                    }
+                    if let Some(details) = &state.reasoning_details {
+                        message["reasoning_details"] = details.clone();
+                    }
                 }
                 messages.push(message);
             }
@@ -100,7 +119,7 @@ pub(super) fn parse_reply(value: &Value) -> Result<Reply, Failure> {
     }
     let choice = value.pointer("/choices/0").ok_or_else(|| Failure::protocol("the answer has no `choices[0]`"))?;
     let message = choice.get("message").ok_or_else(|| Failure::protocol("`choices[0]` has no `message`"))?;
-    let content = message.get("content").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let content = text_of(message.get("content"));
     let mut tool_calls = Vec::new();
     for call in message.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
         let function = call.get("function").ok_or_else(|| Failure::protocol("a tool call has no `function`"))?;
@@ -108,14 +127,23 @@ pub(super) fn parse_reply(value: &Value) -> Result<Reply, Failure> {
             function.get("name").and_then(Value::as_str).ok_or_else(|| Failure::protocol("a tool call has no name"))?;
         // A missing id stays empty here: ToolCall::normalize invents one.
         let id = call.get("id").and_then(Value::as_str).unwrap_or_default();
-        tool_calls.push(ToolCall::new(id, name, arguments_text(function.get("arguments"))));
+        let mut call_made = ToolCall::new(id, name, arguments_text(function.get("arguments")));
+        call_made.extra_content = call.get("extra_content").filter(|extra| !extra.is_null()).cloned();
+        tool_calls.push(call_made);
     }
+    let text = |key: &str| message.get(key).and_then(Value::as_str).filter(|text| !text.is_empty()).map(str::to_owned);
+    let state = ProviderState {
+        thinking: Vec::new(),
+        reasoning_content: text("reasoning_content"),
+        reasoning: text("reasoning"),
+        reasoning_details: message.get("reasoning_details").filter(|details| !details.is_null()).cloned(),
+    };
     let stop = match choice.get("finish_reason").and_then(Value::as_str) {
         Some(reason) => StopReason::from_openai(reason),
         None if !tool_calls.is_empty() => StopReason::ToolUse,
         None => StopReason::Done,
     };
-    Ok(Reply { content, tool_calls, stop, usage: usage(value) })
+    Ok(Reply { content, tool_calls, stop, usage: usage(value), state })
 }
 
 /// Tool calls being assembled from stream chunks.
@@ -176,6 +204,64 @@ impl Assembler {
             call.name.push_str(name);
         }
         call.arguments.push_str(&arguments);
+        if let Some(extra) = delta.get("extra_content").filter(|extra| !extra.is_null()) {
+            call.extra_content = Some(extra.clone());
+        }
+    }
+}
+
+/// Reasoning being assembled from stream deltas.
+#[derive(Default)]
+struct Reasoning {
+    content: String,
+    reasoning: String,
+    details: Vec<Value>,
+}
+
+impl Reasoning {
+    fn add(&mut self, delta: &Value) {
+        if let Some(text) = delta.get("reasoning_content").and_then(Value::as_str) {
+            self.content.push_str(text);
+        }
+        if let Some(text) = delta.get("reasoning").and_then(Value::as_str) {
+            self.reasoning.push_str(text);
+        }
+        for item in delta.get("reasoning_details").and_then(Value::as_array).into_iter().flatten() {
+            self.add_detail(item);
+        }
+    }
+
+    /// OpenRouter streams a reasoning detail in pieces that share an
+    /// `index`: their texts are joined, and later non-null fields (the
+    /// signature, at the end) are kept. A piece without an index stands alone.
+    fn add_detail(&mut self, item: &Value) {
+        let index = item.get("index");
+        let same = index.and_then(|index| self.details.iter_mut().find(|seen| seen.get("index") == Some(index)));
+        let (Some(seen), Some(piece)) = (same, item.as_object()) else {
+            self.details.push(item.clone());
+            return;
+        };
+        for (key, value) in piece {
+            match (seen.get_mut(key), value) {
+                (Some(Value::String(text)), Value::String(more))
+                    if matches!(key.as_str(), "text" | "summary" | "data") =>
+                {
+                    text.push_str(more)
+                }
+                (_, Value::Null) => {}
+                (_, value) => seen[key] = value.clone(),
+            }
+        }
+    }
+
+    fn into_state(self) -> ProviderState {
+        let some = |text: String| (!text.is_empty()).then_some(text);
+        ProviderState {
+            thinking: Vec::new(),
+            reasoning_content: some(self.content),
+            reasoning: some(self.reasoning),
+            reasoning_details: (!self.details.is_empty()).then(|| Value::Array(self.details)),
+        }
     }
 }
 
@@ -183,6 +269,7 @@ impl Assembler {
 pub(super) async fn read_stream(mut events: Events, on_text: &mut (dyn FnMut(&str) + Send)) -> Result<Reply, Failure> {
     let mut content = String::new();
     let mut calls = Assembler::default();
+    let mut reasoning = Reasoning::default();
     let mut stop = None;
     let mut tokens = TokenUsage::default();
     let mut done = false;
@@ -202,10 +289,12 @@ pub(super) async fn read_stream(mut events: Events, on_text: &mut (dyn FnMut(&st
         }
         for choice in chunk.get("choices").and_then(Value::as_array).into_iter().flatten() {
             if let Some(delta) = choice.get("delta") {
-                if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|text| !text.is_empty()) {
-                    content.push_str(text);
-                    on_text(text);
+                let text = text_of(delta.get("content"));
+                if !text.is_empty() {
+                    content.push_str(&text);
+                    on_text(&text);
                 }
+                reasoning.add(delta);
                 for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
                     calls.add(call);
                 }
@@ -220,7 +309,7 @@ pub(super) async fn read_stream(mut events: Events, on_text: &mut (dyn FnMut(&st
     }
     let tool_calls = calls.calls;
     let stop = stop.unwrap_or(if tool_calls.is_empty() { StopReason::Done } else { StopReason::ToolUse });
-    Ok(Reply { content, tool_calls, stop, usage: tokens })
+    Ok(Reply { content, tool_calls, stop, usage: tokens, state: reasoning.into_state() })
 }
 
 #[cfg(test)]
