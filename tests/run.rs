@@ -1292,3 +1292,161 @@ fn status_lines_never_land_on_an_approval_prompt_line() {
     let asked = lines.iter().filter(|line| line.starts_with("  allow it?")).count();
     assert!(asked >= 2, "{output:?}");
 }
+
+/// `toolhost run PROMPT --yes` against `server` as the `oai` provider
+/// speaking the OpenAI Responses API (`[providers.oai]` in a config file).
+fn run_responses(server: &ModelServer, stream: bool, prompt: &str) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("toolhost.toml"),
+        format!("[providers.oai]\nprotocol = \"openai-responses\"\nbase_url = \"{}/v1\"\napi_key_env = \"OPENAI_API_KEY\"\n", server.url),
+    )
+    .unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+    command
+        .current_dir(dir.path())
+        .args(["--plugins", &bundled(), "run", prompt, "--yes", "--model", "oai/o4-mini"])
+        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+        .env("OPENAI_API_KEY", "test-key")
+        .env_remove("TOOLHOST_MODEL")
+        .env_remove("TOOLHOST_CONFIG")
+        .stdin(Stdio::null());
+    for name in PROXY_VARS {
+        command.env_remove(name);
+    }
+    if !stream {
+        command.arg("--no-stream");
+    }
+    command.output().expect("run toolhost")
+}
+
+/// A Responses API response object with these output items.
+fn response_object(status: &str, output: Value) -> Value {
+    json!({"id": "resp_1", "object": "response", "status": status, "output": output,
+           "usage": {"input_tokens": 12, "output_tokens": 34, "output_tokens_details": {"reasoning_tokens": 20}}})
+}
+
+/// The same as a stream of typed events: each item added and done (a
+/// function call's arguments and a message's text in deltas), then the final event.
+fn response_events(status: &str, output: &[Value], extra: Value) -> common::model_server::Response {
+    let event = |data: Value| (Some(data["type"].as_str().unwrap().to_owned()), data.to_string());
+    let mut events =
+        vec![event(json!({"type": "response.created", "response": response_object("in_progress", json!([]))}))];
+    for (index, item) in output.iter().enumerate() {
+        let mut added = item.clone();
+        match item["type"].as_str() {
+            Some("function_call") => added["arguments"] = json!(""),
+            Some("message") => added["content"] = json!([]),
+            _ => {}
+        }
+        events.push(event(json!({"type": "response.output_item.added", "output_index": index, "item": added})));
+        if item["type"] == "function_call" {
+            let arguments = item["arguments"].as_str().unwrap();
+            let (head, tail) = arguments.split_at(arguments.len() / 2);
+            for delta in [head, tail] {
+                events.push(event(json!({"type": "response.function_call_arguments.delta", "output_index": index, "item_id": item["id"], "delta": delta})));
+            }
+        }
+        if item["type"] == "message" {
+            let text = item["content"][0]["text"].as_str().unwrap_or_default();
+            for piece in [&text[..text.len() / 2], &text[text.len() / 2..]] {
+                events.push(event(json!({"type": "response.output_text.delta", "output_index": index, "content_index": 0, "delta": piece})));
+            }
+        }
+        if status == "incomplete" && item["type"] == "message" {
+            continue; // cut off: the message item never finishes
+        }
+        events.push(event(json!({"type": "response.output_item.done", "output_index": index, "item": item})));
+    }
+    let mut last = response_object(status, json!(output));
+    if let Some(extra) = extra.as_object() {
+        for (key, value) in extra {
+            last[key] = value.clone();
+        }
+    }
+    events.push(event(json!({"type": format!("response.{status}"), "response": last})));
+    body(common::model_server::Body::Events(events))
+}
+
+fn responses_reply(stream: bool, status: &str, output: Vec<Value>, extra: Value) -> common::model_server::Response {
+    if stream {
+        response_events(status, &output, extra)
+    } else {
+        let mut whole = response_object(status, json!(output));
+        for (key, value) in extra.as_object().cloned().unwrap_or_default() {
+            whole[key] = value;
+        }
+        body(common::model_server::Body::Json(whole))
+    }
+}
+
+#[test]
+fn openai_responses_calls_tools_in_parallel_and_replays_encrypted_reasoning() {
+    let reasoning = json!({"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Two tools."}], "encrypted_content": "gAAAAABencrypted=="});
+    let calls = vec![
+        reasoning.clone(),
+        json!({"type": "function_call", "id": "fc_1", "call_id": "call_a", "name": "sha256", "arguments": "{\"text\":\"abc\"}", "status": "completed"}),
+        json!({"type": "function_call", "id": "fc_2", "call_id": "call_b", "name": "calculate", "arguments": "{\"expression\":\"6*7\"}", "status": "completed"}),
+    ];
+    let answer = vec![
+        json!({"type": "message", "id": "msg_1", "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": "The digest is ba78, and 42.", "annotations": []}]}),
+    ];
+    for stream in [false, true] {
+        let server = ModelServer::start(vec![
+            status(500, &[], json!({"error": {"message": "try again", "type": "server_error"}})),
+            responses_reply(stream, "completed", calls.clone(), json!({})),
+            responses_reply(stream, "completed", answer.clone(), json!({})),
+        ]);
+        let output = run_responses(&server, stream, "hash abc and compute 6*7");
+        assert!(output.status.success(), "stream {stream}: {}", stderr(&output));
+        assert!(stdout(&output).contains("The digest is ba78, and 42."), "{}", stdout(&output));
+        assert!(stderr(&output).contains("retrying"), "the 500 was retried: {}", stderr(&output));
+        let requests = server.requests();
+        assert_eq!(requests.len(), 3);
+        let first = &requests[1];
+        assert_eq!(first.path, "/v1/responses");
+        assert_eq!(first.header("authorization"), Some("Bearer test-key"));
+        assert_eq!((first.body["store"].clone(), first.body["stream"].clone()), (json!(false), json!(stream)));
+        assert_eq!(first.body["include"], json!(["reasoning.encrypted_content"]));
+        let tool = first.body["tools"].as_array().unwrap().iter().find(|tool| tool["name"] == "sha256").unwrap();
+        assert_eq!((tool["type"].clone(), tool["parameters"]["type"].clone()), (json!("function"), json!("object")));
+        let input = requests[2].body["input"].as_array().unwrap().clone();
+        assert_eq!(input[0], json!({"role": "user", "content": "hash abc and compute 6*7"}));
+        assert_eq!(input[1], reasoning, "the encrypted reasoning goes back verbatim");
+        assert_eq!(input[2]["type"], "function_call");
+        assert_eq!((input[2]["call_id"].clone(), input[3]["call_id"].clone()), (json!("call_a"), json!("call_b")));
+        let outputs: Vec<&Value> = input.iter().filter(|item| item["type"] == "function_call_output").collect();
+        assert_eq!(outputs.len(), 2, "{input:?}");
+        assert_eq!((outputs[0]["call_id"].clone(), outputs[0]["output"].clone()), (json!("call_a"), json!(ABC_SHA256)));
+        let calc: Value = serde_json::from_str(outputs[1]["output"].as_str().unwrap()).unwrap();
+        assert_eq!((outputs[1]["call_id"].clone(), calc["result"].clone()), (json!("call_b"), json!(42)));
+        assert!(!stdout(&output).contains("Two tools."), "reasoning is not the answer");
+    }
+}
+
+#[test]
+fn openai_responses_incomplete_keeps_the_text_and_failed_says_why() {
+    let partial = vec![
+        json!({"type": "message", "id": "msg_1", "role": "assistant", "status": "incomplete", "content": [{"type": "output_text", "text": "The answer begins", "annotations": []}]}),
+    ];
+    for stream in [false, true] {
+        let server = ModelServer::start(vec![responses_reply(
+            stream,
+            "incomplete",
+            partial.clone(),
+            json!({"incomplete_details": {"reason": "max_output_tokens"}}),
+        )]);
+        let output = run_responses(&server, stream, "go");
+        assert_eq!(output.status.code(), Some(1), "stream {stream}: {}", stderr(&output));
+        assert!(stdout(&output).contains("The answer begins"), "the partial text is kept: {}", stdout(&output));
+        assert!(stderr(&output).contains("max_tokens"), "says to raise the token limit: {}", stderr(&output));
+
+        let failed = json!({"error": {"code": "invalid_prompt", "message": "The prompt was flagged."}});
+        let server = ModelServer::start(vec![responses_reply(stream, "failed", vec![], failed)]);
+        let output = run_responses(&server, stream, "go");
+        assert_eq!(output.status.code(), Some(1), "stream {stream}: {}", stderr(&output));
+        let text = stderr(&output);
+        assert!(text.contains("could not produce a response: invalid_prompt: The prompt was flagged."), "{text}");
+        assert_eq!(server.requests().len(), 1, "a failed prompt is not retried");
+    }
+}

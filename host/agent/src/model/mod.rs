@@ -1,6 +1,6 @@
-//! Talking to language models: one provider-neutral conversation, two wire
-//! protocols (OpenAI Chat Completions and Anthropic Messages), streaming and
-//! plain, with retries.
+//! Talking to language models: one provider-neutral conversation, three wire
+//! protocols (OpenAI Chat Completions, the OpenAI Responses API and Anthropic
+//! Messages), streaming and plain, with retries.
 //!
 //! [`ModelClient::complete`] sends a [`Conversation`] and the tools, and
 //! returns the model's [`Reply`]: its text, the tool calls it made (assembled
@@ -10,6 +10,7 @@
 mod anthropic;
 mod openai;
 pub mod providers;
+mod responses;
 mod sse;
 
 use rustls::pki_types::CertificateDer;
@@ -90,6 +91,10 @@ pub struct ProviderState {
     /// OpenRouter's `reasoning_details`, as they came.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_details: Option<Value>,
+    /// OpenAI Responses `reasoning` output items (with their
+    /// `encrypted_content`), given back as input items before the message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub items: Vec<Value>,
 }
 
 impl ProviderState {
@@ -262,8 +267,22 @@ fn text_of(content: Option<&Value>) -> String {
 pub enum Protocol {
     /// OpenAI Chat Completions (OpenAI, Ollama, vLLM, llama.cpp, …).
     Openai,
+    /// The OpenAI Responses API (`{base_url}/responses`).
+    #[serde(rename = "openai-responses")]
+    OpenaiResponses,
     /// Anthropic Messages.
     Anthropic,
+}
+
+impl Protocol {
+    /// The protocol's name in messages.
+    fn title(self) -> &'static str {
+        match self {
+            Protocol::Openai => "OpenAI Chat Completions",
+            Protocol::OpenaiResponses => "OpenAI Responses",
+            Protocol::Anthropic => "Anthropic Messages",
+        }
+    }
 }
 
 /// A model API key. Never printed: `Debug` and `Display` show `***`.
@@ -433,6 +452,13 @@ pub enum ModelError {
     /// The response did not start, or stalled, within the timeout.
     #[error("the model did not answer within {}", HumanDuration(*.0))]
     Timeout(Duration),
+    /// The provider reported that it could not produce the response (an
+    /// OpenAI Responses `failed` status or `error` event).
+    #[error("the model provider could not produce a response: {message}")]
+    Failed {
+        /// The provider's code and message.
+        message: String,
+    },
     /// The server answered, but not in the protocol expected.
     #[error("the server at {url} does not speak the {protocol} protocol: {message}")]
     Protocol {
@@ -505,6 +531,7 @@ impl ModelClient {
     ) -> Result<Reply, ModelError> {
         let (url, body) = match self.endpoint.protocol {
             Protocol::Openai => openai::request(&self.endpoint, &self.options, conversation, tools),
+            Protocol::OpenaiResponses => responses::request(&self.endpoint, &self.options, conversation, tools),
             Protocol::Anthropic => anthropic::request(&self.endpoint, &self.options, conversation, tools),
         };
         let mut attempt = 0u32;
@@ -538,7 +565,7 @@ impl ModelClient {
     async fn attempt(&self, url: &str, body: &Value, on_text: &mut (dyn FnMut(&str) + Send)) -> Result<Reply, Failure> {
         let mut request = self.http.post(url).header("content-type", "application/json");
         request = match self.endpoint.protocol {
-            Protocol::Openai => match &self.endpoint.api_key {
+            Protocol::Openai | Protocol::OpenaiResponses => match &self.endpoint.api_key {
                 Some(key) => request.bearer_auth(key.expose()),
                 None => request,
             },
@@ -572,6 +599,7 @@ impl ModelClient {
             let events = sse::Events::new(url, response.bytes_stream());
             match protocol {
                 Protocol::Openai => openai::read_stream(events, on_text).await,
+                Protocol::OpenaiResponses => responses::read_stream(events, on_text).await,
                 Protocol::Anthropic => anthropic::read_stream(events, on_text).await,
             }
         } else {
@@ -581,6 +609,7 @@ impl ModelClient {
             })?;
             let reply = match protocol {
                 Protocol::Openai => openai::parse_reply(&value),
+                Protocol::OpenaiResponses => responses::parse_reply(&value),
                 Protocol::Anthropic => anthropic::parse_reply(&value),
             }?;
             if !reply.content.is_empty() {
@@ -603,14 +632,9 @@ impl ModelClient {
                 other => other,
             },
             Failure::Final(error) => error,
-            Failure::Protocol(message) => ModelError::Protocol {
-                url: url.to_owned(),
-                protocol: match self.endpoint.protocol {
-                    Protocol::Openai => "OpenAI Chat Completions",
-                    Protocol::Anthropic => "Anthropic Messages",
-                },
-                message,
-            },
+            Failure::Protocol(message) => {
+                ModelError::Protocol { url: url.to_owned(), protocol: self.endpoint.protocol.title(), message }
+            }
             Failure::Timeout => ModelError::Timeout(self.options.timeout),
         }
     }
@@ -622,7 +646,9 @@ impl ModelClient {
                 status,
                 message,
                 hint: match self.endpoint.protocol {
-                    Protocol::Openai => "OPENAI_API_KEY (or `api_key` in the config's [providers] table)".to_owned(),
+                    Protocol::Openai | Protocol::OpenaiResponses => {
+                        "OPENAI_API_KEY (or `api_key` in the config's [providers] table)".to_owned()
+                    }
                     Protocol::Anthropic => {
                         "ANTHROPIC_API_KEY (or `api_key` in the config's [providers] table)".to_owned()
                     }

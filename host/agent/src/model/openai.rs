@@ -137,6 +137,7 @@ pub(super) fn parse_reply(value: &Value) -> Result<Reply, Failure> {
         reasoning_content: text("reasoning_content"),
         reasoning: text("reasoning"),
         reasoning_details: message.get("reasoning_details").filter(|details| !details.is_null()).cloned(),
+        items: Vec::new(),
     };
     let stop = match choice.get("finish_reason").and_then(Value::as_str) {
         Some(reason) => StopReason::from_openai(reason),
@@ -261,6 +262,7 @@ impl Reasoning {
             reasoning_content: some(self.content),
             reasoning: some(self.reasoning),
             reasoning_details: (!self.details.is_empty()).then(|| Value::Array(self.details)),
+            items: Vec::new(),
         }
     }
 }

@@ -79,14 +79,13 @@ pub fn resolve(spec: &str, providers: &Providers, base_url: Option<&str>) -> Res
         let known: Vec<&str> = BUILTINS.iter().map(|b| b.name).chain(providers.keys().map(String::as_str)).collect();
         bail!(
             "unknown model provider `{provider}`: use one of {}, or add it to toolhost.toml as \
-             [providers.{provider}] with protocol = \"openai\" or \"anthropic\" and base_url = \"…\"",
+             [providers.{provider}] with protocol = \"openai\", \"openai-responses\" or \"anthropic\" and base_url = \"…\"",
             known.join(", ")
         );
     }
-    let protocol = configured
-        .and_then(|c| c.protocol)
-        .or(builtin.map(|b| b.protocol))
-        .ok_or_else(|| anyhow::anyhow!("[providers.{provider}] needs protocol = \"openai\" or \"anthropic\""))?;
+    let protocol = configured.and_then(|c| c.protocol).or(builtin.map(|b| b.protocol)).ok_or_else(|| {
+        anyhow::anyhow!("[providers.{provider}] needs protocol = \"openai\", \"openai-responses\" or \"anthropic\"")
+    })?;
     let base_url = base_url
         .map(str::to_owned)
         .or_else(|| configured.and_then(|c| c.base_url.clone()))

@@ -1,0 +1,310 @@
+//! The OpenAI Responses API (`POST {base_url}/responses`), which OpenAI
+//! recommends for new work and Codex speaks.
+//!
+//! Requests are stateless (`store: false`): the whole conversation goes as
+//! input items every time, with the encrypted reasoning items of earlier
+//! replies (`include: ["reasoning.encrypted_content"]`) given back verbatim.
+//! Tools are flat `function` tools; calls come as `function_call` items and
+//! their results go back as `function_call_output` items, matched by
+//! `call_id`. A stream is typed events with no `[DONE]`: it ends with
+//! `response.completed`, `response.incomplete` or `response.failed`.
+
+use super::sse::Events;
+use super::{
+    Conversation, Endpoint, Failure, Message, ModelError, ProviderState, Reply, RequestOptions, StopReason, TokenUsage,
+    ToolCall, ToolSpec,
+};
+use serde_json::{Value, json};
+
+/// The URL and body of a request.
+pub(super) fn request(
+    endpoint: &Endpoint,
+    options: &RequestOptions,
+    conversation: &Conversation,
+    tools: &[ToolSpec],
+) -> (String, Value) {
+    let mut input = Vec::with_capacity(conversation.messages.len() * 2);
+    for message in &conversation.messages {
+        match message {
+            Message::User { content } => input.push(json!({ "role": "user", "content": content })),
+            Message::Assistant { content, tool_calls, state } => {
+                input.extend(state.items.iter().cloned());
+                if !content.is_empty() {
+                    input.push(json!({
+                        "type": "message",
+                        "role": "assistant",
+                        "content": [{ "type": "output_text", "text": content }],
+                    }));
+                }
+                for call in tool_calls {
+                    input.push(json!({
+                        "type": "function_call",
+                        "call_id": call.id,
+                        "name": call.name,
+                        "arguments": call.arguments,
+                    }));
+                }
+            }
+            Message::Tool { results } => {
+                for result in results {
+                    let output =
+                        if result.is_error { format!("Error: {}", result.content) } else { result.content.clone() };
+                    input.push(json!({ "type": "function_call_output", "call_id": result.call_id, "output": output }));
+                }
+            }
+        }
+    }
+    let mut body = json!({
+        "model": endpoint.model,
+        "input": input,
+        "stream": options.stream,
+        "store": false,
+        "include": ["reasoning.encrypted_content"],
+    });
+    if let Some(system) = &conversation.system {
+        body["instructions"] = json!(system);
+    }
+    if !tools.is_empty() {
+        body["tools"] = tools
+            .iter()
+            .map(|tool| {
+                json!({
+                    "type": "function",
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.schema,
+                })
+            })
+            .collect();
+    }
+    if let Some(max_tokens) = options.max_tokens {
+        body["max_output_tokens"] = json!(max_tokens);
+    }
+    (format!("{}/responses", endpoint.base_url.trim_end_matches('/')), body)
+}
+
+/// A complete (non-streamed) response.
+pub(super) fn parse_reply(value: &Value) -> Result<Reply, Failure> {
+    if let Some(failure) = error_event(value) {
+        return Err(failure);
+    }
+    if value.get("object").and_then(Value::as_str) != Some("response") && value.get("output").is_none() {
+        return Err(Failure::protocol("the answer is not a response object (no `output`)"));
+    }
+    finish(value, None)
+}
+
+/// A streamed response.
+pub(super) async fn read_stream(mut events: Events, on_text: &mut (dyn FnMut(&str) + Send)) -> Result<Reply, Failure> {
+    // Finished output items by their `output_index`, as `output_item.done` gives them.
+    let mut items: Vec<(u64, Value)> = Vec::new();
+    let mut streamed = String::new();
+    while let Some(event) = events.next().await {
+        let event = event?;
+        let value: Value = serde_json::from_str(&event.data)
+            .map_err(|_| Failure::protocol(format!("a stream event is not JSON: {:?}", super::preview(&event.data))))?;
+        match value.get("type").and_then(Value::as_str) {
+            Some("response.output_text.delta") => {
+                let text = value.get("delta").and_then(Value::as_str).unwrap_or_default();
+                if !text.is_empty() {
+                    streamed.push_str(text);
+                    on_text(text);
+                }
+            }
+            Some("response.output_item.done") => {
+                let index = value.get("output_index").and_then(Value::as_u64).unwrap_or(items.len() as u64);
+                if let Some(item) = value.get("item") {
+                    items.retain(|(seen, _)| *seen != index);
+                    items.push((index, item.clone()));
+                }
+            }
+            Some("response.completed" | "response.incomplete" | "response.failed") => {
+                let response =
+                    value.get("response").ok_or_else(|| Failure::protocol("a final event without `response`"))?;
+                if let Some(failure) = error_event(response) {
+                    return Err(failure);
+                }
+                items.sort_by_key(|(index, _)| *index);
+                let done: Vec<Value> = items.into_iter().map(|(_, item)| item).collect();
+                return finish(response, Some((done, streamed)));
+            }
+            Some("error") => {
+                return Err(error_event(&value).unwrap_or_else(|| Failure::protocol("an `error` event")));
+            }
+            _ => {} // created, in_progress, added items, argument and reasoning deltas, …
+        }
+    }
+    Err(events.ended_early())
+}
+
+/// A `failed` response or an `error` event, as a failure: a server error or
+/// rate limit is worth another attempt, anything else is not.
+fn error_event(value: &Value) -> Option<Failure> {
+    let error = match value.get("type").and_then(Value::as_str) {
+        Some("error") => value.get("error").unwrap_or(value),
+        _ if value.get("status").and_then(Value::as_str) == Some("failed") => value.get("error")?,
+        _ => value.get("error").filter(|error| error.is_object())?,
+    };
+    let code = error.get("code").and_then(Value::as_str).unwrap_or("error");
+    let message = error.get("message").and_then(Value::as_str).unwrap_or("no message").to_owned();
+    let message = format!("{code}: {message}");
+    Some(match code {
+        "server_error" | "rate_limit_exceeded" | "server_is_overloaded" => Failure::Retryable {
+            error: ModelError::Unavailable { status: 200, attempts: 0, message },
+            retry_after: None,
+        },
+        _ => Failure::Final(ModelError::Failed { message }),
+    })
+}
+
+/// The reply in a finished response: its output items (from the stream's
+/// `output_item.done` events when streamed, else the response's `output`),
+/// its status and usage.
+fn finish(response: &Value, streamed: Option<(Vec<Value>, String)>) -> Result<Reply, Failure> {
+    let (items, streamed_text) = match streamed {
+        Some((items, text)) if !items.is_empty() => (items, Some(text)),
+        Some((_, text)) => (output_of(response), Some(text)),
+        None => (output_of(response), None),
+    };
+    let mut content = String::new();
+    let mut refusal = String::new();
+    let mut tool_calls = Vec::new();
+    let mut state = ProviderState::default();
+    for item in items {
+        match item.get("type").and_then(Value::as_str) {
+            Some("message") => {
+                for part in item.get("content").and_then(Value::as_array).into_iter().flatten() {
+                    match part.get("type").and_then(Value::as_str) {
+                        Some("output_text") => {
+                            content.push_str(part.get("text").and_then(Value::as_str).unwrap_or_default())
+                        }
+                        Some("refusal") => {
+                            refusal.push_str(part.get("refusal").and_then(Value::as_str).unwrap_or_default())
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Some("function_call") => {
+                let name = item
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| Failure::protocol("a function_call has no name"))?;
+                let id = item.get("call_id").and_then(Value::as_str).unwrap_or_default();
+                let arguments = match item.get("arguments") {
+                    Some(Value::String(text)) => text.clone(),
+                    Some(Value::Null) | None => String::new(),
+                    Some(other) => other.to_string(),
+                };
+                tool_calls.push(ToolCall::new(id, name, arguments));
+            }
+            // Given back verbatim in the next request (with its encrypted content).
+            Some("reasoning") => state.items.push(item),
+            _ => {}
+        }
+    }
+    // A stream's text was shown as it came; keep it if the items lack it.
+    if let Some(text) = streamed_text
+        && content.is_empty()
+    {
+        content = text;
+    }
+    let stop = match response.get("status").and_then(Value::as_str) {
+        Some("incomplete") => {
+            match response.pointer("/incomplete_details/reason").and_then(Value::as_str).unwrap_or("unknown") {
+                "max_output_tokens" => StopReason::Length,
+                "content_filter" => StopReason::ContentFilter,
+                other => StopReason::Other(other.to_owned()),
+            }
+        }
+        _ if !refusal.is_empty() => StopReason::ContentFilter,
+        _ if !tool_calls.is_empty() => StopReason::ToolUse,
+        _ => StopReason::Done,
+    };
+    if !refusal.is_empty() && content.is_empty() {
+        content = refusal;
+    }
+    let usage = TokenUsage {
+        input: response.pointer("/usage/input_tokens").and_then(Value::as_u64).unwrap_or(0),
+        output: response.pointer("/usage/output_tokens").and_then(Value::as_u64).unwrap_or(0),
+    };
+    Ok(Reply { content, tool_calls, stop, usage, state })
+}
+
+fn output_of(response: &Value) -> Vec<Value> {
+    response.get("output").and_then(Value::as_array).cloned().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Protocol, ToolResult};
+
+    #[test]
+    fn sends_items_flat_tools_and_replays_reasoning() {
+        let reasoning = json!({"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAA"});
+        let conversation = Conversation {
+            system: Some("be brief".into()),
+            messages: vec![
+                Message::User { content: "hash abc".into() },
+                Message::Assistant {
+                    content: String::new(),
+                    tool_calls: vec![ToolCall::new("call_1", "sha256", r#"{"text":"abc"}"#)],
+                    state: ProviderState { items: vec![reasoning.clone()], ..Default::default() },
+                },
+                Message::Tool {
+                    results: vec![ToolResult {
+                        call_id: "call_1".into(),
+                        name: "sha256".into(),
+                        content: "ba78".into(),
+                        is_error: false,
+                        source: None,
+                    }],
+                },
+            ],
+        };
+        let endpoint = Endpoint {
+            protocol: Protocol::OpenaiResponses,
+            base_url: "http://127.0.0.1:1/v1/".into(),
+            model: "o4-mini".into(),
+            api_key: None,
+        };
+        let tools = [ToolSpec { name: "sha256".into(), description: "hash".into(), schema: json!({"type": "object"}) }];
+        let (url, body) = request(&endpoint, &RequestOptions::default(), &conversation, &tools);
+        assert_eq!(url, "http://127.0.0.1:1/v1/responses");
+        assert_eq!(body["instructions"], "be brief");
+        assert_eq!(
+            (body["store"].clone(), body["include"][0].clone()),
+            (json!(false), json!("reasoning.encrypted_content"))
+        );
+        assert_eq!(
+            body["tools"][0],
+            json!({"type": "function", "name": "sha256", "description": "hash", "parameters": {"type": "object"}})
+        );
+        let input = body["input"].as_array().unwrap();
+        assert_eq!(input[0], json!({"role": "user", "content": "hash abc"}));
+        assert_eq!(input[1], reasoning);
+        assert_eq!(
+            input[2],
+            json!({"type": "function_call", "call_id": "call_1", "name": "sha256", "arguments": "{\"text\":\"abc\"}"})
+        );
+        assert_eq!(input[3], json!({"type": "function_call_output", "call_id": "call_1", "output": "ba78"}));
+    }
+
+    #[test]
+    fn reads_statuses_refusals_and_failures() {
+        let incomplete = json!({"object": "response", "status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"},
+            "output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Part"}]}]});
+        let reply = parse_reply(&incomplete).unwrap();
+        assert_eq!((reply.content.as_str(), reply.stop), ("Part", StopReason::Length));
+        let refused = json!({"object": "response", "status": "completed",
+            "output": [{"type": "message", "role": "assistant", "content": [{"type": "refusal", "refusal": "I can't help with that."}]}]});
+        let reply = parse_reply(&refused).unwrap();
+        assert_eq!((reply.content.as_str(), reply.stop), ("I can't help with that.", StopReason::ContentFilter));
+        let failed = json!({"object": "response", "status": "failed", "error": {"code": "invalid_prompt", "message": "bad"}, "output": []});
+        assert!(matches!(parse_reply(&failed), Err(Failure::Final(ModelError::Failed { .. }))));
+        let busy = json!({"object": "response", "status": "failed", "error": {"code": "server_error", "message": "oops"}, "output": []});
+        assert!(matches!(parse_reply(&busy), Err(Failure::Retryable { .. })));
+        assert!(matches!(parse_reply(&json!({"choices": []})), Err(Failure::Protocol(_))));
+    }
+}
