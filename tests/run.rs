@@ -1450,3 +1450,104 @@ fn openai_responses_incomplete_keeps_the_text_and_failed_says_why() {
         assert_eq!(server.requests().len(), 1, "a failed prompt is not retried");
     }
 }
+
+#[test]
+fn reasoning_is_asked_for_in_each_protocols_words_seen_when_asked_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("e.jsonl");
+    // Chat Completions: an effort, reasoning content streamed, reasoning tokens reported.
+    let script = ALL[1];
+    let server = ModelServer::start(vec![{
+        let mut reply = openai_stream(
+            &[
+                json!({"role": "assistant", "reasoning_content": "Weighing the options. "}),
+                json!({"content": "Answer."}),
+            ],
+            "stop",
+        );
+        if let common::model_server::Body::Events(events) = &mut reply.body {
+            let usage = json!({"id": "c", "choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 30,
+                "completion_tokens_details": {"reasoning_tokens": 21}}});
+            events.insert(events.len() - 1, (None, usage.to_string()));
+        }
+        reply
+    }]);
+    let args = ["run", "think", "--reasoning", "high", "--show-reasoning", "--events", events.to_str().unwrap()];
+    let output = toolhost_in(dir.path(), script, &server, &bundled(), &args, None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(server.requests()[0].body["reasoning_effort"], "high");
+    assert!(stderr(&output).contains("Weighing the options."), "shown when asked: {}", stderr(&output));
+    assert!(!stdout(&output).contains("Weighing"), "never the answer: {}", stdout(&output));
+    let read = read_events(&events);
+    assert!(read.iter().any(|event| event["event"] == "reasoning_delta" && event["text"] == "Weighing the options. "));
+    let response = read.iter().find(|event| event["event"] == "model_response").unwrap();
+    assert_eq!(response["reasoning_tokens"], 21, "{response}");
+    let finished = read.iter().find(|event| event["event"] == "run_finished").unwrap();
+    assert_eq!(finished["reasoning_tokens"], 21, "{finished}");
+    // Not shown unless asked for.
+    let server = ModelServer::start(vec![openai_stream(
+        &[json!({"reasoning_content": "Hidden thoughts."}), json!({"content": "Answer."})],
+        "stop",
+    )]);
+    let output = toolhost_in(dir.path(), script, &server, &bundled(), &["run", "think"], None);
+    assert!(output.status.success() && !stderr(&output).contains("Hidden thoughts."), "{}", stderr(&output));
+    assert!(server.requests()[0].body.get("reasoning_effort").is_none(), "nothing asked for by default");
+
+    // Anthropic: a budget from the config, max_tokens raised above it.
+    std::fs::write(dir.path().join("toolhost.toml"), "[model]\nreasoning = 8000\n").unwrap();
+    let script = ALL[3];
+    let server = ModelServer::start(vec![script.text("Answer.")]);
+    let output = toolhost_in(dir.path(), script, &server, &bundled(), &["run", "think"], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let body = &server.requests()[0].body;
+    assert_eq!(body["thinking"], json!({"type": "enabled", "budget_tokens": 8000}), "{body}");
+    assert!(body["max_tokens"].as_u64().unwrap() > 8000, "{body}");
+    std::fs::remove_file(dir.path().join("toolhost.toml")).unwrap();
+
+    // A setting that is neither an effort nor a budget: one line with the forms.
+    let output = toolhost_in(dir.path(), script, &server, &bundled(), &["run", "think", "--reasoning", "lots"], None);
+    assert!(!output.status.success());
+    let text = stderr(&output);
+    assert!(text.contains("`lots` is not a reasoning setting") && text.contains("medium"), "{text}");
+}
+
+#[test]
+fn openai_responses_asks_for_reasoning_and_counts_its_tokens() {
+    let answer = vec![
+        json!({"type": "message", "id": "msg_1", "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": "Done.", "annotations": []}]}),
+    ];
+    let server = ModelServer::start(vec![responses_reply(false, "completed", answer, json!({}))]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("toolhost.toml"),
+        format!(
+            "[providers.oai]\nprotocol = \"openai-responses\"\nbase_url = \"{}/v1\"\n[model]\nreasoning = 3000\n",
+            server.url
+        ),
+    )
+    .unwrap();
+    let events = dir.path().join("e.jsonl");
+    let output = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(dir.path())
+        .args([
+            "--plugins",
+            &bundled(),
+            "run",
+            "go",
+            "--model",
+            "oai/o4-mini",
+            "--no-stream",
+            "--events",
+            events.to_str().unwrap(),
+        ])
+        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+        .env_remove("TOOLHOST_MODEL")
+        .env_remove("TOOLHOST_CONFIG")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(server.requests()[0].body["reasoning"], json!({"effort": "medium", "summary": "auto"}));
+    let finished = read_events(&events).into_iter().find(|event| event["event"] == "run_finished").unwrap();
+    assert_eq!(finished["reasoning_tokens"], 20, "{finished}");
+}

@@ -2,7 +2,7 @@
 //! around it) and `[providers.NAME]` (where a provider is and how to
 //! authenticate). The `toolhost` crate parses the file and hands these over.
 
-use crate::model::Protocol;
+use crate::model::{Protocol, Reasoning};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use toolhost_runtime::limits::{ByteSize, HumanDuration};
@@ -32,6 +32,9 @@ pub struct ModelConfig {
     pub max_retries: Option<u32>,
     /// Output token limit sent with each request.
     pub max_tokens: Option<u32>,
+    /// How much the model should reason: `minimal`, `low`, `medium`,
+    /// `high`, or a budget of thinking tokens (e.g. `8000`).
+    pub reasoning: Option<Reasoning>,
 }
 
 /// `[providers.NAME]`: where a provider is and how to authenticate.

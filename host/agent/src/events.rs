@@ -80,6 +80,12 @@ pub enum Event {
         /// The new text.
         text: String,
     },
+    /// Streamed reasoning: thinking, reasoning content or a reasoning
+    /// summary (never part of the answer).
+    ReasoningDelta {
+        /// The new text.
+        text: String,
+    },
     /// A model request failed and is being made again after a wait.
     ModelRetry {
         /// The turn.
@@ -105,6 +111,9 @@ pub enum Event {
         input_tokens: u64,
         /// Completion tokens.
         output_tokens: u64,
+        /// Of those, reasoning tokens (when the provider reports them).
+        #[serde(skip_serializing_if = "is_zero")]
+        reasoning_tokens: u64,
         /// Time from request to complete response.
         duration_ms: u64,
     },
@@ -203,9 +212,16 @@ pub enum Event {
         input_tokens: u64,
         /// Completion tokens over all turns.
         output_tokens: u64,
+        /// Of those, reasoning tokens (when the provider reports them).
+        #[serde(skip_serializing_if = "is_zero")]
+        reasoning_tokens: u64,
         /// Wall time of the whole run.
         duration_ms: u64,
     },
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 /// An event with the time it happened, as written to JSON Lines.
@@ -235,6 +251,7 @@ impl Event {
             tool_calls,
             input_tokens: usage.input,
             output_tokens: usage.output,
+            reasoning_tokens: usage.reasoning,
             duration_ms,
         }
     }

@@ -199,6 +199,7 @@ impl Agent {
                     shown.push_str(text);
                     self.emit(Event::TextDelta { text: text.to_owned() });
                 }
+                Progress::Reasoning(text) => self.emit(Event::ReasoningDelta { text: text.to_owned() }),
                 Progress::Retry(retry) => self.emit(Event::ModelRetry {
                     turn,
                     attempt: retry.attempt,
@@ -235,6 +236,7 @@ impl Agent {
             };
             outcome.usage.input += reply.usage.input;
             outcome.usage.output += reply.usage.output;
+            outcome.usage.reasoning += reply.usage.reasoning;
             let mut calls = reply.tool_calls;
             ToolCall::normalize(&mut calls, &mut taken);
             self.emit(Event::ModelResponse {
@@ -243,6 +245,7 @@ impl Agent {
                 tool_calls: calls.len(),
                 input_tokens: reply.usage.input,
                 output_tokens: reply.usage.output,
+                reasoning_tokens: reply.usage.reasoning,
                 duration_ms: requested.elapsed().as_millis() as u64,
             });
             outcome.answer.clone_from(&reply.content);

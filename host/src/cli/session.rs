@@ -44,6 +44,15 @@ pub struct ModelArgs {
     #[arg(long)]
     no_stream: bool,
 
+    /// How much the model should reason: minimal, low, medium, high, or a budget of thinking tokens
+    /// (e.g. 8000) [default: [model] reasoning in the config, else the provider's default]
+    #[arg(long, value_name = "EFFORT|TOKENS")]
+    reasoning: Option<String>,
+
+    /// Show the model's reasoning, dimmed, on stderr as it comes
+    #[arg(long)]
+    show_reasoning: bool,
+
     /// Save the conversation as JSON to FILE (written atomically, also on Ctrl-C)
     #[arg(long, value_name = "FILE")]
     transcript: Option<PathBuf>,
@@ -82,6 +91,10 @@ impl Session {
             timeout: settings.request_timeout.map(|t| t.0).unwrap_or(RequestOptions::default().timeout),
             max_retries: settings.max_retries.unwrap_or(RequestOptions::default().max_retries),
             max_tokens: settings.max_tokens,
+            reasoning: match &args.reasoning {
+                Some(text) => Some(text.parse().map_err(|err: String| anyhow::anyhow!("--reasoning: {err}"))?),
+                None => settings.reasoning,
+            },
             extra_roots,
         };
         let client = ModelClient::new(endpoint, options)?;
@@ -103,7 +116,7 @@ impl Session {
             ),
             None => None,
         };
-        let terminal = Terminal::new();
+        let terminal = Terminal::new(args.show_reasoning);
         let input = Input::stdin();
         let approver: Arc<dyn Approver> = if args.yes {
             Arc::new(ApproveAll)

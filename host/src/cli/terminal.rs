@@ -70,14 +70,17 @@ struct State {
     /// The question an approval prompt left open on stderr's last line,
     /// waiting for the answer: a status line printed meanwhile goes above it.
     open_prompt: Option<String>,
+    /// Whether the model's reasoning is shown (`--show-reasoning`).
+    show_reasoning: bool,
+    /// Whether stderr ends in the middle of a line of reasoning.
+    in_reasoning: bool,
 }
 
 impl Terminal {
-    pub fn new() -> Terminal {
-        Terminal {
-            inner: Arc::new(Mutex::new(State { spinner: None, at_line_start: true, open_prompt: None })),
-            runs_shown: Arc::new(tokio::sync::watch::Sender::new(0)),
-        }
+    pub fn new(show_reasoning: bool) -> Terminal {
+        let state =
+            State { spinner: None, at_line_start: true, open_prompt: None, show_reasoning, in_reasoning: false };
+        Terminal { inner: Arc::new(Mutex::new(state)), runs_shown: Arc::new(tokio::sync::watch::Sender::new(0)) }
     }
 
     /// Waits until the display has shown `runs` runs to their end, so that a
@@ -101,9 +104,18 @@ impl Terminal {
         if let Some(spinner) = state.spinner.take() {
             spinner.finish_and_clear();
         }
+        Terminal::end_reasoning(state);
         if !state.at_line_start {
             println!();
             state.at_line_start = true;
+        }
+    }
+
+    /// Ends a line of reasoning left open on stderr.
+    fn end_reasoning(state: &mut State) {
+        if state.in_reasoning {
+            eprintln!();
+            state.in_reasoning = false;
         }
     }
 
@@ -157,11 +169,31 @@ impl Terminal {
                     self.state().spinner = Some(spinner(message));
                 }
             }
+            Event::ReasoningDelta { text } => {
+                let mut state = self.state();
+                if !state.show_reasoning {
+                    return;
+                }
+                if let Some(spinner) = state.spinner.take() {
+                    spinner.finish_and_clear();
+                }
+                let mut stderr = std::io::stderr().lock();
+                let _ = if stderr.is_terminal() {
+                    write!(stderr, "\x1b[2m{text}\x1b[0m")
+                } else {
+                    write!(stderr, "{text}")
+                };
+                let _ = stderr.flush();
+                if !text.is_empty() {
+                    state.in_reasoning = !text.ends_with('\n');
+                }
+            }
             Event::TextDelta { text } => {
                 let mut state = self.state();
                 if let Some(spinner) = state.spinner.take() {
                     spinner.finish_and_clear();
                 }
+                Terminal::end_reasoning(&mut state);
                 let mut stdout = std::io::stdout().lock();
                 let _ = stdout.write_all(text.as_bytes());
                 let _ = stdout.flush();

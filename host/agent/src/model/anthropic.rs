@@ -1,5 +1,6 @@
 //! The Anthropic Messages protocol.
 
+use super::Delta;
 use super::sse::Events;
 use super::{
     Conversation, Endpoint, Failure, Message, ModelError, ProviderState, Reply, RequestOptions, StopReason, TokenUsage,
@@ -65,12 +66,15 @@ pub(super) fn request(
             ),
         }
     }
-    let mut body = json!({
-        "model": endpoint.model,
-        "max_tokens": options.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-        "messages": messages,
-        "stream": options.stream,
-    });
+    let mut max_tokens = options.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+    let mut body = json!({ "model": endpoint.model, "messages": messages, "stream": options.stream });
+    if let Some(reasoning) = options.reasoning {
+        // The thinking budget counts against max_tokens, which must exceed it.
+        let budget = reasoning.budget();
+        max_tokens = max_tokens.max(budget.saturating_add(DEFAULT_MAX_TOKENS));
+        body["thinking"] = json!({ "type": "enabled", "budget_tokens": budget });
+    }
+    body["max_tokens"] = json!(max_tokens);
     if let Some(system) = &conversation.system {
         body["system"] = json!(system);
     }
@@ -130,12 +134,16 @@ pub(super) fn parse_reply(value: &Value) -> Result<Reply, Failure> {
     let usage = TokenUsage {
         input: value.pointer("/usage/input_tokens").and_then(Value::as_u64).unwrap_or(0),
         output: value.pointer("/usage/output_tokens").and_then(Value::as_u64).unwrap_or(0),
+        reasoning: 0,
     };
     Ok(Reply { content, tool_calls, stop, usage, state })
 }
 
 /// A streamed response.
-pub(super) async fn read_stream(mut events: Events, on_text: &mut (dyn FnMut(&str) + Send)) -> Result<Reply, Failure> {
+pub(super) async fn read_stream(
+    mut events: Events,
+    on_text: &mut (dyn FnMut(Delta<'_>) + Send),
+) -> Result<Reply, Failure> {
     let mut content = String::new();
     // Tool calls by content-block index, in the order they started.
     let mut calls: Vec<(u64, ToolCall)> = Vec::new();
@@ -173,7 +181,7 @@ pub(super) async fn read_stream(mut events: Events, on_text: &mut (dyn FnMut(&st
                     Some("text") => {
                         if let Some(text) = block.get("text").and_then(Value::as_str).filter(|text| !text.is_empty()) {
                             content.push_str(text);
-                            on_text(text);
+                            on_text(Delta::Text(text));
                         }
                     }
                     Some("thinking" | "redacted_thinking") => thinking.push((index, block.clone())),
@@ -187,7 +195,7 @@ pub(super) async fn read_stream(mut events: Events, on_text: &mut (dyn FnMut(&st
                     Some("text_delta") => {
                         let text = delta.get("text").and_then(Value::as_str).unwrap_or_default();
                         content.push_str(text);
-                        on_text(text);
+                        on_text(Delta::Text(text));
                     }
                     Some("input_json_delta") => {
                         let json = delta.get("partial_json").and_then(Value::as_str).unwrap_or_default();
@@ -198,6 +206,9 @@ pub(super) async fn read_stream(mut events: Events, on_text: &mut (dyn FnMut(&st
                     Some(kind @ ("thinking_delta" | "signature_delta")) => {
                         let key = if kind == "thinking_delta" { "thinking" } else { "signature" };
                         let piece = delta.get(key).and_then(Value::as_str).unwrap_or_default();
+                        if key == "thinking" && !piece.is_empty() {
+                            on_text(Delta::Reasoning(piece));
+                        }
                         if let Some((_, block)) = thinking.iter_mut().rev().find(|(i, _)| *i == index) {
                             match block.get_mut(key) {
                                 Some(Value::String(text)) => text.push_str(piece),
@@ -295,7 +306,7 @@ mod tests {
         assert_eq!(reply.content, "Let me check.");
         assert_eq!(reply.tool_calls[0].arguments, r#"{"text":"x"}"#);
         assert_eq!(reply.stop, StopReason::ToolUse);
-        assert_eq!(reply.usage, TokenUsage { input: 10, output: 5 });
+        assert_eq!(reply.usage, TokenUsage { input: 10, output: 5, reasoning: 0 });
     }
 
     #[test]

@@ -102,6 +102,23 @@ impl ProviderState {
     pub fn is_empty(&self) -> bool {
         self == &ProviderState::default()
     }
+
+    /// The reasoning a person may read: Anthropic's thinking text, the
+    /// reasoning content, or a Responses reasoning summary.
+    pub fn reasoning_text(&self) -> String {
+        let thinking = self.thinking.iter().filter_map(|block| block.get("thinking").and_then(Value::as_str));
+        let summaries = self
+            .items
+            .iter()
+            .flat_map(|item| item.get("summary").and_then(Value::as_array).cloned().unwrap_or_default())
+            .filter_map(|part| part.get("text").and_then(Value::as_str).map(str::to_owned));
+        let mut text: String = thinking.collect();
+        text.extend(summaries);
+        if text.is_empty() {
+            text = self.reasoning_content.clone().or_else(|| self.reasoning.clone()).unwrap_or_default();
+        }
+        text
+    }
 }
 
 impl ToolCall {
@@ -224,6 +241,103 @@ pub struct TokenUsage {
     pub input: u64,
     /// Completion tokens.
     pub output: u64,
+    /// Of the completion tokens, those spent reasoning (when the provider
+    /// says: OpenAI's `reasoning_tokens`; Anthropic counts them as output).
+    pub reasoning: u64,
+}
+
+/// How much a model should reason: an effort, or a budget of tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reasoning {
+    /// `minimal`, `low`, `medium` or `high`.
+    Effort(Effort),
+    /// A number of thinking tokens (at least 1024).
+    Budget(u32),
+}
+
+/// A reasoning effort.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Effort {
+    Minimal,
+    Low,
+    Medium,
+    High,
+}
+
+impl Reasoning {
+    /// The effort: as given, or for a budget the effort nearest it
+    /// (≤ 2,048 tokens `low`, ≤ 8,192 `medium`, more `high`).
+    pub fn effort(self) -> &'static str {
+        let effort = match self {
+            Reasoning::Effort(effort) => effort,
+            Reasoning::Budget(tokens) if tokens <= 2_048 => Effort::Low,
+            Reasoning::Budget(tokens) if tokens <= 8_192 => Effort::Medium,
+            Reasoning::Budget(_) => Effort::High,
+        };
+        match effort {
+            Effort::Minimal => "minimal",
+            Effort::Low => "low",
+            Effort::Medium => "medium",
+            Effort::High => "high",
+        }
+    }
+
+    /// The budget in tokens: as given, or for an effort `minimal` 1,024,
+    /// `low` 2,048, `medium` 8,192, `high` 24,576.
+    pub fn budget(self) -> u32 {
+        match self {
+            Reasoning::Budget(tokens) => tokens,
+            Reasoning::Effort(Effort::Minimal) => 1_024,
+            Reasoning::Effort(Effort::Low) => 2_048,
+            Reasoning::Effort(Effort::Medium) => 8_192,
+            Reasoning::Effort(Effort::High) => 24_576,
+        }
+    }
+}
+
+impl std::str::FromStr for Reasoning {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Reasoning, String> {
+        Ok(match text.trim() {
+            "minimal" => Reasoning::Effort(Effort::Minimal),
+            "low" => Reasoning::Effort(Effort::Low),
+            "medium" => Reasoning::Effort(Effort::Medium),
+            "high" => Reasoning::Effort(Effort::High),
+            other => match other.replace('_', "").parse::<u32>() {
+                Ok(tokens) if tokens >= 1_024 => Reasoning::Budget(tokens),
+                _ => {
+                    return Err(format!(
+                        "`{text}` is not a reasoning setting: write an effort (`minimal`, `low`, `medium` or \
+                         `high`) or a budget of thinking tokens of at least 1024 (e.g. `8000`)"
+                    ));
+                }
+            },
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Reasoning {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Reasoning, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Tokens(u64),
+            Text(String),
+        }
+        let text = match Written::deserialize(deserializer)? {
+            Written::Tokens(tokens) => tokens.to_string(),
+            Written::Text(text) => text,
+        };
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// What a response streams: its text, or its reasoning (never the answer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Delta<'a> {
+    Text(&'a str),
+    Reasoning(&'a str),
 }
 
 /// One model response.
@@ -330,6 +444,8 @@ pub struct RequestOptions {
     pub max_retries: u32,
     /// The output token limit sent to the model (required by Anthropic).
     pub max_tokens: Option<u32>,
+    /// How much the model should reason, when asked for.
+    pub reasoning: Option<Reasoning>,
     /// Root certificates trusted on top of the system's (the config's `ca_file`).
     pub extra_roots: Vec<CertificateDer<'static>>,
 }
@@ -341,6 +457,7 @@ impl Default for RequestOptions {
             timeout: Duration::from_secs(120),
             max_retries: 4,
             max_tokens: None,
+            reasoning: None,
             extra_roots: Vec::new(),
         }
     }
@@ -351,6 +468,8 @@ impl Default for RequestOptions {
 pub enum Progress<'a> {
     /// Streamed text.
     Text(&'a str),
+    /// Streamed reasoning (thinking, reasoning content, a reasoning summary).
+    Reasoning(&'a str),
     /// An attempt failed and another follows after a wait.
     Retry(Retry),
 }
@@ -539,9 +658,12 @@ impl ModelClient {
             attempt += 1;
             let mut delivered = false;
             let result = self
-                .attempt(&url, &body, &mut |text: &str| {
-                    delivered = true;
-                    on_progress(Progress::Text(text));
+                .attempt(&url, &body, &mut |delta: Delta<'_>| match delta {
+                    Delta::Text(text) => {
+                        delivered = true;
+                        on_progress(Progress::Text(text));
+                    }
+                    Delta::Reasoning(text) => on_progress(Progress::Reasoning(text)),
                 })
                 .await;
             let (error, retry_after) = match &result {
@@ -562,7 +684,12 @@ impl ModelClient {
         }
     }
 
-    async fn attempt(&self, url: &str, body: &Value, on_text: &mut (dyn FnMut(&str) + Send)) -> Result<Reply, Failure> {
+    async fn attempt(
+        &self,
+        url: &str,
+        body: &Value,
+        on_text: &mut (dyn FnMut(Delta<'_>) + Send),
+    ) -> Result<Reply, Failure> {
         let mut request = self.http.post(url).header("content-type", "application/json");
         request = match self.endpoint.protocol {
             Protocol::Openai | Protocol::OpenaiResponses => match &self.endpoint.api_key {
@@ -612,8 +739,12 @@ impl ModelClient {
                 Protocol::OpenaiResponses => responses::parse_reply(&value),
                 Protocol::Anthropic => anthropic::parse_reply(&value),
             }?;
+            let reasoning = reply.state.reasoning_text();
+            if !reasoning.is_empty() {
+                on_text(Delta::Reasoning(&reasoning));
+            }
             if !reply.content.is_empty() {
-                on_text(&reply.content);
+                on_text(Delta::Text(&reply.content));
             }
             Ok(reply)
         }

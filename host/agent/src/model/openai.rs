@@ -1,6 +1,7 @@
 //! The OpenAI Chat Completions protocol, as spoken by OpenAI and by
 //! compatible servers (Ollama, vLLM, llama.cpp, …) with their quirks.
 
+use super::Delta;
 use super::sse::Events;
 use super::{
     Conversation, Endpoint, Failure, Message, ModelError, ProviderState, Reply, RequestOptions, StopReason, TokenUsage,
@@ -87,6 +88,9 @@ pub(super) fn request(
     if let Some(max_tokens) = options.max_tokens {
         body["max_tokens"] = json!(max_tokens);
     }
+    if let Some(reasoning) = options.reasoning {
+        body["reasoning_effort"] = json!(reasoning.effort());
+    }
     (format!("{}/chat/completions", endpoint.base_url.trim_end_matches('/')), body)
 }
 
@@ -94,6 +98,10 @@ fn usage(value: &Value) -> TokenUsage {
     TokenUsage {
         input: value.pointer("/usage/prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
         output: value.pointer("/usage/completion_tokens").and_then(Value::as_u64).unwrap_or(0),
+        reasoning: value
+            .pointer("/usage/completion_tokens_details/reasoning_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
     }
 }
 
@@ -220,16 +228,21 @@ struct Reasoning {
 }
 
 impl Reasoning {
-    fn add(&mut self, delta: &Value) {
-        if let Some(text) = delta.get("reasoning_content").and_then(Value::as_str) {
+    /// Adds a delta's reasoning; returns its readable text (the content, else
+    /// the `reasoning` field, which servers that send both repeat).
+    fn add(&mut self, delta: &Value) -> Option<String> {
+        let content = delta.get("reasoning_content").and_then(Value::as_str).filter(|text| !text.is_empty());
+        let reasoning = delta.get("reasoning").and_then(Value::as_str).filter(|text| !text.is_empty());
+        if let Some(text) = content {
             self.content.push_str(text);
         }
-        if let Some(text) = delta.get("reasoning").and_then(Value::as_str) {
+        if let Some(text) = reasoning {
             self.reasoning.push_str(text);
         }
         for item in delta.get("reasoning_details").and_then(Value::as_array).into_iter().flatten() {
             self.add_detail(item);
         }
+        content.or(reasoning).map(str::to_owned)
     }
 
     /// OpenRouter streams a reasoning detail in pieces that share an
@@ -268,7 +281,10 @@ impl Reasoning {
 }
 
 /// A streamed response.
-pub(super) async fn read_stream(mut events: Events, on_text: &mut (dyn FnMut(&str) + Send)) -> Result<Reply, Failure> {
+pub(super) async fn read_stream(
+    mut events: Events,
+    on_text: &mut (dyn FnMut(Delta<'_>) + Send),
+) -> Result<Reply, Failure> {
     let mut content = String::new();
     let mut calls = Assembler::default();
     let mut reasoning = Reasoning::default();
@@ -294,9 +310,11 @@ pub(super) async fn read_stream(mut events: Events, on_text: &mut (dyn FnMut(&st
                 let text = text_of(delta.get("content"));
                 if !text.is_empty() {
                     content.push_str(&text);
-                    on_text(&text);
+                    on_text(Delta::Text(&text));
                 }
-                reasoning.add(delta);
+                if let Some(thought) = reasoning.add(delta) {
+                    on_text(Delta::Reasoning(&thought));
+                }
                 for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
                     calls.add(call);
                 }
@@ -397,7 +415,7 @@ mod tests {
         .unwrap();
         assert_eq!(reply.tool_calls, [call("", "echo", r#"{"text":"x"}"#)]);
         assert_eq!(reply.stop, StopReason::ToolUse);
-        assert_eq!(reply.usage, TokenUsage { input: 3, output: 4 });
+        assert_eq!(reply.usage, TokenUsage { input: 3, output: 4, reasoning: 0 });
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! `call_id`. A stream is typed events with no `[DONE]`: it ends with
 //! `response.completed`, `response.incomplete` or `response.failed`.
 
+use super::Delta;
 use super::sse::Events;
 use super::{
     Conversation, Endpoint, Failure, Message, ModelError, ProviderState, Reply, RequestOptions, StopReason, TokenUsage,
@@ -80,6 +81,9 @@ pub(super) fn request(
     if let Some(max_tokens) = options.max_tokens {
         body["max_output_tokens"] = json!(max_tokens);
     }
+    if let Some(reasoning) = options.reasoning {
+        body["reasoning"] = json!({ "effort": reasoning.effort(), "summary": "auto" });
+    }
     (format!("{}/responses", endpoint.base_url.trim_end_matches('/')), body)
 }
 
@@ -95,7 +99,10 @@ pub(super) fn parse_reply(value: &Value) -> Result<Reply, Failure> {
 }
 
 /// A streamed response.
-pub(super) async fn read_stream(mut events: Events, on_text: &mut (dyn FnMut(&str) + Send)) -> Result<Reply, Failure> {
+pub(super) async fn read_stream(
+    mut events: Events,
+    on_text: &mut (dyn FnMut(Delta<'_>) + Send),
+) -> Result<Reply, Failure> {
     // Finished output items by their `output_index`, as `output_item.done` gives them.
     let mut items: Vec<(u64, Value)> = Vec::new();
     let mut streamed = String::new();
@@ -108,7 +115,13 @@ pub(super) async fn read_stream(mut events: Events, on_text: &mut (dyn FnMut(&st
                 let text = value.get("delta").and_then(Value::as_str).unwrap_or_default();
                 if !text.is_empty() {
                     streamed.push_str(text);
-                    on_text(text);
+                    on_text(Delta::Text(text));
+                }
+            }
+            Some("response.reasoning_summary_text.delta" | "response.reasoning_text.delta") => {
+                let text = value.get("delta").and_then(Value::as_str).unwrap_or_default();
+                if !text.is_empty() {
+                    on_text(Delta::Reasoning(text));
                 }
             }
             Some("response.output_item.done") => {
@@ -227,6 +240,10 @@ fn finish(response: &Value, streamed: Option<(Vec<Value>, String)>) -> Result<Re
     let usage = TokenUsage {
         input: response.pointer("/usage/input_tokens").and_then(Value::as_u64).unwrap_or(0),
         output: response.pointer("/usage/output_tokens").and_then(Value::as_u64).unwrap_or(0),
+        reasoning: response
+            .pointer("/usage/output_tokens_details/reasoning_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
     };
     Ok(Reply { content, tool_calls, stop, usage, state })
 }
