@@ -14,6 +14,8 @@ Scenarios:
                  notifications received
     quotas       call sha256 three times, then spin_forever twice at once;
                  prints every result (the config sets the quotas)
+    typed        the typed_shop test plugin: its output schemas, and calls of
+                 get-item (found and missing) and greet
 
 Everything printed on stdout is one JSON object; failures raise (exit 1).
 """
@@ -106,6 +108,15 @@ async def quotas(client):
     return out
 
 
+async def typed(client):
+    listed = await client.list_tools()
+    out = {"schemas": {tool.name: tool.output_schema for tool in listed.tools}}
+    out["item"] = as_json(await client.call_tool("get-item", {"sku": "A-1"}))
+    out["missing"] = as_json(await client.call_tool("get-item", {"sku": "Z-9"}))
+    out["greet"] = as_json(await client.call_tool("greet", {"name": "MCP", "excited": True}))
+    return out
+
+
 async def on_message(message):
     method = getattr(getattr(message, "root", message), "method", None) or getattr(message, "method", None)
     if method == "notifications/tools/list_changed" or type(message).__name__ == "ToolListChangedNotification":
@@ -144,7 +155,7 @@ async def main():
         cache=None,
     )
     async with client:
-        scenario = {"basics": basics, "listchanged": listchanged, "logs": logs, "quotas": quotas}[args.scenario]
+        scenario = {"basics": basics, "listchanged": listchanged, "logs": logs, "quotas": quotas, "typed": typed}[args.scenario]
         result = await scenario(client)
     print(json.dumps(result, default=str))
 

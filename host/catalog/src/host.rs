@@ -18,12 +18,18 @@ use toolhost_runtime::tls;
 use wasmtime::Engine;
 use wasmtime::component::Linker;
 
+/// A file loaded for the first time: its contract, the tools it listed,
+/// what loading noted, its code and where that came from.
+type Fresh = (&'static str, Vec<toolhost_runtime::cache::ListedTool>, Vec<String>, sandbox::Sandbox, Origin);
+
 /// What loading a file's code came to.
 struct Loaded {
     sha256: String,
     size: u64,
     contract: &'static str,
     tools: Vec<Tool>,
+    /// What loading noted (typed functions left out).
+    notes: Vec<String>,
     origin: Origin,
     code: Code,
 }
@@ -183,7 +189,8 @@ impl Host {
         let limits = self.limits_for(&name);
         let loaded = self.load_code(&name, path, &limits).await?;
         let grants = self.config.grants_for(&name);
-        let review = grants::review(&name, path, &grants, |key| std::env::var(key).ok());
+        let mut review = grants::review(&name, path, &grants, |key| std::env::var(key).ok());
+        review.notices.extend(loaded.notes);
         Ok(Plugin {
             name,
             path: path.to_owned(),
@@ -232,9 +239,9 @@ impl Host {
         let listed =
             cache.and_then(|cache| cache.listing(&sha256)).and_then(|listing| plugin::tools_of(listing, limits));
         if let Some(listed) = listed {
-            let (contract, tools) = listed?;
+            let (contract, tools, notes) = listed?;
             let code = Code::lazy(&self.engine, &self.linker, cache, path, &sha256, contract);
-            return Ok(Loaded { size: metadata.len(), contract, tools, origin: Origin::Cached, code, sha256 });
+            return Ok(Loaded { size: metadata.len(), contract, tools, notes, origin: Origin::Cached, code, sha256 });
         }
         // Not listed yet (or not under these limits): load it for real.
         let wasm = match bytes {
@@ -244,15 +251,14 @@ impl Host {
         let (size, sha256) = (wasm.bytes.len() as u64, wasm.sha256.clone());
         let lazy = |contract| Code::lazy(&self.engine, &self.linker, cache, path, &sha256, contract);
         match self.load_fresh(name, &wasm, limits).await {
-            Ok((contract, listed, sandbox, origin)) => {
+            Ok((contract, listed, notes, sandbox, origin)) => {
                 if let Some(cache) = cache {
-                    cache.store_listing(
-                        &sha256,
-                        &Listing::Tools { contract: contract.to_owned(), tools: listed.clone() },
-                    );
+                    let listing =
+                        Listing::Tools { contract: contract.to_owned(), tools: listed.clone(), notes: notes.clone() };
+                    cache.store_listing(&sha256, &listing);
                 }
                 let tools = plugin::check_tools(listed, limits)?;
-                Ok(Loaded { size, contract, tools, origin, code: lazy(contract).with(sandbox), sha256 })
+                Ok(Loaded { size, contract, tools, notes, origin, code: lazy(contract).with(sandbox), sha256 })
             }
             Err((reason, under_limits)) => {
                 if let Some(cache) = cache {
@@ -272,20 +278,24 @@ impl Host {
         name: &Arc<str>,
         wasm: &plugin::WasmFile,
         limits: &Limits,
-    ) -> Result<(&'static str, Vec<toolhost_runtime::cache::ListedTool>, sandbox::Sandbox, Origin), (String, bool)>
-    {
+    ) -> Result<Fresh, (String, bool)> {
         let fixed = |reason| (reason, false);
         plugin::check_header(&wasm.bytes).map_err(fixed)?;
         let (component, origin) = plugin::compile(&self.engine, self.cache.as_ref(), wasm).await.map_err(fixed)?;
         let contract = plugin::contract_of(&self.engine, &component).map_err(fixed)?;
         let sandbox = plugin::prepare(&self.linker, &component, contract).map_err(fixed)?;
+        if contract == plugin::TYPED {
+            // The tools are the functions' types: nothing runs to list them.
+            let (listed, notes) = plugin::typed_listing(&self.engine, &component);
+            return Ok((contract, listed, notes, sandbox, origin));
+        }
         let listed = {
             let _permit = self.permits.acquire().await;
             plugin::call_list_tools(&sandbox, &self.ticker, name, limits, &self.tls)
                 .await
                 .map_err(|reason| (reason, true))?
         };
-        Ok((contract, listed, sandbox, origin))
+        Ok((contract, listed, Vec::new(), sandbox, origin))
     }
 
     /// The limits a plugin named `name` runs under, from the config.
@@ -405,18 +415,14 @@ impl Host {
             }
         };
         let limits = plugin.limits.with(overrides);
+        let request = if plugin.contract == plugin::TYPED {
+            Request::CallTyped { index, arguments: &value }
+        } else {
+            Request::CallTool { name: tool, arguments }
+        };
         let invocation = {
             let _permit = self.permits.acquire().await;
-            sandbox
-                .invoke(
-                    &self.ticker,
-                    &plugin.name,
-                    &limits,
-                    &plugin.granted,
-                    &self.tls,
-                    Request::CallTool { name: tool, arguments },
-                )
-                .await
+            sandbox.invoke(&self.ticker, &plugin.name, &limits, &plugin.granted, &self.tls, request).await
         };
         if !invocation.stdout.is_empty() || !invocation.stderr.is_empty() {
             tracing::debug!(
@@ -433,6 +439,8 @@ impl Host {
             Response::Called(Ok(WitToolOutput::Json(json))) => Ok(ToolOutput::Json(json)),
             Response::Called(Err(WitCallError::InvalidArguments(message))) => Err(CallError::InvalidArguments(message)),
             Response::Called(Err(WitCallError::Failed(message))) => Err(CallError::ToolFailed(message)),
+            Response::Typed(Ok(json)) => Ok(ToolOutput::Json(json)),
+            Response::Typed(Err(message)) => Err(CallError::ToolFailed(message)),
             Response::Tools(_) => Err(CallError::Host("the plugin answered the wrong request".to_owned())),
         });
         CallReport {

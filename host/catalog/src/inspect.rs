@@ -75,7 +75,12 @@ impl Host {
         let contract = plugin::contract_of(self.engine(), &component)?;
         found.contract = Some(contract);
         let sandbox = plugin::prepare(self.linker(), &component, contract)?;
-        found.tools = plugin::list_tools(&sandbox, self.clock(), name, &found.limits, self.tls()).await?;
+        found.tools = if contract == plugin::TYPED {
+            let (listed, _) = plugin::typed_listing(self.engine(), &component);
+            plugin::check_tools(listed, &found.limits)?
+        } else {
+            plugin::list_tools(&sandbox, self.clock(), name, &found.limits, self.tls()).await?
+        };
         Ok(())
     }
 }

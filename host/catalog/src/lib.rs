@@ -128,6 +128,15 @@ impl Entry {
         }
     }
 
+    /// The JSON Schema of its output, when it declares one (a typed
+    /// function's return type).
+    pub fn output_schema(&self) -> Option<&Value> {
+        match &self.source {
+            Source::Plugin { plugin, index } => plugin.tools[*index].output_schema.as_ref(),
+            Source::Mcp { .. } => None,
+        }
+    }
+
     /// The JSON Schema of its arguments.
     pub fn schema(&self) -> &Value {
         match &self.source {

@@ -18,7 +18,8 @@ use toolhost_grants::{Granted, Grants, Manifest};
 use toolhost_runtime::cache::{Cache, ListedTool, Listing, Origin};
 use toolhost_runtime::engine::EpochTicker;
 use toolhost_runtime::limits::{ByteSize, Limits};
-use toolhost_runtime::sandbox::{self, HostState, Request, Response, Sandbox, v0_1_0};
+use toolhost_runtime::sandbox::{self, HostState, Request, Response, Sandbox, TypedPlugin, v0_1_0};
+use toolhost_runtime::typed;
 use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 
@@ -142,6 +143,9 @@ pub struct Tool {
     pub description: String,
     /// The JSON Schema of its arguments.
     pub schema: Value,
+    /// The JSON Schema of its output, when it declares one (a typed
+    /// function's return type).
+    pub output_schema: Option<Value>,
     pub(crate) validator: jsonschema::Validator,
 }
 
@@ -222,7 +226,8 @@ pub fn shape(engine: &Engine, component: &Component) -> Shape {
     Shape { imports, exports }
 }
 
-/// The contract version `component` was built against, or why it is not a plugin.
+/// The contract version `component` was built against (`typed` for a
+/// component of plain exported functions), or why it is not a plugin.
 pub fn contract_of(engine: &Engine, component: &Component) -> Result<&'static str, String> {
     let ty = component.component_type();
     let exports: Vec<&str> = ty.exports(engine).map(|(name, _)| name).collect();
@@ -236,8 +241,39 @@ pub fn contract_of(engine: &Engine, component: &Component) -> Result<&'static st
              against wit/v0.1.0 or upgrade toolhost"
         ));
     }
+    let (funcs, left_out) = typed::functions(engine, component);
+    if !funcs.is_empty() {
+        return Ok(TYPED);
+    }
     let shown = if exports.is_empty() { "nothing".to_owned() } else { exports.join(", ") };
-    Err(format!("not a toolhost plugin: it does not export `{}` (it exports {shown})", sandbox::TOOLS_EXPORT_V0_1_0))
+    let why = if left_out.is_empty() {
+        "and no functions that could be tools".to_owned()
+    } else {
+        format!("and {}", left_out.join("; "))
+    };
+    Err(format!(
+        "not a toolhost plugin: it does not export `{}` (it exports {shown}), {why}",
+        sandbox::TOOLS_EXPORT_V0_1_0
+    ))
+}
+
+/// The `contract` of a component of typed functions.
+pub const TYPED: &str = "typed";
+
+/// The tools of a typed component, as a listing: one per function, in
+/// export order, and why each function left out is.
+pub(crate) fn typed_listing(engine: &Engine, component: &Component) -> (Vec<ListedTool>, Vec<String>) {
+    let (funcs, left_out) = typed::functions(engine, component);
+    let tools = funcs
+        .into_iter()
+        .map(|func| ListedTool {
+            name: func.name,
+            description: format!("Calls `{}`.", func.signature),
+            input_schema: func.input_schema.to_string(),
+            output_schema: func.output_schema.map(|schema| schema.to_string()),
+        })
+        .collect();
+    (tools, left_out)
 }
 
 /// Links `component` (of `contract`) against the host's imports.
@@ -251,6 +287,10 @@ pub(crate) fn prepare(
         "0.1.0" => v0_1_0::PluginPre::new(pre)
             .map(Sandbox::V0_1_0)
             .map_err(|err| format!("its exports do not match toolhost:plugin@0.1.0: {:#}", anyhow::Error::from(err))),
+        TYPED => {
+            let (funcs, _) = typed::functions(linker.engine(), component);
+            Ok(Sandbox::Typed(TypedPlugin::new(pre, funcs)))
+        }
         other => Err(format!("contract version {other} is not supported")),
     }
 }
@@ -313,9 +353,14 @@ pub(crate) async fn call_list_tools(
     match invocation.result {
         Ok(Response::Tools(tools)) => Ok(tools
             .into_iter()
-            .map(|tool| ListedTool { name: tool.name, description: tool.description, input_schema: tool.input_schema })
+            .map(|tool| ListedTool {
+                name: tool.name,
+                description: tool.description,
+                input_schema: tool.input_schema,
+                output_schema: None,
+            })
             .collect()),
-        Ok(Response::Called(_)) => Err("answered the wrong request".to_owned()),
+        Ok(Response::Called(_) | Response::Typed(_)) => Err("answered the wrong request".to_owned()),
         Err(err) => Err(format!("listing its tools failed: it {err}")),
     }
 }
@@ -343,7 +388,14 @@ pub(crate) fn check_tools(listed: Vec<ListedTool>, limits: &Limits) -> Result<Ve
             return Err(format!("it lists the tool `{}` twice", tool.name));
         }
         let (schema, validator) = check_schema(&tool.name, &tool.input_schema)?;
-        tools.push(Tool { name: tool.name, description: tool.description, schema, validator });
+        let output_schema = match &tool.output_schema {
+            Some(text) => Some(
+                serde_json::from_str(text)
+                    .map_err(|err| format!("the output schema of tool `{}` is not JSON: {err}", tool.name))?,
+            ),
+            None => None,
+        };
+        tools.push(Tool { name: tool.name, description: tool.description, schema, output_schema, validator });
     }
     Ok(tools)
 }
@@ -352,16 +404,22 @@ pub(crate) fn check_tools(listed: Vec<ListedTool>, limits: &Limits) -> Result<Ve
 pub(crate) fn known_contract(version: &str) -> Option<&'static str> {
     match version {
         "0.1.0" => Some("0.1.0"),
+        TYPED => Some(TYPED),
         _ => None,
     }
 }
 
-/// Turns a cached [`Listing`] of tools back into tools, checked again.
-pub(crate) fn tools_of(listing: Listing, limits: &Limits) -> Option<Result<(&'static str, Vec<Tool>), String>> {
+/// Turns a cached [`Listing`] of tools back into tools, checked again, with
+/// what loading noted.
+#[allow(clippy::type_complexity)]
+pub(crate) fn tools_of(
+    listing: Listing,
+    limits: &Limits,
+) -> Option<Result<(&'static str, Vec<Tool>, Vec<String>), String>> {
     match listing {
-        Listing::Tools { contract, tools } => {
+        Listing::Tools { contract, tools, notes } => {
             let contract = known_contract(&contract)?;
-            Some(check_tools(tools, limits).map(|tools| (contract, tools)))
+            Some(check_tools(tools, limits).map(|tools| (contract, tools, notes)))
         }
         Listing::Failed { reason, limits: None } => Some(Err(reason)),
         Listing::Failed { reason, limits: Some(under) } => (under == format!("{limits:?}")).then_some(Err(reason)),

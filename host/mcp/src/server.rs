@@ -136,11 +136,30 @@ fn describe(entry: &Entry) -> Tool {
     if let Some(open_world) = hints.open_world {
         annotations = annotations.open_world(open_world);
     }
-    Tool::new(entry.name().to_owned(), entry.description().to_owned(), schema).with_annotations(annotations)
+    let mut tool =
+        Tool::new(entry.name().to_owned(), entry.description().to_owned(), schema).with_annotations(annotations);
+    if let Some(output) = entry.output_schema() {
+        let served = match output.get("type").and_then(Value::as_str) {
+            Some("object") => output.clone(),
+            _ => json!({"type": "object", "properties": {RESULT_KEY: output}, "required": [RESULT_KEY]}),
+        };
+        tool.output_schema = served.as_object().cloned().map(Arc::new);
+    }
+    tool
 }
 
-/// The MCP result of a finished call.
-fn result_of(report: CallReport) -> CallToolResult {
+/// The key a typed tool's output that is not an object is served under as
+/// `structuredContent` (MCP's structured content is always an object).
+const RESULT_KEY: &str = "result";
+
+/// Whether `entry`'s output is served wrapped as `{"result": …}`.
+fn wraps_output(entry: &Entry) -> bool {
+    entry.output_schema().is_some_and(|output| output.get("type").and_then(Value::as_str) != Some("object"))
+}
+
+/// The MCP result of a finished call; `wrap`: a typed output that is not an
+/// object goes as `{"result": …}`, with the value as text too.
+fn result_of(report: CallReport, wrap: bool) -> CallToolResult {
     let mut meta = JsonObject::new();
     meta.insert(USAGE_META.to_owned(), json!(report.usage));
     let refusals: Vec<String> = report.refused.iter().map(ToString::to_string).collect();
@@ -153,6 +172,11 @@ fn result_of(report: CallReport) -> CallToolResult {
     let mut result = match report.outcome {
         Ok(ToolOutput::Text(text)) => CallToolResult::success(vec![ContentBlock::text(text)]),
         Ok(ToolOutput::Json(text)) => match serde_json::from_str::<Value>(&text) {
+            Ok(value) if wrap => {
+                let mut result = CallToolResult::structured(json!({ RESULT_KEY: value }));
+                result.content = vec![ContentBlock::text(text)];
+                result
+            }
             Ok(value) => CallToolResult::structured(value),
             Err(_) => CallToolResult::success(vec![ContentBlock::text(text)]),
         },
@@ -234,8 +258,8 @@ impl ServerHandler for ToolServer {
         let metrics = &self.shared.metrics;
         let catalog = self.host().catalog();
         let name = request.name.as_ref();
-        let origin = match catalog.find(name) {
-            Some(entry) if self.served(entry) => entry.origin(),
+        let (origin, wrap) = match catalog.find(name) {
+            Some(entry) if self.served(entry) => (entry.origin(), wraps_output(entry)),
             _ => {
                 metrics.record_unknown_tool();
                 return Err(unknown_tool(name));
@@ -263,7 +287,7 @@ impl ServerHandler for ToolServer {
         }
         active.finish(&report);
         self.send_logs(&report, &context).await;
-        Ok(result_of(report).into())
+        Ok(result_of(report, wrap).into())
     }
 
     async fn set_level(

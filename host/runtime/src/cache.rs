@@ -205,10 +205,14 @@ pub enum Listing {
     /// It loaded and listed these tools (as the plugin returned them; the
     /// host checks them again when it reads them back).
     Tools {
-        /// The contract version, e.g. `0.1.0`.
+        /// The contract version, e.g. `0.1.0`, or `typed`.
         contract: String,
         /// The tools, in the order the plugin listed them.
         tools: Vec<ListedTool>,
+        /// What loading noted without refusing the plugin (a typed
+        /// function left out, and why).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        notes: Vec<String>,
     },
     /// It could not be loaded.
     Failed {
@@ -229,6 +233,9 @@ pub struct ListedTool {
     pub description: String,
     /// Its input schema, as text.
     pub input_schema: String,
+    /// Its output schema, as text, when it declares one (typed functions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<String>,
 }
 
 /// A key for the file `metadata` describes that changes whenever its

@@ -10,3 +10,4 @@ pub(crate) mod outbound;
 pub mod outcome;
 pub mod sandbox;
 pub mod tls;
+pub mod typed;

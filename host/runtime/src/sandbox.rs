@@ -21,7 +21,7 @@ use std::time::Instant;
 use toolhost_grants::Granted;
 use toolhost_grants::env::Redactor;
 use toolhost_grants::files::Access;
-use wasmtime::component::{HasSelf, Linker, ResourceTable};
+use wasmtime::component::{HasSelf, InstancePre, Linker, ResourceTable, Val};
 use wasmtime::{Engine, ResourceLimiter, Store, Trap, UpdateDeadline};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
@@ -343,12 +343,34 @@ pub enum Request<'a> {
     ListTools,
     /// `call-tool(name, arguments)`.
     CallTool { name: &'a str, arguments: &'a str },
+    /// Typed function number `index` with these (validated) arguments.
+    CallTyped { index: usize, arguments: &'a serde_json::Value },
 }
 
 /// What the guest returned.
 pub enum Response {
     Tools(Vec<WitTool>),
     Called(Result<WitToolOutput, WitCallError>),
+    /// A typed function's output as JSON, or the text of its `err`.
+    Typed(Result<String, String>),
+}
+
+/// A component of typed functions, ready to be instantiated.
+pub struct TypedPlugin {
+    pre: InstancePre<HostState>,
+    funcs: Vec<crate::typed::TypedFunc>,
+}
+
+impl TypedPlugin {
+    /// The plugin for `pre`, whose tools are `funcs` (from [`crate::typed::functions`]).
+    pub fn new(pre: InstancePre<HostState>, funcs: Vec<crate::typed::TypedFunc>) -> TypedPlugin {
+        TypedPlugin { pre, funcs }
+    }
+
+    /// Its functions, in tool order.
+    pub fn funcs(&self) -> &[crate::typed::TypedFunc] {
+        &self.funcs
+    }
 }
 
 /// The raw result of one invocation, before output limits are applied.
@@ -364,6 +386,8 @@ pub struct Invocation {
 /// A plugin ready to be instantiated, per contract version.
 pub enum Sandbox {
     V0_1_0(v0_1_0::PluginPre<HostState>),
+    /// Not toolhost's contract: exported typed functions.
+    Typed(TypedPlugin),
 }
 
 impl Sandbox {
@@ -407,6 +431,7 @@ impl Sandbox {
         };
         let engine = match self {
             Sandbox::V0_1_0(pre) => pre.engine(),
+            Sandbox::Typed(typed) => typed.pre.engine(),
         };
         let mut store = Store::new(engine, state);
         store.limiter(|state| &mut state.limiter);
@@ -485,7 +510,25 @@ impl Sandbox {
                     Request::CallTool { name, arguments } => {
                         Response::Called(tools.call_call_tool(&mut *store, name, arguments).await?)
                     }
+                    Request::CallTyped { .. } => wasmtime::bail!("a contract plugin has no typed functions"),
                 })
+            }
+            Sandbox::Typed(typed) => {
+                let Request::CallTyped { index, arguments } = request else {
+                    wasmtime::bail!("a typed component has no contract to call");
+                };
+                let func = typed.funcs.get(index).ok_or_else(|| wasmtime::format_err!("no typed function {index}"))?;
+                let params = match crate::typed::to_params(func, arguments) {
+                    Ok(params) => params,
+                    Err(why) => return Ok(Response::Called(Err(WitCallError::InvalidArguments(why)))),
+                };
+                let instance = typed.pre.instantiate_async(&mut *store).await?;
+                let callee = instance
+                    .get_func(&mut *store, func.index)
+                    .ok_or_else(|| wasmtime::format_err!("the function `{}` is not exported", func.name))?;
+                let mut results = vec![Val::Bool(false); usize::from(func.result.is_some())];
+                callee.call_async(&mut *store, &params, &mut results).await?;
+                Ok(Response::Typed(crate::typed::output(func, results.pop())))
             }
         }
     }
@@ -540,6 +583,21 @@ fn check_response(response: Response, limits: &Limits, redactor: &Redactor) -> R
         Response::Called(Err(WitCallError::Failed(text))) => {
             within(&text)?;
             Response::Called(Err(WitCallError::Failed(scrub(text))))
+        }
+        Response::Typed(Ok(text)) => {
+            within(&text)?;
+            let text = if redactor.is_empty() {
+                text
+            } else {
+                let value: serde_json::Value = serde_json::from_str(&text)
+                    .map_err(|err| CallError::InvalidOutput(format!("its output is not JSON: {err}")))?;
+                redactor.scrub_json(text, value).map_err(CallError::InvalidOutput)?
+            };
+            Response::Typed(Ok(text))
+        }
+        Response::Typed(Err(text)) => {
+            within(&text)?;
+            Response::Typed(Err(scrub(text)))
         }
         tools @ Response::Tools(_) => tools,
     })

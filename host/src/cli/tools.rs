@@ -8,7 +8,7 @@ use toolhost::{Host, ProblemKind};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Print a JSON array: name, plugin, description, input_schema, path, asks, grants
+    /// Print a JSON array: name, plugin, description, input_schema, output_schema, path, asks, grants
     #[arg(long)]
     json: bool,
 }
@@ -30,6 +30,7 @@ pub fn run(host: &Host, args: &Args) -> Result<ExitCode> {
                     "plugin": entry.origin(),
                     "description": entry.description(),
                     "input_schema": entry.schema(),
+                    "output_schema": entry.output_schema(),
                     "path": entry.location().display().to_string(),
                 });
                 if let Some(server) = entry.mcp_server() {

@@ -1,0 +1,109 @@
+//! Test plugin `typed_shop`: a component written as plain typed functions
+//! (`wit/shop.wit`) rather than toolhost's contract, the way other runtimes'
+//! users write tools. Every function answers from its arguments alone, so
+//! the tests can check each WIT type's round trip; `spin`, `hog` and `crash`
+//! misbehave on purpose, and `read-counter` takes a resource, which JSON
+//! cannot carry.
+
+wit_bindgen::generate!({ path: "wit", world: "shop" });
+
+use exports::acme::shop::handles::{CounterBorrow, Guest as Handles, GuestCounter};
+use exports::acme::shop::inventory::{Guest as Inventory, Item, LookupError};
+use exports::acme::shop::kinds::{Color, Guest as Kinds, Permissions, Shape};
+use std::cell::Cell;
+
+struct Shop;
+
+export!(Shop);
+
+impl Guest for Shop {
+    fn ping() -> String {
+        "pong".to_owned()
+    }
+}
+
+impl Inventory for Shop {
+    fn get_item(sku: String) -> Result<Item, LookupError> {
+        match sku.as_str() {
+            "A-1" => Ok(Item {
+                sku,
+                name: "Anvil".to_owned(),
+                price_cents: 129_900,
+                tags: vec!["heavy".to_owned(), "iron".to_owned()],
+                discount: Some(10),
+            }),
+            "B-2" => Err(LookupError::OutOfStock),
+            _ => Err(LookupError::NotFound(format!("no article {sku}"))),
+        }
+    }
+}
+
+impl Kinds for Shop {
+    fn greet(name: String, excited: Option<bool>) -> String {
+        if excited == Some(true) { format!("Hello, {name}!") } else { format!("Hello, {name}.") }
+    }
+
+    fn add(a: i32, b: i32) -> i64 {
+        i64::from(a) + i64::from(b)
+    }
+
+    fn wide(u: u64, s: i64) -> (u64, i64) {
+        (u, s)
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn echo_all(
+        c: Color,
+        p: Permissions,
+        s: Shape,
+        t: (u8, char),
+        bytes: Vec<u8>,
+        x: f32,
+        r: Result<String, u16>,
+    ) -> (Color, Permissions, Shape, (u8, char), Vec<u8>, f32, Result<String, u16>) {
+        (c, p, s, t, bytes, x, r)
+    }
+
+    fn nothing() {}
+
+    fn spin() -> u32 {
+        let mut n: u32 = 0;
+        loop {
+            n = std::hint::black_box(n.wrapping_add(1));
+        }
+    }
+
+    fn hog() -> u32 {
+        let mut held: Vec<Vec<u8>> = Vec::new();
+        loop {
+            held.push(vec![1; 1 << 20]);
+            std::hint::black_box(&held);
+        }
+    }
+
+    fn crash() -> u32 {
+        panic!("the shop is closed")
+    }
+}
+
+/// A counter held by the caller (through a handle).
+struct Count(Cell<u32>);
+
+impl GuestCounter for Count {
+    fn new() -> Count {
+        Count(Cell::new(0))
+    }
+
+    fn bump(&self) -> u32 {
+        self.0.set(self.0.get() + 1);
+        self.0.get()
+    }
+}
+
+impl Handles for Shop {
+    type Counter = Count;
+
+    fn read_counter(c: CounterBorrow<'_>) -> u32 {
+        c.get::<Count>().0.get()
+    }
+}

@@ -1,0 +1,231 @@
+//! Components of plain typed functions (not toolhost's contract) as tools,
+//! through the real binary: the schemas derived from the WIT types, every
+//! type's round trip, `result` errors, traps and limits, the functions and
+//! components that cannot be tools, and `serve` with the official Python
+//! MCP client (output schemas and structured content).
+
+mod common;
+
+use common::{plugin, plugin_dir, stderr, stdout, toolhost};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A folder holding `typed_shop` (plugins/testing/typed_shop, wit/shop.wit).
+fn shop() -> tempfile::TempDir {
+    plugin_dir(&["typed_shop"])
+}
+
+/// `toolhost call TOOL ARGS --json` in the shop: (exit code, the JSON report).
+fn call(dir: &Path, tool: &str, arguments: &str, extra: &[&str]) -> (i32, Value) {
+    let plugins = dir.display().to_string();
+    let mut args = vec!["--plugins", &plugins, "call", tool, arguments, "--json"];
+    args.extend_from_slice(extra);
+    let output = toolhost(Path::new("."), &args);
+    let report = serde_json::from_str(&stdout(&output))
+        .unwrap_or_else(|err| panic!("call --json printed no JSON ({err}): {}{}", stdout(&output), stderr(&output)));
+    (output.status.code().unwrap_or(-1), report)
+}
+
+fn output_of(report: &Value) -> Value {
+    assert_eq!(report["output"]["type"], "json", "{report}");
+    serde_json::from_str(report["output"]["value"].as_str().unwrap()).unwrap()
+}
+
+#[test]
+fn schemas_are_derived_from_the_wit_types_field_by_field() {
+    let dir = shop();
+    let output = toolhost(Path::new("."), &["--plugins", &dir.path().display().to_string(), "tools", "--json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let tools: Vec<Value> = serde_json::from_str(&stdout(&output)).unwrap();
+    let tool = |name: &str| tools.iter().find(|tool| tool["name"] == name).unwrap_or_else(|| panic!("no {name}"));
+    let mut names: Vec<&str> = tools.iter().map(|tool| tool["name"].as_str().unwrap()).collect();
+    names.sort();
+    assert_eq!(names, ["add", "crash", "echo-all", "get-item", "greet", "hog", "nothing", "ping", "spin", "wide"]);
+    let input = |name: &str| tool(name)["input_schema"].clone();
+
+    assert_eq!(
+        input("get-item"),
+        json!({"type": "object", "properties": {"sku": {"type": "string"}}, "required": ["sku"], "additionalProperties": false})
+    );
+    assert_eq!(
+        tool("get-item")["output_schema"],
+        json!({"type": "object", "properties": {
+            "sku": {"type": "string"}, "name": {"type": "string"},
+            "price-cents": {"type": "integer", "minimum": 0, "maximum": 4294967295u64},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "discount": {"anyOf": [{"type": "integer", "minimum": 0, "maximum": 255}, {"type": "null"}]}
+        }, "required": ["sku", "name", "price-cents", "tags"], "additionalProperties": false}),
+        "a `result` return's schema is its `ok` type; record fields keep their kebab-case names"
+    );
+    let greet = input("greet");
+    assert_eq!(greet["required"], json!(["name"]), "an option parameter may be left out");
+    assert_eq!(greet["properties"]["excited"], json!({"anyOf": [{"type": "boolean"}, {"type": "null"}]}));
+    assert_eq!(tool("greet")["output_schema"], json!({"type": "string"}));
+    let add = input("add");
+    assert_eq!(add["properties"]["a"], json!({"type": "integer", "minimum": -2147483648i64, "maximum": 2147483647}));
+    assert_eq!(tool("add")["output_schema"]["anyOf"][0]["minimum"], json!(i64::MIN));
+    let wide = input("wide");
+    assert_eq!(wide["properties"]["u"]["anyOf"][0], json!({"type": "integer", "minimum": 0, "maximum": u64::MAX}));
+    assert_eq!(wide["properties"]["u"]["anyOf"][1]["type"], "string", "a u64 may also be a decimal string");
+    let all = input("echo-all")["properties"].clone();
+    assert_eq!(all["c"], json!({"type": "string", "enum": ["red", "green", "blue"]}));
+    assert_eq!(all["p"], json!({"type": "array", "items": {"enum": ["read", "write", "exec"]}, "uniqueItems": true}));
+    assert_eq!(all["s"]["oneOf"][0]["properties"]["circle"], json!({"type": "number"}));
+    assert_eq!(all["s"]["oneOf"][2], json!({"const": "point"}));
+    assert_eq!(all["t"]["prefixItems"][1], json!({"type": "string", "minLength": 1, "maxLength": 1}));
+    assert_eq!((all["t"]["minItems"].clone(), all["t"]["maxItems"].clone()), (json!(2), json!(2)));
+    assert_eq!(all["bytes"], json!({"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 255}}));
+    assert_eq!(all["x"], json!({"type": "number"}));
+    assert_eq!(all["r"]["oneOf"][1]["properties"]["err"]["maximum"], json!(65535));
+    assert!(tool("nothing")["output_schema"].is_null(), "no return, no output schema");
+    // The signature is the description when nothing else describes the function.
+    let described = tool("get-item")["description"].as_str().unwrap();
+    assert!(described.contains("acme:shop/inventory@1.0.0.get-item: func(sku: string) -> result<"), "{described}");
+    // The functions that take a resource are left out, with the reason.
+    let notices = tool("ping")["notices"].to_string();
+    assert!(notices.contains("3 functions are not offered as tools") && notices.contains("read-counter"), "{notices}");
+    assert!(notices.contains("resource (a handle), which JSON cannot carry"), "{notices}");
+}
+
+#[test]
+fn every_type_round_trips_and_errors_are_typed() {
+    let dir = shop();
+    let dir = dir.path();
+    let (code, report) = call(dir, "get-item", r#"{"sku":"A-1"}"#, &[]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(
+        output_of(&report),
+        json!({"sku": "A-1", "name": "Anvil", "price-cents": 129900, "tags": ["heavy", "iron"], "discount": 10})
+    );
+    let (_, report) = call(dir, "greet", r#"{"name":"Ada"}"#, &[]);
+    assert_eq!(output_of(&report), json!("Hello, Ada."));
+    let (_, report) = call(dir, "greet", r#"{"name":"Ada","excited":true}"#, &[]);
+    assert_eq!(output_of(&report), json!("Hello, Ada!"));
+    let (_, report) = call(dir, "add", r#"{"a":2147483647,"b":2147483647}"#, &[]);
+    assert_eq!(output_of(&report), json!(4294967294u64));
+    // 64-bit integers past 2^53 travel as decimal strings, exactly.
+    let (_, report) = call(dir, "wide", r#"{"u":"18446744073709551615","s":-9007199254740993}"#, &[]);
+    assert_eq!(output_of(&report), json!(["18446744073709551615", "-9007199254740993"]));
+    let (_, report) = call(dir, "wide", r#"{"u":5,"s":"-7"}"#, &[]);
+    assert_eq!(output_of(&report), json!([5, -7]));
+    let everything = json!({"c": "green", "p": ["read", "exec"], "s": {"circle": 1.5}, "t": [7, "é"],
+                            "bytes": [0, 128, 255], "x": 0.5, "r": {"err": 404}});
+    let (_, report) = call(dir, "echo-all", &everything.to_string(), &[]);
+    assert_eq!(
+        output_of(&report),
+        json!(["green", ["read", "exec"], {"circle": 1.5}, [7, "é"], [0, 128, 255], 0.5, {"err": 404}])
+    );
+    let (_, report) = call(
+        dir,
+        "echo-all",
+        &json!({"c": "red", "p": [], "s": "point", "t": [0, "x"], "bytes": [], "x": -2.25, "r": {"ok": "fine"}})
+            .to_string(),
+        &[],
+    );
+    assert_eq!(output_of(&report), json!(["red", [], "point", [0, "x"], [], -2.25, {"ok": "fine"}]));
+    let (code, report) = call(dir, "nothing", "{}", &[]);
+    assert_eq!((code, output_of(&report)), (0, Value::Null));
+
+    // A `result`'s `err` is a tool error with the rendered error.
+    let (code, report) = call(dir, "get-item", r#"{"sku":"B-2"}"#, &[]);
+    assert_eq!((code, report["error"]["kind"].clone()), (1, json!("tool_failed")), "{report}");
+    assert!(report["error"]["message"].as_str().unwrap().contains("out-of-stock"), "{report}");
+    let (_, report) = call(dir, "get-item", r#"{"sku":"Z-9"}"#, &[]);
+    assert!(report["error"]["message"].as_str().unwrap().contains(r#"{"not-found":"no article Z-9"}"#), "{report}");
+
+    // Arguments are checked against the derived schema before anything runs.
+    for (tool, arguments, expected) in [
+        ("add", r#"{"a":1}"#, "\"b\" is a required property"),
+        ("add", r#"{"a":1,"b":2147483648}"#, "2147483648"),
+        (
+            "echo-all",
+            &json!({"c": "pink", "p": [], "s": "point", "t": [0, "x"], "bytes": [], "x": 1, "r": {"ok": ""}})
+                .to_string(),
+            "pink",
+        ),
+        (
+            "echo-all",
+            &json!({"c": "red", "p": [], "s": "point", "t": [0, "x"], "bytes": [256], "x": 1, "r": {"ok": ""}})
+                .to_string(),
+            "256",
+        ),
+        (
+            "echo-all",
+            &json!({"c": "red", "p": [], "s": "point", "t": [0, "xy"], "bytes": [], "x": 1, "r": {"ok": ""}})
+                .to_string(),
+            "xy",
+        ),
+        ("wide", r#"{"u":"18446744073709551616","s":0}"#, "18446744073709551616"),
+    ] {
+        let (code, report) = call(dir, tool, arguments, &[]);
+        assert_eq!(
+            (code, report["error"]["kind"].clone()),
+            (1, json!("invalid_arguments")),
+            "{tool} {arguments}: {report}"
+        );
+        assert!(report["error"]["message"].as_str().unwrap().contains(expected), "{tool} {arguments}: {report}");
+        assert_eq!(report["usage"]["fuel"], 0, "refused before it ran: {report}");
+    }
+
+    // Traps and limits, as for any plugin.
+    let (_, report) = call(dir, "spin", "{}", &["--fuel", "10000000"]);
+    assert_eq!(report["error"]["kind"], "out_of_fuel", "{report}");
+    let (_, report) = call(dir, "hog", "{}", &["--memory", "32MiB"]);
+    assert_eq!(report["error"]["kind"], "memory_limit", "{report}");
+    let (_, report) = call(dir, "crash", "{}", &[]);
+    assert_eq!(report["error"]["kind"], "trap", "{report}");
+    assert!(report["error"]["message"].as_str().unwrap().contains("the shop is closed"), "{report}");
+}
+
+#[test]
+fn a_component_whose_types_nest_too_deep_is_refused_with_the_reason() {
+    let output = toolhost(Path::new("."), &["inspect", &plugin("typed_too_deep").display().to_string()]);
+    assert!(!output.status.success());
+    let text = stderr(&output);
+    assert!(text.contains("not a toolhost plugin") && text.contains("nest more than 32 levels deep"), "{text}");
+    // In a folder it is skipped with the same reason, and the rest loads.
+    let dir = plugin_dir(&["typed_too_deep", "typed_shop"]);
+    let output = toolhost(Path::new("."), &["--plugins", &dir.path().display().to_string(), "call", "ping"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stderr(&output).contains("typed_too_deep.wasm") && stdout(&output).contains("pong"));
+}
+
+fn mcp_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp")
+}
+
+#[test]
+fn serve_offers_typed_tools_with_output_schemas_and_structured_content() {
+    common::install("mcp/setup.sh");
+    let dir = shop();
+    let config = dir.path().join("toolhost.toml");
+    std::fs::write(&config, "").unwrap();
+    for mode in ["legacy", "2026-07-28"] {
+        let output = Command::new(mcp_dir().join(".tools/venv/bin/python"))
+            .arg(mcp_dir().join("client.py"))
+            .args(["--mode", mode, "typed", "--", env!("CARGO_BIN_EXE_toolhost"), "--plugins"])
+            .arg(dir.path())
+            .arg("--config")
+            .arg(&config)
+            .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}{}", stdout(&output), stderr(&output));
+        let result: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+        // A record is served as it is; anything else under `result`.
+        assert_eq!(result["schemas"]["get-item"]["properties"]["price-cents"]["type"], "integer", "{result}");
+        assert_eq!(
+            result["schemas"]["greet"],
+            json!({"type": "object", "properties": {"result": {"type": "string"}}, "required": ["result"]})
+        );
+        let item = &result["item"];
+        assert_eq!(item["is_error"], false, "{result}");
+        assert_eq!(item["structured"]["name"], "Anvil", "{result}");
+        assert_eq!(result["greet"]["structured"], json!({"result": "Hello, MCP!"}), "{result}");
+        assert!(result["greet"]["text"].as_str().unwrap().contains("Hello, MCP!"), "{result}");
+        let missing = &result["missing"];
+        assert_eq!(missing["is_error"], true, "{result}");
+        assert!(missing["text"].as_str().unwrap().contains("not-found"), "{result}");
+    }
+}
