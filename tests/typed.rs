@@ -229,3 +229,39 @@ fn serve_offers_typed_tools_with_output_schemas_and_structured_content() {
         assert!(missing["text"].as_str().unwrap().contains("not-found"), "{result}");
     }
 }
+
+#[test]
+fn a_manifest_renames_describes_and_hides_functions() {
+    let dir = shop();
+    std::fs::write(
+        dir.path().join("typed_shop.toml"),
+        "[tools.get-item]\nname = \"lookup_article\"\ndescription = \"Looks an article up by its SKU.\"\nread_only = true\n\
+         [tools.crash]\nhide = true\n[tools.no-such-function]\nhide = true\n",
+    )
+    .unwrap();
+    let plugins = dir.path().display().to_string();
+    let output = toolhost(Path::new("."), &["--plugins", &plugins, "tools", "--json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let tools: Vec<Value> = serde_json::from_str(&stdout(&output)).unwrap();
+    let names: Vec<&str> = tools.iter().map(|tool| tool["name"].as_str().unwrap()).collect();
+    assert!(
+        names.contains(&"lookup_article") && !names.contains(&"get-item") && !names.contains(&"crash"),
+        "{names:?}"
+    );
+    let renamed = tools.iter().find(|tool| tool["name"] == "lookup_article").unwrap();
+    assert_eq!(renamed["description"], "Looks an article up by its SKU.");
+    assert!(renamed["notices"].to_string().contains("no tool `no-such-function`"), "{renamed}");
+    let (code, report) = call(dir.path(), "lookup_article", r#"{"sku":"A-1"}"#, &[]);
+    assert_eq!((code, output_of(&report)["name"].clone()), (0, json!("Anvil")), "{report}");
+    let (code, report) = call(dir.path(), "crash", "{}", &[]);
+    assert_eq!((code, report["error"]["kind"].clone()), (1, json!("unknown_tool")), "{report}");
+
+    // A rename to a name models refuse is the plugin's load error, with the reason.
+    std::fs::write(dir.path().join("typed_shop.toml"), "[tools.ping]\nname = \"no spaces\"\n").unwrap();
+    let output = toolhost(Path::new("."), &["--plugins", &plugins, "tools"]);
+    assert!(
+        stderr(&output).contains("its manifest renames `ping`") && stderr(&output).contains("not allowed"),
+        "{}",
+        stderr(&output)
+    );
+}

@@ -191,6 +191,7 @@ impl Host {
         let grants = self.config.grants_for(&name);
         let mut review = grants::review(&name, path, &grants, |key| std::env::var(key).ok());
         review.notices.extend(loaded.notes);
+        let tools = plugin::apply_manifest(loaded.tools, review.asks.as_ref(), &mut review.notices)?;
         Ok(Plugin {
             name,
             path: path.to_owned(),
@@ -199,7 +200,7 @@ impl Host {
             contract: loaded.contract,
             origin: loaded.origin,
             limits,
-            tools: loaded.tools,
+            tools,
             asks: review.asks,
             grants,
             notices: review.notices,
@@ -415,10 +416,11 @@ impl Host {
             }
         };
         let limits = plugin.limits.with(overrides);
+        let called = &plugin.tools[index];
         let request = if plugin.contract == plugin::TYPED {
-            Request::CallTyped { index, arguments: &value }
+            Request::CallTyped { index: called.position, arguments: &value }
         } else {
-            Request::CallTool { name: tool, arguments }
+            Request::CallTool { name: &called.export, arguments }
         };
         let invocation = {
             let _permit = self.permits.acquire().await;

@@ -198,7 +198,8 @@ impl Entry {
     pub fn hints(&self) -> Hints {
         match &self.source {
             Source::Plugin { plugin, index } => {
-                let declared = plugin.asks.as_ref().map(|asks| Hints::from(asks.hints_for(&plugin.tools[*index].name)));
+                let declared =
+                    plugin.asks.as_ref().map(|asks| Hints::from(asks.hints_for(&plugin.tools[*index].export)));
                 Hints::derive(&plugin.grants, declared.unwrap_or_default())
             }
             // What the server declares, passed on as declared: toolhost cannot

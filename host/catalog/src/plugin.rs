@@ -147,6 +147,57 @@ pub struct Tool {
     /// function's return type).
     pub output_schema: Option<Value>,
     pub(crate) validator: jsonschema::Validator,
+    /// The name the plugin gives it (what `call-tool` is asked for, and what
+    /// its manifest's `[tools.NAME]` refers to), whatever it is offered as.
+    pub(crate) export: String,
+    /// Its place in what the plugin listed (a typed function's index).
+    pub(crate) position: usize,
+}
+
+impl Tool {
+    /// The name the plugin itself gives the tool (`name` may be the
+    /// manifest's rename).
+    pub fn plugin_name(&self) -> &str {
+        &self.export
+    }
+}
+
+/// Applies a manifest's `[tools.NAME]` renames, descriptions and hiding to
+/// a plugin's tools. A table naming no tool of the plugin is a notice.
+pub(crate) fn apply_manifest(
+    mut tools: Vec<Tool>,
+    manifest: Option<&Manifest>,
+    notices: &mut Vec<String>,
+) -> Result<Vec<Tool>, String> {
+    let Some(manifest) = manifest else { return Ok(tools) };
+    for name in manifest.tools.keys() {
+        if !tools.iter().any(|tool| &tool.export == name) {
+            notices.push(format!(
+                "its manifest has a `[tools.{name}]` table, but the plugin offers no tool `{name}` (it offers {})",
+                tools.iter().map(|tool| format!("`{}`", tool.export)).collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+    tools.retain(|tool| !manifest.tools.get(&tool.export).is_some_and(|table| table.hide));
+    if tools.is_empty() {
+        return Err("its manifest hides every tool it offers".to_owned());
+    }
+    for tool in &mut tools {
+        let Some(table) = manifest.tools.get(&tool.export) else { continue };
+        if let Some(name) = &table.name {
+            check_name(name).map_err(|why| format!("its manifest renames `{}`: {why}", tool.export))?;
+            tool.name = name.clone();
+        }
+        if let Some(description) = &table.description {
+            tool.description = description.clone();
+        }
+    }
+    for (i, tool) in tools.iter().enumerate() {
+        if tools[..i].iter().any(|other| other.name == tool.name) {
+            return Err(format!("its manifest leaves two tools named `{}`", tool.name));
+        }
+    }
+    Ok(tools)
 }
 
 /// The bytes of a plugin file and what they are.
@@ -395,7 +446,17 @@ pub(crate) fn check_tools(listed: Vec<ListedTool>, limits: &Limits) -> Result<Ve
             ),
             None => None,
         };
-        tools.push(Tool { name: tool.name, description: tool.description, schema, output_schema, validator });
+        let position = tools.len();
+        let export = tool.name.clone();
+        tools.push(Tool {
+            name: tool.name,
+            description: tool.description,
+            schema,
+            output_schema,
+            validator,
+            export,
+            position,
+        });
     }
     Ok(tools)
 }

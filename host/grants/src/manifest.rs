@@ -18,6 +18,14 @@
 //! [tools.write_file]
 //! read_only = false
 //! destructive = true
+//!
+//! # A tool (or a typed component's function, by its tool name) renamed,
+//! # described, or hidden.
+//! [tools.get-item]
+//! name = "lookup_article"
+//! description = "Looks an article up by its SKU."
+//! [tools.debug-dump]
+//! hide = true
 //! ```
 
 use super::Grants;
@@ -59,9 +67,37 @@ pub struct Manifest {
     /// Hint for every tool: it reaches outside toolhost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_world: Option<bool>,
-    /// Hints for one tool, by name, over the plugin-wide ones.
+    /// For one tool, by the name the plugin gives it: hints over the
+    /// plugin-wide ones, and a new name, a description, or hiding it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub tools: BTreeMap<String, HintsTable>,
+    pub tools: BTreeMap<String, ToolTable>,
+}
+
+/// `[tools.NAME]` in a manifest.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolTable {
+    /// The tool does not change its environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
+    /// A change it makes may destroy something.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive: Option<bool>,
+    /// Calling it again with the same arguments has no further effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent: Option<bool>,
+    /// It reaches outside toolhost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world: Option<bool>,
+    /// The name it is offered under instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// What it does, for the model, instead of what the plugin says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Not offered at all.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hide: bool,
 }
 
 /// What a manifest says about a tool's behaviour, for MCP clients. Each is
@@ -111,7 +147,7 @@ impl Manifest {
     /// The hints declared for `tool`: its own `[tools.NAME]` table over the
     /// plugin-wide keys. (What may be claimed is the catalog's to decide.)
     pub fn hints_for(&self, tool: &str) -> HintsTable {
-        let own = self.tools.get(tool).copied().unwrap_or_default();
+        let own = self.tools.get(tool).cloned().unwrap_or_default();
         HintsTable {
             read_only: own.read_only.or(self.read_only),
             destructive: own.destructive.or(self.destructive),
