@@ -265,3 +265,37 @@ fn a_manifest_renames_describes_and_hides_functions() {
         stderr(&output)
     );
 }
+
+#[test]
+fn a_python_component_of_typed_functions_is_a_plugin_too() {
+    let dir = plugin_dir(&["py_notes"]);
+    let plugins = dir.path().display().to_string();
+    let output = toolhost(Path::new("."), &["--plugins", &plugins, "tools", "--json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let tools: Vec<Value> = serde_json::from_str(&stdout(&output)).unwrap();
+    let tool =
+        |name: &str| tools.iter().find(|tool| tool["name"] == name).unwrap_or_else(|| panic!("no {name}")).clone();
+    let summarize = tool("summarize");
+    assert_eq!(summarize["input_schema"]["required"], json!(["text"]));
+    assert_eq!(summarize["output_schema"]["required"], json!(["title", "words", "tags"]));
+    assert_eq!(tool("judge")["output_schema"]["oneOf"][0], json!({"const": "empty"}));
+
+    let (code, report) =
+        call(dir.path(), "summarize", r#"{"text":"Components written in Python become tools","max-words":4}"#, &[]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(
+        output_of(&report),
+        json!({"title": "Components written in", "words": 4, "tags": ["components", "written"], "first-word": "Components"})
+    );
+    let (_, report) = call(dir.path(), "judge", r#"{"text":""}"#, &[]);
+    assert_eq!(output_of(&report), json!("empty"));
+    let (_, report) = call(dir.path(), "judge", r#"{"text":"one two three four five six"}"#, &[]);
+    assert_eq!(output_of(&report), json!({"long": 6}));
+    let (_, report) = call(dir.path(), "divide", r#"{"a":7,"b":2}"#, &[]);
+    assert_eq!(output_of(&report), json!(3.5));
+    let (code, report) = call(dir.path(), "divide", r#"{"a":1,"b":0}"#, &[]);
+    assert_eq!((code, report["error"]["kind"].clone()), (1, json!("tool_failed")), "{report}");
+    assert_eq!(report["error"]["message"], "the tool failed: division by zero");
+    let (_, report) = call(dir.path(), "count-forever", "{}", &["--fuel", "50000000"]);
+    assert_eq!(report["error"]["kind"], "out_of_fuel", "{report}");
+}

@@ -2,10 +2,13 @@
 # Builds the Python plugins in this folder into components with componentize-py:
 #   plugins/python/NAME/app.py              -> plugins/dist/NAME.wasm
 #   plugins/python/misbehaving/NAME/app.py  -> plugins/dist-test/NAME.wasm
+#   plugins/python/testing/NAME/app.py      -> plugins/dist-test/NAME.wasm
 # componentize-py (PyPI, pinned in requirements.txt) bundles CPython and the
 # standard library into each component and generates the `wit_world` bindings
 # for wit/v0.1.0 at build time. It is installed into plugins/python/.venv when
 # missing or at another version; a second run skips the install.
+# A plugin with a wit/ folder of its own is built against the world in it (a
+# component of plain typed functions, not toolhost's contract).
 # A plugin whose manifest (NAME.toml) asks for `http` is built against the
 # world in sdk/wit-http (the contract plus wasi:http/outgoing-handler) with
 # sdk/python/toolhost_http.py bundled beside it; its manifest travels beside
@@ -36,17 +39,19 @@ stale() {
 
 mkdir -p "$here/target" "$repo/plugins/dist" "$repo/plugins/dist-test"
 count=0
-for dir in "$here"/*/ "$here"/misbehaving/*/; do
+for dir in "$here"/*/ "$here"/misbehaving/*/ "$here"/testing/*/; do
     dir="${dir%/}"
     [ -f "$dir/app.py" ] || continue
     name="$(basename "$dir")"
     case "$dir" in
-        "$here"/misbehaving/*) out="$repo/plugins/dist-test" ;;
+        "$here"/misbehaving/* | "$here"/testing/*) out="$repo/plugins/dist-test" ;;
         *) out="$repo/plugins/dist" ;;
     esac
     world=(-d "$repo/wit/v0.1.0" -w toolhost:plugin/plugin@0.1.0)
     paths=(-p "$dir")
-    if grep -qs '^http *=' "$dir/$name.toml"; then
+    if [ -d "$dir/wit" ]; then
+        world=(-d "$dir/wit" -w "$(sed -n 's/^world \([a-z0-9-]*\).*/\1/p' "$dir"/wit/*.wit | head -n 1)")
+    elif grep -qs '^http *=' "$dir/$name.toml"; then
         world=(-d "$repo/sdk/wit-http" -w toolhost:plugin-with-http/plugin@0.1.0)
         paths+=(-p "$repo/sdk/python")
     fi
