@@ -279,7 +279,21 @@ fn push_then_pull_by_tag_and_by_digest_into_empty_folders_and_call() {
 }
 
 #[test]
-fn a_plugin_manifest_travels_as_its_own_layer_in_the_wasm_artifact_layout() {
+fn a_typed_component_is_pushed_and_pulled_like_any_plugin() {
+    let registry = Registry::start();
+    let work = tempfile::tempdir().unwrap();
+    let reference = format!("{}/plugins/typed_shop:1", registry.addr());
+    push(work.path(), &plugin("typed_shop"), &reference);
+    let dir = tempfile::tempdir().unwrap();
+    let output = run(work.path(), &["pull", &reference, "--dir", &dir.path().display().to_string()], &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let plugins = dir.path().display().to_string();
+    let output = run(work.path(), &["--plugins", &plugins, "call", "get-item", r#"{"sku":"A-1"}"#], &[]);
+    assert!(output.status.success() && stdout(&output).contains("Anvil"), "{}{}", stdout(&output), stderr(&output));
+}
+
+#[test]
+fn a_plugin_manifest_travels_in_an_annotation_of_the_one_layer_wasm_artifact() {
     let registry = Registry::start();
     let work = tempfile::tempdir().unwrap();
     let reference = format!("{}/plugins/fetch:2", registry.addr());
@@ -299,8 +313,11 @@ fn a_plugin_manifest_travels_as_its_own_layer_in_the_wasm_artifact_layout() {
     let manifest: serde_json::Value = serde_json::from_str(body).unwrap();
     assert_eq!(manifest["mediaType"], "application/vnd.oci.image.manifest.v1+json");
     assert_eq!(manifest["config"]["mediaType"], "application/vnd.wasm.config.v0+json");
+    // One layer, as wkg and Wassette expect; the plugin manifest rides in an annotation they ignore.
+    assert_eq!(manifest["layers"].as_array().map(Vec::len), Some(1), "{manifest}");
     assert_eq!(manifest["layers"][0]["mediaType"], "application/wasm");
-    assert_eq!(manifest["layers"][1]["mediaType"], "application/vnd.toolhost.manifest.v1+toml");
+    let shipped = std::fs::read_to_string(plugin("fetch").with_extension("toml")).unwrap();
+    assert_eq!(manifest["annotations"]["dev.toolhost.plugin.manifest"], shipped.as_str(), "{manifest}");
     let config = std::fs::read(registry.blob_file(manifest["config"]["digest"].as_str().unwrap())).unwrap();
     let config: serde_json::Value = serde_json::from_slice(&config).unwrap();
     assert_eq!((config["architecture"].as_str(), config["os"].as_str()), (Some("wasm"), Some("wasip2")));
@@ -319,7 +336,7 @@ fn a_plugin_manifest_travels_as_its_own_layer_in_the_wasm_artifact_layout() {
     // A new version without a manifest takes away the one the earlier pull wrote.
     let plain = format!("{}/plugins/fetch:3", registry.addr());
     let plain_digest = push(work.path(), &plugin("hash"), &plain);
-    // Without a manifest the artifact is exactly the one-layer shape wkg and oci-wasm pull.
+    // Without a manifest the artifact is the same one-layer shape, without the annotation.
     let (status, response) = registry
         .request(
             "GET",
@@ -333,6 +350,7 @@ fn a_plugin_manifest_travels_as_its_own_layer_in_the_wasm_artifact_layout() {
         serde_json::from_str(&response[response.find("\r\n\r\n").unwrap() + 4..]).unwrap();
     assert_eq!(manifest["layers"].as_array().map(Vec::len), Some(1), "{manifest}");
     assert_eq!(manifest["layers"][0]["mediaType"], "application/wasm");
+    assert!(manifest.get("annotations").is_none_or(|notes| notes.get("dev.toolhost.plugin.manifest").is_none()));
     let output = run(work.path(), &["pull", &plain, "--dir", &dir.path().display().to_string()], &[]);
     assert!(output.status.success(), "{}", stderr(&output));
     let names: Vec<String> = snapshot(dir.path()).into_iter().map(|(name, _)| name).collect();

@@ -4,9 +4,13 @@
 //! `oci-wasm` and other Wasm tools use: an OCI image manifest whose config
 //! has the media type `application/vnd.wasm.config.v0+json` (architecture
 //! `wasm`, os `wasip2`, the layer digests, the component's imports and
-//! exports) and whose first layer is the component, `application/wasm`.
-//! When the plugin has a manifest (`NAME.toml`), it travels as a second
-//! layer of type [`MANIFEST_LAYER`].
+//! exports) and whose only layer is the component, `application/wasm`, so
+//! wkg and Wassette pull what toolhost pushes, and toolhost what they push.
+//! When the plugin has a manifest (`NAME.toml`), its text travels in the OCI
+//! manifest's annotation [`MANIFEST_ANNOTATION`], which other tools ignore
+//! (covered by the artifact's digest). Artifacts pushed by earlier toolhost
+//! versions carried it as a second layer of type [`MANIFEST_LAYER`]; pull
+//! still reads those.
 //!
 //! Nothing the registry sends is trusted: the OCI manifest is read up to
 //! [`MAX_MANIFEST`] bytes and its SHA-256 checked against the pinned digest
@@ -47,6 +51,8 @@ pub const WASM_CONFIG: &str = "application/vnd.wasm.config.v0+json";
 pub const WASM_LAYER: &str = "application/wasm";
 /// The layer media type of a plugin's manifest (`NAME.toml`), toolhost's own.
 pub const MANIFEST_LAYER: &str = "application/vnd.toolhost.manifest.v1+toml";
+/// The OCI manifest annotation holding a plugin's manifest (`NAME.toml`) text.
+pub const MANIFEST_ANNOTATION: &str = "dev.toolhost.plugin.manifest";
 /// The largest OCI manifest read (the distribution spec's 4 MiB).
 pub const MAX_MANIFEST: u64 = 4 << 20;
 /// The largest component read: what the loader reads of a `.wasm`.
@@ -289,14 +295,21 @@ impl Registry {
         let reference = source.pinned(&resolved.digest);
         let wasm_layer = resolved.layer(WASM_LAYER).expect("checked by check_layout");
         let wasm = self.blob(source, &reference, wasm_layer, MAX_WASM).await?;
-        let manifest = match resolved.layer(MANIFEST_LAYER) {
-            Some(layer) => {
+        let annotated = resolved.manifest.annotations.as_ref().and_then(|notes| notes.get(MANIFEST_ANNOTATION));
+        let manifest = match (annotated, resolved.layer(MANIFEST_LAYER)) {
+            (Some(text), _) => {
+                if text.len() as u64 > MAX_TOML {
+                    bail!("{source}: the plugin manifest annotation is more than {MAX_TOML} bytes");
+                }
+                Some((text.clone(), store::digest_of(text.as_bytes())))
+            }
+            (None, Some(layer)) => {
                 let bytes = self.blob(source, &reference, layer, MAX_TOML).await?;
                 let text = String::from_utf8(bytes)
                     .map_err(|_| anyhow!("{source}: the plugin manifest layer is not UTF-8 text"))?;
                 Some((text, layer.digest.clone()))
             }
-            None => None,
+            (None, None) => None,
         };
         Ok(Fetched {
             digest: resolved.digest.clone(),
@@ -362,10 +375,7 @@ impl Registry {
         }
         let reference = source.reference();
         self.authorize(reference, RegistryOperation::Push).await?;
-        let mut layers = vec![(WASM_LAYER, plugin.wasm.clone(), format!("{}.wasm", plugin.name))];
-        if let Some(manifest) = &plugin.manifest {
-            layers.push((MANIFEST_LAYER, bytes::Bytes::from(manifest.clone()), format!("{}.toml", plugin.name)));
-        }
+        let layers = [(WASM_LAYER, plugin.wasm.clone(), format!("{}.wasm", plugin.name))];
         let layer_digests: Vec<String> = layers.iter().map(|(_, bytes, _)| store::digest_of(bytes)).collect();
         let config = serde_json::json!({
             "created": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
@@ -395,6 +405,10 @@ impl Registry {
                 .iter()
                 .map(|(media_type, bytes, title)| descriptor(media_type, bytes, Some(title)))
                 .collect(),
+            annotations: plugin
+                .manifest
+                .as_ref()
+                .map(|text| BTreeMap::from([(MANIFEST_ANNOTATION.to_owned(), text.clone())])),
             ..Default::default()
         };
         self.client.store_auth_if_needed(reference.resolve_registry(), &self.auth()).await;
