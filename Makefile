@@ -58,3 +58,4 @@ bench: plugins
 	$(CARGO) bench -p toolhost --bench languages
 	$(CARGO) bench -p toolhost --bench mcp
 	$(CARGO) bench -p toolhost --bench soak
+	$(CARGO) bench -p toolhost --bench peer

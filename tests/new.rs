@@ -84,6 +84,51 @@ fn every_language_scaffolds_a_project_that_builds_and_answers() {
 }
 
 #[test]
+fn every_language_scaffolds_a_typed_function_plugin_that_builds_and_answers() {
+    let work = tempfile::tempdir().unwrap();
+    let plugins = work.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    for lang in ["rust", "python", "js", "c"] {
+        // `_` in a plugin's name is `-` in its function's (WIT) name, the tool's.
+        let name = format!("typed_{lang}");
+        let project = work.path().join(&name);
+        let output = toolhost(work.path(), &["new", &name, "--lang", lang, "--typed"]);
+        assert!(output.status.success(), "{lang}: {}", stderr(&output));
+        assert!(stdout(&output).contains(&format!("call typed-{lang} ")), "{lang}: {}", stdout(&output));
+        let world = std::fs::read_to_string(project.join("wit/world.wit")).unwrap();
+        assert!(world.contains(&format!("export typed-{lang}: func(text: string)")), "{lang}: {world}");
+        assert!(!project.join("toolhost-sdk").exists() && !project.join("toolhost.h").exists(), "{lang}: no SDK");
+        build(&project);
+        std::fs::copy(project.join(format!("{name}.wasm")), plugins.join(format!("{name}.wasm"))).unwrap();
+    }
+
+    let dir = plugins.display().to_string();
+    let output = toolhost(work.path(), &["--plugins", &dir, "tools", "--json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let tools: Vec<Value> = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(tools.len(), 4, "{tools:?}");
+    for lang in ["rust", "python", "js", "c"] {
+        let tool = format!("typed-{lang}");
+        let listed = tools.iter().find(|listed| listed["name"] == tool).unwrap_or_else(|| panic!("no {tool}"));
+        assert_eq!(listed["input_schema"]["required"], json!(["text"]), "{lang}: {listed}");
+        assert_eq!(listed["output_schema"]["required"], json!(["words", "characters"]), "{lang}: {listed}");
+
+        let output =
+            toolhost(work.path(), &["--plugins", &dir, "call", &tool, r#"{"text":"héllo plugin  world"}"#, "--json"]);
+        assert!(output.status.success(), "{lang}: {}{}", stdout(&output), stderr(&output));
+        let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+        let counted: Value = serde_json::from_str(report["output"]["value"].as_str().unwrap()).unwrap();
+        assert_eq!(counted, json!({ "words": 3, "characters": 19 }), "{lang}");
+
+        let output = toolhost(work.path(), &["--plugins", &dir, "call", &tool, r#"{"text":""}"#, "--json"]);
+        assert_eq!(output.status.code(), Some(1), "{lang}");
+        let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+        assert_eq!(report["error"]["kind"], "tool_failed", "{lang}: {report}");
+        assert!(report["error"]["message"].as_str().unwrap().contains("`text` is empty"), "{lang}: {report}");
+    }
+}
+
+#[test]
 fn new_refuses_bad_names_and_existing_folders_and_writes_nothing() {
     let work = tempfile::tempdir().unwrap();
     std::fs::create_dir(work.path().join("taken")).unwrap();

@@ -267,6 +267,78 @@ fn a_manifest_renames_describes_and_hides_functions() {
 }
 
 #[test]
+fn descriptions_come_from_the_wit_docs_the_component_carries() {
+    // What a docs-keeping toolchain leaves at the component's top level: the
+    // `package-docs` section wit-component encodes from the WIT package.
+    let dir = shop();
+    let wasm_path = dir.path().join("typed_shop.wasm");
+    let mut resolve = wit_parser::Resolve::new();
+    let (package, _) = resolve.push_dir(common::plugins_src().join("testing/typed_shop/wit")).unwrap();
+    let docs = wit_parser::PackageMetadata::extract(&resolve, package).encode().unwrap();
+    let mut wasm = std::fs::read(&wasm_path).unwrap();
+    wasm.push(0); // a custom section
+    wasm_encoder::Encode::encode(
+        &wasm_encoder::CustomSection { name: "package-docs".into(), data: docs.into() },
+        &mut wasm,
+    );
+    std::fs::write(&wasm_path, &wasm).unwrap();
+    std::fs::write(dir.path().join("typed_shop.toml"), "[tools.greet]\ndescription = \"Says hello.\"\n").unwrap();
+
+    let plugins = dir.path().display().to_string();
+    let output = toolhost(Path::new("."), &["--plugins", &plugins, "tools", "--json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let tools: Vec<Value> = serde_json::from_str(&stdout(&output)).unwrap();
+    let description = |name: &str| tools.iter().find(|tool| tool["name"] == name).unwrap()["description"].clone();
+    assert_eq!(description("get-item"), "Looks an article up.", "an interface function's doc comment");
+    assert_eq!(description("ping"), "A world-level function.", "a world function's doc comment");
+    assert_eq!(description("wide"), "Returns the unsigned and signed 64-bit numbers it was given.");
+    assert_eq!(description("greet"), "Says hello.", "the manifest's description is the operator's, and wins");
+    // Still answered: the section changes nothing else.
+    let (code, report) = call(dir.path(), "ping", "{}", &[]);
+    assert_eq!(code, 0, "{report}");
+}
+
+#[test]
+fn a_model_calls_typed_functions_in_the_loop() {
+    use common::model_server::{ModelServer, Script};
+    let dir = shop();
+    for script in [Script { anthropic: false, stream: false }, Script { anthropic: true, stream: true }] {
+        let server = ModelServer::start(vec![
+            script.calls(&[("call_1", "get-item", r#"{"sku":"A-1"}"#), ("call_2", "get-item", r#"{"sku":"Z-9"}"#)]),
+            script.text("One anvil; no Z-9."),
+        ]);
+        let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+        command
+            .args(["--plugins", &dir.path().display().to_string(), "run", "look up A-1 and Z-9", "--yes"])
+            .args(["--model", script.model(), "--base-url", &script.base_url(&server)])
+            .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+            .env("OPENAI_API_KEY", "test-key")
+            .env("ANTHROPIC_API_KEY", "test-key")
+            .env_remove("TOOLHOST_MODEL")
+            .env_remove("TOOLHOST_CONFIG");
+        if !script.stream {
+            command.arg("--no-stream");
+        }
+        let output = command.output().unwrap();
+        assert!(output.status.success(), "{script:?}: {}", stderr(&output));
+        assert!(stdout(&output).contains("One anvil; no Z-9."), "{script:?}: {}", stdout(&output));
+        let requests = server.requests();
+        // The model was offered the function with its derived schema.
+        let tools = requests[0].body["tools"].as_array().unwrap();
+        let offered = tools.iter().find(|tool| tool["name"] == "get-item" || tool["function"]["name"] == "get-item");
+        let offered = offered.unwrap_or_else(|| panic!("{script:?}: get-item not offered: {tools:?}"));
+        let schema = if script.anthropic { &offered["input_schema"] } else { &offered["function"]["parameters"] };
+        assert_eq!(schema["properties"]["sku"], json!({"type": "string"}), "{script:?}");
+        // The `ok` came back as the record's JSON, the `err` as an error result.
+        let results = script.results(&requests[1]);
+        assert_eq!(results.len(), 2, "{script:?}: {results:?}");
+        let item: Value = serde_json::from_str(&results[0].1).unwrap();
+        assert_eq!((item["name"].clone(), results[0].2), (json!("Anvil"), false), "{script:?}: {results:?}");
+        assert!(results[1].2 && results[1].1.contains("no article Z-9"), "{script:?}: {results:?}");
+    }
+}
+
+#[test]
 fn a_python_component_of_typed_functions_is_a_plugin_too() {
     let dir = plugin_dir(&["py_notes"]);
     let plugins = dir.path().display().to_string();
@@ -275,6 +347,10 @@ fn a_python_component_of_typed_functions_is_a_plugin_too() {
     let tools: Vec<Value> = serde_json::from_str(&stdout(&output)).unwrap();
     let tool =
         |name: &str| tools.iter().find(|tool| tool["name"] == name).unwrap_or_else(|| panic!("no {name}")).clone();
+    let mut names: Vec<&str> = tools.iter().map(|tool| tool["name"].as_str().unwrap()).collect();
+    names.sort();
+    // componentize-py's own `exports.init` (its build-time pre-initialization) is not a tool.
+    assert_eq!(names, ["count-forever", "divide", "judge", "summarize"]);
     let summarize = tool("summarize");
     assert_eq!(summarize["input_schema"]["required"], json!(["text"]));
     assert_eq!(summarize["output_schema"]["required"], json!(["title", "words", "tags"]));

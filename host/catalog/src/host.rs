@@ -287,7 +287,7 @@ impl Host {
         let sandbox = plugin::prepare(&self.linker, &component, contract).map_err(fixed)?;
         if contract == plugin::TYPED {
             // The tools are the functions' types: nothing runs to list them.
-            let (listed, notes) = plugin::typed_listing(&self.engine, &component);
+            let (listed, notes) = plugin::typed_listing(&self.engine, &component, &wasm.bytes);
             return Ok((contract, listed, notes, sandbox, origin));
         }
         let listed = {

@@ -76,7 +76,7 @@ impl Host {
         found.contract = Some(contract);
         let sandbox = plugin::prepare(self.linker(), &component, contract)?;
         found.tools = if contract == plugin::TYPED {
-            let (listed, _) = plugin::typed_listing(self.engine(), &component);
+            let (listed, _) = plugin::typed_listing(self.engine(), &component, &wasm.bytes);
             plugin::check_tools(listed, &found.limits)?
         } else {
             plugin::list_tools(&sandbox, self.clock(), name, &found.limits, self.tls()).await?

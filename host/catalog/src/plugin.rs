@@ -311,15 +311,21 @@ pub fn contract_of(engine: &Engine, component: &Component) -> Result<&'static st
 /// The `contract` of a component of typed functions.
 pub const TYPED: &str = "typed";
 
-/// The tools of a typed component, as a listing: one per function, in
-/// export order, and why each function left out is.
-pub(crate) fn typed_listing(engine: &Engine, component: &Component) -> (Vec<ListedTool>, Vec<String>) {
+/// The tools of a typed component (compiled from `wasm`), as a listing: one
+/// per function, in export order, and why each function left out is. A
+/// tool's description is its function's WIT doc comment where the component
+/// carries its docs, else its signature (a manifest may give another).
+pub(crate) fn typed_listing(engine: &Engine, component: &Component, wasm: &[u8]) -> (Vec<ListedTool>, Vec<String>) {
     let (funcs, left_out) = typed::functions(engine, component);
+    let docs = toolhost_runtime::docs::Docs::of(wasm);
     let tools = funcs
         .into_iter()
         .map(|func| ListedTool {
+            description: match docs.function(func.interface.as_deref(), &func.func) {
+                Some(doc) => doc.to_owned(),
+                None => format!("Calls `{}`.", func.signature),
+            },
             name: func.name,
-            description: format!("Calls `{}`.", func.signature),
             input_schema: func.input_schema.to_string(),
             output_schema: func.output_schema.map(|schema| schema.to_string()),
         })

@@ -8,7 +8,7 @@
 //!
 //! Beside each artifact the cache keeps what the plugin's `list-tools`
 //! returned — or why loading it failed — under the same key
-//! (`SHA-256-ENGINE.tools.json`, see [`Listing`]), so a start never
+//! (`SHA-256-ENGINE-RELEASE.tools.json`, see [`Listing`]), so a start never
 //! instantiates a plugin it has seen before. And since hashing a multi-megabyte
 //! component at every start would cost more than the rest of the start, a
 //! small index maps a file's identity (device, inode, size, modification and
@@ -34,6 +34,13 @@ use wasmtime::component::Component;
 
 /// The largest tool list read back from the cache.
 const LISTING_LIMIT: u64 = 16 << 20;
+
+/// What a listing holds is partly derived by toolhost's own code (a typed
+/// function's schemas and description), so its file name carries the
+/// release and this number, raised whenever that derivation changes: a
+/// listing written by another toolhost is never read.
+const LISTING_FORMAT: u32 = 2;
+const LISTING_RELEASE: &str = env!("CARGO_PKG_VERSION");
 
 /// Where compiled plugins are kept.
 #[derive(Debug, Clone)]
@@ -78,7 +85,7 @@ impl Cache {
     }
 
     fn listing_path(&self, sha256: &str) -> PathBuf {
-        self.dir.join(format!("{sha256}-{}.tools.json", self.engine_key))
+        self.dir.join(format!("{sha256}-{}-{LISTING_RELEASE}.{LISTING_FORMAT}.tools.json", self.engine_key))
     }
 
     /// The component in the cached artifact for `sha256`, if there is one

@@ -22,6 +22,7 @@
 //! - Resources, futures, streams, error contexts and maps cannot travel in
 //!   JSON: a function using one is left out, with the reason.
 
+use crate::docs::short_name;
 use serde_json::{Map, Number, Value, json};
 use wasmtime::Engine;
 use wasmtime::component::types::{ComponentFunc, ComponentItem};
@@ -35,6 +36,11 @@ pub const MAX_DEPTH: usize = 32;
 pub struct TypedFunc {
     /// The tool's name.
     pub name: String,
+    /// The exported interface it is in (`acme:shop/inventory@1.0.0`), or
+    /// none for a function exported by the world itself.
+    pub interface: Option<String>,
+    /// The function's own name (`get-item`).
+    pub func: String,
     /// `get-item: func(sku: string) -> result<item, lookup-error>`, or with
     /// the interface: `acme:shop/inventory.get-item: func(…)`.
     pub signature: String,
@@ -71,6 +77,9 @@ pub fn functions(engine: &Engine, component: &Component) -> (Vec<TypedFunc>, Vec
             ComponentItem::ComponentInstance(instance) => {
                 let Some(instance_index) = component.get_export_index(None, name) else { continue };
                 for (func_name, item) in instance.exports(engine) {
+                    if toolchain_internal(name, func_name) {
+                        continue;
+                    }
                     if let ComponentItem::ComponentFunc(func) = item.ty
                         && let Some(index) = component.get_export_index(Some(&instance_index), func_name)
                     {
@@ -102,6 +111,8 @@ pub fn functions(engine: &Engine, component: &Component) -> (Vec<TypedFunc>, Vec
         match schemas(&params, result.as_ref()) {
             Ok((input_schema, output_schema)) => funcs.push(TypedFunc {
                 name: tool,
+                interface: interface.clone(),
+                func: func_name.clone(),
                 signature,
                 index: *index,
                 params,
@@ -120,10 +131,11 @@ pub fn functions(engine: &Engine, component: &Component) -> (Vec<TypedFunc>, Vec
     (funcs, note)
 }
 
-/// `acme:shop/inventory@1.0.0` → `inventory`.
-fn short_name(interface: &str) -> &str {
-    let name = interface.rsplit('/').next().unwrap_or(interface);
-    name.split('@').next().unwrap_or(name)
+/// Whether `interface.func` is a toolchain's own entry point rather than the
+/// author's: componentize-py leaves `exports.init` (the step that
+/// pre-initializes the interpreter at build time) in every component.
+fn toolchain_internal(interface: &str, func: &str) -> bool {
+    interface == "exports" && func == "init"
 }
 
 /// A tool name from a function name: kebab-case is kept, anything a model

@@ -42,7 +42,10 @@ fn show(found: &Inspection) {
         println!("  compile   {how} in {}", format::duration(took));
     }
     if let Some(contract) = found.contract {
-        println!("  contract  toolhost:plugin@{contract}");
+        match contract {
+            toolhost::plugin::TYPED => println!("  contract  none: its exported typed functions are its tools"),
+            version => println!("  contract  toolhost:plugin@{version}"),
+        }
     }
     if let Some(shape) = &found.shape {
         println!("  imports");

@@ -1,5 +1,8 @@
-//! `toolhost new NAME --lang rust|python|js|c`: starts a plugin project from
-//! a template.
+//! `toolhost new NAME --lang rust|python|js|c [--typed]`: starts a plugin
+//! project from a template: written against toolhost's contract with its
+//! SDK, or (`--typed`) as a plain component of typed functions
+//! (`sdk/templates/typed/`: one world, `wit/world.wit`, and its
+//! implementation), which needs no SDK and runs in any component host.
 //!
 //! The templates are the folders under `sdk/templates/`, compiled into the
 //! binary together with everything a project needs besides its language's
@@ -32,6 +35,11 @@ pub struct Args {
     /// Where to create the project; it must not exist, or be an empty folder [default: ./NAME]
     #[arg(long, value_name = "PATH")]
     dir: Option<PathBuf>,
+
+    /// Write the tool as a plain typed function (a WIT world and its implementation, no SDK),
+    /// not against toolhost's contract
+    #[arg(long)]
+    typed: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
@@ -112,6 +120,44 @@ const JS: &[File] = &[
     file(".gitignore", repo_file!("sdk/templates/js/.gitignore")),
 ];
 
+/// A typed-function project: the world, and per language its implementation.
+const TYPED_WIT: File = file("wit/world.wit", repo_file!("sdk/templates/typed/world.wit"));
+const TYPED_README: File = file("README.md", repo_file!("sdk/templates/typed/README.md"));
+
+const TYPED_RUST: &[File] = &[
+    file("Cargo.toml", repo_file!("sdk/templates/typed/rust/Cargo.toml.template")),
+    file("src/lib.rs", repo_file!("sdk/templates/typed/rust/src/lib.rs")),
+    script("build.sh", repo_file!("sdk/templates/rust/build.sh")),
+    file(".gitignore", repo_file!("sdk/templates/rust/.gitignore")),
+    TYPED_WIT,
+    TYPED_README,
+];
+
+const TYPED_PYTHON: &[File] = &[
+    file("src/app.py", repo_file!("sdk/templates/typed/python/src/app.py")),
+    script("build.sh", repo_file!("sdk/templates/python/build.sh")),
+    file(".gitignore", repo_file!("sdk/templates/python/.gitignore")),
+    TYPED_WIT,
+    TYPED_README,
+];
+
+const TYPED_JS: &[File] = &[
+    file("app.js", repo_file!("sdk/templates/typed/js/app.js")),
+    file("package.json", repo_file!("sdk/templates/js/package.json")),
+    script("build.sh", repo_file!("sdk/templates/js/build.sh")),
+    file(".gitignore", repo_file!("sdk/templates/js/.gitignore")),
+    TYPED_WIT,
+    TYPED_README,
+];
+
+const TYPED_C: &[File] = &[
+    file("tools.c", repo_file!("sdk/templates/typed/c/tools.c")),
+    script("build.sh", repo_file!("sdk/templates/c/build.sh")),
+    file(".gitignore", repo_file!("sdk/templates/c/.gitignore")),
+    TYPED_WIT,
+    TYPED_README,
+];
+
 const C: &[File] = &[
     file("tools.c", repo_file!("sdk/templates/c/tools.c")),
     file("toolhost.h", repo_file!("sdk/c/toolhost.h")),
@@ -127,16 +173,43 @@ const C: &[File] = &[
 const PYTHON_REQUIREMENTS: &str = repo_file!("plugins/python/requirements.txt");
 const JS_PACKAGE: &str = repo_file!("plugins/js/package.json");
 const C_BUILD: &str = repo_file!("plugins/c/build.sh");
+const RUST_TYPED: &str = repo_file!("plugins/testing/typed_shop/Cargo.toml");
+
+/// The world a contract project's Python and C builds bind to (sdk/wit-http).
+const CONTRACT_WORLD: &str = "toolhost:plugin-with-http/plugin@0.1.0";
 
 impl Lang {
-    fn files(self) -> impl Iterator<Item = &'static File> {
-        let (own, wit): (&[File], &[File]) = match self {
-            Lang::Rust => (RUST, &[]),
-            Lang::Python => (PYTHON, WIT_HTTP),
-            Lang::Js => (JS, &[]),
-            Lang::C => (C, WIT_HTTP),
+    fn files(self, typed: bool) -> impl Iterator<Item = &'static File> {
+        let (own, wit): (&[File], &[File]) = match (self, typed) {
+            (Lang::Rust, false) => (RUST, &[]),
+            (Lang::Python, false) => (PYTHON, WIT_HTTP),
+            (Lang::Js, false) => (JS, &[]),
+            (Lang::C, false) => (C, WIT_HTTP),
+            (Lang::Rust, true) => (TYPED_RUST, &[]),
+            (Lang::Python, true) => (TYPED_PYTHON, &[]),
+            (Lang::Js, true) => (TYPED_JS, &[]),
+            (Lang::C, true) => (TYPED_C, &[]),
         };
         own.iter().chain(wit)
+    }
+
+    /// The file a typed project implements its world in.
+    fn source(self) -> &'static str {
+        match self {
+            Lang::Rust => "src/lib.rs",
+            Lang::Python => "src/app.py",
+            Lang::Js => "app.js",
+            Lang::C => "tools.c",
+        }
+    }
+
+    fn flag(self) -> &'static str {
+        match self {
+            Lang::Rust => "rust",
+            Lang::Python => "python",
+            Lang::Js => "js",
+            Lang::C => "c",
+        }
     }
 
     fn label(self) -> &'static str {
@@ -152,23 +225,39 @@ impl Lang {
 pub fn run(args: &Args) -> Result<ExitCode> {
     check_name(&args.name)?;
     let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from(&args.name));
+    let func = function_name(&args.name);
+    let (world, world_says) = match args.typed {
+        true => ("plugin", "the functions that are its tools"),
+        false => (CONTRACT_WORLD, "toolhost's contract, and wasi:http for the HTTP helper"),
+    };
     let values = [
         ("__NAME__", args.name.clone()),
         ("__CRATE__", args.name.replace('-', "_")),
+        ("__FUNC_SNAKE__", func.replace('-', "_")),
+        ("__FUNC_CAMEL__", camel_case(&func)),
+        ("__FUNC__", func.clone()),
+        ("__WORLD_SAYS__", world_says.to_owned()),
+        ("__WORLD__", world.to_owned()),
+        ("__LANG_FLAG__", args.lang.flag().to_owned()),
+        ("__LANG__", args.lang.label().to_owned()),
+        ("__SOURCE__", args.lang.source().to_owned()),
         ("__COMPONENTIZE_PY__", pinned_componentize_py()?),
         ("__COMPONENTIZE_JS__", pinned_npm("@bytecodealliance/componentize-js")?),
         ("__PREVIEW2_SHIM__", pinned_npm("@bytecodealliance/preview2-shim")?),
+        ("__WIT_BINDGEN_RUST__", pinned_wit_bindgen_crate()?),
         ("__WIT_BINDGEN__", pinned_wit_bindgen()?),
     ];
     let files: Vec<(&str, String, bool)> =
-        args.lang.files().map(|file| (file.path, fill(file.text, &values), file.executable)).collect();
+        args.lang.files(args.typed).map(|file| (file.path, fill(file.text, &values), file.executable)).collect();
     write_project(&dir, &files)?;
 
     let shown = dir.display();
-    println!("created the {} plugin `{}` in {shown}", args.lang.label(), args.name);
+    let kind = if args.typed { " typed-function" } else { "" };
+    println!("created the {}{kind} plugin `{}` in {shown}", args.lang.label(), args.name);
     println!();
     println!("  cd {shown} && ./build.sh          # writes {}.wasm", args.name);
-    println!("  toolhost --plugins {shown} call {} '{{\"text\":\"hello plugin world\"}}'", args.name);
+    let tool = if args.typed { &func } else { &args.name };
+    println!("  toolhost --plugins {shown} call {tool} '{{\"text\":\"hello plugin world\"}}'");
     println!();
     println!("then copy {}.wasm into your plugins folder; {shown}/README.md says more.", args.name);
     Ok(ExitCode::SUCCESS)
@@ -200,6 +289,35 @@ fn check_name(name: &str) -> Result<()> {
     )
 }
 
+/// The WIT name of a typed project's function, which is also its tool's:
+/// the plugin's name in kebab case (`word_count` → `word-count`), with a
+/// word that starts with a digit joined to the one before (`md-5` → `md5`),
+/// as WIT names allow.
+fn function_name(name: &str) -> String {
+    let mut func = String::new();
+    for word in name.split(['-', '_']).filter(|word| !word.is_empty()) {
+        if !func.is_empty() && !word.starts_with(|c: char| c.is_ascii_digit()) {
+            func.push('-');
+        }
+        func.push_str(word);
+    }
+    func
+}
+
+/// `word-count` → `wordCount`: how JavaScript names an exported function.
+fn camel_case(kebab: &str) -> String {
+    let mut words = kebab.split('-');
+    let first = words.next().unwrap_or_default().to_owned();
+    words.fold(first, |mut name, word| {
+        let mut chars = word.chars();
+        if let Some(c) = chars.next() {
+            name.push(c.to_ascii_uppercase());
+            name.push_str(chars.as_str());
+        }
+        name
+    })
+}
+
 fn fill(template: &str, values: &[(&str, String)]) -> String {
     values.iter().fold(template.to_owned(), |text, (placeholder, value)| text.replace(placeholder, value))
 }
@@ -219,6 +337,19 @@ fn pinned_npm(package: &str) -> Result<String> {
         .as_str()
         .map(str::to_owned)
         .with_context(|| format!("plugins/js/package.json pins no {package} version (this toolhost build is broken)"))
+}
+
+fn pinned_wit_bindgen_crate() -> Result<String> {
+    let manifest: toml::Table = RUST_TYPED
+        .parse()
+        .context("plugins/testing/typed_shop/Cargo.toml is not TOML (this toolhost build is broken)")?;
+    manifest
+        .get("dependencies")
+        .and_then(|deps| deps.get("wit-bindgen"))
+        .and_then(|spec| spec.get("version"))
+        .and_then(toml::Value::as_str)
+        .map(str::to_owned)
+        .context("plugins/testing/typed_shop/Cargo.toml pins no wit-bindgen version (this toolhost build is broken)")
 }
 
 fn pinned_wit_bindgen() -> Result<String> {
@@ -311,12 +442,22 @@ mod tests {
     }
 
     #[test]
+    fn function_names_are_wit_names() {
+        let cases = [("count", "count"), ("word_count", "word-count"), ("md-5", "md5"), ("a__b-", "a-b"), ("t2", "t2")];
+        for (name, func) in cases {
+            assert_eq!(function_name(name), func, "{name}");
+        }
+        assert_eq!(camel_case("count-words-now"), "countWordsNow");
+    }
+
+    #[test]
     fn the_pinned_toolchain_versions_are_found() {
         for version in [
             pinned_componentize_py().unwrap(),
             pinned_npm("@bytecodealliance/componentize-js").unwrap(),
             pinned_npm("@bytecodealliance/preview2-shim").unwrap(),
             pinned_wit_bindgen().unwrap(),
+            pinned_wit_bindgen_crate().unwrap(),
         ] {
             assert!(version.chars().next().is_some_and(|c| c.is_ascii_digit()), "{version}");
         }
@@ -339,7 +480,7 @@ mod tests {
             assert_eq!(spec, &written[name], "{name}");
         }
         // Every source of the SDK is written, so a new module cannot be forgotten.
-        let files: Vec<&str> = Lang::Rust.files().map(|file| file.path).collect();
+        let files: Vec<&str> = Lang::Rust.files(false).map(|file| file.path).collect();
         let sources = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../sdk/src")).unwrap();
         for source in sources {
             let source = source.unwrap().file_name().to_string_lossy().into_owned();
@@ -354,14 +495,25 @@ mod tests {
         let values = [
             "__NAME__",
             "__CRATE__",
+            "__FUNC_SNAKE__",
+            "__FUNC_CAMEL__",
+            "__FUNC__",
+            "__WORLD_SAYS__",
+            "__WORLD__",
+            "__LANG_FLAG__",
+            "__LANG__",
+            "__SOURCE__",
             "__COMPONENTIZE_PY__",
             "__COMPONENTIZE_JS__",
             "__PREVIEW2_SHIM__",
+            "__WIT_BINDGEN_RUST__",
             "__WIT_BINDGEN__",
         ]
         .map(|placeholder| (placeholder, "x".to_owned()));
-        for lang in [Lang::Rust, Lang::Python, Lang::Js, Lang::C] {
-            for file in lang.files() {
+        let every =
+            [Lang::Rust, Lang::Python, Lang::Js, Lang::C].into_iter().flat_map(|lang| [(lang, false), (lang, true)]);
+        for (lang, typed) in every {
+            for file in lang.files(typed) {
                 let text = fill(file.text, &values);
                 // A placeholder is `__UPPER_CASE__`: C's `__attribute__`, Python's
                 // `__init__` and the SDK's `__ToolhostPlugin` are not.
@@ -370,7 +522,7 @@ mod tests {
                     let word: String = rest.chars().take_while(|c| c.is_ascii_uppercase() || *c == '_').collect();
                     word.len() > 2 && word.ends_with("__")
                 });
-                assert_eq!(left.count(), 0, "{lang:?} {}: a placeholder is left", file.path);
+                assert_eq!(left.count(), 0, "{lang:?} (typed: {typed}) {}: a placeholder is left", file.path);
             }
         }
     }

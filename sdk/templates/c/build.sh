@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Builds __NAME__.wasm, a toolhost plugin, from the C sources here.
 #   1. wit-bindgen __WIT_BINDGEN__ (crates.io) writes gen/plugin.{h,c} and the
-#      component type (gen/plugin_component_type.o) for the world in
-#      wit/world.wit: the contract (wit/deps/toolhost-plugin.wit) plus
-#      wasi:http/outgoing-handler, which toolhost_http.c uses;
+#      component type (gen/plugin_component_type.o) for the world __WORLD__
+#      in wit/ (__WORLD_SAYS__);
 #   2. clang compiles for wasm32-wasi against wasi-libc (WASI preview 1);
 #   3. wasm-component-ld (it ships with Rust's toolchain) links with wasm-ld and
 #      turns the module into a component, adapting WASI preview 1 to preview 2.
@@ -61,7 +60,7 @@ if [ ! -x "$linker" ]; then
     linker="$(command -v wasm-component-ld)"
 fi
 
-if ! said="$(wit-bindgen c wit --world toolhost:plugin-with-http/plugin@0.1.0 --out-dir gen 2>&1)"; then
+if ! said="$(wit-bindgen c wit --world __WORLD__ --out-dir gen 2>&1)"; then
     say "$said"
     exit 1
 fi

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # Builds __NAME__.wasm, a toolhost plugin, from src/ with componentize-py,
-# against the world in wit/world.wit: the contract (wit/deps/toolhost-plugin.wit)
-# plus wasi:http/outgoing-handler, which src/toolhost_http.py uses.
+# against the world __WORLD__ in wit/ (__WORLD_SAYS__).
 # Uses componentize-py __COMPONENTIZE_PY__ from PATH when it is that version,
 # else installs it into .venv with pip (python3 3.9 or newer needed).
 # Usage: ./build.sh   then copy __NAME__.wasm into toolhost's plugins folder.
@@ -22,5 +21,5 @@ else
 fi
 
 # Only src/ is bundled (with the Python standard library): keep .venv out of it.
-"$componentize" --quiet -d wit -w toolhost:plugin-with-http/plugin@0.1.0 componentize app -p src -o __NAME__.wasm
+"$componentize" --quiet -d wit -w __WORLD__ componentize app -p src -o __NAME__.wasm
 echo "built $(pwd)/__NAME__.wasm" >&2
