@@ -89,7 +89,8 @@ async fn the_second_start_loads_from_the_cache_and_a_changed_file_recompiles() {
         .collect();
     files.sort();
     assert_eq!(files.len(), 2, "one artifact and its tool list, no temporary files left: {files:?}");
-    assert!(files[0].ends_with(".cwasm") && files[1].ends_with(".tools.json"), "{files:?}");
+    assert!(files.iter().any(|file| file.ends_with(".cwasm")), "{files:?}");
+    assert!(files.iter().any(|file| file.ends_with(".tools.json")), "{files:?}");
 
     let second = load(dir.path(), config.clone()).await;
     assert_eq!(second.plugins()[0].origin, Origin::Cached);

@@ -327,6 +327,55 @@ fn a_server_that_never_starts_is_one_warning_or_a_clear_stop_when_required() {
     assert_eq!(text.lines().count(), 1, "one line: {text}");
 }
 
+/// `[mcp_servers.raw]`: tests/mcp/servers/rawserver.py (no SDK) in `mode`.
+fn raw(mode: &str) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/servers/rawserver.py");
+    format!("[mcp_servers.raw]\ncommand = \"python3\"\nargs = [{:?}, {mode:?}]\n", script.canonicalize().unwrap())
+}
+
+#[test]
+fn a_hostile_listing_costs_only_its_bad_tools_each_said_once() {
+    let (dir, plugins) = setup(&raw("bad-listing"), &["hash"]);
+    let output = toolhost(dir.path(), plugins.path(), &["tools", "--json"], &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let names: Vec<String> =
+        listed(&output).iter().filter_map(|tool| tool["name"].as_str().map(str::to_owned)).collect();
+    let mut from_raw: Vec<&String> = names.iter().filter(|name| name.starts_with("mcp__raw__")).collect();
+    from_raw.sort();
+    assert_eq!(from_raw, ["mcp__raw__also_good", "mcp__raw__good"], "the others stay");
+    assert!(names.iter().any(|name| name == "sha256"), "the plugins too: {names:?}");
+    let text = stderr(&output);
+    let warnings: Vec<&str> = text.lines().filter(|line| line.starts_with("warning:")).collect();
+    for (tool, why) in [
+        ("schema_is_a_string", "not a valid MCP tool"),
+        ("no_schema", "not a valid MCP tool"),
+        ("describes_a_string", "does not describe an object"),
+        ("invalid_schema", "not valid JSON Schema"),
+    ] {
+        let about: Vec<&&str> = warnings.iter().filter(|line| line.contains(&format!("`{tool}`"))).collect();
+        assert_eq!(about.len(), 1, "{tool}: {text}");
+        assert!(about[0].contains(why) && about[0].contains("left out"), "{tool}: {text}");
+    }
+    let twice: Vec<&&str> = warnings.iter().filter(|line| line.contains("more than once")).collect();
+    assert_eq!(twice.len(), 1, "{text}");
+    assert_eq!(twice[0].matches("raw").count(), 1, "the server is named once: {}", twice[0]);
+    assert_eq!(warnings.len(), 5, "{text}");
+    let output = toolhost(dir.path(), plugins.path(), &["call", "mcp__raw__also_good", "{}"], &[]);
+    assert!(output.status.success() && stdout(&output).contains("called also_good"), "{}", stderr(&output));
+}
+
+#[test]
+fn a_server_that_prints_to_its_stdout_is_said_once_and_still_answers() {
+    let (dir, plugins) = setup(&raw("noisy"), &[]);
+    let output = toolhost(dir.path(), plugins.path(), &["call", "mcp__raw__good", r#"{"x":"y"}"#], &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("called good"), "{}", stdout(&output));
+    let text = stderr(&output);
+    let noisy: Vec<&str> = text.lines().filter(|line| line.contains("not JSON-RPC")).collect();
+    assert_eq!(noisy.len(), 1, "once per server, however many lines: {text}");
+    assert!(noisy[0].contains("`raw`") && noisy[0].contains("Server ready!"), "{text}");
+}
+
 /// `[mcp_servers.py]` that takes 3 s to start, with a 1 s `startup_timeout`.
 fn slow_py() -> String {
     py("slow", "startup_timeout = \"1s\"\nenv = { PYSERVER_DELAY = \"3\" }")

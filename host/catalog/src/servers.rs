@@ -22,6 +22,24 @@ pub struct ServerProblem {
     /// The server is still starting in the background: its tools join the
     /// catalog when it is up.
     pub joins_later: bool,
+    /// The server is up and its other tools are offered: this says what of
+    /// what it sent was left out.
+    pub tools_kept: bool,
+}
+
+impl ServerProblem {
+    /// `server`'s notes (see [`McpServer::take_notes`]), as problems that
+    /// keep its tools.
+    fn notes(server: &McpServer) -> impl Iterator<Item = ServerProblem> {
+        let name = server.name().to_owned();
+        server.take_notes().into_iter().map(move |message| ServerProblem {
+            server: name.clone(),
+            required: false,
+            message,
+            joins_later: false,
+            tools_kept: true,
+        })
+    }
 }
 
 /// The configured servers (enabled ones), once started.
@@ -47,6 +65,7 @@ impl Servers {
                     required: server.required,
                     message: format!("MCP server `{name}` cannot be started: {message}"),
                     joins_later: false,
+                    tools_kept: false,
                 }),
             }
         }
@@ -66,6 +85,7 @@ impl Servers {
         }))
         .await;
         for (server, result, starting) in started {
+            problems.extend(ServerProblem::notes(server));
             let Err(message) = result else {
                 publish(catalog, server);
                 continue;
@@ -99,7 +119,13 @@ impl Servers {
                 }
                 None => false,
             };
-            problems.push(ServerProblem { server: server.name().to_owned(), required, message, joins_later });
+            problems.push(ServerProblem {
+                server: server.name().to_owned(),
+                required,
+                message,
+                joins_later,
+                tools_kept: false,
+            });
         }
         problems
     }
@@ -117,13 +143,16 @@ impl Servers {
             .collect();
         let mut problems = Vec::new();
         for server in stale {
-            match server.refresh().await {
+            let refreshed = server.refresh().await;
+            problems.extend(ServerProblem::notes(&server));
+            match refreshed {
                 Ok(_) => publish(catalog, &server),
                 Err(message) => problems.push(ServerProblem {
                     server: server.name().to_owned(),
                     required: server.config().required,
                     message,
                     joins_later: false,
+                    tools_kept: false,
                 }),
             }
         }

@@ -32,6 +32,7 @@
 //! never logged or printed, and are scrubbed from everything a server returns.
 
 pub mod config;
+mod listing;
 pub mod names;
 
 use config::{McpServerConfig, Protocol, Transport};
@@ -117,6 +118,8 @@ impl ClientHandler for Handler {
 struct Live {
     service: RunningService<RoleClient, Handler>,
     _child: Option<ChildGroup>,
+    /// A stdio server's process (killed when dropped).
+    _process: Option<tokio::process::Child>,
     id: u64,
     /// When it was made.
     since: Instant,
@@ -160,6 +163,8 @@ pub struct McpServer {
     /// Only the handshake is used: `protocol = "2025-11-25"`, or the server
     /// misunderstood `server/discover` once.
     legacy: AtomicBool,
+    /// What was left out of what it sent, to be said once.
+    notes: Arc<listing::Notes>,
 }
 
 /// The secret values a server is started or reached with, read once.
@@ -234,6 +239,7 @@ impl McpServer {
             connections: AtomicU64::new(0),
             protocol: Mutex::new(None),
             legacy: AtomicBool::new(false),
+            notes: Arc::default(),
         })
     }
 
@@ -261,6 +267,14 @@ impl McpServer {
     /// it has been connected to.
     pub fn protocol(&self) -> Option<String> {
         self.protocol.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// What was left out of what it sent since this was last asked (a tool
+    /// that is not a valid MCP tool, a name listed twice, lines on its stdout
+    /// that are not JSON-RPC), each said once in the server's life; its
+    /// other tools are offered.
+    pub fn take_notes(&self) -> Vec<String> {
+        self.notes.take()
     }
 
     /// The tools it offered when last listed.
@@ -315,7 +329,8 @@ impl McpServer {
             return Err(format!("MCP server `{}` is not running", self.name));
         };
         self.changed.store(false, Ordering::SeqCst);
-        let listed = tokio::time::timeout(self.config.startup_timeout, live.service.peer().list_all_tools())
+        let peer = live.service.peer();
+        let listed = tokio::time::timeout(self.config.startup_timeout, listing::list_tools(peer, &self.name))
             .await
             .map_err(|_| {
                 format!(
@@ -327,7 +342,12 @@ impl McpServer {
             .map_err(|err| {
                 format!("MCP server `{}` could not list its tools: {}", self.name, self.scrub(err.to_string()))
             })?;
-        let offered: Vec<&rmcp::model::Tool> = listed.iter().filter(|tool| self.config.offers(&tool.name)).collect();
+        let (listed, unreadable) = listed;
+        let (offered, unusable) =
+            listing::usable(&self.name, listed.iter().filter(|tool| self.config.offers(&tool.name)));
+        for note in unreadable.into_iter().chain(unusable) {
+            self.notes.add(self.scrub(note));
+        }
         let raw: Vec<&str> = offered.iter().map(|tool| &*tool.name).collect();
         let tools: Vec<Arc<McpTool>> = names::catalog_names(&self.name, &raw)
             .into_iter()
@@ -474,19 +494,28 @@ impl McpServer {
                         });
                     }
                 }
-                let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(cmd)
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .map_err(|err| {
+                use std::process::Stdio;
+                let mut process =
+                    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|err| {
                         Failed::from(format!("could not start MCP server `{}` (`{command}`): {err}", self.name))
                     })?;
-                let child = transport.id().map(ChildGroup);
-                if let Some(stderr) = stderr {
-                    tokio::spawn(forward_stderr(stderr, self.name.clone(), self.stderr.clone(), self.redactor.clone()));
-                }
+                let child = process.id().map(ChildGroup);
+                let (Some(stdin), Some(stdout), Some(stderr)) =
+                    (process.stdin.take(), process.stdout.take(), process.stderr.take())
+                else {
+                    return Err(Failed::from(format!("could not start MCP server `{}`: no pipes", self.name)));
+                };
+                tokio::spawn(forward_stderr(stderr, self.name.clone(), self.stderr.clone(), self.redactor.clone()));
+                // rmcp reads the server's JSON lines through a filter that
+                // drops (and notes once) anything else the server prints.
+                let (from_filter, to_rmcp) = tokio::io::duplex(64 << 10);
+                let redactor = self.redactor.clone();
+                let scrub = move |text: String| redactor.scrub(text);
+                tokio::spawn(listing::filter_stdout(stdout, to_rmcp, self.name.clone(), self.notes.clone(), scrub));
+                let transport = (from_filter, stdin);
                 let service = handler.serve_with_lifecycle(transport, lifecycle).await.map_err(handshake_failed)?;
                 self.connected(&service);
-                Ok(Live { service, _child: child, id, since: Instant::now(), strikes })
+                Ok(Live { service, _child: child, _process: Some(process), id, since: Instant::now(), strikes })
             }
             Transport::Http { url, .. } => {
                 let _ = rustls::crypto::ring::default_provider().install_default();
@@ -515,7 +544,7 @@ impl McpServer {
                 let transport = rmcp::transport::StreamableHttpClientTransport::with_client(client, config);
                 let service = handler.serve_with_lifecycle(transport, lifecycle).await.map_err(handshake_failed)?;
                 self.connected(&service);
-                Ok(Live { service, _child: None, id, since: Instant::now(), strikes })
+                Ok(Live { service, _child: None, _process: None, id, since: Instant::now(), strikes })
             }
         }
     }

@@ -198,7 +198,9 @@ async fn load_into(host: &Host, config: &Config, dir: &Path) -> Result<()> {
             );
         }
         for problem in servers {
-            if problem.joins_later {
+            if problem.tools_kept {
+                eprintln!("warning: {}", problem.message);
+            } else if problem.joins_later {
                 eprintln!("warning: {}; going on without it, its tools join when it is up", problem.message);
             } else {
                 eprintln!("warning: {}; its tools are left out", problem.message);
