@@ -119,7 +119,7 @@ struct Live {
     service: RunningService<RoleClient, Handler>,
     _child: Option<ChildGroup>,
     /// A stdio server's process (killed when dropped).
-    _process: Option<tokio::process::Child>,
+    _process: Option<Box<tokio::process::Child>>,
     id: u64,
     /// When it was made.
     since: Instant,
@@ -515,7 +515,14 @@ impl McpServer {
                 let transport = (from_filter, stdin);
                 let service = handler.serve_with_lifecycle(transport, lifecycle).await.map_err(handshake_failed)?;
                 self.connected(&service);
-                Ok(Live { service, _child: child, _process: Some(process), id, since: Instant::now(), strikes })
+                Ok(Live {
+                    service,
+                    _child: child,
+                    _process: Some(Box::new(process)),
+                    id,
+                    since: Instant::now(),
+                    strikes,
+                })
             }
             Transport::Http { url, .. } => {
                 let _ = rustls::crypto::ring::default_provider().install_default();
