@@ -472,3 +472,145 @@ fn a_plugin_cannot_leave_a_symlink_in_a_read_write_folder() {
         assert!(out.join("link").symlink_metadata().is_err(), "{target}: no symlink was left on the host");
     }
 }
+
+/// `toolhost serve` on stdio, driven as a hostile client would: each line
+/// written, and every answer read back by a thread, by id.
+struct StdioSession {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    answers: std::sync::mpsc::Receiver<Value>,
+}
+
+impl StdioSession {
+    fn start(plugins: &Path, config: &Path) -> StdioSession {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .args(["--plugins", &plugins.display().to_string(), "--config", &config.display().to_string()])
+            .args(["serve", "--no-watch"])
+            .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let (sender, answers) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines() {
+                let Ok(line) = line else { break };
+                let answer: Value =
+                    serde_json::from_str(&line).unwrap_or_else(|err| panic!("not JSON ({err}): {line}"));
+                // A batch's answer is an array of answers.
+                let answers = match answer {
+                    Value::Array(answers) => answers,
+                    one => vec![one],
+                };
+                for answer in answers {
+                    if sender.send(answer).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        let mut session = StdioSession { child, stdin, answers };
+        session.send(
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "hostile", "version": "1"}}})
+            .to_string(),
+        );
+        assert!(session.next().get("result").is_some(), "initialized");
+        session.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        session
+    }
+
+    fn send(&mut self, line: &str) {
+        use std::io::Write;
+        self.stdin.write_all(line.as_bytes()).unwrap();
+        self.stdin.write_all(b"\n").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn next(&mut self) -> Value {
+        self.answers.recv_timeout(Duration::from_secs(20)).expect("an answer within 20 s")
+    }
+}
+
+impl Drop for StdioSession {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn serve_on_stdio_answers_every_message_with_an_id_whatever_it_holds() {
+    let plugins = common::plugin_dir(&["echo", "sleep_forever"]);
+    let config = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(config.path(), "[limits]\ntimeout = \"2s\"\n").unwrap();
+    let mut session = StdioSession::start(plugins.path(), config.path());
+    let long = format!(
+        r#"{{"jsonrpc":"2.0","id":"long","method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{}"}}}}}}"#,
+        "x".repeat(17 << 20)
+    );
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":"deep","method":"ping","params":{{"x":{}0{}}}}}"#,
+        "[".repeat(10_000),
+        "]".repeat(10_000)
+    );
+    // (line, the id its answer carries, the error code)
+    let hostile: Vec<(String, Value, i64)> = vec![
+        (long, json!("long"), -32600),
+        (deep, json!("deep"), -32600),
+        (r#"{"jsonrpc":"1.0","id":"v1","method":"ping"}"#.into(), json!("v1"), -32600),
+        (r#"{"id":"none","method":"ping"}"#.into(), json!("none"), -32600),
+        (r#"{"jsonrpc":"2.0","id":{"an":"object"},"method":"ping"}"#.into(), Value::Null, -32600),
+        (r#"{"jsonrpc":"2.0","id":true,"method":"ping"}"#.into(), Value::Null, -32600),
+        (r#"{"jsonrpc":"2.0","id":"params","method":"tools/list","params":[1,2]}"#.into(), json!("params"), -32602),
+        (r#"{"jsonrpc":"2.0","id":"cut"#.into(), Value::Null, -32700),
+        (
+            r#"[{"jsonrpc":"2.0","id":"b1","method":"ping"},{"jsonrpc":"2.0","id":"b2","method":"ping"}]"#.into(),
+            json!("b1"),
+            -32600,
+        ),
+    ];
+    for (line, id, code) in &hostile {
+        session.send(line);
+        let answer = session.next();
+        assert_eq!((&answer["id"], &answer["error"]["code"]), (id, &json!(code)), "{:.100}: {answer}", line);
+        if id == "b1" {
+            let second = session.next();
+            assert_eq!(second["id"], "b2", "one answer per request of a batch: {second}");
+        }
+    }
+
+    // Two requests in flight with one id: the second is refused at once, the
+    // first still answered.
+    let slow = r#"{"jsonrpc":"2.0","id":50,"method":"tools/call","params":{"name":"sleep_forever","arguments":{}}}"#;
+    session.send(slow);
+    session.send(slow);
+    let refused = session.next();
+    assert_eq!((refused["id"].clone(), refused["error"]["code"].clone()), (json!(50), json!(-32600)), "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("still in flight"), "{refused}");
+    let first = session.next();
+    assert_eq!(first["id"], 50, "{first}");
+    assert_eq!(first["result"]["isError"], true, "the sleeper hit its 2 s timeout: {first}");
+
+    // A cancelled request frees its id.
+    session.send(&slow.replace(":50,", ":60,"));
+    session.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":60}}"#);
+    session.send(r#"{"jsonrpc":"2.0","id":60,"method":"ping"}"#);
+    let mut answers = vec![session.next()];
+    // The cancelled call may still be answered (MCP says it need not be).
+    if answers[0].get("error").is_none() && answers[0]["result"].get("content").is_some() {
+        answers.push(session.next());
+    }
+    let pinged = answers.last().unwrap();
+    assert_eq!((pinged["id"].clone(), pinged.get("error").is_none()), (json!(60), true), "{answers:?}");
+
+    // And the session goes on.
+    session.send(r#"{"jsonrpc":"2.0","id":"after","method":"tools/call","params":{"name":"echo","arguments":{"text":"still here"}}}"#);
+    let after = session.next();
+    assert_eq!(after["id"], "after");
+    assert!(after.to_string().contains("still here"), "{after}");
+}

@@ -564,3 +564,88 @@ fn conformance_suite_passes_except_the_baselined_features() {
         assert!(line.contains(" 0 failed"), "{line}\n{stdout}");
     }
 }
+
+/// The JSON-RPC message of a Streamable HTTP response body: the body itself,
+/// or the `data:` of the SSE event that carries it.
+fn message_of(body: &str) -> Value {
+    let data = body.lines().filter_map(|line| line.strip_prefix("data:")).map(str::trim).find(|data| !data.is_empty());
+    serde_json::from_str(data.unwrap_or(body)).unwrap_or_else(|err| panic!("no JSON-RPC message ({err}): {body}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_over_http_answers_every_request_and_refuses_an_id_already_in_flight() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let plugins = plugin_dir(&["echo", "sleep_forever"]);
+    let config = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(config.path(), "[limits]\ntimeout = \"2s\"\n").unwrap();
+    let (_server, url) = serve_http(plugins.path(), config.path(), &[], &[]);
+    let client = reqwest::Client::new();
+    let post = |body: String, session: Option<String>| {
+        let mut request = client
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(body);
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        async move {
+            let response = request.send().await.unwrap();
+            let (status, session) = (response.status().as_u16(), response.headers().get("mcp-session-id").cloned());
+            let body = response.text().await.unwrap();
+            (status, session.map(|value| value.to_str().unwrap().to_owned()), body)
+        }
+    };
+    let initialize = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"hostile","version":"1"}}}"#;
+    let (status, session, _) = post(initialize.to_owned(), None).await;
+    assert_eq!(status, 200);
+    let session = session.expect("a session");
+    post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned(), Some(session.clone())).await;
+
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":"deep","method":"ping","params":{{"x":{}0{}}}}}"#,
+        "[".repeat(5_000),
+        "]".repeat(5_000)
+    );
+    let hostile: Vec<(String, Value, i64)> = vec![
+        (deep, "deep".into(), -32600),
+        (r#"{"jsonrpc":"1.0","id":"v1","method":"ping"}"#.into(), "v1".into(), -32600),
+        (r#"{"jsonrpc":"2.0","id":[1],"method":"ping"}"#.into(), Value::Null, -32600),
+        (r#"{"jsonrpc":"2.0","id":"p","method":"tools/list","params":"all"}"#.into(), "p".into(), -32602),
+        (r#"{"jsonrpc":"2.0","id":"cut","#.into(), "cut".into(), -32700),
+        (r#"{"jsonrpc":"2.0","id":"#.into(), Value::Null, -32700),
+    ];
+    for (body, id, code) in hostile {
+        let (status, _, text) = post(body.clone(), Some(session.clone())).await;
+        let answer = message_of(&text);
+        assert_eq!(
+            (status, &answer["id"], &answer["error"]["code"]),
+            (400, &id, &Value::from(code)),
+            "{body:.80}: {text}"
+        );
+    }
+
+    // Two requests in flight in one session with one id: the second is
+    // refused at once, the first still answered.
+    let slow = r#"{"jsonrpc":"2.0","id":50,"method":"tools/call","params":{"name":"sleep_forever","arguments":{}}}"#;
+    let first = tokio::spawn(post(slow.to_owned(), Some(session.clone())));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (status, _, text) = post(slow.to_owned(), Some(session.clone())).await;
+    let refused = message_of(&text);
+    assert_eq!((status, refused["id"].clone()), (400, Value::from(50)), "{text}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("still in flight"), "{text}");
+    let (status, _, text) = first.await.unwrap();
+    let answered = message_of(&text);
+    assert_eq!(
+        (status, answered["id"].clone(), answered["result"]["isError"].clone()),
+        (200, 50.into(), true.into()),
+        "{text}"
+    );
+    // Once answered, the id is free again.
+    let echo =
+        r#"{"jsonrpc":"2.0","id":50,"method":"tools/call","params":{"name":"echo","arguments":{"text":"again"}}}"#;
+    let (status, _, text) = post(echo.to_owned(), Some(session.clone())).await;
+    assert_eq!(status, 200, "{text}");
+    assert!(message_of(&text).to_string().contains("again"), "{text}");
+}

@@ -26,6 +26,7 @@
 //! flight finish (tool calls up to `drain`), then ends the streams left open.
 
 use super::ServeConfig;
+use super::framing::{self, Checked, InFlight as InFlightRequests};
 use super::metrics::{self, Endpoint, Metrics, Readiness, Snapshot};
 use super::server::ToolServer;
 use anyhow::Result;
@@ -161,6 +162,7 @@ pub async fn serve_http(
         idle: options.session_idle,
         activity: Arc::new(Mutex::new(HashMap::new())),
         opening: tokio::sync::Mutex::new(()),
+        requests: InFlightRequests::default(),
     });
     // Closes idle sessions even when no request comes to notice them.
     let sweeper = front.clone();
@@ -258,6 +260,8 @@ struct Front {
     /// Held from the session count to the new session's creation, so that
     /// concurrent `initialize`s cannot open more than `max_sessions`.
     opening: tokio::sync::Mutex<()>,
+    /// The requests of each session not answered yet (see [`framing`]).
+    requests: InFlightRequests,
 }
 
 /// How a session is being used: its requests still open (a streamed
@@ -412,6 +416,29 @@ impl Front {
         let in_flight = (parts.method == http::Method::POST).then(|| InFlight::enter(&self.in_flight));
         let session: Option<Arc<str>> =
             parts.headers.get("mcp-session-id").and_then(|value| value.to_str().ok()).map(Arc::from);
+        // Every message with an id is answered: what rmcp would drop or answer
+        // without its id is answered here, and a request whose id is still in
+        // flight in its session is refused (rmcp would answer only one of two).
+        let mut entered = None;
+        if parts.method == http::Method::POST {
+            let scope = session.as_deref().map(|session| (&self.requests, session));
+            match framing::check(&body, scope) {
+                Checked::Pass(key) => {
+                    entered = key.map(|key| framing::Entered { set: self.requests.clone(), key });
+                }
+                Checked::Answer(answers) => {
+                    let mut response = Response::new(Full::new(Bytes::from(framing::answer_body(answers))).boxed());
+                    *response.status_mut() = StatusCode::BAD_REQUEST;
+                    response
+                        .headers_mut()
+                        .insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
+                    return response;
+                }
+                Checked::Skip => {
+                    return plain(StatusCode::BAD_REQUEST, "Bad Request: the body holds no JSON-RPC message");
+                }
+            }
+        }
         let response = match session {
             Some(session) => {
                 if self.idle_for(&session).is_some_and(|idle| idle >= self.idle) {
@@ -455,6 +482,10 @@ impl Front {
                 }
             }
             None => self.service.handle(Request::from_parts(parts, Full::new(body))).await,
+        };
+        let response = match entered {
+            Some(entered) => guard(response, entered),
+            None => response,
         };
         match in_flight {
             // The response to a POST (a tool call's result) may be a stream: it is done when its body is.

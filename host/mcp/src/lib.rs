@@ -11,6 +11,7 @@
 //! optional bearer token compared in constant time, bounded bodies, bounded
 //! sessions with idle expiry).
 
+pub mod framing;
 pub mod http;
 pub mod metrics;
 pub mod server;
@@ -50,12 +51,17 @@ pub struct ServeConfig {
 /// protocol messages only; toolhost's own logs go to stderr. When both are
 /// pipes (as MCP clients launch servers) they are driven by the runtime's I/O
 /// reactor rather than a blocking thread per read and write, which saves two
-/// thread hand-offs per message.
+/// thread hand-offs per message. Every message passes [`framing`] first, so
+/// each one with an id is answered, whatever it holds.
 pub async fn serve_stdio(host: Arc<Host>) -> Result<()> {
+    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    let (transport, written) = framing::guard(stdin, stdout);
     let running = ToolServer::new(host)
-        .serve(rmcp::transport::stdio_pipes())
+        .serve(transport)
         .await
         .map_err(|err| anyhow::anyhow!("the MCP client did not start a session: {err}"))?;
     running.waiting().await.map_err(|err| anyhow::anyhow!("{err}"))?;
+    // Everything answered reaches the client before toolhost exits.
+    let _ = written.await;
     Ok(())
 }

@@ -1,0 +1,436 @@
+//! A JSON-RPC framing layer in front of rmcp on stdio, so that every message
+//! that carries an id gets exactly one answer, whatever the input.
+//!
+//! rmcp drops what it cannot read without a word (an over-long line, JSON
+//! nested past serde's depth limit, unparsable input) and answers a message
+//! of the wrong shape without its id; a client waiting on any of them waits
+//! for ever. Here each line is read first (bounded) and checked as JSON-RPC
+//! 2.0 and as rmcp will read it; one that fails is answered at once with the
+//! spec's error (`-32700` parse error, `-32600` invalid request, `-32602`
+//! invalid params), carrying the message's id when one can be read (even
+//! from the start of a line too long or too deep to parse) and `null` where
+//! none can. A request whose id is still in flight is refused the same way,
+//! so no two answers ever share an id. A batch (which MCP no longer has) is
+//! answered with one error per request in it. Everything else goes to rmcp
+//! unchanged, and everything rmcp writes goes out unchanged.
+
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// The longest message read (rmcp's own default line limit).
+pub const MAX_LINE: usize = 16 << 20;
+
+/// How much of a line too long to keep is searched for its id.
+const ID_PREFIX: usize = 4 << 10;
+
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const INVALID_PARAMS: i64 = -32602;
+
+/// The requests rmcp has not answered yet, by [`key`].
+pub(crate) type InFlight = Arc<Mutex<HashSet<String>>>;
+
+/// The in-flight key of the request `id` in `scope` (an HTTP session; stdio
+/// has one scope).
+fn key(scope: &str, id: &Value) -> String {
+    format!("{scope}\u{0}{id}")
+}
+
+/// Puts the layer between `input`/`output` (the client's side) and rmcp:
+/// returns the reader and writer rmcp is to use, and the task that writes
+/// to `output`, which ends once rmcp's writer is dropped and everything
+/// has been written.
+pub fn guard<R, W>(input: R, output: W) -> ((DuplexStream, DuplexStream), JoinHandle<()>)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (to_rmcp, rmcp_reads) = tokio::io::duplex(64 << 10);
+    let (rmcp_writes, from_rmcp) = tokio::io::duplex(64 << 10);
+    let in_flight = InFlight::default();
+    // Bounded: a client sending bad lines faster than it reads the answers
+    // is slowed down rather than buffered without end.
+    let (errors, answers) = mpsc::channel(256);
+    tokio::spawn(read_side(input, to_rmcp, in_flight.clone(), errors));
+    let writer = tokio::spawn(write_side(from_rmcp, output, in_flight, answers));
+    ((rmcp_reads, rmcp_writes), writer)
+}
+
+async fn read_side<R: AsyncRead + Unpin>(
+    input: R,
+    mut to_rmcp: DuplexStream,
+    in_flight: InFlight,
+    errors: mpsc::Sender<Vec<u8>>,
+) {
+    let mut input = BufReader::new(input);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read = (&mut input).take(MAX_LINE as u64 + 1).read_until(b'\n', &mut line).await;
+        match read {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let answers = if line.len() > MAX_LINE && !line.ends_with(b"\n") {
+            // Keep the start for its id; skip the rest of the line.
+            line.truncate(ID_PREFIX);
+            if !skip_line(&mut input).await {
+                break;
+            }
+            let message = format!("the message is longer than {} MiB", MAX_LINE >> 20);
+            vec![error(id_in(&line), INVALID_REQUEST, &message)]
+        } else {
+            match check(&line, Some((&in_flight, ""))) {
+                Checked::Pass(_) => {
+                    if to_rmcp.write_all(&line).await.is_err()
+                        || (!line.ends_with(b"\n") && to_rmcp.write_all(b"\n").await.is_err())
+                    {
+                        break;
+                    }
+                    continue;
+                }
+                Checked::Skip => continue,
+                Checked::Answer(answers) => answers,
+            }
+        };
+        if errors.send(answer_body(answers)).await.is_err() {
+            break;
+        }
+    }
+    let _ = to_rmcp.shutdown().await;
+}
+
+/// Reads and drops the rest of an over-long line; false at the end of input.
+async fn skip_line<R: AsyncRead + Unpin>(input: &mut BufReader<R>) -> bool {
+    loop {
+        let buffer = match input.fill_buf().await {
+            Ok([]) | Err(_) => return false,
+            Ok(buffer) => buffer,
+        };
+        match buffer.iter().position(|&byte| byte == b'\n') {
+            Some(at) => {
+                input.consume(at + 1);
+                return true;
+            }
+            None => {
+                let all = buffer.len();
+                input.consume(all);
+            }
+        }
+    }
+}
+
+pub(crate) enum Checked {
+    /// For rmcp; with the in-flight key it was entered under, if it was.
+    Pass(Option<String>),
+    /// A blank line.
+    Skip,
+    /// Answered here (one answer, or one per request of a batch).
+    Answer(Vec<Value>),
+}
+
+/// Checks one message; a request with an id is entered in `in_flight`'s
+/// set under its scope (refused if it is there already).
+pub(crate) fn check(line: &[u8], in_flight: Option<(&InFlight, &str)>) -> Checked {
+    let text = line.trim_ascii();
+    if text.is_empty() {
+        return Checked::Skip;
+    }
+    let message: Value = match serde_json::from_slice(text) {
+        Ok(message) => message,
+        Err(err) => {
+            let (code, why) = match err.classify() {
+                serde_json::error::Category::Syntax | serde_json::error::Category::Eof
+                    if !err.to_string().contains("recursion limit") =>
+                {
+                    (PARSE_ERROR, format!("the message is not JSON: {err}"))
+                }
+                _ => (INVALID_REQUEST, format!("the message cannot be read: {err}")),
+            };
+            return Checked::Answer(vec![error(id_in(text), code, &why)]);
+        }
+    };
+    match message {
+        Value::Array(batch) if batch.is_empty() => {
+            Checked::Answer(vec![error(Value::Null, INVALID_REQUEST, "an empty batch")])
+        }
+        Value::Array(batch) => {
+            // MCP has no batches: each request in it is refused.
+            let answers: Vec<Value> = batch
+                .iter()
+                .filter(|item| item.get("id").is_some() || !item.is_object())
+                .map(|item| error(usable_id(item.get("id")), INVALID_REQUEST, "MCP does not take JSON-RPC batches"))
+                .collect();
+            if answers.is_empty() { Checked::Skip } else { Checked::Answer(answers) }
+        }
+        Value::Object(_) => check_message(text, &message, in_flight),
+        _ => Checked::Answer(vec![error(Value::Null, INVALID_REQUEST, "a JSON-RPC message is an object")]),
+    }
+}
+
+fn check_message(text: &[u8], message: &Value, in_flight: Option<(&InFlight, &str)>) -> Checked {
+    let raw_id = message.get("id");
+    let id = usable_id(raw_id);
+    let refuse = |code, why: &str| Checked::Answer(vec![error(id.clone(), code, why)]);
+    if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return refuse(INVALID_REQUEST, "`jsonrpc` must be \"2.0\"");
+    }
+    if raw_id.is_some() && id.is_null() {
+        return refuse(INVALID_REQUEST, "an id is a string or an integer");
+    }
+    let is_request = message.get("method").is_some();
+    if let Some(method) = message.get("method")
+        && !method.is_string()
+    {
+        return refuse(INVALID_REQUEST, "`method` must be a string");
+    }
+    if is_request
+        && let Some(params) = message.get("params")
+        && !params.is_object()
+    {
+        return refuse(INVALID_PARAMS, "`params` must be an object");
+    }
+    if !is_request && raw_id.is_none() {
+        return refuse(INVALID_REQUEST, "a message needs a `method`, or an `id` with a `result` or an `error`");
+    }
+    // What rmcp cannot read it would drop, or answer without the id.
+    if let Err(err) = serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(text) {
+        if !is_request {
+            return Checked::Pass(None);
+        }
+        return refuse(INVALID_PARAMS, &format!("the request does not match its method's shape: {err}"));
+    }
+    let Some((in_flight, scope)) = in_flight else { return Checked::Pass(None) };
+    let mut entered = None;
+    if is_request && !id.is_null() {
+        let key = key(scope, &id);
+        if !in_flight.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone()) {
+            return refuse(INVALID_REQUEST, "a request with this id is still in flight: use another id");
+        }
+        entered = Some(key);
+    }
+    if message.get("method").and_then(Value::as_str) == Some("notifications/cancelled")
+        && let Some(cancelled) = message.get("params").and_then(|params| params.get("requestId"))
+    {
+        // A cancelled request may go unanswered (as MCP says): its id is free.
+        in_flight.lock().unwrap_or_else(|p| p.into_inner()).remove(&key(scope, cancelled));
+    }
+    Checked::Pass(entered)
+}
+
+async fn write_side<W: AsyncWrite + Unpin>(
+    from_rmcp: DuplexStream,
+    mut output: W,
+    in_flight: InFlight,
+    mut answers: mpsc::Receiver<Vec<u8>>,
+) {
+    let mut from_rmcp = BufReader::new(from_rmcp);
+    let mut line = Vec::new();
+    let (mut rmcp_open, mut answers_open) = (true, true);
+    while rmcp_open || answers_open {
+        line.clear();
+        tokio::select! {
+            read = from_rmcp.read_until(b'\n', &mut line), if rmcp_open => {
+                if !matches!(read, Ok(n) if n > 0) {
+                    rmcp_open = false;
+                    continue;
+                }
+                // A response (it has no method) frees its id.
+                if let Some(id) = response_id(&line) {
+                    in_flight.lock().unwrap_or_else(|p| p.into_inner()).remove(&key("", &id));
+                }
+            }
+            answer = answers.recv(), if answers_open => match answer {
+                Some(answer) => {
+                    line = answer;
+                    line.push(b'\n');
+                }
+                None => {
+                    answers_open = false;
+                    continue;
+                }
+            },
+        }
+        if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
+            break;
+        }
+    }
+    let _ = output.flush().await;
+}
+
+/// The answers to one message as it is sent: one, or a batch's array.
+pub(crate) fn answer_body(answers: Vec<Value>) -> Vec<u8> {
+    let answer = match answers.len() {
+        1 => answers.into_iter().next().unwrap_or_default(),
+        _ => Value::Array(answers),
+    };
+    answer.to_string().into_bytes()
+}
+
+/// A request entered in an [`InFlight`] set, taken out when dropped (when
+/// its HTTP response has been sent in full).
+pub(crate) struct Entered {
+    pub(crate) set: InFlight,
+    pub(crate) key: String,
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        self.set.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.key);
+    }
+}
+
+/// A JSON-RPC error response.
+fn error(id: Value, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+/// The id of a message, if it is one a response can carry: a string or an
+/// integer. Anything else is `null`.
+fn usable_id(id: Option<&Value>) -> Value {
+    match id {
+        Some(id @ Value::String(_)) => id.clone(),
+        Some(Value::Number(number)) if number.is_i64() || number.is_u64() => Value::Number(number.clone()),
+        _ => Value::Null,
+    }
+}
+
+/// The top-level `id` of what may be only the start of a message, or of one
+/// nested too deep to parse: read key by key, skipping values, until `id`.
+fn id_in(text: &[u8]) -> Value {
+    let mut found = None;
+    let _ = serde_json::Deserializer::from_slice(text).deserialize_map(IdFinder(&mut found));
+    usable_id(found.as_ref())
+}
+
+/// The `id` of a response rmcp wrote (a message with no `method`).
+fn response_id(line: &[u8]) -> Option<Value> {
+    let mut found = None;
+    let mut method = false;
+    let finder = KeyFinder { id: &mut found, method: &mut method };
+    let _ = serde_json::Deserializer::from_slice(line).deserialize_map(finder);
+    found.filter(|_| !method)
+}
+
+struct IdFinder<'a>(&'a mut Option<Value>);
+
+impl<'de> Visitor<'de> for IdFinder<'_> {
+    type Value = ();
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+        formatter.write_str("a JSON-RPC message")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == "id" {
+                *self.0 = Some(map.next_value()?);
+                return Ok(());
+            }
+            map.next_value::<IgnoredAny>()?;
+        }
+        Ok(())
+    }
+}
+
+struct KeyFinder<'a> {
+    id: &'a mut Option<Value>,
+    method: &'a mut bool,
+}
+
+impl<'de> Visitor<'de> for KeyFinder<'_> {
+    type Value = ();
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+        formatter.write_str("a JSON-RPC message")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match &*key {
+                "id" => *self.id = Some(map.next_value()?),
+                "method" => {
+                    *self.method = true;
+                    map.next_value::<IgnoredAny>()?;
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(line: &str) -> Value {
+        match check(line.as_bytes(), Some((&InFlight::default(), ""))) {
+            Checked::Answer(mut answers) if answers.len() == 1 => answers.remove(0),
+            Checked::Answer(answers) => Value::Array(answers),
+            Checked::Pass(_) => json!("pass"),
+            Checked::Skip => json!("skip"),
+        }
+    }
+
+    #[test]
+    fn bad_messages_are_answered_with_their_id_where_it_can_be_read() {
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"ping","params":{{"x":{}1{}}}}}"#,
+            "[".repeat(500),
+            "]".repeat(500)
+        );
+        let cases = [
+            ("{not json", Value::Null, PARSE_ERROR),
+            (r#"{"jsonrpc":"1.0","id":3,"method":"ping"}"#, json!(3), INVALID_REQUEST),
+            (r#"{"id":"a","method":"ping"}"#, json!("a"), INVALID_REQUEST),
+            (r#"{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}"#, Value::Null, INVALID_REQUEST),
+            (r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#, Value::Null, INVALID_REQUEST),
+            (r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":[1]}"#, json!(4), INVALID_PARAMS),
+            ("42", Value::Null, INVALID_REQUEST),
+            ("[]", Value::Null, INVALID_REQUEST),
+            (&deep, json!(7), INVALID_REQUEST),
+        ];
+        for (line, id, code) in cases {
+            let answered = answer(line);
+            assert_eq!((answered["id"].clone(), answered["error"]["code"].clone()), (id, json!(code)), "{line:.80}");
+        }
+        let batch = answer(
+            r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":"b","method":"ping"}]"#,
+        );
+        let ids: Vec<Value> = batch.as_array().unwrap().iter().map(|answer| answer["id"].clone()).collect();
+        assert_eq!(ids, [json!(1), json!("b")]);
+        assert_eq!(answer(r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#), "pass");
+        assert_eq!(answer("  \r\n"), "skip");
+    }
+
+    #[test]
+    fn an_id_in_flight_is_refused_until_answered_or_cancelled() {
+        let in_flight = InFlight::default();
+        let stdio = Some((&in_flight, ""));
+        let ping = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+        assert!(matches!(check(ping, stdio), Checked::Pass(Some(_))));
+        assert!(matches!(check(ping, stdio), Checked::Answer(_)));
+        assert!(matches!(check(ping, Some((&in_flight, "another session"))), Checked::Pass(Some(_))));
+        assert_eq!(response_id(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#), Some(json!(1)));
+        assert_eq!(response_id(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#), None);
+        in_flight.lock().unwrap().remove(&key("", &json!(1)));
+        assert!(matches!(check(ping, stdio), Checked::Pass(Some(_))));
+        let cancel = br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#;
+        assert!(matches!(check(cancel, stdio), Checked::Pass(None)));
+        assert!(matches!(check(ping, stdio), Checked::Pass(Some(_))));
+    }
+
+    #[test]
+    fn the_id_is_read_from_the_start_of_a_cut_message() {
+        assert_eq!(id_in(br#"{"jsonrpc":"2.0","id":"abc","params":{"text":"aaaa"#), json!("abc"));
+        assert_eq!(id_in(br#"{"params":{"text":"aaaa"#), Value::Null);
+    }
+}
