@@ -212,7 +212,16 @@ fn wassette(wassette: &Path, wasm: &Path, data: &Path) -> Server {
     assert!(load.status.success(), "wassette component load: {}", String::from_utf8_lossy(&load.stderr));
     let mut command = Command::new(wassette);
     command.arg("run").env("XDG_DATA_HOME", data).env("XDG_CONFIG_HOME", data);
-    Server::start("Wassette", command)
+    let mut server = Server::start("Wassette", command);
+    // Wassette loads its components in the background after it starts: wait
+    // until one answers.
+    let ping = server.tool("ping");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !server.call(&ping, json!({})).to_string().contains("pong") {
+        assert!(Instant::now() < deadline, "Wassette did not load the component within 30 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    server
 }
 
 fn main() {
@@ -251,6 +260,6 @@ fn main() {
     // show in the other's peak, and a server that never answers is killed.
     for func in ["spin", "hog"] {
         misbehaving(&mut toolhost(&dir, &cache), func);
-        misbehaving(&mut wassette(&wassette_bin, &wasm, &data), func);
+        misbehaving(&mut wassette(&wassette_bin, &wasm, &work.path().join(format!("wassette-{func}"))), func);
     }
 }
