@@ -53,6 +53,33 @@ async fn a_truncated_file_never_replaces_a_working_plugin() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_written_slowly_is_loaded_once_complete_and_never_reported_broken() {
+    use std::io::Write;
+    let (host, _watcher, dir) = watched(&["echo"]).await;
+    let bytes = std::fs::read(plugin("hash")).unwrap();
+    let path = dir.path().join("hash.wasm");
+    let mut file = std::fs::File::create(&path).unwrap();
+    // Three parts, with pauses longer than the quiet time the watcher waits for.
+    for part in bytes.chunks(bytes.len() / 3 + 1) {
+        file.write_all(part).unwrap();
+        file.flush().unwrap();
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        let problems = host.problems();
+        assert!(
+            !problems.iter().any(|problem| problem.paths.contains(&path)),
+            "a file still being written is not reported: {problems:?}"
+        );
+    }
+    drop(file);
+    let started = Instant::now();
+    while host.catalog().find("sha256").is_none() {
+        assert!(started.elapsed() < Duration::from_secs(10), "the complete file is loaded: {:?}", host.problems());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(host.problems().iter().all(|problem| !problem.paths.contains(&path)), "{:?}", host.problems());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn added_replaced_and_removed_plugins_swap_the_catalog() {
     let (host, _watcher, dir) = watched(&["echo"]).await;
     let generation = host.catalog().generation();
@@ -123,4 +150,43 @@ fn chat_offers_a_plugin_copied_in_between_turns() {
     let (first, second) = (offered(&server, 0), offered(&server, 1));
     assert!(first.contains(&"sha256".to_owned()) && !first.contains(&"echo".to_owned()), "{first:?}");
     assert!(second.contains(&"echo".to_owned()) && second.contains(&"sha256".to_owned()), "{second:?}");
+}
+
+#[test]
+fn serve_says_a_refused_reload_once_per_content() {
+    use std::io::BufRead;
+    let dir = plugin_dir(&["echo"]);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["--plugins", &dir.path().display().to_string(), "serve", "--http", "127.0.0.1:0"])
+        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let (sender, lines) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = sender.send(line.clone());
+            all.push(line);
+        }
+        all
+    });
+    let started = Instant::now();
+    while !lines.recv_timeout(Duration::from_secs(60)).unwrap().contains("serving MCP at") {
+        assert!(started.elapsed() < Duration::from_secs(60));
+    }
+    let echo = dir.path().join("echo.wasm");
+    // The same broken content three times (written again, touched), then another.
+    for content in [&b"not a component"[..], b"not a component", b"not a component", b"still not one"] {
+        std::fs::write(&echo, content).unwrap();
+        std::thread::sleep(Duration::from_millis(1200));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let all = reader.join().unwrap();
+    let said: Vec<&String> = all.iter().filter(|line| line.contains("kept the last good version")).collect();
+    assert_eq!(said.len(), 2, "once per content: {said:?}");
 }

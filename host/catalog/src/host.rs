@@ -57,6 +57,9 @@ pub struct Host {
     /// TLS client settings for plugin HTTPS: webpki's roots and `ca_file`'s.
     tls: Arc<rustls::ClientConfig>,
     ticker: EpochTicker,
+    /// The content (SHA-256) of each file hot reload last refused, so the
+    /// same refusal is said once.
+    pub(crate) refused: std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, String>>,
 }
 
 impl Host {
@@ -90,6 +93,7 @@ impl Host {
             permits: Arc::new(Semaphore::new(concurrency)),
             tls,
             ticker,
+            refused: Default::default(),
         })
     }
 

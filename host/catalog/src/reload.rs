@@ -4,7 +4,9 @@
 //!
 //! A file whose SHA-256 (and manifest) did not change is a no-op. A file that
 //! cannot be loaded (half-written, truncated, broken) never replaces a
-//! working plugin: the last good version stays and one warning says why.
+//! working plugin: the last good version stays and one warning says why,
+//! once for that content. A file that changes while it is loaded is still
+//! being written: it is left until it settles, without a word.
 //! Calls in flight hold their `Arc<Plugin>` and finish on the version they
 //! started with.
 
@@ -35,6 +37,9 @@ pub enum Change {
     Removed(PathBuf),
     /// The file did not change (same SHA-256, same manifest).
     Unchanged(PathBuf),
+    /// The file changed while it was being loaded (it is still being
+    /// written): nothing is said, and it is loaded again once it settles.
+    Unsettled(PathBuf),
     /// The new file could not be loaded; the last good version (if any) stays.
     Refused {
         /// The file.
@@ -88,20 +93,35 @@ pub async fn reload(host: &Host, changed: &BTreeSet<PathBuf>) -> Vec<Change> {
             changes.push(Change::Unchanged(path));
             continue;
         }
+        let before = stamp(&path);
         match host.load_file(&path).await {
             Ok(plugin) => {
+                host.refused.lock().unwrap_or_else(|p| p.into_inner()).remove(&path);
                 changes.push(if old.is_some() { Change::Replaced(path.clone()) } else { Change::Added(path.clone()) });
                 loaded.push((path, Some(Arc::new(plugin))));
             }
+            Err(_) if stamp(&path) != before => changes.push(Change::Unsettled(path)),
+            // A file cut short may be one whose writer paused: give it a moment.
+            Err(reason) if looks_cut(&reason) && settles_changed(&path, &before).await => {
+                changes.push(Change::Unsettled(path));
+            }
             Err(reason) => {
                 let kept = old.is_some();
-                if kept {
+                // Said once per content: the same bad file touched again is not news.
+                let content = toolhost_grants::readfile::read_regular(&path, toolhost_grants::readfile::limits::WASM)
+                    .map(|bytes| toolhost_runtime::cache::sha256_hex(&bytes))
+                    .unwrap_or_else(|_| reason.clone());
+                let new = host.refused.lock().unwrap_or_else(|p| p.into_inner()).insert(path.clone(), content.clone())
+                    != Some(content);
+                if kept && new {
                     tracing::warn!(
                         "kept the last good version of {}: the new file cannot be loaded: {reason}",
                         path.display()
                     );
-                } else {
-                    tracing::warn!("skipped {}: {reason}", path.display());
+                } else if !kept {
+                    if new {
+                        tracing::warn!("skipped {}: {reason}", path.display());
+                    }
                     loaded.push((path.clone(), None));
                 }
                 changes.push(Change::Refused { path, reason, kept });
@@ -203,15 +223,35 @@ impl Watcher {
     }
 }
 
+/// How long a file that ends too soon is given to grow before it is refused.
+const CUT_GRACE: Duration = Duration::from_secs(2);
+
+/// Whether a load failed because the file ends before its sections do.
+fn looks_cut(reason: &str) -> bool {
+    reason.contains("out of bounds (bound =") || reason.contains("unexpected end")
+}
+
+/// Waits [`CUT_GRACE`]; whether `path` changed from `before` meanwhile.
+async fn settles_changed(path: &Path, before: &Stamp) -> bool {
+    tokio::time::sleep(CUT_GRACE).await;
+    stamp(path) != *before
+}
+
+/// A file's size, modification and change times (none when it is gone).
+type Stamp = Option<(u64, std::time::SystemTime, i64, i64)>;
+
+fn stamp(path: &Path) -> Stamp {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.len(), meta.modified().ok()?, meta.ctime(), meta.ctime_nsec()))
+}
+
 /// Waits (up to a second) until the sizes and modification times of `paths`
 /// stop changing, so a file still being copied is not loaded half-written.
+/// (One written more slowly than that is loaded, fails, and is found to
+/// have changed meanwhile: [`Change::Unsettled`], tried again when it settles.)
 async fn wait_until_stable(paths: &BTreeSet<PathBuf>) {
-    let stamp = || -> Vec<Option<(u64, std::time::SystemTime)>> {
-        paths
-            .iter()
-            .map(|path| std::fs::metadata(path).ok().and_then(|meta| Some((meta.len(), meta.modified().ok()?))))
-            .collect()
-    };
+    let stamp = || -> Vec<Stamp> { paths.iter().map(|path| stamp(path)).collect() };
     let mut last = stamp();
     for _ in 0..10 {
         tokio::time::sleep(Duration::from_millis(100)).await;
