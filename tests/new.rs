@@ -46,22 +46,33 @@ fn build(project: &Path) {
     );
 }
 
+/// `toolhost new NAME --lang LANG EXTRA…` in `work`, built with its
+/// `build.sh`, its `.wasm` copied into `work/plugins`: the project, and what
+/// `new` printed.
+fn scaffold(work: &Path, name: &str, lang: &str, extra: &[&str]) -> (PathBuf, String) {
+    let plugins = work.join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    let project = work.join(name);
+    let mut args = vec!["new", name, "--lang", lang];
+    args.extend_from_slice(extra);
+    let output = toolhost(work, &args);
+    assert!(output.status.success(), "{lang}: {}", stderr(&output));
+    let said = stdout(&output);
+    assert!(said.contains("./build.sh"), "{lang}: says how to build: {said}");
+    assert!(project.join("README.md").is_file() && project.join(".gitignore").is_file(), "{lang}");
+    build(&project);
+    let wasm = project.join(format!("{name}.wasm"));
+    assert!(wasm.is_file(), "{lang}: build.sh wrote no {}", wasm.display());
+    std::fs::copy(&wasm, plugins.join(format!("{name}.wasm"))).unwrap();
+    (project, said)
+}
+
 #[test]
 fn every_language_scaffolds_a_project_that_builds_and_answers() {
     let work = tempfile::tempdir().unwrap();
     let plugins = work.path().join("plugins");
-    std::fs::create_dir(&plugins).unwrap();
     for lang in ["rust", "python", "js", "c"] {
-        let name = format!("count-{lang}");
-        let project = work.path().join(&name);
-        let output = toolhost(work.path(), &["new", &name, "--lang", lang]);
-        assert!(output.status.success(), "{lang}: {}", stderr(&output));
-        assert!(stdout(&output).contains("./build.sh"), "{lang}: says how to build: {}", stdout(&output));
-        assert!(project.join("README.md").is_file() && project.join(".gitignore").is_file(), "{lang}");
-        build(&project);
-        let wasm = project.join(format!("{name}.wasm"));
-        assert!(wasm.is_file(), "{lang}: build.sh wrote no {}", wasm.display());
-        std::fs::copy(&wasm, plugins.join(format!("{name}.wasm"))).unwrap();
+        scaffold(work.path(), &format!("count-{lang}"), lang, &[]);
     }
 
     let dir = plugins.display().to_string();
@@ -87,19 +98,13 @@ fn every_language_scaffolds_a_project_that_builds_and_answers() {
 fn every_language_scaffolds_a_typed_function_plugin_that_builds_and_answers() {
     let work = tempfile::tempdir().unwrap();
     let plugins = work.path().join("plugins");
-    std::fs::create_dir(&plugins).unwrap();
     for lang in ["rust", "python", "js", "c"] {
         // `_` in a plugin's name is `-` in its function's (WIT) name, the tool's.
-        let name = format!("typed_{lang}");
-        let project = work.path().join(&name);
-        let output = toolhost(work.path(), &["new", &name, "--lang", lang, "--typed"]);
-        assert!(output.status.success(), "{lang}: {}", stderr(&output));
-        assert!(stdout(&output).contains(&format!("call typed-{lang} ")), "{lang}: {}", stdout(&output));
+        let (project, said) = scaffold(work.path(), &format!("typed_{lang}"), lang, &["--typed"]);
+        assert!(said.contains(&format!("call typed-{lang} ")), "{lang}: {said}");
         let world = std::fs::read_to_string(project.join("wit/world.wit")).unwrap();
         assert!(world.contains(&format!("export typed-{lang}: func(text: string)")), "{lang}: {world}");
         assert!(!project.join("toolhost-sdk").exists() && !project.join("toolhost.h").exists(), "{lang}: no SDK");
-        build(&project);
-        std::fs::copy(project.join(format!("{name}.wasm")), plugins.join(format!("{name}.wasm"))).unwrap();
     }
 
     let dir = plugins.display().to_string();

@@ -301,10 +301,12 @@ fn usable_id(id: Option<&Value>) -> Value {
 }
 
 /// The top-level `id` of what may be only the start of a message, or of one
-/// nested too deep to parse: read key by key, skipping values, until `id`.
+/// nested too deep to parse: read key by key, skipping the other values.
 fn id_in(text: &[u8]) -> Value {
-    let mut found = None;
-    let _ = serde_json::Deserializer::from_slice(text).deserialize_map(IdFinder(&mut found));
+    let (mut found, mut method) = (None, false);
+    // What follows the id may be cut or too deep: the error comes after it is read.
+    let _ =
+        serde_json::Deserializer::from_slice(text).deserialize_map(KeyFinder { id: &mut found, method: &mut method });
     usable_id(found.as_ref())
 }
 
@@ -315,27 +317,6 @@ fn response_id(line: &[u8]) -> Option<Value> {
     let finder = KeyFinder { id: &mut found, method: &mut method };
     let _ = serde_json::Deserializer::from_slice(line).deserialize_map(finder);
     found.filter(|_| !method)
-}
-
-struct IdFinder<'a>(&'a mut Option<Value>);
-
-impl<'de> Visitor<'de> for IdFinder<'_> {
-    type Value = ();
-
-    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
-        formatter.write_str("a JSON-RPC message")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            if key == "id" {
-                *self.0 = Some(map.next_value()?);
-                return Ok(());
-            }
-            map.next_value::<IgnoredAny>()?;
-        }
-        Ok(())
-    }
 }
 
 struct KeyFinder<'a> {
