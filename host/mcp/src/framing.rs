@@ -200,10 +200,14 @@ fn check_message(text: &[u8], message: &Value, in_flight: Option<(&InFlight, &st
     }
     // What rmcp cannot read it would drop, or answer without the id.
     if let Err(err) = serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(text) {
-        if !is_request {
-            return Checked::Pass(None);
+        if is_request {
+            return refuse(INVALID_PARAMS, &format!("the request does not match its method's shape: {err}"));
         }
-        return refuse(INVALID_PARAMS, &format!("the request does not match its method's shape: {err}"));
+        if message.get("result").is_some() || message.get("error").is_some() {
+            // A response of the client's that cannot be read: responses get no answer.
+            return Checked::Skip;
+        }
+        return refuse(INVALID_REQUEST, "a message needs a `method`, or an `id` with a `result` or an `error`");
     }
     let Some((in_flight, scope)) = in_flight else { return Checked::Pass(None) };
     let mut entered = None;
@@ -377,6 +381,7 @@ mod tests {
             (r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":[1]}"#, json!(4), INVALID_PARAMS),
             ("42", Value::Null, INVALID_REQUEST),
             ("[]", Value::Null, INVALID_REQUEST),
+            (r#"{"jsonrpc":"2.0","id":6}"#, json!(6), INVALID_REQUEST),
             (&deep, json!(7), INVALID_REQUEST),
         ];
         for (line, id, code) in cases {
