@@ -234,33 +234,38 @@ async fn write_side<W: AsyncWrite + Unpin>(
     mut answers: mpsc::Receiver<Vec<u8>>,
 ) {
     let mut from_rmcp = BufReader::new(from_rmcp);
-    let mut line = Vec::new();
+    // What rmcp has written of its next line. `read_until` keeps what it read
+    // here when the other branch wins the `select!`, so nothing is lost: it
+    // is emptied only once its line is written out.
+    let mut partial = Vec::new();
     let (mut rmcp_open, mut answers_open) = (true, true);
     while rmcp_open || answers_open {
-        line.clear();
-        tokio::select! {
-            read = from_rmcp.read_until(b'\n', &mut line), if rmcp_open => {
+        let out = tokio::select! {
+            read = from_rmcp.read_until(b'\n', &mut partial), if rmcp_open => {
                 if !matches!(read, Ok(n) if n > 0) {
                     rmcp_open = false;
+                }
+                if partial.is_empty() || (rmcp_open && !partial.ends_with(b"\n")) {
                     continue;
                 }
                 // A response (it has no method) frees its id.
-                if let Some(id) = response_id(&line) {
+                if let Some(id) = response_id(&partial) {
                     in_flight.lock().unwrap_or_else(|p| p.into_inner()).remove(&key("", &id));
                 }
+                std::mem::take(&mut partial)
             }
             answer = answers.recv(), if answers_open => match answer {
-                Some(answer) => {
-                    line = answer;
-                    line.push(b'\n');
+                Some(mut answer) => {
+                    answer.push(b'\n');
+                    answer
                 }
                 None => {
                     answers_open = false;
                     continue;
                 }
             },
-        }
-        if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
+        };
+        if output.write_all(&out).await.is_err() || output.flush().await.is_err() {
             break;
         }
     }
@@ -412,6 +417,26 @@ mod tests {
         let cancel = br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#;
         assert!(matches!(check(cancel, stdio), Checked::Pass(None)));
         assert!(matches!(check(ping, stdio), Checked::Pass(Some(_))));
+    }
+
+    #[tokio::test]
+    async fn an_answer_never_lands_inside_a_line_rmcp_is_writing() {
+        let (mut client, input) = tokio::io::duplex(1 << 16);
+        let (output, mut received) = tokio::io::duplex(1 << 16);
+        let ((rmcp_reads, mut rmcp_writes), writer) = guard(input, output);
+        rmcp_writes.write_all(br#"{"jsonrpc":"2.0","id":1,"res"#).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        client.write_all(b"{not json\n").await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        rmcp_writes.write_all(b"ult\":{}}\n").await.unwrap();
+        drop((client, rmcp_writes, rmcp_reads));
+        writer.await.unwrap();
+        let mut text = String::new();
+        received.read_to_string(&mut text).await.unwrap();
+        let lines: Vec<Value> = text.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert_eq!(lines[0]["error"]["code"], PARSE_ERROR, "{text}");
+        assert_eq!(lines[1], json!({"jsonrpc": "2.0", "id": 1, "result": {}}));
     }
 
     #[test]
