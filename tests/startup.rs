@@ -234,7 +234,19 @@ async fn a_call_after_the_artifact_is_gone_compiles_again_and_a_changed_file_is_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn state_never_survives_a_call_interleaved_with_other_plugins() {
-    let (host, _dir) = common::host_with(&["keeps_state", "echo", "panics", "grow_memory", "py_misbehaves"]).await;
+    interleaved(common::config()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn state_never_survives_a_call_with_nothing_kept_resident_either() {
+    interleaved(common::config_from("keep_resident = \"0\"\n")).await;
+}
+
+/// Calls that keep state, panic, bomb memory and answer, at once on the same
+/// slots, then one after another: the state-keeping ones always answer 1.
+async fn interleaved(config: toolhost::Config) {
+    let plugins = ["keeps_state", "echo", "panics", "grow_memory", "py_misbehaves"];
+    let (host, _dir) = common::host_with_config(&plugins, config).await;
     let host = Arc::new(host);
     let mut calls = tokio::task::JoinSet::new();
     for i in 0..120usize {

@@ -8,7 +8,10 @@
 //! cache filled (median of 10); and p50/p99 of `Host::call` on a small call
 //! of one of its tools (every limit on, schema validation included), with the
 //! fuel and peak memory of that call. Below the table, the Python and
-//! JavaScript call times beside their target (p50 ≤ 300 µs). Figures go to
+//! JavaScript call times beside their target (p50 ≤ 300 µs). Last, the
+//! `keep_resident` trade-off: the Python and JavaScript calls' p50, and the
+//! process's resident memory after 16 of their calls ran at once, with the
+//! default (16MiB) and with `keep_resident = "0"`. Figures go to
 //! BENCHMARKS.md; nothing here asserts a time.
 
 use std::path::{Path, PathBuf};
@@ -121,5 +124,63 @@ fn main() {
     for (language, tool, p50) in targets {
         let met = if p50 <= Duration::from_micros(300) { "met" } else { "NOT met" };
         println!("target: {language} call ({tool}) p50 ≤ 300 µs   measured {} µs  {met}", us(p50));
+    }
+    println!();
+    keep_resident(&runtime, &dist);
+}
+
+/// The process's resident memory, in KiB.
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// What `keep_resident` trades: call time against the memory idle slots hold.
+fn keep_resident(runtime: &tokio::runtime::Runtime, dist: &Path) {
+    println!(
+        "| keep_resident | plugin | call p50 (µs) | resident memory after 16 calls at once, above the host before them |"
+    );
+    println!("|---|---|---:|---:|");
+    for keep in ["16MiB", "0"] {
+        for &(_, plugin, tool, args) in CASES.iter().filter(|case| matches!(case.0, "Python" | "JavaScript")) {
+            let alone = tempfile::tempdir().unwrap();
+            std::fs::copy(dist.join(format!("{plugin}.wasm")), alone.path().join(format!("{plugin}.wasm"))).unwrap();
+            let cache = tempfile::tempdir().unwrap();
+            let mut config = Config::parse(&format!("keep_resident = \"{keep}\"")).unwrap();
+            config.cache_dir = Some(cache.path().to_owned());
+            let none = LimitOverrides::default();
+            // Compiled into the cache first, so the host measured loads the artifact.
+            runtime.block_on(async { Host::new(config.clone()).unwrap().load_dir(alone.path()).await.unwrap() });
+            let host = std::sync::Arc::new(Host::new(config).unwrap());
+            runtime.block_on(host.load_dir(alone.path())).unwrap();
+            let before = rss_kib();
+            runtime.block_on(async {
+                let calls: Vec<_> = (0..16)
+                    .map(|_| {
+                        let host = host.clone();
+                        tokio::spawn(async move { host.call(tool, args, &LimitOverrides::default()).await })
+                    })
+                    .collect();
+                for call in calls {
+                    assert!(call.await.unwrap().outcome.is_ok(), "{tool}");
+                }
+            });
+            let held = rss_kib().saturating_sub(before);
+            let mut samples: Vec<Duration> = (0..WARMUP + CALLS)
+                .map(|_| {
+                    let start = Instant::now();
+                    let report = runtime.block_on(host.call(tool, args, &none));
+                    assert!(report.outcome.is_ok(), "{tool}: {:?}", report.outcome);
+                    start.elapsed()
+                })
+                .skip(WARMUP)
+                .collect();
+            samples.sort();
+            println!("| {keep} | {plugin} | {} | {} MiB |", us(samples[samples.len() / 2]), held / 1024);
+        }
     }
 }

@@ -152,6 +152,7 @@ fn bare_setup(wasm: &[u8], pagemap: bool) -> (Engine, bare::PluginPre<BareState>
     config.allocation_strategy(InstanceAllocationStrategy::Pooling(toolhost::runtime::engine::pooling(
         max_instances,
         pagemap,
+        toolhost::runtime::engine::MEMORY_KEEP_RESIDENT,
     )));
     let engine = Engine::new(&config).unwrap();
     let component = wasmtime::component::Component::new(&engine, wasm).unwrap();

@@ -48,10 +48,13 @@ use toolhost_grants::network::{HostPattern, NetworkGrant};
 use toolhost_mcp::ServeConfig;
 pub use toolhost_mcp_client::config::McpServerConfig;
 use toolhost_oci::Source;
-use toolhost_runtime::limits::LimitOverrides;
+use toolhost_runtime::limits::{ByteSize, LimitOverrides};
 
 /// The file name looked for in the current directory when `--config` is not given.
 pub const DEFAULT_FILE: &str = "toolhost.toml";
+
+/// The most `keep_resident` may be.
+const MAX_KEEP_RESIDENT: ByteSize = ByteSize(256 << 20);
 
 /// The parsed config file. `Default` is what toolhost does with no file.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -64,6 +67,10 @@ pub struct Config {
     pub cache_dir: Option<PathBuf>,
     /// Calls that may run at once; further calls wait their turn.
     pub max_concurrent_calls: Option<usize>,
+    /// Memory each idle instance slot keeps between calls (`16MiB` by
+    /// default; at most 256MiB): less lowers a busy host's resident memory,
+    /// and costs Python and JavaScript calls their heap's page faults again.
+    pub keep_resident: Option<ByteSize>,
     /// Extra trusted root certificates (PEM), for plugin HTTPS and model
     /// requests, on top of the built-in Mozilla roots; relative paths as above.
     pub ca_file: Option<PathBuf>,
@@ -170,6 +177,14 @@ impl Config {
         if config.max_concurrent_calls == Some(0) {
             anyhow::bail!("`max_concurrent_calls` must be at least 1");
         }
+        if let Some(keep) = config.keep_resident
+            && keep.bytes() > MAX_KEEP_RESIDENT.bytes()
+        {
+            anyhow::bail!(
+                "`keep_resident = \"{keep}\"` is over {MAX_KEEP_RESIDENT}: it is what each idle instance slot \
+                 keeps, so keep it small (the default is 16MiB; \"0\" keeps nothing)"
+            );
+        }
         Ok(config)
     }
 
@@ -198,6 +213,7 @@ impl From<Config> for HostConfig {
         HostConfig {
             cache_dir: config.cache_dir,
             max_concurrent_calls: config.max_concurrent_calls,
+            keep_resident: config.keep_resident.map(ByteSize::bytes),
             ca_file: config.ca_file,
             limits: config.limits,
             plugins: config
@@ -267,6 +283,11 @@ mod tests {
         assert!(err.contains("500ms"), "{err}");
         let err = Config::parse("max_concurrent_calls = 0").unwrap_err().to_string();
         assert!(err.contains("at least 1"), "{err}");
+        let err = Config::parse("keep_resident = \"1GiB\"").unwrap_err().to_string();
+        assert!(err.contains("over 256MiB") && err.contains("\"0\" keeps nothing"), "{err}");
+        assert_eq!(Config::parse("keep_resident = \"0\"").unwrap().keep_resident.map(ByteSize::bytes), Some(0));
+        let host: HostConfig = Config::parse("keep_resident = \"4MiB\"").unwrap().into();
+        assert_eq!(host.keep_resident, Some(4 << 20));
     }
 
     #[test]

@@ -26,6 +26,9 @@ pub struct HostConfig {
     pub cache_dir: Option<PathBuf>,
     /// Calls that may run at once; further calls wait their turn.
     pub max_concurrent_calls: Option<usize>,
+    /// Bytes of each memory slot kept resident between calls
+    /// ([`MEMORY_KEEP_RESIDENT`](toolhost_runtime::engine::MEMORY_KEEP_RESIDENT) when unset).
+    pub keep_resident: Option<u64>,
     /// Extra trusted root certificates (PEM) for plugin HTTPS.
     pub ca_file: Option<PathBuf>,
     /// Limits for every plugin.

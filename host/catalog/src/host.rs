@@ -76,7 +76,12 @@ impl Host {
         let tls = tls::client_config(config.ca_file.as_deref())?;
         let concurrency = config.max_concurrent_calls.unwrap_or(config::DEFAULT_MAX_CONCURRENT_CALLS);
         let slots = u32::try_from(concurrency).context("`max_concurrent_calls` is too large")?;
-        let (engine, pagemap) = engine::build(slots).context("could not set up the WebAssembly engine")?;
+        let keep_resident = match config.keep_resident {
+            Some(bytes) => usize::try_from(bytes).context("`keep_resident` is too large")?,
+            None => engine::MEMORY_KEEP_RESIDENT,
+        };
+        let (engine, pagemap) =
+            engine::build(slots, keep_resident).context("could not set up the WebAssembly engine")?;
         let linker = Arc::new(sandbox::linker(&engine).context("could not set up the host imports")?);
         let cache = config.cache_dir.clone().or_else(Cache::default_dir).map(|dir| Cache::new(dir, &engine));
         let ticker = EpochTicker::start(&engine).context("could not start the timeout clock")?;

@@ -61,7 +61,12 @@ const SHARDED_SLOTS: u32 = 128;
 /// plugin's calls keep finding their memory image mapped; at most
 /// `max_instances` unused slots keep memory for a module, which bounds what
 /// idle slots hold to about `max_instances × MEMORY_KEEP_RESIDENT`.
-pub fn pooling(max_instances: u32, pagemap: bool) -> PoolingAllocationConfig {
+///
+/// `keep_resident` is the bytes of each memory slot kept between calls with
+/// dirty-page tracking (the `keep_resident` setting; [`MEMORY_KEEP_RESIDENT`]
+/// by default): less holds less memory in idle slots, and costs Python and
+/// JavaScript calls their heap's page faults again.
+pub fn pooling(max_instances: u32, pagemap: bool, keep_resident: usize) -> PoolingAllocationConfig {
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(max_instances);
     pool.total_core_instances(max_instances * 32);
@@ -72,7 +77,7 @@ pub fn pooling(max_instances: u32, pagemap: bool) -> PoolingAllocationConfig {
     pool.max_unused_warm_slots(max_instances);
     if pagemap {
         pool.pagemap_scan(Enabled::Yes);
-        pool.linear_memory_keep_resident(MEMORY_KEEP_RESIDENT);
+        pool.linear_memory_keep_resident(keep_resident);
         pool.table_keep_resident(TABLE_KEEP_RESIDENT);
     } else {
         pool.pagemap_scan(Enabled::No);
@@ -94,14 +99,15 @@ pub fn config() -> Config {
 /// at once (the host's concurrency limit plus room for loading). Uses
 /// dirty-page tracking where the kernel has it and falls back to the prefix
 /// reset where it does not; the second value says which.
-pub fn build(max_instances: u32) -> Result<(Engine, bool)> {
+pub fn build(max_instances: u32, keep_resident: usize) -> Result<(Engine, bool)> {
     let mut with_pagemap = config();
-    with_pagemap.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling(max_instances, true)));
+    with_pagemap.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling(max_instances, true, keep_resident)));
     if let Ok(engine) = Engine::new(&with_pagemap) {
         return Ok((engine, true));
     }
     let mut without = config();
-    without.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling(max_instances, false)));
+    let keep_prefix = keep_resident.min(PREFIX_KEEP_RESIDENT);
+    without.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling(max_instances, false, keep_prefix)));
     match Engine::new(&without) {
         Ok(engine) => Ok((engine, false)),
         Err(err) if format!("{err:#}").contains("reserve") => Err(anyhow::Error::from(err).context(
@@ -202,7 +208,7 @@ mod tests {
 
     #[test]
     fn the_clock_ticks_only_while_a_call_runs() {
-        let (engine, _) = build(2).unwrap();
+        let (engine, _) = build(2, MEMORY_KEEP_RESIDENT).unwrap();
         let ticker = EpochTicker::start(&engine).unwrap();
         std::thread::sleep(TICK * 10);
         assert_eq!(ticker.ticks(), 0, "an idle host does not tick");
