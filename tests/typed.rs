@@ -41,7 +41,10 @@ fn schemas_are_derived_from_the_wit_types_field_by_field() {
     let tool = |name: &str| tools.iter().find(|tool| tool["name"] == name).unwrap_or_else(|| panic!("no {name}"));
     let mut names: Vec<&str> = tools.iter().map(|tool| tool["name"].as_str().unwrap()).collect();
     names.sort();
-    assert_eq!(names, ["add", "crash", "echo-all", "get-item", "greet", "hog", "nothing", "ping", "spin", "wide"]);
+    assert_eq!(
+        names,
+        ["add", "crash", "echo-all", "fetch", "get-item", "greet", "hog", "nothing", "ping", "spin", "wide"]
+    );
     let input = |name: &str| tool(name)["input_schema"].clone();
 
     assert_eq!(
@@ -296,6 +299,35 @@ fn descriptions_come_from_the_wit_docs_the_component_carries() {
     // Still answered: the section changes nothing else.
     let (code, report) = call(dir.path(), "ping", "{}", &[]);
     assert_eq!(code, 0, "{report}");
+}
+
+#[test]
+fn a_typed_function_reaches_the_network_only_where_it_is_granted() {
+    let server = common::server::TestServer::start();
+    let dir = shop();
+    let config = dir.path().join("toolhost.toml");
+    let granted = format!("[plugins.typed_shop]\nhttp = [\"{}\"]\n", server.origin());
+    std::fs::write(&config, granted).unwrap();
+    let config = config.display().to_string();
+    let fetch = |url: &str| {
+        let arguments = json!({ "url": url }).to_string();
+        call(dir.path(), "fetch", &arguments, &["--config", &config])
+    };
+    let (code, report) = fetch(&server.url("/hello"));
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(output_of(&report), json!({"status": 200, "body": "hello from the test server"}));
+
+    // Another host (the same server under another name) is refused before any connection.
+    let other = server.url("/hello").replace("127.0.0.1", "localhost");
+    let (code, report) = fetch(&other);
+    assert_eq!((code, report["error"]["kind"].clone()), (1, json!("tool_failed")), "{report}");
+    assert_eq!(report["refused"][0]["kind"], "not_granted", "the refusal is recorded: {report}");
+    assert_eq!(server.seen(), ["/hello"], "the refused request never arrived");
+
+    // Nothing granted: nothing reached.
+    let (code, report) = call(dir.path(), "fetch", &json!({ "url": server.url("/hello") }).to_string(), &[]);
+    assert_eq!(code, 1, "{report}");
+    assert_eq!(server.seen(), ["/hello"]);
 }
 
 #[test]

@@ -2,14 +2,15 @@
 //! (`wit/shop.wit`) rather than toolhost's contract, the way other runtimes'
 //! users write tools. Every function answers from its arguments alone, so
 //! the tests can check each WIT type's round trip; `spin`, `hog` and `crash`
-//! misbehave on purpose, and `read-counter` takes a resource, which JSON
-//! cannot carry.
+//! misbehave on purpose, `read-counter` takes a resource, which JSON
+//! cannot carry, and `fetch` makes an HTTP request through wasi:http.
 
 wit_bindgen::generate!({ path: "wit", world: "shop" });
 
 use exports::acme::shop::handles::{CounterBorrow, Guest as Handles, GuestCounter};
 use exports::acme::shop::inventory::{Guest as Inventory, Item, LookupError};
 use exports::acme::shop::kinds::{Color, Guest as Kinds, Permissions, Shape};
+use exports::acme::shop::web::{Guest as Web, Reply};
 use std::cell::Cell;
 
 struct Shop;
@@ -105,5 +106,41 @@ impl Handles for Shop {
 
     fn read_counter(c: CounterBorrow<'_>) -> u32 {
         c.get::<Count>().0.get()
+    }
+}
+
+impl Web for Shop {
+    fn fetch(url: String) -> Result<Reply, String> {
+        use wasip2::http::outgoing_handler;
+        use wasip2::http::types::{Fields, Method, OutgoingBody, OutgoingRequest, Scheme};
+        let rest = url.strip_prefix("http://").ok_or("only http:// URLs")?;
+        let (authority, path) = match rest.find('/') {
+            Some(at) => (&rest[..at], &rest[at..]),
+            None => (rest, "/"),
+        };
+        let request = OutgoingRequest::new(Fields::new());
+        request.set_method(&Method::Get).map_err(|()| "bad method")?;
+        request.set_scheme(Some(&Scheme::Http)).map_err(|()| "bad scheme")?;
+        request.set_authority(Some(authority)).map_err(|()| "bad host")?;
+        request.set_path_with_query(Some(path)).map_err(|()| "bad path")?;
+        let body = request.body().map_err(|()| "no request body")?;
+        let pending = outgoing_handler::handle(request, None).map_err(|code| format!("refused: {code:?}"))?;
+        OutgoingBody::finish(body, None).map_err(|code| format!("failed: {code:?}"))?;
+        let response = loop {
+            match pending.get() {
+                Some(Ok(Ok(response))) => break response,
+                Some(Ok(Err(code))) => return Err(format!("failed: {code:?}")),
+                Some(Err(())) => return Err("the response was taken".to_owned()),
+                None => pending.subscribe().block(),
+            }
+        };
+        let status = response.status();
+        let incoming = response.consume().map_err(|()| "no response body")?;
+        let stream = incoming.stream().map_err(|()| "no response stream")?;
+        let mut bytes = Vec::new();
+        while let Ok(chunk) = stream.blocking_read(64 << 10) {
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok(Reply { status, body: String::from_utf8_lossy(&bytes).into_owned() })
     }
 }
