@@ -14,6 +14,8 @@
 //! default (16MiB) and with `keep_resident = "0"`. Figures go to
 //! BENCHMARKS.md; nothing here asserts a time.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use toolhost::{Config, Host, LimitOverrides};
@@ -129,16 +131,6 @@ fn main() {
     keep_resident(&runtime, &dist);
 }
 
-/// The process's resident memory, in KiB.
-fn rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
 /// What `keep_resident` trades: call time against the memory idle slots hold.
 fn keep_resident(runtime: &tokio::runtime::Runtime, dist: &Path) {
     println!(
@@ -157,7 +149,7 @@ fn keep_resident(runtime: &tokio::runtime::Runtime, dist: &Path) {
             runtime.block_on(async { Host::new(config.clone()).unwrap().load_dir(alone.path()).await.unwrap() });
             let host = std::sync::Arc::new(Host::new(config).unwrap());
             runtime.block_on(host.load_dir(alone.path())).unwrap();
-            let before = rss_kib();
+            let before = common::resident_kib();
             runtime.block_on(async {
                 let calls: Vec<_> = (0..16)
                     .map(|_| {
@@ -169,7 +161,7 @@ fn keep_resident(runtime: &tokio::runtime::Runtime, dist: &Path) {
                     assert!(call.await.unwrap().outcome.is_ok(), "{tool}");
                 }
             });
-            let held = rss_kib().saturating_sub(before);
+            let held = common::resident_kib().saturating_sub(before);
             let mut samples: Vec<Duration> = (0..WARMUP + CALLS)
                 .map(|_| {
                     let start = Instant::now();

@@ -16,6 +16,8 @@
 //!
 //! Figures go to BENCHMARKS.md; nothing here asserts a time.
 
+mod common;
+
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -115,12 +117,7 @@ impl Server {
     }
 
     fn peak_rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix("VmHWM:"))
-            .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or(0)
+        common::status_kib(&self.child.id().to_string(), "VmHWM")
     }
 }
 

@@ -29,6 +29,8 @@
 #[allow(dead_code)]
 mod echo_core;
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -301,15 +303,6 @@ fn whole_process(dir: &Path, cache: &Path, args: &[&str], runs: usize) -> Durati
     stats(samples).p50
 }
 
-fn resident_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
 /// Restricts every thread of this process to its first `cores` CPUs (threads
 /// started later inherit it from the thread that starts them).
 fn pin_process(cores: usize) {
@@ -365,7 +358,7 @@ fn resident_after_start(cache: &Path) {
         for plugin in host.plugins() {
             assert!(plugin.code_loaded(), "{} was not called", plugin.name);
         }
-        println!("RSS_KIB={}", resident_kib());
+        println!("RSS_KIB={}", common::resident_kib());
         // How much of it is the process's own memory (heap, instance pool)
         // rather than mapped files (the binary, compiled artifacts).
         let rollup = std::fs::read_to_string("/proc/self/smaps_rollup").unwrap_or_default();

@@ -15,6 +15,8 @@
 //! before anything is sent). It prints the counts, the call rate, and the
 //! resident memory after each 10,000 calls. Figures go to BENCHMARKS.md.
 
+mod common;
+
 use sha2::{Digest, Sha256};
 use std::net::TcpListener;
 use std::path::Path;
@@ -56,15 +58,6 @@ fn pool_kib(host: &Host) -> u64 {
         }
     }
     idle + protected
-}
-
-fn resident_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
 }
 
 fn copy(from: &Path, names: &[&str], to: &Path) {
@@ -184,7 +177,7 @@ fn main() {
                     hostile += usize::from(is_hostile);
                     let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
                     if finished.is_multiple_of(SAMPLE_EVERY) {
-                        samples.push((finished, resident_kib(), pool_kib(&host)));
+                        samples.push((finished, common::resident_kib(), pool_kib(&host)));
                     }
                 }
                 (wrong, hostile, typed, samples)
