@@ -67,6 +67,17 @@ fn scaffold(work: &Path, name: &str, lang: &str, extra: &[&str]) -> (PathBuf, St
     (project, said)
 }
 
+/// Calls a template's counting `tool` in the plugins folder `dir` and checks
+/// its counts; the `call --json` report.
+fn counts(work: &Path, dir: &str, tool: &str) -> Value {
+    let output = toolhost(work, &["--plugins", dir, "call", tool, r#"{"text":"héllo plugin  world"}"#, "--json"]);
+    assert!(output.status.success(), "{tool}: {}{}", stdout(&output), stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let counted: Value = serde_json::from_str(report["output"]["value"].as_str().unwrap()).unwrap();
+    assert_eq!(counted, json!({ "words": 3, "characters": 19 }), "{tool}");
+    report
+}
+
 #[test]
 fn every_language_scaffolds_a_project_that_builds_and_answers() {
     let work = tempfile::tempdir().unwrap();
@@ -78,12 +89,7 @@ fn every_language_scaffolds_a_project_that_builds_and_answers() {
     let dir = plugins.display().to_string();
     for lang in ["rust", "python", "js", "c"] {
         let tool = format!("count-{lang}");
-        let output =
-            toolhost(work.path(), &["--plugins", &dir, "call", &tool, r#"{"text":"héllo plugin  world"}"#, "--json"]);
-        assert!(output.status.success(), "{lang}: {}{}", stdout(&output), stderr(&output));
-        let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
-        let counted: Value = serde_json::from_str(report["output"]["value"].as_str().unwrap()).unwrap();
-        assert_eq!(counted, json!({ "words": 3, "characters": 19 }), "{lang}");
+        let report = counts(work.path(), &dir, &tool);
         assert!(report["logs"].as_array().unwrap().iter().any(|log| log["message"] == "counted"), "{lang}: {report}");
 
         let output = toolhost(work.path(), &["--plugins", &dir, "call", &tool, r#"{"text":""}"#, "--json"]);
@@ -118,12 +124,7 @@ fn every_language_scaffolds_a_typed_function_plugin_that_builds_and_answers() {
         assert_eq!(listed["input_schema"]["required"], json!(["text"]), "{lang}: {listed}");
         assert_eq!(listed["output_schema"]["required"], json!(["words", "characters"]), "{lang}: {listed}");
 
-        let output =
-            toolhost(work.path(), &["--plugins", &dir, "call", &tool, r#"{"text":"héllo plugin  world"}"#, "--json"]);
-        assert!(output.status.success(), "{lang}: {}{}", stdout(&output), stderr(&output));
-        let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
-        let counted: Value = serde_json::from_str(report["output"]["value"].as_str().unwrap()).unwrap();
-        assert_eq!(counted, json!({ "words": 3, "characters": 19 }), "{lang}");
+        counts(work.path(), &dir, &tool);
 
         let output = toolhost(work.path(), &["--plugins", &dir, "call", &tool, r#"{"text":""}"#, "--json"]);
         assert_eq!(output.status.code(), Some(1), "{lang}");
