@@ -39,6 +39,9 @@ demo: plugins host
 	-$(TOOLHOST) --plugins plugins/dist-test call panics
 	-$(TOOLHOST) --plugins plugins/dist-test call py_spin_forever --fuel 200000000
 	$(TOOLHOST) --plugins plugins/dist-test call echo '{"text":"still here"}'
+	@echo; echo "== any component is a plugin: a Rust component of plain typed functions (no toolhost SDK)"
+	$(TOOLHOST) --plugins plugins/dist-test call get-item '{"sku":"A-1"}'
+	-$(TOOLHOST) --plugins plugins/dist-test call get-item '{"sku":"Z-9"}'
 	@echo; echo "== a plugin that breaks the contract is refused at load, with the reason"
 	-$(TOOLHOST) inspect plugins/dist-broken/list_traps.wasm
 	@echo; echo "== grants: a plugin reaches only what plugins/demo.toml grants it"

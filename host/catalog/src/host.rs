@@ -199,7 +199,6 @@ impl Host {
         let loaded = self.load_code(&name, path, &limits).await?;
         let grants = self.config.grants_for(&name);
         let mut review = grants::review(&name, path, &grants, |key| std::env::var(key).ok());
-        review.notices.extend(loaded.notes);
         let tools = plugin::apply_manifest(loaded.tools, review.asks.as_ref(), &mut review.notices)?;
         Ok(Plugin {
             name,
@@ -213,6 +212,7 @@ impl Host {
             asks: review.asks,
             grants,
             notices: review.notices,
+            left_out: loaded.notes,
             granted: review.granted,
             code: loaded.code,
         })

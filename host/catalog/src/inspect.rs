@@ -76,7 +76,8 @@ impl Host {
         found.contract = Some(contract);
         let sandbox = plugin::prepare(self.linker(), &component, contract)?;
         found.tools = if contract == plugin::TYPED {
-            let (listed, _) = plugin::typed_listing(self.engine(), &component, &wasm.bytes);
+            let (listed, left_out) = plugin::typed_listing(self.engine(), &component, &wasm.bytes);
+            found.notices.extend(left_out);
             plugin::check_tools(listed, &found.limits)?
         } else {
             plugin::list_tools(&sandbox, self.clock(), name, &found.limits, self.tls()).await?

@@ -48,6 +48,9 @@ pub struct Plugin {
     /// What did not add up between the two, or could not be honoured: each
     /// a sentence saying what is denied and what to do.
     pub notices: Vec<String>,
+    /// A typed component's functions that are not tools, and why (said by
+    /// `tools` and `inspect`, not at every call).
+    pub left_out: Vec<String>,
     pub(crate) granted: Arc<Granted>,
     pub(crate) code: Code,
 }

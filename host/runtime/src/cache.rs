@@ -39,7 +39,7 @@ const LISTING_LIMIT: u64 = 16 << 20;
 /// function's schemas and description), so its file name carries the
 /// release and this number, raised whenever that derivation changes: a
 /// listing written by another toolhost is never read.
-const LISTING_FORMAT: u32 = 2;
+const LISTING_FORMAT: u32 = 3;
 const LISTING_RELEASE: &str = env!("CARGO_PKG_VERSION");
 
 /// Where compiled plugins are kept.

@@ -120,13 +120,23 @@ pub fn functions(engine: &Engine, component: &Component) -> (Vec<TypedFunc>, Vec
                 input_schema,
                 output_schema,
             }),
+            // A resource's constructor and methods are said once, as the resource.
+            Err(_) if let Some(resource) = resource_of(func_name) => {
+                let whole = match interface {
+                    Some(interface) => format!("the resource `{resource}` of `{interface}`"),
+                    None => format!("the resource `{resource}`"),
+                };
+                let said = format!("{whole} (its constructor and methods: a handle, which JSON cannot carry)");
+                if !left_out.contains(&said) {
+                    left_out.push(said);
+                }
+            }
             Err(why) => left_out.push(format!("`{shown}` ({why})")),
         }
     }
     let note = match left_out.len() {
         0 => Vec::new(),
-        1 => vec![format!("the function {} is not offered as a tool", left_out[0])],
-        n => vec![format!("{n} functions are not offered as tools: {}", left_out.join("; "))],
+        _ => vec![format!("not offered as tools: {}", left_out.join("; "))],
     };
     (funcs, note)
 }
@@ -136,6 +146,13 @@ pub fn functions(engine: &Engine, component: &Component) -> (Vec<TypedFunc>, Vec
 /// pre-initializes the interpreter at build time) in every component.
 fn toolchain_internal(interface: &str, func: &str) -> bool {
     interface == "exports" && func == "init"
+}
+
+/// `counter` for `[constructor]counter`, `[method]counter.bump` and
+/// `[static]counter.make`: the resource a function belongs to.
+fn resource_of(func: &str) -> Option<&str> {
+    let rest = func.strip_prefix('[')?.split_once(']')?.1;
+    Some(rest.split('.').next().unwrap_or(rest))
 }
 
 /// A tool name from a function name: kebab-case is kept, anything a model

@@ -20,6 +20,11 @@ pub fn run(host: &Host, args: &Args) -> Result<ExitCode> {
             eprintln!("warning: {problem}");
         }
     }
+    for plugin in catalog.plugins() {
+        for note in &plugin.left_out {
+            eprintln!("note: {}: {note}", plugin.path.display());
+        }
+    }
     let tools = catalog.tools();
     if args.json {
         let listed: Vec<Value> = tools
@@ -45,7 +50,7 @@ pub fn run(host: &Host, args: &Args) -> Result<ExitCode> {
                 if let Some(plugin) = entry.plugin() {
                     listed["asks"] = json!(plugin.asks.as_ref().map(|asks| asks.to_json()));
                     listed["grants"] = plugin.grants.to_json();
-                    listed["notices"] = json!(plugin.notices);
+                    listed["notices"] = json!(plugin.notices.iter().chain(&plugin.left_out).collect::<Vec<_>>());
                 }
                 listed
             })
