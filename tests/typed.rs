@@ -43,7 +43,7 @@ fn schemas_are_derived_from_the_wit_types_field_by_field() {
     names.sort();
     assert_eq!(
         names,
-        ["add", "crash", "echo-all", "fetch", "get-item", "greet", "hog", "nothing", "ping", "spin", "wide"]
+        ["add", "crash", "echo-all", "fetch", "get-item", "greet", "hog", "nothing", "ping", "setting", "spin", "wide"]
     );
     let input = |name: &str| tool(name)["input_schema"].clone();
 
@@ -333,6 +333,27 @@ fn a_typed_function_reaches_the_network_only_where_it_is_granted() {
     let (code, report) = call(dir.path(), "fetch", &json!({ "url": server.url("/hello") }).to_string(), &[]);
     assert_eq!(code, 1, "{report}");
     assert_eq!(server.seen(), ["/hello"]);
+}
+
+#[test]
+fn wasi_config_holds_what_the_plugin_is_granted_of_the_environment_and_nothing_else() {
+    let dir = shop();
+    let config = dir.path().join("toolhost.toml");
+    std::fs::write(&config, "[plugins.typed_shop]\nenv = [\"SHOP_REGION\"]\n").unwrap();
+    let config = config.display().to_string();
+    let setting = |key: &str| {
+        let plugins = dir.path().display().to_string();
+        let arguments = json!({ "key": key }).to_string();
+        let args = ["--plugins", &plugins, "--config", &config, "call", "setting", &arguments, "--json"];
+        let output =
+            common::toolhost_with_env(Path::new("."), &args, &[("SHOP_REGION", "eu-west"), ("SHOP_OTHER", "hidden")]);
+        let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+        assert!(output.status.success(), "{report}");
+        output_of(&report)
+    };
+    assert_eq!(setting("SHOP_REGION"), json!("eu-west"), "a granted variable is a configuration value");
+    assert_eq!(setting("SHOP_OTHER"), Value::Null, "one not granted is not there");
+    assert_eq!(setting("PATH"), Value::Null, "nor is toolhost's own environment");
 }
 
 #[test]

@@ -378,7 +378,7 @@ fn describe_link_error(err: &wasmtime::Error) -> String {
     if root.ends_with("implementation is missing") {
         format!(
             "it imports {what}, which toolhost does not provide (toolhost provides WASI 0.2: cli, clocks, \
-             filesystem, io, random, sockets and http, and `toolhost:plugin/log@0.1.0`): build it without \
+             filesystem, io, random, sockets and http, `wasi:config/store@0.2.0-draft` and `toolhost:plugin/log@0.1.0`): build it without \
              that import, or against the interfaces toolhost provides"
         )
     } else {

@@ -36,10 +36,11 @@ use wasmtime::component::Component;
 const LISTING_LIMIT: u64 = 16 << 20;
 
 /// What a listing holds is partly derived by toolhost's own code (a typed
-/// function's schemas and description), so its file name carries the
-/// release and this number, raised whenever that derivation changes: a
-/// listing written by another toolhost is never read.
-const LISTING_FORMAT: u32 = 3;
+/// function's schemas and description, and whether the imports a plugin
+/// needs are provided), so its file name carries the release and this
+/// number, raised whenever either changes: a listing written by another
+/// toolhost is never read.
+const LISTING_FORMAT: u32 = 4;
 const LISTING_RELEASE: &str = env!("CARGO_PKG_VERSION");
 
 /// Where compiled plugins are kept.

@@ -92,7 +92,50 @@ pub fn linker(engine: &Engine) -> anyhow::Result<Linker<HostState>> {
     v0_1_0::Plugin::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |state| state)
         .map_err(anyhow::Error::from)?;
     refuse_symlinks(&mut linker)?;
+    add_config_store(&mut linker)?;
     Ok(linker)
+}
+
+/// `wasi:config/store`, in the 0.2.0 draft that Wassette's components (and
+/// the components of other hosts with it) import: a plugin's configuration
+/// is what it is granted of toolhost's environment (`env` and `secrets` in
+/// `[plugins.NAME]`), by name, and nothing else.
+pub const CONFIG_STORE: &str = "wasi:config/store@0.2.0-draft";
+
+/// `wasi:config/store`'s `error` (never given: a lookup cannot fail here).
+#[derive(wasmtime::component::ComponentType, wasmtime::component::Lift, wasmtime::component::Lower)]
+#[component(variant)]
+enum ConfigError {
+    #[component(name = "upstream")]
+    Upstream(String),
+    #[component(name = "io")]
+    Io(String),
+}
+
+fn add_config_store(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
+    let mut store = linker.instance(CONFIG_STORE).map_err(anyhow::Error::from)?;
+    store
+        .func_wrap_async("get", |store, (key,): (String,)| {
+            let value = configured(&store.data().logs.granted).find(|(name, _)| *name == key).map(|(_, value)| value);
+            Box::new(async move { Ok((Ok::<_, ConfigError>(value),)) })
+        })
+        .map_err(anyhow::Error::from)?;
+    store
+        .func_wrap_async("get-all", |store, (): ()| {
+            let all: Vec<(String, String)> = configured(&store.data().logs.granted).collect();
+            Box::new(async move { Ok((Ok::<_, ConfigError>(all),)) })
+        })
+        .map_err(anyhow::Error::from)?;
+    // Never constructed: the type only has to match the interface's.
+    let _ = (ConfigError::Upstream, ConfigError::Io);
+    Ok(())
+}
+
+/// The (name, value) pairs a plugin's configuration holds: its granted
+/// environment variables and secrets.
+fn configured(granted: &Granted) -> impl Iterator<Item = (String, String)> + '_ {
+    let env = granted.env.iter().map(|(name, value)| (name.clone(), value.clone()));
+    env.chain(granted.secrets.iter().map(|(name, value)| (name.clone(), value.expose().to_owned())))
 }
 
 /// Replaces `wasi:filesystem`'s `symlink-at` with one that always answers

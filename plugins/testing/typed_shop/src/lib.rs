@@ -5,7 +5,7 @@
 //! misbehave on purpose, `read-counter` takes a resource, which JSON
 //! cannot carry, and `fetch` makes an HTTP request through wasi:http.
 
-wit_bindgen::generate!({ path: "wit", world: "shop" });
+wit_bindgen::generate!({ path: "wit", world: "shop", generate_all });
 
 use exports::acme::shop::handles::{CounterBorrow, Guest as Handles, GuestCounter};
 use exports::acme::shop::inventory::{Guest as Inventory, Item, LookupError};
@@ -20,6 +20,10 @@ export!(Shop);
 impl Guest for Shop {
     fn ping() -> String {
         "pong".to_owned()
+    }
+
+    fn setting(key: String) -> Option<String> {
+        wasi::config::store::get(&key).ok().flatten()
     }
 }
 
