@@ -136,9 +136,9 @@ fn schema_problem(schema: &serde_json::Map<String, Value>) -> Option<String> {
     }
 }
 
-/// Passes the JSON lines of a stdio server's stdout on to rmcp; anything
-/// else (a library printing to stdout, say) is dropped, and noted once per
-/// server with the first such line.
+/// Passes the JSON-RPC lines of a stdio server's stdout on to rmcp; any
+/// other line (a library printing to stdout, say) is dropped, and noted once
+/// per server with the first such line.
 pub(crate) async fn filter_stdout(
     stdout: tokio::process::ChildStdout,
     mut to_rmcp: tokio::io::DuplexStream,
@@ -166,7 +166,9 @@ pub(crate) async fn filter_stdout(
         if text.is_empty() {
             continue;
         }
-        if serde_json::from_slice::<serde::de::IgnoredAny>(text).is_ok() {
+        // A JSON-RPC message is an object (or a batch's array); rmcp parses
+        // it, so it is not parsed here too. Anything else is noise.
+        if matches!(text.first(), Some(b'{' | b'[')) {
             if to_rmcp.write_all(text).await.is_err() || to_rmcp.write_all(b"\n").await.is_err() {
                 break;
             }

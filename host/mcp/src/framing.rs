@@ -168,12 +168,12 @@ pub(crate) fn check(line: &[u8], in_flight: Option<(&InFlight, &str)>) -> Checke
                 .collect();
             if answers.is_empty() { Checked::Skip } else { Checked::Answer(answers) }
         }
-        Value::Object(_) => check_message(text, &message, in_flight),
+        Value::Object(_) => check_message(&message, in_flight),
         _ => Checked::Answer(vec![error(Value::Null, INVALID_REQUEST, "a JSON-RPC message is an object")]),
     }
 }
 
-fn check_message(text: &[u8], message: &Value, in_flight: Option<(&InFlight, &str)>) -> Checked {
+fn check_message(message: &Value, in_flight: Option<(&InFlight, &str)>) -> Checked {
     let raw_id = message.get("id");
     let id = usable_id(raw_id);
     let refuse = |code, why: &str| Checked::Answer(vec![error(id.clone(), code, why)]);
@@ -199,7 +199,8 @@ fn check_message(text: &[u8], message: &Value, in_flight: Option<(&InFlight, &st
         return refuse(INVALID_REQUEST, "a message needs a `method`, or an `id` with a `result` or an `error`");
     }
     // What rmcp cannot read it would drop, or answer without the id.
-    if let Err(err) = serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(text) {
+    // Read from the parsed value: the line is not tokenized again.
+    if let Err(err) = <rmcp::model::ClientJsonRpcMessage as serde::Deserialize>::deserialize(message) {
         if is_request {
             return refuse(INVALID_PARAMS, &format!("the request does not match its method's shape: {err}"));
         }
@@ -341,16 +342,21 @@ impl<'de> Visitor<'de> for KeyFinder<'_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        // Only the head is read: once the id is known, the key after it says
+        // what the message is (rmcp writes `method`, `result` or `error`
+        // right after the id), and a result of megabytes is never scanned.
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            match &*key {
-                "id" => *self.id = Some(map.next_value()?),
-                "method" => {
-                    *self.method = true;
-                    map.next_value::<IgnoredAny>()?;
+            if key == "id" {
+                *self.id = Some(map.next_value()?);
+            } else {
+                *self.method |= key == "method";
+                if self.id.is_some() {
+                    return Ok(());
                 }
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
+                map.next_value::<IgnoredAny>()?;
+            }
+            if self.id.is_some() && *self.method {
+                return Ok(());
             }
         }
         Ok(())
@@ -412,6 +418,8 @@ mod tests {
         assert!(matches!(check(ping, Some((&in_flight, "another session"))), Checked::Pass(Some(_))));
         assert_eq!(response_id(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#), Some(json!(1)));
         assert_eq!(response_id(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#), None);
+        // Only the head is read: a result need not even be whole.
+        assert_eq!(response_id(br#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"text":"cut"#), Some(json!(7)));
         in_flight.lock().unwrap().remove(&key("", &json!(1)));
         assert!(matches!(check(ping, stdio), Checked::Pass(Some(_))));
         let cancel = br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#;

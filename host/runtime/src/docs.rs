@@ -101,13 +101,16 @@ fn doc_text(func: &Value) -> Option<String> {
         Value::String(text) => text,
         other => other.get("docs")?.as_str()?,
     };
-    let text = text.trim();
+    // A doc comment is the plugin author's text, shown on terminals: no
+    // control characters but line breaks and tabs.
+    let text: String =
+        text.trim().chars().map(|c| if c.is_control() && c != '\n' && c != '\t' { ' ' } else { c }).collect();
     if text.is_empty() {
         return None;
     }
     Some(match text.char_indices().nth(MAX_DOC) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
+        None => text,
     })
 }
 
@@ -162,6 +165,8 @@ mod tests {
         let long = serde_json::json!({"worlds": {"w": {"funcs": {"f": "x".repeat(10_000)}}}});
         docs.add(&long);
         assert_eq!(docs.function(None, "f").unwrap().chars().count(), MAX_DOC + 1);
+        docs.add(&serde_json::json!({"worlds": {"w": {"funcs": {"e": "red \u{1b}[31mtext\nnext"}}}}));
+        assert_eq!(docs.function(None, "e"), Some("red  [31mtext\nnext"), "no escape reaches a terminal");
     }
 
     #[test]

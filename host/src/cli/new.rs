@@ -203,15 +203,6 @@ impl Lang {
         }
     }
 
-    fn flag(self) -> &'static str {
-        match self {
-            Lang::Rust => "rust",
-            Lang::Python => "python",
-            Lang::Js => "js",
-            Lang::C => "c",
-        }
-    }
-
     fn label(self) -> &'static str {
         match self {
             Lang::Rust => "Rust",
@@ -238,7 +229,10 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         ("__FUNC__", func.clone()),
         ("__WORLD_SAYS__", world_says.to_owned()),
         ("__WORLD__", world.to_owned()),
-        ("__LANG_FLAG__", args.lang.flag().to_owned()),
+        (
+            "__LANG_FLAG__",
+            clap::ValueEnum::to_possible_value(&args.lang).map(|v| v.get_name().to_owned()).unwrap_or_default(),
+        ),
         ("__LANG__", args.lang.label().to_owned()),
         ("__SOURCE__", args.lang.source().to_owned()),
         ("__COMPONENTIZE_PY__", pinned_componentize_py()?),
