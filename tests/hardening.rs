@@ -614,3 +614,132 @@ fn serve_on_stdio_answers_every_message_with_an_id_whatever_it_holds() {
     assert_eq!(after["id"], "after");
     assert!(after.to_string().contains("still here"), "{after}");
 }
+
+/// Runs `toolhost ARGS` with its compile cache in `cache` and `config`, and
+/// returns its output, how long it took, and the most compile workers seen
+/// alive at once (its child processes, sampled every millisecond or so).
+fn toolhost_compiling(cache: &Path, config: &Path, args: &[&str]) -> (Output, Duration, usize) {
+    let started = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .env("TOOLHOST_CACHE_DIR", cache)
+        .env_remove("TOOLHOST_PLUGINS")
+        .env_remove("TOOLHOST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run toolhost");
+    let tasks = format!("/proc/{}/task", child.id());
+    let drain = |pipe: Option<std::process::ChildStdout>| {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            std::io::Read::read_to_end(&mut pipe.unwrap(), &mut text).unwrap();
+            text
+        })
+    };
+    let out = drain(child.stdout.take());
+    let mut err_pipe = child.stderr.take().unwrap();
+    let err = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        std::io::Read::read_to_end(&mut err_pipe, &mut text).unwrap();
+        text
+    });
+    let mut most = 0;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        let children: usize = std::fs::read_dir(&tasks)
+            .map(|tasks| {
+                tasks
+                    .flatten()
+                    .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+                    .map(|list| list.split_whitespace().count())
+                    .sum()
+            })
+            .unwrap_or(0);
+        most = most.max(children);
+        assert!(started.elapsed() < Duration::from_secs(240), "toolhost {args:?} hangs");
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    let output = Output { status, stdout: out.join().unwrap(), stderr: err.join().unwrap() };
+    (output, started.elapsed(), most)
+}
+
+/// Compiles `plugin` into `cache` (under the bounds in `config`).
+fn compile_beforehand(cache: &Path, config: &Path, plugin: &str) {
+    let alone = common::plugin_dir(&[plugin]);
+    let (output, _, _) = toolhost_compiling(cache, config, &["--plugins", alone.path().to_str().unwrap(), "tools"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+}
+
+#[test]
+fn a_compile_past_compile_timeout_is_stopped_and_the_plugin_skipped_naming_the_setting() {
+    let plugins = common::plugin_dir(&["units", "hash"]);
+    let dir = plugins.path().to_str().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let config = tempfile::NamedTempFile::new().unwrap();
+    // The small plugin is compiled first, so that only the large one meets
+    // the bound however busy the machine is.
+    compile_beforehand(cache.path(), config.path(), "hash");
+    std::fs::write(config.path(), "compile_timeout = \"300ms\"\n").unwrap();
+
+    let (output, bounded, _) = toolhost_compiling(cache.path(), config.path(), &["--plugins", dir, "tools"]);
+    let (out, err) = (stdout(&output), stderr(&output));
+    assert!(output.status.success(), "{err}");
+    assert!(
+        err.contains("units.wasm: compiling it took longer than compile_timeout (300ms)")
+            && err.contains("raise `compile_timeout`"),
+        "{err}"
+    );
+    assert!(out.contains("sha256") && !out.contains("convert_units"), "{out}");
+    // The refusal is remembered for these bounds: said again without compiling.
+    let (again, _, workers) = toolhost_compiling(cache.path(), config.path(), &["--plugins", dir, "tools"]);
+    assert!(stderr(&again).contains("compile_timeout (300ms)"), "{}", stderr(&again));
+    assert_eq!(workers, 0, "nothing compiles on the second start");
+    let inspect = toolhost_compiling(cache.path(), config.path(), &["inspect", &format!("{dir}/units.wasm")]).0;
+    assert!(stderr(&inspect).contains("compile_timeout (300ms)"), "{}", stderr(&inspect));
+
+    // Under a bound it fits, the same file is tried again and loads; the
+    // bounded start took a fraction of that compile.
+    std::fs::write(config.path(), "compile_timeout = \"5m\"\n").unwrap();
+    let (output, whole, _) = toolhost_compiling(cache.path(), config.path(), &["--plugins", dir, "tools"]);
+    assert!(output.status.success() && stdout(&output).contains("convert_units"), "{}", stderr(&output));
+    assert!(bounded * 2 < whole, "the bounded start took {bounded:?}, the whole compile {whole:?}");
+}
+
+#[test]
+fn a_compile_past_compile_memory_is_stopped_and_compiles_never_add_up() {
+    let plugins = common::plugin_dir(&["units", "markup", "hash"]);
+    let dir = plugins.path().to_str().unwrap();
+    let config = tempfile::NamedTempFile::new().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    // The small plugin is compiled first (a compiler's threads take more
+    // memory on a machine with more cores).
+    compile_beforehand(cache.path(), config.path(), "hash");
+    std::fs::write(config.path(), "compile_memory = \"64MiB\"\n").unwrap();
+    let (output, _, _) = toolhost_compiling(cache.path(), config.path(), &["--plugins", dir, "tools"]);
+    let err = stderr(&output);
+    for plugin in ["units", "markup"] {
+        assert!(err.contains(&format!("{plugin}.wasm: compiling it needed more than compile_memory (64MiB)")), "{err}");
+    }
+    assert!(stdout(&output).contains("sha256"), "{}", stdout(&output));
+    assert!(!err.contains("panicked"), "{err}");
+
+    // Each fits alone in 1GiB; loaded together they compile one at a time,
+    // so their compilers never hold more than that between them.
+    std::fs::write(config.path(), "compile_memory = \"1GiB\"\n").unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let (output, _, workers) = toolhost_compiling(cache.path(), config.path(), &["--plugins", dir, "tools"]);
+    let out = stdout(&output);
+    assert!(out.contains("convert_units") && out.contains("markdown_table"), "{}", stderr(&output));
+    assert_eq!(workers, 1, "compile workers alive at once");
+
+    std::fs::write(config.path(), "compile_memory = \"1MiB\"\n").unwrap();
+    let refused = toolhost_compiling(cache.path(), config.path(), &["tools"]).0;
+    assert!(!refused.status.success());
+    assert!(stderr(&refused).contains("`compile_memory = \"1MiB\"` is under 16MiB"), "{}", stderr(&refused));
+}

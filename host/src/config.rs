@@ -4,6 +4,8 @@
 //! plugins_dir = "plugins/dist"      # relative to this file
 //! cache_dir = "/var/cache/toolhost" # compiled plugins; default: the user cache dir
 //! max_concurrent_calls = 16
+//! compile_timeout = "60s"           # compiling one plugin; over it, the plugin is skipped
+//! compile_memory = "2GiB"           # the same for memory
 //! ca_file = "certs/corp-ca.pem"     # extra trusted roots (PEM) for plugin HTTPS and models
 //!
 //! [limits]                          # every plugin's defaults
@@ -48,13 +50,17 @@ use toolhost_grants::network::{HostPattern, NetworkGrant};
 use toolhost_mcp::ServeConfig;
 pub use toolhost_mcp_client::config::McpServerConfig;
 use toolhost_oci::Source;
-use toolhost_runtime::limits::{ByteSize, LimitOverrides};
+use toolhost_runtime::limits::{ByteSize, HumanDuration, LimitOverrides};
 
 /// The file name looked for in the current directory when `--config` is not given.
 pub const DEFAULT_FILE: &str = "toolhost.toml";
 
 /// The most `keep_resident` may be.
 const MAX_KEEP_RESIDENT: ByteSize = ByteSize(256 << 20);
+
+/// The least `compile_memory` may be: a compile worker's own start needs a
+/// few MiB, and a smaller bound would refuse every plugin.
+const MIN_COMPILE_MEMORY: ByteSize = ByteSize(16 << 20);
 
 /// The parsed config file. `Default` is what toolhost does with no file.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -71,6 +77,12 @@ pub struct Config {
     /// default; at most 256MiB): less lowers a busy host's resident memory,
     /// and costs Python and JavaScript calls their heap's page faults again.
     pub keep_resident: Option<ByteSize>,
+    /// How long compiling one plugin may take (`60s` by default); a plugin
+    /// that takes longer is skipped with a reason naming this setting.
+    pub compile_timeout: Option<HumanDuration>,
+    /// How much memory compiling one plugin may use (`2GiB` by default);
+    /// plugins compile one at a time, so this bounds them all together.
+    pub compile_memory: Option<ByteSize>,
     /// Extra trusted root certificates (PEM), for plugin HTTPS and model
     /// requests, on top of the built-in Mozilla roots; relative paths as above.
     pub ca_file: Option<PathBuf>,
@@ -185,6 +197,14 @@ impl Config {
                  keeps, so keep it small (the default is 16MiB; \"0\" keeps nothing)"
             );
         }
+        if let Some(memory) = config.compile_memory
+            && memory.bytes() < MIN_COMPILE_MEMORY.bytes()
+        {
+            anyhow::bail!(
+                "`compile_memory = \"{memory}\"` is under {MIN_COMPILE_MEMORY}, too little to compile even a small \
+                 plugin (the default is 2GiB)"
+            );
+        }
         Ok(config)
     }
 
@@ -214,6 +234,8 @@ impl From<Config> for HostConfig {
             cache_dir: config.cache_dir,
             max_concurrent_calls: config.max_concurrent_calls,
             keep_resident: config.keep_resident.map(ByteSize::bytes),
+            compile_timeout: config.compile_timeout.map(|timeout| timeout.0),
+            compile_memory: config.compile_memory.map(ByteSize::bytes),
             ca_file: config.ca_file,
             limits: config.limits,
             plugins: config

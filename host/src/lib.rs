@@ -45,5 +45,6 @@ pub use grants::Grants;
 pub use grants::manifest::Manifest;
 pub use inspect::Inspection;
 pub use plugin::{Plugin, Tool};
+pub use runtime::compiler::serve_workers;
 pub use runtime::limits::{ByteSize, HumanDuration, LimitOverrides, Limits, Oversized};
 pub use runtime::outcome::{CallError, CallReport, LogRecord, Refusal, RefusalReason, ToolOutput, Usage};

@@ -29,6 +29,14 @@ pub struct HostConfig {
     /// Bytes of each memory slot kept resident between calls
     /// ([`MEMORY_KEEP_RESIDENT`](toolhost_runtime::engine::MEMORY_KEEP_RESIDENT) when unset).
     pub keep_resident: Option<u64>,
+    /// How long compiling one plugin may take
+    /// ([`DEFAULT_COMPILE_TIMEOUT`](toolhost_runtime::compiler::DEFAULT_COMPILE_TIMEOUT) when unset).
+    /// Bounds compiles only in a program that serves compile workers
+    /// ([`serve_workers`](toolhost_runtime::compiler::serve_workers)).
+    pub compile_timeout: Option<std::time::Duration>,
+    /// How much memory compiling one plugin may use, in bytes
+    /// ([`DEFAULT_COMPILE_MEMORY`](toolhost_runtime::compiler::DEFAULT_COMPILE_MEMORY) when unset; as above).
+    pub compile_memory: Option<u64>,
     /// Extra trusted root certificates (PEM) for plugin HTTPS.
     pub ca_file: Option<PathBuf>,
     /// Limits for every plugin.

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use tokio::sync::Semaphore;
 use toolhost_grants as grants;
 use toolhost_runtime::cache::{Cache, Listing, Origin};
+use toolhost_runtime::compiler::{self, CompileBounds, Compiler};
 use toolhost_runtime::engine::{self, EpochTicker};
 use toolhost_runtime::limits::{LimitOverrides, Limits};
 use toolhost_runtime::outcome::{CallError, CallReport, ToolOutput};
@@ -49,6 +50,7 @@ pub struct Host {
     pagemap: bool,
     linker: Arc<Linker<HostState>>,
     cache: Option<Cache>,
+    compiler: Arc<Compiler>,
     config: HostConfig,
     catalog: Arc<SharedCatalog>,
     servers: crate::servers::Servers,
@@ -84,6 +86,10 @@ impl Host {
             engine::build(slots, keep_resident).context("could not set up the WebAssembly engine")?;
         let linker = Arc::new(sandbox::linker(&engine).context("could not set up the host imports")?);
         let cache = config.cache_dir.clone().or_else(Cache::default_dir).map(|dir| Cache::new(dir, &engine));
+        let compiler = Arc::new(Compiler::new(CompileBounds {
+            timeout: config.compile_timeout.unwrap_or(compiler::DEFAULT_COMPILE_TIMEOUT),
+            memory: config.compile_memory.unwrap_or(compiler::DEFAULT_COMPILE_MEMORY),
+        }));
         let ticker = EpochTicker::start(&engine).context("could not start the timeout clock")?;
         let quotas = crate::quota::Quotas::new(&config.quotas);
         Ok(Host {
@@ -91,6 +97,7 @@ impl Host {
             pagemap,
             linker,
             cache,
+            compiler,
             config,
             catalog: Arc::new(SharedCatalog::new()),
             servers: Default::default(),
@@ -137,6 +144,11 @@ impl Host {
     /// The compile cache, if any.
     pub fn cache(&self) -> Option<&Cache> {
         self.cache.as_ref()
+    }
+
+    /// What compiles plugins, within `compile_timeout` and `compile_memory`.
+    pub fn compiler(&self) -> &Arc<Compiler> {
+        &self.compiler
     }
 
     /// The config this host was made with.
@@ -246,11 +258,12 @@ impl Host {
                 (sha256, Some(bytes))
             }
         };
-        let listed =
-            cache.and_then(|cache| cache.listing(&sha256)).and_then(|listing| plugin::tools_of(listing, limits));
+        let listed = cache
+            .and_then(|cache| cache.listing(&sha256))
+            .and_then(|listing| plugin::tools_of(listing, limits, &self.compiler.bounds()));
         if let Some(listed) = listed {
             let (contract, tools, notes) = listed?;
-            let code = Code::lazy(&self.engine, &self.linker, cache, path, &sha256, contract);
+            let code = Code::lazy(&self.engine, &self.linker, cache, &self.compiler, path, &sha256, contract);
             return Ok(Loaded { size: metadata.len(), contract, tools, notes, origin: Origin::Cached, code, sha256 });
         }
         // Not listed yet (or not under these limits): load it for real.
@@ -259,7 +272,7 @@ impl Host {
             None => plugin::read(path)?,
         };
         let (size, sha256) = (wasm.bytes.len() as u64, wasm.sha256.clone());
-        let lazy = |contract| Code::lazy(&self.engine, &self.linker, cache, path, &sha256, contract);
+        let lazy = |contract| Code::lazy(&self.engine, &self.linker, cache, &self.compiler, path, &sha256, contract);
         match self.load_fresh(name, &wasm, limits).await {
             Ok((contract, listed, notes, sandbox, origin)) => {
                 if let Some(cache) = cache {
@@ -270,10 +283,9 @@ impl Host {
                 let tools = plugin::check_tools(listed, limits)?;
                 Ok(Loaded { size, contract, tools, notes, origin, code: lazy(contract).with(sandbox), sha256 })
             }
-            Err((reason, under_limits)) => {
+            Err((reason, under)) => {
                 if let Some(cache) = cache {
-                    let limits = under_limits.then(|| format!("{limits:?}"));
-                    cache.store_listing(&sha256, &Listing::Failed { reason: reason.clone(), limits });
+                    cache.store_listing(&sha256, &Listing::Failed { reason: reason.clone(), limits: under });
                 }
                 Err(reason)
             }
@@ -281,17 +293,22 @@ impl Host {
     }
 
     /// Compiles (through the artifact cache), links and lists the tools of
-    /// `wasm`. A failure says why, and whether it happened under the limits
-    /// (listing the tools) rather than in the bytes themselves.
+    /// `wasm`. A failure says why, and the settings it happened under when
+    /// other settings could change it: the limits (listing the tools) or the
+    /// compile bounds; `None` when it is the bytes themselves.
     async fn load_fresh(
         &self,
         name: &Arc<str>,
         wasm: &plugin::WasmFile,
         limits: &Limits,
-    ) -> Result<Fresh, (String, bool)> {
-        let fixed = |reason| (reason, false);
+    ) -> Result<Fresh, (String, Option<String>)> {
+        let fixed = |reason| (reason, None);
         plugin::check_header(&wasm.bytes).map_err(fixed)?;
-        let (component, origin) = plugin::compile(&self.engine, self.cache.as_ref(), wasm).await.map_err(fixed)?;
+        let (component, origin) =
+            plugin::compile(&self.engine, self.cache.as_ref(), &self.compiler, wasm).await.map_err(|err| {
+                let under = err.is_bound().then(|| self.compiler.bounds().key());
+                (err.to_string(), under)
+            })?;
         let contract = plugin::contract_of(&self.engine, &component).map_err(fixed)?;
         let sandbox = plugin::prepare(&self.linker, &component, contract).map_err(fixed)?;
         if contract == plugin::TYPED {
@@ -303,7 +320,7 @@ impl Host {
             let _permit = self.permits.acquire().await;
             plugin::call_list_tools(&sandbox, &self.ticker, name, limits, &self.tls)
                 .await
-                .map_err(|reason| (reason, true))?
+                .map_err(|reason| (reason, Some(format!("{limits:?}"))))?
         };
         Ok((contract, listed, Vec::new(), sandbox, origin))
     }

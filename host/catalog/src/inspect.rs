@@ -69,7 +69,9 @@ impl Host {
         found.size = Some(wasm.bytes.len() as u64);
         found.sha256 = Some(wasm.sha256.clone());
         let start = Instant::now();
-        let (component, origin) = plugin::compile(self.engine(), self.cache(), &wasm).await?;
+        let (component, origin) = plugin::compile(self.engine(), self.cache(), self.compiler(), &wasm)
+            .await
+            .map_err(|err| err.to_string())?;
         found.compile = Some((origin, start.elapsed()));
         found.shape = Some(plugin::shape(self.engine(), &component));
         let contract = plugin::contract_of(self.engine(), &component)?;

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use toolhost_grants::{Granted, Grants, Manifest};
 use toolhost_runtime::cache::{Cache, ListedTool, Listing, Origin};
+use toolhost_runtime::compiler::{CompileBounds, CompileError, Compiler};
 use toolhost_runtime::engine::EpochTicker;
 use toolhost_runtime::limits::{ByteSize, Limits};
 use toolhost_runtime::sandbox::{self, HostState, Request, Response, Sandbox, TypedPlugin, v0_1_0};
@@ -70,6 +71,7 @@ pub(crate) struct Code {
     engine: Engine,
     linker: Arc<Linker<HostState>>,
     cache: Option<Cache>,
+    compiler: Arc<Compiler>,
     path: PathBuf,
     sha256: String,
     contract: &'static str,
@@ -81,6 +83,7 @@ impl Code {
         engine: &Engine,
         linker: &Arc<Linker<HostState>>,
         cache: Option<&Cache>,
+        compiler: &Arc<Compiler>,
         path: &Path,
         sha256: &str,
         contract: &'static str,
@@ -90,6 +93,7 @@ impl Code {
             engine: engine.clone(),
             linker: linker.clone(),
             cache: cache.cloned(),
+            compiler: compiler.clone(),
             path: path.to_owned(),
             sha256: sha256.to_owned(),
             contract,
@@ -110,6 +114,7 @@ impl Code {
     async fn load(&self) -> Result<Sandbox, String> {
         let engine = self.engine.clone();
         let cache = self.cache.clone();
+        let compiler = self.compiler.clone();
         let path = self.path.clone();
         let sha256 = self.sha256.clone();
         let component = tokio::task::spawn_blocking(move || {
@@ -123,10 +128,12 @@ impl Code {
                 return Err("the file changed since its tools were listed: start toolhost again".to_owned());
             }
             let compiled = match &cache {
-                Some(cache) => cache.load_or_compile(&engine, &wasm.bytes, &sha256).map(|(component, _)| component),
-                None => toolhost_runtime::cache::compile(&engine, &wasm.bytes),
+                Some(cache) => {
+                    cache.load_or_compile(&engine, &compiler, &wasm.bytes, &sha256).map(|(component, _)| component)
+                }
+                None => toolhost_runtime::cache::compile(&engine, &compiler, &wasm.bytes),
             };
-            compiled.map_err(|err| format!("not a valid component: {err:#}"))
+            compiled.map_err(|err| err.to_string())
         })
         .await
         .map_err(|err| format!("the loading thread failed: {err}"))??;
@@ -235,19 +242,27 @@ pub fn check_header(bytes: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
-/// Compiles (or loads from `cache`) the component in `wasm`.
-pub async fn compile(engine: &Engine, cache: Option<&Cache>, wasm: &WasmFile) -> Result<(Component, Origin), String> {
+/// Compiles (or loads from `cache`) the component in `wasm`, within the
+/// compiler's bounds.
+pub async fn compile(
+    engine: &Engine,
+    cache: Option<&Cache>,
+    compiler: &Arc<Compiler>,
+    wasm: &WasmFile,
+) -> Result<(Component, Origin), CompileError> {
     let engine = engine.clone();
     let cache = cache.cloned();
+    let compiler = compiler.clone();
     let bytes = wasm.bytes.clone();
     let sha256 = wasm.sha256.clone();
-    let compiled = tokio::task::spawn_blocking(move || match &cache {
-        Some(cache) => cache.load_or_compile(&engine, &bytes, &sha256),
-        None => toolhost_runtime::cache::compile(&engine, &bytes).map(|component| (component, Origin::Compiled)),
+    tokio::task::spawn_blocking(move || match &cache {
+        Some(cache) => cache.load_or_compile(&engine, &compiler, &bytes, &sha256),
+        None => {
+            toolhost_runtime::cache::compile(&engine, &compiler, &bytes).map(|component| (component, Origin::Compiled))
+        }
     })
     .await
-    .map_err(|err| format!("the compiler thread failed: {err}"))?;
-    compiled.map_err(|err| format!("not a valid component: {err:#}"))
+    .map_err(|err| CompileError::Worker(format!("the compiler thread failed: {err}")))?
 }
 
 /// The names a component imports and exports (with each exported instance's functions).
@@ -480,11 +495,13 @@ pub(crate) fn known_contract(version: &str) -> Option<&'static str> {
 }
 
 /// Turns a cached [`Listing`] of tools back into tools, checked again, with
-/// what loading noted.
+/// what loading noted. A failure recorded under other limits or compile
+/// bounds than `limits` and `bounds` is `None`: it is tried again.
 #[allow(clippy::type_complexity)]
 pub(crate) fn tools_of(
     listing: Listing,
     limits: &Limits,
+    bounds: &CompileBounds,
 ) -> Option<Result<(&'static str, Vec<Tool>, Vec<String>), String>> {
     match listing {
         Listing::Tools { contract, tools, notes } => {
@@ -492,7 +509,9 @@ pub(crate) fn tools_of(
             Some(check_tools(tools, limits).map(|tools| (contract, tools, notes)))
         }
         Listing::Failed { reason, limits: None } => Some(Err(reason)),
-        Listing::Failed { reason, limits: Some(under) } => (under == format!("{limits:?}")).then_some(Err(reason)),
+        Listing::Failed { reason, limits: Some(under) } => {
+            (under == format!("{limits:?}") || under == bounds.key()).then_some(Err(reason))
+        }
     }
 }
 

@@ -562,7 +562,7 @@ impl Publishable {
     pub async fn read(host: &Host, path: &Path) -> Result<Publishable> {
         let name = toolhost_catalog::host::stem(path);
         let wasm = toolhost_catalog::plugin::read(path).map_err(|why| anyhow!("{}: {why}", path.display()))?;
-        let (component, _) = toolhost_catalog::plugin::compile(host.engine(), host.cache(), &wasm)
+        let (component, _) = toolhost_catalog::plugin::compile(host.engine(), host.cache(), host.compiler(), &wasm)
             .await
             .map_err(|why| anyhow!("{}: {why}", path.display()))?;
         toolhost_catalog::plugin::contract_of(host.engine(), &component)
@@ -688,9 +688,10 @@ async fn check_plugin(host: &Host, source: &Source, fetched: &Fetched) -> Result
         bytes: fetched.wasm.clone(),
         sha256: fetched.wasm_digest.trim_start_matches("sha256:").to_owned(),
     };
-    let (component, _) = toolhost_catalog::plugin::compile(host.engine(), host.cache(), &wasm)
-        .await
-        .map_err(|why| anyhow!("{source}: the artifact's component is refused: {why}; nothing was written"))?;
+    let (component, _) =
+        toolhost_catalog::plugin::compile(host.engine(), host.cache(), host.compiler(), &wasm)
+            .await
+            .map_err(|why| anyhow!("{source}: the artifact's component is refused: {why}; nothing was written"))?;
     toolhost_catalog::plugin::contract_of(host.engine(), &component)
         .map_err(|why| anyhow!("{source}: the artifact does not hold a toolhost plugin: {why}; nothing was written"))?;
     if let Some((text, _)) = &fetched.manifest {

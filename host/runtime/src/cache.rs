@@ -32,6 +32,8 @@ use std::time::{Duration, SystemTime};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+use crate::compiler::{CompileError, Compiler};
+
 /// The largest tool list read back from the cache.
 const LISTING_LIMIT: u64 = 16 << 20;
 
@@ -158,41 +160,47 @@ impl Cache {
     }
 
     /// The component for `wasm`: from the cache when an artifact exists and
-    /// loads, else compiled now and stored. A cache that cannot be written is
-    /// logged and otherwise ignored: the plugin still loads.
-    /// `sha256` is [`sha256_hex`] of `wasm`.
-    pub fn load_or_compile(&self, engine: &Engine, wasm: &[u8], sha256: &str) -> Result<(Component, Origin)> {
+    /// loads, else compiled now by `compiler` (within its bounds) and stored.
+    /// A cache that cannot be written is logged and otherwise ignored: the
+    /// plugin still loads. `sha256` is [`sha256_hex`] of `wasm`.
+    pub fn load_or_compile(
+        &self,
+        engine: &Engine,
+        compiler: &Compiler,
+        wasm: &[u8],
+        sha256: &str,
+    ) -> Result<(Component, Origin), CompileError> {
         if let Some(component) = self.load(engine, sha256) {
             return Ok((component, Origin::Cached));
         }
-        let artifact = precompile(engine, wasm)?;
         let path = self.artifact_path(sha256);
-        match self.write_atomic(&path, &artifact) {
-            // Map the file just written rather than copying the artifact into
-            // this process: its code and memory images are then shared page
-            // cache, as on a warm start.
+        if let Err(err) = std::fs::create_dir_all(&self.dir) {
+            tracing::warn!(dir = %self.dir.display(), "could not write the compile cache: {err}");
+            return compile(engine, compiler, wasm).map(|component| (component, Origin::Compiled));
+        }
+        // The compiler writes the artifact under a temporary name, renamed
+        // into place once whole; it is then mapped from the file (its code
+        // and memory images are shared page cache, as on a warm start).
+        let tmp = self.dir.join(temporary_name(&path));
+        compiler.compile_to(engine, wasm, &tmp)?;
+        match std::fs::rename(&tmp, &path) {
             Ok(()) => {
                 if let Some(component) = self.load(engine, sha256) {
                     return Ok((component, Origin::Compiled));
                 }
+                map_artifact(engine, &path, false).map(|component| (component, Origin::Compiled))
             }
-            Err(err) => tracing::warn!(dir = %self.dir.display(), "could not write the compile cache: {err:#}"),
+            Err(err) => {
+                tracing::warn!(dir = %self.dir.display(), "could not write the compile cache: {err}");
+                map_artifact(engine, &tmp, true).map(|component| (component, Origin::Compiled))
+            }
         }
-        // SAFETY: `artifact` was produced just now by this engine.
-        let component = unsafe { Component::deserialize(engine, &artifact) }.map_err(anyhow::Error::from)?;
-        Ok((component, Origin::Compiled))
     }
 
     /// Writes `bytes` to `path` through a temporary file renamed into place.
     fn write_atomic(&self, path: &Path, bytes: &[u8]) -> Result<()> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
         std::fs::create_dir_all(&self.dir).with_context(|| format!("creating {}", self.dir.display()))?;
-        let tmp = self.dir.join(format!(
-            ".{}.{}.{}.tmp",
-            path.file_name().and_then(|name| name.to_str()).unwrap_or("artifact"),
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
+        let tmp = self.dir.join(temporary_name(path));
         let mut file = std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
         file.write_all(bytes).and_then(|()| file.sync_all()).with_context(|| {
             let _ = std::fs::remove_file(&tmp);
@@ -203,6 +211,32 @@ impl Cache {
             format!("renaming {} into place", tmp.display())
         })
     }
+}
+
+/// A hidden name, unique in this process and among processes, for a file
+/// being written that will be renamed to `path`.
+fn temporary_name(path: &Path) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        ".{}.{}.{}.tmp",
+        path.file_name().and_then(|name| name.to_str()).unwrap_or("artifact"),
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Maps the artifact file at `path`, just written by a [`Compiler`] for
+/// `engine`; with `remove` the file is deleted after (the mapping stays).
+fn map_artifact(engine: &Engine, path: &Path, remove: bool) -> Result<Component, CompileError> {
+    // SAFETY: the file was written just now by a compiler with this engine's
+    // settings, under a name no one else writes; wasmtime still checks its
+    // header and compatibility.
+    let component = unsafe { Component::deserialize_file(engine, path) }
+        .map_err(|err| CompileError::Worker(format!("loading the compiled plugin: {err:#}")));
+    if remove {
+        let _ = std::fs::remove_file(path);
+    }
+    component
 }
 
 /// What loading a plugin file came to, as the cache keeps it: the contract
@@ -290,17 +324,6 @@ fn settled(metadata: &std::fs::Metadata) -> bool {
     }
 }
 
-/// Compiles `wasm` into an artifact for `engine`, with a twin of it that is
-/// dropped afterwards (see [`super::engine::compiler`]), then gives the
-/// memory the compiler freed back to the system (see [`tune_allocator`]).
-fn precompile(engine: &Engine, wasm: &[u8]) -> Result<Vec<u8>> {
-    let compiler = super::engine::compiler(engine)?;
-    let artifact = compiler.precompile_component(wasm).map_err(anyhow::Error::from);
-    drop(compiler);
-    release_freed_memory();
-    artifact
-}
-
 /// Makes glibc's allocator give back what compiling freed, once per process.
 ///
 /// By default glibc raises its trim threshold to twice the largest
@@ -335,11 +358,12 @@ pub fn release_freed_memory() {
     }
 }
 
-/// Compiles `wasm` without any cache.
-pub fn compile(engine: &Engine, wasm: &[u8]) -> Result<Component> {
-    let artifact = precompile(engine, wasm)?;
-    // SAFETY: `artifact` was produced just now with this engine's settings.
-    unsafe { Component::deserialize(engine, &artifact) }.map_err(anyhow::Error::from)
+/// Compiles `wasm` without any cache: the compiler writes the artifact to
+/// a temporary file, which is mapped and removed.
+pub fn compile(engine: &Engine, compiler: &Compiler, wasm: &[u8]) -> Result<Component, CompileError> {
+    let tmp = std::env::temp_dir().join(temporary_name(Path::new("toolhost-artifact.cwasm")));
+    compiler.compile_to(engine, wasm, &tmp)?;
+    map_artifact(engine, &tmp, true)
 }
 
 /// Lower-case hex SHA-256 of `bytes`.

@@ -4,6 +4,7 @@
 //! it knows nothing of catalogs, configs, MCP or models.
 
 pub mod cache;
+pub mod compiler;
 pub mod docs;
 pub mod engine;
 pub mod limits;
