@@ -380,6 +380,8 @@ fn child_resident(cache: &Path) -> u64 {
 }
 
 fn main() {
+    // Plugins compile in bounded worker processes, as in the `toolhost` program.
+    toolhost::serve_workers();
     if let Some(cache) = std::env::var_os("TOOLHOST_BENCH_RSS_CACHE") {
         resident_after_start(Path::new(&cache));
         return;

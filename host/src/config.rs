@@ -23,6 +23,10 @@
 //! env = ["LANG"]                    # passed from toolhost's environment, by name
 //! secrets = ["API_KEY"]             # the same, never shown in output, logs or reports
 //! dirs = ["./data:/data:ro", "/tmp/out:/out:rw"]   # HOST:GUEST[:ro|rw]
+//!
+//! [[plugins.fetch.credentials]]     # added by the host to requests there; the plugin never sees it
+//! to = "https://api.example.com"
+//! bearer = { env = "API_TOKEN" }    # or basic, header + value, query + value, oauth2
 //! source = "ghcr.io/acme/fetch:1.2@sha256:…"        # where `toolhost pull` fetches it
 //! ```
 
@@ -44,6 +48,7 @@ use toolhost_catalog::policy::ApprovalConfig;
 use toolhost_catalog::quota::QuotaConfig;
 use toolhost_catalog::{HostConfig, PluginSettings};
 use toolhost_grants::Grants;
+use toolhost_grants::credentials::{self, Credential, Kind};
 use toolhost_grants::env::{EnvGrant, EnvName};
 use toolhost_grants::files::{DirGrant, FilesGrant};
 use toolhost_grants::network::{HostPattern, NetworkGrant};
@@ -143,6 +148,8 @@ struct PluginTable {
     dirs: Vec<DirGrant>,
     #[serde(default)]
     source: Option<Source>,
+    #[serde(default)]
+    credentials: Vec<Credential>,
 }
 
 impl From<PluginTable> for PluginConfig {
@@ -153,6 +160,7 @@ impl From<PluginTable> for PluginConfig {
                 network: NetworkGrant { hosts: table.http, sockets: table.sockets },
                 files: FilesGrant { dirs: table.dirs },
                 env: EnvGrant { names: table.env, secrets: table.secrets },
+                credentials: table.credentials,
             },
             source: table.source,
         }
@@ -178,6 +186,22 @@ impl Config {
         for plugin in config.plugins.values_mut() {
             for dir in &mut plugin.grants.files.dirs {
                 dir.host = base.join(&dir.host);
+            }
+            for credential in &mut plugin.grants.credentials {
+                let mut sources = match &mut credential.kind {
+                    Kind::Bearer(source) => vec![source],
+                    Kind::Basic { user, password } => match user {
+                        credentials::User::From(user) => vec![user, password],
+                        credentials::User::Plain(_) => vec![password],
+                    },
+                    Kind::Header { value, .. } | Kind::Query { value, .. } => vec![value],
+                    Kind::OAuth2(oauth) => vec![&mut oauth.client_id, &mut oauth.client_secret],
+                };
+                for source in &mut sources {
+                    if let credentials::Source::File(path) = &mut **source {
+                        *path = base.join(&*path);
+                    }
+                }
             }
         }
         Ok(config)

@@ -15,6 +15,14 @@
 //! - `/upload` (with a body, `content-length` or chunked): 200, `received N bytes`
 //! - `/page`: 200, a small HTML page with a title and links (relative,
 //!   absolute, duplicated, `mailto:`) for the `webpage` plugin
+//! - `/echo…`: 200, the request's path and headers as text, and its
+//!   `authorization` echoed in the `x-seen-authorization` response header
+//! - `/private…`: 200 `welcome` when the request carries [`CREDENTIAL`] as a
+//!   bearer token, an `x-api-key` or an `api_key` query parameter, or
+//!   [`OAUTH_TOKEN`] as a bearer token; else 401
+//! - `/token`: an OAuth 2.0 token endpoint: [`OAUTH_TOKEN`] for the client
+//!   `client-1` with the secret [`OAUTH_SECRET`] (HTTP Basic auth), else 401
+//!   `invalid_client`
 //! - anything else: 404
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -22,6 +30,18 @@ use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// The credential `/private` accepts.
+pub const CREDENTIAL: &str = "t0ken/ABC+xyz-4321";
+/// The client secret `/token` accepts (for the client `client-1`).
+pub const OAUTH_SECRET: &str = "cl1ent-s3cret";
+/// The token `/token` hands out.
+pub const OAUTH_TOKEN: &str = "oauth-t0ken-9876";
+/// `client-1:cl1ent-s3cret` in base64.
+const OAUTH_BASIC: &str = "Y2xpZW50LTE6Y2wxZW50LXMzY3JldA==";
+
+/// One request's headers: lower-case names and values, in order.
+pub type Headers = Vec<(String, String)>;
 
 /// How long a server lives at most.
 const LIFETIME: Duration = Duration::from_secs(120);
@@ -31,6 +51,7 @@ pub struct TestServer {
     /// The port it listens on, on 127.0.0.1.
     pub port: u16,
     seen: Arc<Mutex<Vec<String>>>,
+    headers: Arc<Mutex<Vec<Headers>>>,
     received: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
     scheme: &'static str,
@@ -52,10 +73,12 @@ impl TestServer {
         listener.set_nonblocking(true).expect("nonblocking");
         let port = listener.local_addr().expect("address").port();
         let seen = Arc::new(Mutex::new(Vec::new()));
+        let headers = Arc::new(Mutex::new(Vec::new()));
         let received = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
         let scheme = if tls.is_some() { "https" } else { "http" };
-        let shared = Shared { seen: seen.clone(), received: received.clone(), stop: stop.clone() };
+        let shared =
+            Shared { seen: seen.clone(), headers: headers.clone(), received: received.clone(), stop: stop.clone() };
         std::thread::spawn(move || {
             let started = Instant::now();
             while !shared.stop.load(Ordering::Relaxed) && started.elapsed() < LIFETIME {
@@ -79,7 +102,7 @@ impl TestServer {
                 }
             }
         });
-        TestServer { port, seen, received, stop, scheme }
+        TestServer { port, seen, headers, received, stop, scheme }
     }
 
     /// `http://127.0.0.1:PORT{path}` (`https://` for a TLS server).
@@ -97,6 +120,11 @@ impl TestServer {
         self.seen.lock().unwrap().clone()
     }
 
+    /// The headers of the requests received so far (lower-case names), in order.
+    pub fn headers(&self) -> Vec<Headers> {
+        self.headers.lock().unwrap().clone()
+    }
+
     /// Request body bytes received so far, all requests together.
     pub fn received(&self) -> u64 {
         self.received.load(Ordering::SeqCst)
@@ -107,6 +135,7 @@ impl TestServer {
 #[derive(Clone)]
 struct Shared {
     seen: Arc<Mutex<Vec<String>>>,
+    headers: Arc<Mutex<Vec<Headers>>>,
     received: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
 }
@@ -125,6 +154,7 @@ fn serve<S: Read + Write>(stream: S, port: u16, scheme: &str, shared: &Shared) {
     }
     let mut length = 0u64;
     let mut chunked = false;
+    let mut headers = Vec::new();
     loop {
         let mut header = String::new();
         match reader.read_line(&mut header) {
@@ -134,6 +164,7 @@ fn serve<S: Read + Write>(stream: S, port: u16, scheme: &str, shared: &Shared) {
         }
         let (name, value) = header.split_once(':').unwrap_or((&header, ""));
         let value = value.trim();
+        headers.push((name.trim().to_ascii_lowercase(), value.to_owned()));
         if name.eq_ignore_ascii_case("content-length") {
             length = value.parse().unwrap_or(0);
         } else if name.eq_ignore_ascii_case("transfer-encoding") && value.eq_ignore_ascii_case("chunked") {
@@ -142,6 +173,7 @@ fn serve<S: Read + Write>(stream: S, port: u16, scheme: &str, shared: &Shared) {
     }
     let path = request_line.split_whitespace().nth(1).unwrap_or("/").to_owned();
     shared.seen.lock().unwrap().push(path.clone());
+    shared.headers.lock().unwrap().push(headers.clone());
     let body = if chunked { read_chunked(&mut reader, shared) } else { read_counted(&mut reader, length, shared) };
     let Some(body) = body else { return };
     let mut stream = reader.into_inner();
@@ -158,10 +190,18 @@ fn serve<S: Read + Write>(stream: S, port: u16, scheme: &str, shared: &Shared) {
     }
     let (status, location, body): (&str, Option<String>, Vec<u8>) = if path == "/upload" {
         ("200 OK", None, format!("received {body} bytes").into_bytes())
+    } else if let Some(answer) = with_headers(&path, &headers) {
+        answer
     } else {
         route(&path, port, scheme)
     };
     let mut head = format!("HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n", body.len());
+    let header = |name: &str| headers.iter().find(|(key, _)| key == name).map(|(_, value)| value.clone());
+    if path.starts_with("/echo")
+        && let Some(authorization) = header("authorization")
+    {
+        head.push_str(&format!("x-seen-authorization: {authorization}\r\n"));
+    }
     if let Some(location) = location {
         head.push_str(&format!("location: {location}\r\n"));
     }
@@ -207,6 +247,40 @@ fn read_chunked(reader: &mut impl BufRead, shared: &Shared) -> Option<u64> {
         let mut crlf = String::new();
         reader.read_line(&mut crlf).ok()?;
     }
+}
+
+/// The routes that read the request's headers.
+fn with_headers(path: &str, headers: &[(String, String)]) -> Option<(&'static str, Option<String>, Vec<u8>)> {
+    let header = |name: &str| headers.iter().find(|(key, _)| key == name).map(|(_, value)| value.as_str());
+    if path.starts_with("/echo") {
+        let mut text = format!("path: {path}\n");
+        for (name, value) in headers {
+            text.push_str(&format!("{name}: {value}\n"));
+        }
+        return Some(("200 OK", None, text.into_bytes()));
+    }
+    if path.starts_with("/private") {
+        let encoded = CREDENTIAL.replace('/', "%2F").replace('+', "%2B");
+        let welcome = header("authorization") == Some(&format!("Bearer {CREDENTIAL}"))
+            || header("authorization") == Some(&format!("Bearer {OAUTH_TOKEN}"))
+            || header("x-api-key") == Some(CREDENTIAL)
+            || path.contains(&format!("api_key={encoded}"));
+        return Some(if welcome {
+            ("200 OK", None, b"welcome".to_vec())
+        } else {
+            ("401 Unauthorized", None, b"who are you?".to_vec())
+        });
+    }
+    if path == "/token" {
+        return Some(if header("authorization") == Some(&format!("Basic {OAUTH_BASIC}")) {
+            let token = format!(r#"{{"access_token":"{OAUTH_TOKEN}","token_type":"Bearer","expires_in":3600}}"#);
+            ("200 OK", None, token.into_bytes())
+        } else {
+            let refusal = r#"{"error":"invalid_client","error_description":"unknown client or wrong secret"}"#;
+            ("401 Unauthorized", None, refusal.as_bytes().to_vec())
+        });
+    }
+    None
 }
 
 fn route(path: &str, port: u16, scheme: &str) -> (&'static str, Option<String>, Vec<u8>) {

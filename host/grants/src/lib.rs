@@ -14,12 +14,14 @@
 //! shown at load. Each call then builds its WASI context from `Granted`
 //! without parsing or looking anything up.
 
+pub mod credentials;
 pub mod env;
 pub mod files;
 pub mod manifest;
 pub mod network;
 pub mod readfile;
 
+use credentials::{Add, Credential, Injection};
 use env::{EnvGrant, Redactor, Secret};
 use files::{DirGrant, FilesGrant};
 pub use manifest::Manifest;
@@ -37,12 +39,26 @@ pub struct Grants {
     pub files: FilesGrant,
     /// Environment variables it may see.
     pub env: EnvGrant,
+    /// Credentials the host adds to its requests (it never sees them).
+    pub credentials: Vec<Credential>,
 }
 
 impl Grants {
     /// True when nothing is granted.
     pub fn is_empty(&self) -> bool {
         self == &Grants::default()
+    }
+
+    /// The hosts it may reach: the `http` entries, and each credential's
+    /// destination not already among them.
+    pub fn reachable(&self) -> NetworkGrant {
+        let mut network = self.network.clone();
+        for credential in &self.credentials {
+            if !network.hosts.iter().any(|host| host.covers(&credential.to)) {
+                network.hosts.push(credential.to.clone());
+            }
+        }
+        network
     }
 
     /// The grants as JSON (names and entries only, never a value).
@@ -52,6 +68,7 @@ impl Grants {
             "sockets": self.network.sockets,
             "env": self.env.names,
             "secrets": self.env.secrets,
+            "credentials": self.credentials.iter().map(ToString::to_string).collect::<Vec<_>>(),
             "dirs": self.files.dirs.iter().map(|dir| json!({
                 "host": dir.host.display().to_string(),
                 "guest": dir.guest,
@@ -79,6 +96,9 @@ impl Grants {
         if !self.env.secrets.is_empty() {
             lines.push(("secrets", join(self.env.secrets.iter().map(ToString::to_string).collect())));
         }
+        if !self.credentials.is_empty() {
+            lines.push(("credentials", join(self.credentials.iter().map(ToString::to_string).collect())));
+        }
         lines
     }
 }
@@ -95,6 +115,7 @@ impl Manifest {
             network: NetworkGrant { hosts: self.http.clone(), sockets: self.sockets },
             files: FilesGrant::default(),
             env: EnvGrant { names: self.env.clone(), secrets: self.secrets.clone() },
+            credentials: Vec::new(),
         };
         let mut lines = grants.describe();
         if !self.dirs.is_empty() {
@@ -117,7 +138,12 @@ pub struct Granted {
     pub env: Vec<(String, String)>,
     /// Secrets and their values.
     pub secrets: Vec<(String, Secret)>,
-    /// Scrubs the secrets' values from whatever comes out.
+    /// Credentials added to its requests, values read.
+    pub credentials: Vec<Injection>,
+    /// Every form of a credential value a response could echo (the raw
+    /// values, whole header values), masked in what goes back to the plugin.
+    pub credential_values: Vec<Secret>,
+    /// Scrubs the secrets' values (and the credentials') from whatever comes out.
     pub redactor: Redactor,
 }
 
@@ -152,15 +178,17 @@ pub fn review(name: &str, wasm: &Path, grants: &Grants, lookup: impl Fn(&str) ->
             None
         }
     };
+    let network = grants.reachable();
     if let Some(asks) = &asks {
-        for unmet in asks.unmet(grants) {
+        let effective = Grants { network: network.clone(), ..grants.clone() };
+        for unmet in asks.unmet(&effective) {
             notices.push(format!(
                 "asks for {unmet}, which is not granted, so it is denied (grant it under \
                  `[plugins.{name}]` in the config, toolhost.toml, if the plugin should have it)"
             ));
         }
     }
-    let env::ResolvedEnv { vars: env, secrets, unset } = grants.env.resolve(lookup);
+    let env::ResolvedEnv { vars: env, secrets, unset } = grants.env.resolve(&lookup);
     for name in unset {
         notices.push(format!(
             "is granted the environment variable `{name}`, but it is not set in toolhost's \
@@ -179,8 +207,20 @@ pub fn review(name: &str, wasm: &Path, grants: &Grants, lookup: impl Fn(&str) ->
             )),
         }
     }
-    let redactor = Redactor::new(&secrets);
-    let granted = Granted { network: Arc::new(grants.network.clone()), dirs, env, secrets, redactor };
+    let mut credentials = Vec::new();
+    let mut scrubbed = secrets.clone();
+    let mut credential_values = Vec::new();
+    for credential in &grants.credentials {
+        let (injection, values) = credential.resolve(&lookup);
+        if let Add::Unavailable(why) = &injection.add {
+            notices.push(format!("{why}; its requests there are refused until it is"));
+        }
+        credential_values.extend(values.iter().map(|(_, value)| value.clone()));
+        scrubbed.extend(values);
+        credentials.push(injection);
+    }
+    let redactor = Redactor::new(&scrubbed);
+    let granted = Granted { network: Arc::new(network), dirs, env, secrets, credentials, credential_values, redactor };
     Review { asks, granted: Arc::new(granted), notices }
 }
 

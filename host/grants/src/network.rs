@@ -179,6 +179,12 @@ impl RequestHost {
 }
 
 impl HostPattern {
+    /// Whether a request to `scheme://host:port` matches this entry; `host`
+    /// as in a URI (a name, an IPv4 address or a bracketed IPv6 one).
+    pub fn admits(&self, scheme: Scheme, host: &str, port: u16) -> bool {
+        RequestHost::parse(host).is_some_and(|host| self.matches(scheme, &host, port))
+    }
+
     fn matches(&self, scheme: Scheme, host: &RequestHost, port: u16) -> bool {
         if self.scheme != scheme {
             return false;

@@ -34,13 +34,14 @@ use wasmtime::{Engine, InstanceAllocationStrategy};
 use crate::limits::{ByteSize, HumanDuration};
 
 /// How long one compile may take by default. The largest bundled plugins
-/// (18–19 MB Python components) compile in about 7 s on a 2-core machine
+/// (18–19 MB Python components) compile in 4–7 s on a 2-core machine
 /// that is busy with another build, so this leaves room for a slower
 /// machine and a larger interpreter, and still ends a compile bomb.
 pub const DEFAULT_COMPILE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How much data memory one compile may use by default. Compiling the
-/// largest bundled plugins peaks at about 0.4 GiB, so this is five times that,
+/// largest bundled plugins needs 0.4–0.6 GiB of data memory, so this is about
+/// four times that,
 /// and stops a compile bomb (3.7 GiB) long before it hurts the machine.
 pub const DEFAULT_COMPILE_MEMORY: u64 = 2 << 30;
 

@@ -7,6 +7,7 @@ pub mod cache;
 pub mod compiler;
 pub mod docs;
 pub mod engine;
+pub(crate) mod inject;
 pub mod limits;
 pub(crate) mod outbound;
 pub mod outcome;

@@ -88,6 +88,12 @@ impl SharedLedger {
 
     fn refuse(&self, target: String, reason: RefusalReason) {
         let target = self.granted.redactor.scrub(target);
+        let reason = match reason {
+            RefusalReason::CredentialUnavailable { why } => {
+                RefusalReason::CredentialUnavailable { why: self.granted.redactor.scrub(why) }
+            }
+            other => other,
+        };
         let refusal = Refusal { target, reason };
         tracing::info!(plugin = &*self.plugin, "refused {refusal}");
         let mut ledger = self.lock();
@@ -163,7 +169,9 @@ impl Outbound {
             ledger.requests += 1;
         }
         let name = host.trim_start_matches('[').trim_end_matches(']').to_owned();
-        Ok(Target { scheme, name, port, shown, pattern: pattern.clone() })
+        let credential =
+            self.ledger.granted.credentials.iter().position(|credential| credential.to.admits(scheme, host, port));
+        Ok(Target { scheme, name, port, shown, pattern: pattern.clone(), credential })
     }
 }
 
@@ -177,6 +185,8 @@ struct Target {
     shown: String,
     /// The entry that admitted it.
     pattern: HostPattern,
+    /// The credential bound to this destination, by its place in the grant.
+    credential: Option<usize>,
 }
 
 type IoFuture = Box<dyn Future<Output = Result<(), Error>> + Send>;
@@ -280,6 +290,26 @@ impl Exchange {
     }
 
     async fn send(self, mut request: http::Request<WasiBody>) -> SendResult {
+        let masks = match self.target.credential {
+            Some(index) => {
+                let granted = &self.ledger.granted;
+                match crate::inject::add(
+                    &granted.credentials[index],
+                    &mut request,
+                    &self.tls,
+                    &granted.credential_values,
+                )
+                .await
+                {
+                    Ok(masks) => masks,
+                    Err(why) => {
+                        self.ledger.refuse(self.target.shown.clone(), RefusalReason::CredentialUnavailable { why });
+                        return Err(Error::HttpRequestDenied);
+                    }
+                }
+            }
+            None => Vec::new(),
+        };
         let connecting = tokio::time::timeout_at(self.within(self.options.connect_timeout), self.connect()).await;
         let stream = match connecting {
             Ok(stream) => stream?,
@@ -348,9 +378,15 @@ impl Exchange {
             }
             Ok(())
         });
+        let mut head = head;
+        let masker = (!masks.is_empty()).then(|| {
+            crate::inject::mask_headers(head.headers_mut(), &masks);
+            crate::inject::Masker::new(masks)
+        });
         let response = head.map(|incoming| {
             Bounded {
                 inner: incoming,
+                masker,
                 sleep: Box::pin(tokio::time::sleep_until(self.deadline.into())),
                 done: false,
                 exchange: self,
@@ -413,6 +449,8 @@ impl Exchange {
 /// A response body bounded by the call's byte limit and the request's deadline.
 struct Bounded {
     inner: hyper::body::Incoming,
+    /// Masks a credential's values, when the request carried one.
+    masker: Option<crate::inject::Masker>,
     sleep: Pin<Box<tokio::time::Sleep>>,
     done: bool,
     exchange: Exchange,
@@ -458,36 +496,50 @@ impl Body for Bounded {
         if this.done {
             return Poll::Ready(None);
         }
-        match Pin::new(&mut this.inner).poll_frame(cx) {
-            Poll::Ready(None) => {
-                this.done = true;
-                Poll::Ready(None)
-            }
-            Poll::Ready(Some(Err(err))) => {
-                this.done = true;
-                // At the deadline the connection task stops too, which the
-                // body may see first as a closed connection: it is the timeout.
-                if err.is_timeout() || Instant::now() >= this.exchange.deadline {
-                    this.exchange.timed_out();
-                    return Poll::Ready(Some(Err(Error::HttpResponseTimeout)));
+        loop {
+            return match Pin::new(&mut this.inner).poll_frame(cx) {
+                Poll::Ready(None) => {
+                    if let Some(rest) = this.masker.as_mut().and_then(crate::inject::Masker::finish) {
+                        return this.count(rest);
+                    }
+                    this.done = true;
+                    Poll::Ready(None)
                 }
-                Poll::Ready(Some(Err(Error::Hyper(err))))
-            }
-            Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
-                Ok(data) => this.count(data),
-                Err(trailers) => Poll::Ready(Some(Ok(trailers))),
-            },
-            Poll::Pending => {
-                ready!(this.sleep.as_mut().poll(cx));
-                this.done = true;
-                this.exchange.timed_out();
-                Poll::Ready(Some(Err(Error::HttpResponseTimeout)))
-            }
+                Poll::Ready(Some(Err(err))) => {
+                    this.done = true;
+                    // At the deadline the connection task stops too, which the
+                    // body may see first as a closed connection: it is the timeout.
+                    if err.is_timeout() || Instant::now() >= this.exchange.deadline {
+                        this.exchange.timed_out();
+                        return Poll::Ready(Some(Err(Error::HttpResponseTimeout)));
+                    }
+                    Poll::Ready(Some(Err(Error::Hyper(err))))
+                }
+                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                    Ok(data) => {
+                        let data = match this.masker.as_mut() {
+                            Some(masker) => masker.push(&data),
+                            None => data,
+                        };
+                        if data.is_empty() {
+                            continue;
+                        }
+                        this.count(data)
+                    }
+                    Err(trailers) => Poll::Ready(Some(Ok(trailers))),
+                },
+                Poll::Pending => {
+                    ready!(this.sleep.as_mut().poll(cx));
+                    this.done = true;
+                    this.exchange.timed_out();
+                    Poll::Ready(Some(Err(Error::HttpResponseTimeout)))
+                }
+            };
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.done || self.inner.is_end_stream()
+        self.done || (self.inner.is_end_stream() && self.masker.as_ref().is_none_or(crate::inject::Masker::is_empty))
     }
 }
 

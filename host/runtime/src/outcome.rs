@@ -283,6 +283,13 @@ pub enum RefusalReason {
         #[serde(serialize_with = "as_millis", rename = "limit_ms")]
         limit: Duration,
     },
+    /// The credential the operator bound to this destination could not be
+    /// had (its value unset, its token endpoint failing), so the request was
+    /// not sent.
+    CredentialUnavailable {
+        /// Why, in one line (never a value).
+        why: String,
+    },
 }
 
 impl fmt::Display for Refusal {
@@ -328,6 +335,7 @@ impl fmt::Display for Refusal {
                     limit.as_millis()
                 )
             }
+            RefusalReason::CredentialUnavailable { why } => write!(f, "{target}: not sent: {why}"),
         }
     }
 }
@@ -344,6 +352,7 @@ impl RefusalReason {
             RefusalReason::TooManyRequests { .. } => "too_many_requests",
             RefusalReason::ResponseTooLarge { .. } => "response_too_large",
             RefusalReason::TimedOut { .. } => "timed_out",
+            RefusalReason::CredentialUnavailable { .. } => "credential_unavailable",
         }
     }
 }

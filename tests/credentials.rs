@@ -1,0 +1,216 @@
+//! Credentials injected at the `wasi:http` boundary: the bundled `fetch`
+//! plugin (which returns the status, headers and text it got) through the
+//! real CLI, against test servers on 127.0.0.1 that check the credential,
+//! echo what they received and hand out OAuth tokens. What the plugin sees is
+//! what `fetch` returns, so a value that shows nowhere in its output never
+//! reached the plugin.
+
+mod common;
+
+use common::server::{CREDENTIAL, OAUTH_SECRET, OAUTH_TOKEN, TestServer};
+use common::{plugin_dir, stderr, stdout, toolhost_with_env};
+use serde_json::{Value, json};
+use std::path::Path;
+
+/// A folder with `toolhost.toml` (`config` after a `plugins_dir` line) and `fetch`.
+fn setup(config: &str) -> (tempfile::TempDir, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = plugin_dir(&["fetch"]);
+    let text = format!("plugins_dir = {:?}\n{config}", plugins.path().display().to_string());
+    std::fs::write(dir.path().join("toolhost.toml"), text).unwrap();
+    (dir, plugins)
+}
+
+/// `toolhost call fetch {"url": URL} --json` in `dir` with `env`: what the
+/// plugin returned (status, headers, text; null when it failed), the report,
+/// and the whole stdout and stderr (to check for values).
+fn fetch(dir: &Path, url: &str, env: &[(&str, &str)]) -> (Value, Value, String) {
+    let arguments = json!({ "url": url }).to_string();
+    let output = toolhost_with_env(dir, &["call", "fetch", &arguments, "--json"], env);
+    let everything = format!("{}{}", stdout(&output), stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap_or_else(|err| panic!("{err}: {everything}"));
+    let fetched =
+        report["output"]["value"].as_str().and_then(|text| serde_json::from_str(text).ok()).unwrap_or_default();
+    (fetched, report, everything)
+}
+
+/// The forms a value could take in text or JSON.
+fn assert_hidden(value: &str, text: &str) {
+    for form in [value.to_owned(), value.replace('/', "\\/"), value.replace('/', "%2F").replace('+', "%2B")] {
+        assert!(!text.contains(&form), "`{form}` shows in:\n{text}");
+    }
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers.iter().find(|(key, _)| key == name).map(|(_, value)| value.as_str())
+}
+
+#[test]
+fn a_bearer_credential_reaches_the_api_and_never_the_plugin() {
+    let api = TestServer::start();
+    let config =
+        format!("[[plugins.fetch.credentials]]\nto = \"{}\"\nbearer = {{ env = \"API_TOKEN\" }}\n", api.origin());
+    let (dir, _plugins) = setup(&config);
+    let env = [("API_TOKEN", CREDENTIAL)];
+
+    // The API checks the header: the plugin, granted nothing in `http`, gets in.
+    let (fetched, report, everything) = fetch(dir.path(), &api.url("/private"), &env);
+    assert_eq!(fetched["status"], 200, "{report}");
+    assert_eq!(fetched["text"], "welcome", "{report}");
+    assert_hidden(CREDENTIAL, &everything);
+
+    // A server that echoes the header hands the plugin a masked value only,
+    // in the body and in its response headers.
+    let (fetched, report, everything) = fetch(dir.path(), &api.url("/echo"), &env);
+    assert_eq!(fetched["status"], 200, "{report}");
+    let text = fetched["text"].as_str().unwrap();
+    assert!(text.contains("authorization: Bearer *****"), "{text}");
+    let echoed = fetched["headers"].as_array().unwrap().iter().find(|pair| pair[0] == "x-seen-authorization");
+    assert!(echoed.is_some_and(|pair| pair[1].as_str().unwrap().starts_with("Bearer ***")), "{report}");
+    assert_hidden(CREDENTIAL, &everything);
+    let sent = api.headers();
+    let last = sent.last().unwrap();
+    assert_eq!(header(last, "authorization"), Some(format!("Bearer {CREDENTIAL}").as_str()));
+    assert_eq!(header(last, "accept-encoding"), Some("identity"), "asked uncompressed, so the echo can be masked");
+
+    // `inspect` says what is injected where, never the value.
+    let inspect = toolhost_with_env(dir.path(), &["inspect", "fetch"], &env);
+    let shown = format!("{}{}", stdout(&inspect), stderr(&inspect));
+    assert!(shown.contains(&format!("credentials bearer token from $API_TOKEN → {}", api.origin())), "{shown}");
+    assert_hidden(CREDENTIAL, &shown);
+}
+
+#[test]
+fn a_credential_goes_to_its_destination_only_never_across_a_redirect() {
+    let api = TestServer::start();
+    let other = TestServer::start();
+    let config = format!(
+        "[plugins.fetch]\nhttp = [\"{}\"]\n[[plugins.fetch.credentials]]\nto = \"{}\"\nbearer = {{ env = \"API_TOKEN\" }}\n",
+        other.origin(),
+        api.origin()
+    );
+    let (dir, _plugins) = setup(&config);
+    let env = [("API_TOKEN", CREDENTIAL)];
+
+    let (fetched, report, _) = fetch(dir.path(), &other.url("/private"), &env);
+    assert_eq!(fetched["status"], 401, "{report}");
+    // The API redirects to the other host: the plugin follows, and the other
+    // host gets nothing, though the first request carried the credential.
+    let (fetched, report, everything) =
+        fetch(dir.path(), &api.url(&format!("/redirect?to={}", other.url("/echo"))), &env);
+    assert_eq!(fetched["status"], 200, "{report}");
+    assert_hidden(CREDENTIAL, &everything);
+    assert!(header(&api.headers()[0], "authorization").is_some());
+    for headers in other.headers() {
+        assert_eq!(header(&headers, "authorization"), None, "{headers:?}");
+    }
+    assert_eq!(other.seen(), ["/private", "/echo"]);
+}
+
+#[test]
+fn header_and_query_credentials_come_from_files_or_the_environment() {
+    let by_query = TestServer::start();
+    let by_header = TestServer::start();
+    let config = format!(
+        "[[plugins.fetch.credentials]]\nto = \"{}\"\nquery = \"api_key\"\nvalue = {{ file = \"key.txt\" }}\n\
+         [[plugins.fetch.credentials]]\nto = \"{}\"\nheader = \"X-Api-Key\"\nvalue = {{ env = \"KEY\" }}\n",
+        by_query.origin(),
+        by_header.origin()
+    );
+    let (dir, _plugins) = setup(&config);
+    // Relative to the config file; the line break at the end is not part of it.
+    std::fs::write(dir.path().join("key.txt"), format!("{CREDENTIAL}\n")).unwrap();
+    let env = [("KEY", CREDENTIAL)];
+
+    let (fetched, report, _) = fetch(dir.path(), &by_query.url("/private?page=2&api_key=guessed"), &env);
+    assert_eq!(fetched["text"], "welcome", "{report}");
+    let (fetched, _, everything) = fetch(dir.path(), &by_query.url("/echo?page=2"), &env);
+    let text = fetched["text"].as_str().unwrap();
+    assert!(text.starts_with("path: /echo?page=2&api_key=****"), "{text}");
+    assert_hidden(CREDENTIAL, &everything);
+    // The plugin's own `api_key` was replaced, not sent beside the real one.
+    assert!(!by_query.seen()[0].contains("guessed"), "{:?}", by_query.seen());
+
+    let (fetched, report, everything) = fetch(dir.path(), &by_header.url("/private"), &env);
+    assert_eq!(fetched["text"], "welcome", "{report}");
+    assert_hidden(CREDENTIAL, &everything);
+}
+
+#[test]
+fn an_oauth_token_is_fetched_once_kept_and_a_failure_is_one_line() {
+    let tokens = TestServer::start();
+    let api = TestServer::start();
+    let config = format!(
+        "[[plugins.fetch.credentials]]\nto = \"{}\"\noauth2 = {{ token_url = \"{}\", client_id = {{ env = \"CLIENT_ID\" }}, \
+         client_secret = {{ env = \"CLIENT_SECRET\" }}, scopes = [\"read\", \"write\"] }}\n",
+        api.origin(),
+        tokens.url("/token")
+    );
+    let (dir, _plugins) = setup(&config);
+    let env = [("CLIENT_ID", "client-1"), ("CLIENT_SECRET", OAUTH_SECRET)];
+
+    // Two requests in one call (a redirect to the API itself): one token.
+    let (fetched, report, everything) =
+        fetch(dir.path(), &api.url(&format!("/redirect?to={}", api.url("/private"))), &env);
+    assert_eq!(fetched["text"], "welcome", "{report}");
+    assert_eq!(tokens.seen(), ["/token"], "the token is kept for the next request");
+    assert_hidden(OAUTH_TOKEN, &everything);
+    assert_hidden(OAUTH_SECRET, &everything);
+    let (_, _, everything) = fetch(dir.path(), &api.url("/echo"), &env);
+    assert_hidden(OAUTH_TOKEN, &everything);
+
+    let wrong = [("CLIENT_ID", "client-1"), ("CLIENT_SECRET", "not-the-secret")];
+    let (_, report, everything) = fetch(dir.path(), &api.url("/private"), &wrong);
+    let refusal = &report["refused"][0];
+    assert_eq!(refusal["kind"], "credential_unavailable", "{report}");
+    assert_eq!(
+        refusal["message"],
+        format!(
+            "{}: not sent: the OAuth token request to {} failed: HTTP 401 (invalid_client: unknown client or \
+             wrong secret)",
+            api.origin(),
+            tokens.url("/token")
+        ),
+        "{report}"
+    );
+    assert_hidden("not-the-secret", &everything);
+    assert_eq!(api.seen().iter().filter(|path| *path == "/private").count(), 1, "nothing sent without the token");
+}
+
+#[test]
+fn an_unset_credential_refuses_its_requests_and_bad_ones_are_config_errors() {
+    let api = TestServer::start();
+    let config =
+        format!("[[plugins.fetch.credentials]]\nto = \"{}\"\nbearer = {{ env = \"UNSET_TOKEN\" }}\n", api.origin());
+    let (dir, _plugins) = setup(&config);
+    let (_, report, everything) = fetch(dir.path(), &api.url("/private"), &[]);
+    assert!(everything.contains("`UNSET_TOKEN` is not set in toolhost's environment"), "{everything}");
+    assert_eq!(report["refused"][0]["kind"], "credential_unavailable", "{report}");
+    assert!(api.seen().is_empty(), "{:?}", api.seen());
+
+    for (credential, says) in [
+        ("to = \"http://api.example.com\"\nbearer = { env = \"T\" }", "clear text over plain HTTP"),
+        ("to = \"https://api.example.com\"", "says nothing to add"),
+        ("to = \"https://*\"\nbearer = { env = \"T\" }", "would go to every host"),
+        ("to = \"https://a.example\"\nbearer = { env = \"T\" }\nquery = \"k\"", "more than one way"),
+        ("to = \"https://a.example\"\nheader = \"Host\"\nvalue = { env = \"T\" }", "toolhost sets that header itself"),
+        ("to = \"https://a.example\"\nbearer = { value = \"literal\" }", "unknown variant `value`"),
+        (
+            "to = \"https://a.example\"\noauth2 = { token_url = \"http://auth.example/token\", client_id = { env = \"I\" }, \
+             client_secret = { env = \"S\" } }",
+            "a token endpoint must be `https://…`",
+        ),
+    ] {
+        let (dir, _plugins) = setup(&format!("[[plugins.fetch.credentials]]\n{credential}\n"));
+        let output = toolhost_with_env(dir.path(), &["tools"], &[]);
+        assert!(!output.status.success(), "{credential}");
+        let err = stderr(&output);
+        assert!(err.contains(says), "{credential}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    // A credential in clear text to a remote host only when the operator says so.
+    let (dir, _plugins) = setup(
+        "[[plugins.fetch.credentials]]\nto = \"http://api.example.com\"\nbearer = { env = \"T\" }\nallow_http = true\n",
+    );
+    assert!(toolhost_with_env(dir.path(), &["tools"], &[("T", "x")]).status.success());
+}
