@@ -25,10 +25,12 @@
 //! does not speak TLS over plain HTTP, and any other only with `insecure`.
 
 pub mod credentials;
+pub mod keys;
 pub mod reference;
 pub mod store;
 
 pub use credentials::Credentials;
+pub use keys::{PublicKey, SigningKey};
 pub use reference::Source;
 pub use store::{LOCK_FILE, Lock, Locked};
 
