@@ -380,7 +380,7 @@ impl Registry {
         let layers = [(WASM_LAYER, plugin.wasm.clone(), format!("{}.wasm", plugin.name))];
         let layer_digests: Vec<String> = layers.iter().map(|(_, bytes, _)| store::digest_of(bytes)).collect();
         let config = serde_json::json!({
-            "created": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            "created": created()?.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             "author": null,
             "architecture": "wasm",
             "os": "wasip2",
@@ -486,6 +486,24 @@ impl Registry {
 
 /// The manifest GET found nothing (HTTP 404).
 struct Missing;
+
+/// The environment variable that fixes an artifact's `created` time (seconds
+/// since 1970), for reproducible pushes: the same plugin pushed twice is then
+/// the same artifact, with the same digest and signatures.
+pub const SOURCE_DATE_EPOCH: &str = "SOURCE_DATE_EPOCH";
+
+/// The artifact's `created` time: [`SOURCE_DATE_EPOCH`] when set, else now.
+fn created() -> Result<chrono::DateTime<chrono::Utc>> {
+    match std::env::var(SOURCE_DATE_EPOCH) {
+        Err(std::env::VarError::NotPresent) => Ok(chrono::Utc::now()),
+        Ok(text) => {
+            text.trim().parse::<i64>().ok().and_then(|seconds| chrono::DateTime::from_timestamp(seconds, 0)).ok_or_else(
+                || anyhow!("{SOURCE_DATE_EPOCH} is `{}`, not a number of seconds since 1970", text.escape_debug()),
+            )
+        }
+        Err(std::env::VarError::NotUnicode(_)) => bail!("{SOURCE_DATE_EPOCH} is not a number of seconds since 1970"),
+    }
+}
 
 /// Checks the artifact is a Wasm component, optionally with a plugin manifest.
 fn check_layout(source: &Source, manifest: &OciImageManifest) -> Result<()> {
