@@ -1130,6 +1130,16 @@ fn unsigned_wrongly_signed_and_tampered_plugins_are_refused_leaving_the_folder_a
     trust(work.path(), &registry, &[Path::new("publisher/cosign.pub")], true);
     let output = run(work.path(), &["pull", &format!("{}:1", repository("hash"))], &[]);
     assert!(output.status.success(), "{}", stderr(&output));
+
+    // A narrower scope with no keys and `require = false` exempts its repository from the broader rule.
+    let config = std::fs::read_to_string(work.path().join("toolhost.toml")).unwrap();
+    let exempt = format!("{config}[[trust]]\nscope = \"{}\"\nrequire = false\n", repository("hash"));
+    std::fs::write(work.path().join("toolhost.toml"), exempt).unwrap();
+    let output = run(work.path(), &["pull", &format!("{}:2", repository("hash"))], &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(!stdout(&output).contains("signature"), "nothing checked, nothing said: {}", stdout(&output));
+    let lock = std::fs::read_to_string(folder.join("toolhost.lock")).unwrap();
+    assert!(lock.contains(&unsigned) && !lock.contains("[plugins.hash.signer]"), "{lock}");
 }
 
 #[test]

@@ -80,7 +80,8 @@ impl Signer {
 /// What the signature check of a pull found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
-    /// No `[[trust]]` scope covers the reference: nothing was checked.
+    /// No `[[trust]]` scope covers the reference, or its scope is exempt
+    /// (no keys, `require = false`): nothing was checked.
     Unchecked,
     /// Its scope does not require a signature and it has none.
     Unsigned {
@@ -171,12 +172,9 @@ impl Registry {
     /// against the `[[trust]]` entry that covers it, if any. An error is one
     /// line saying why the artifact is refused and what to do.
     pub async fn verify(&self, source: &Source, digest: &str, entry: Option<&TrustEntry>) -> Result<Verdict> {
-        let Some(entry) = entry else { return Ok(Verdict::Unchecked) };
+        // No scope, or one that exempts its references (`require = false`, no keys).
+        let Some(entry) = entry.filter(|entry| !entry.keys.is_empty()) else { return Ok(Verdict::Unchecked) };
         let scope = entry.scope.to_string();
-        if entry.keys.is_empty() {
-            // `require = false` without keys: the entry exempts its scope.
-            return Ok(Verdict::Unsigned { scope });
-        }
         let keys = trusted_keys(source, entry)?;
         let tag = signature_tag(digest);
         let token = self.authorize(source.reference(), RegistryOperation::Pull).await?;
