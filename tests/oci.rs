@@ -3,6 +3,10 @@
 //! `tests/oci/setup.sh` the first time (a failed install fails the tests) and
 //! started by each test on a loopback port with its storage in a temporary
 //! folder. Everything goes through the real binary and the real plugins.
+//! The signature tests also drive the real `cosign` (Debian 13's 2.5 package,
+//! fetched at a pinned version by `tests/oci/cosign.sh` the first time), both
+//! ways, offline: every connection it might try beyond this machine goes to a
+//! closed port.
 
 mod common;
 
@@ -822,4 +826,356 @@ fn a_hostile_registry_cannot_make_toolhost_read_more_than_it_declares() {
     let output = run(work.path(), &["pull", &format!("127.0.0.1:{}/x/hash:1", forger.port), "--dir", &folder], &[]);
     assert_refused(&output, "digest mismatch: the registry says the manifest is");
     assert_eq!(snapshot(dir.path()), before);
+}
+
+// Signatures: cosign's key-based format, both ways, with the real `cosign`.
+
+/// cosign (Debian 13's 2.5 package), installed by `tests/oci/cosign.sh` the first time.
+fn cosign_binary() -> PathBuf {
+    common::install("oci/cosign.sh");
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/oci/.tools/cosign/usr/bin/cosign")
+}
+
+/// The password of every key pair `key_pair` makes.
+const KEY_PASSWORD: &str = "correct horse battery staple";
+
+/// Runs cosign in `cwd` with the keys' password, no registry credentials, its
+/// home in `cwd`, and every connection but to this machine sent to a closed
+/// port (so nothing reaches the internet, whatever cosign tries).
+fn cosign(cwd: &Path, args: &[&str]) -> Output {
+    let docker = cwd.join(".docker");
+    std::fs::create_dir_all(&docker).unwrap();
+    Command::new(cosign_binary())
+        .args(args)
+        .current_dir(cwd)
+        .env("COSIGN_PASSWORD", KEY_PASSWORD)
+        .env("HOME", cwd)
+        .env("DOCKER_CONFIG", &docker)
+        .env("HTTPS_PROXY", "http://127.0.0.1:9")
+        .env("HTTP_PROXY", "http://127.0.0.1:9")
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run cosign")
+}
+
+/// `cosign generate-key-pair` in `dir/name/`: the paths of cosign.key and cosign.pub.
+fn key_pair(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let folder = dir.join(name);
+    std::fs::create_dir_all(&folder).unwrap();
+    let output = cosign(&folder, &["generate-key-pair"]);
+    assert!(output.status.success(), "cosign generate-key-pair: {}", stderr(&output));
+    (folder.join("cosign.key"), folder.join("cosign.pub"))
+}
+
+/// `cosign sign --key KEY REFERENCE`, offline (no transparency log), over plain HTTP.
+fn cosign_sign(cwd: &Path, key: &Path, reference: &str) {
+    let key = key.display().to_string();
+    let args = [
+        "sign",
+        "--key",
+        &key,
+        "--tlog-upload=false",
+        "--allow-insecure-registry",
+        "--allow-http-registry",
+        "--yes",
+        reference,
+    ];
+    let output = cosign(cwd, &args);
+    assert!(output.status.success(), "cosign sign: {}{}", stdout(&output), stderr(&output));
+}
+
+/// `cosign verify --key PUB REFERENCE`, offline, over plain HTTP.
+fn cosign_verify(cwd: &Path, public: &Path, reference: &str) -> Output {
+    let public = public.display().to_string();
+    let args = [
+        "verify",
+        "--key",
+        &public,
+        "--insecure-ignore-tlog",
+        "--allow-insecure-registry",
+        "--allow-http-registry",
+        reference,
+    ];
+    cosign(cwd, &args)
+}
+
+/// `sha256:` and the SHA-256 of a PEM public key's DER: its fingerprint.
+fn fingerprint(public: &Path) -> String {
+    use base64::Engine as _;
+    let text = std::fs::read_to_string(public).unwrap();
+    let body: String = text.lines().filter(|line| !line.starts_with("-----")).collect();
+    sha256(&base64::engine::general_purpose::STANDARD.decode(body).unwrap())
+}
+
+/// The signatures manifest of `digest` in `repository`, as JSON.
+fn signatures(registry: &Registry, repository: &str, digest: &str) -> serde_json::Value {
+    let tag = format!("{}.sig", digest.replace(':', "-"));
+    let (status, response) = registry
+        .request(
+            "GET",
+            &format!("/v2/{repository}/manifests/{tag}"),
+            &[("Accept", "application/vnd.oci.image.manifest.v1+json")],
+            b"",
+        )
+        .unwrap();
+    assert_eq!(status, 200, "{response}");
+    serde_json::from_str(&response[response.find("\r\n\r\n").unwrap() + 4..]).unwrap()
+}
+
+/// Stores `manifest` as the signatures of `digest` in `repository`, straight through the API.
+fn put_signatures(registry: &Registry, repository: &str, digest: &str, manifest: &serde_json::Value) {
+    let tag = format!("{}.sig", digest.replace(':', "-"));
+    let (status, response) = registry
+        .request(
+            "PUT",
+            &format!("/v2/{repository}/manifests/{tag}"),
+            &[("Content-Type", "application/vnd.oci.image.manifest.v1+json")],
+            manifest.to_string().as_bytes(),
+        )
+        .unwrap();
+    assert_eq!(status, 201, "{response}");
+}
+
+/// A `toolhost.toml` in `work` trusting `keys` for every repository under `REGISTRY/plugins/`.
+fn trust(work: &Path, registry: &Registry, keys: &[&Path], require: bool) {
+    let keys: Vec<String> = keys.iter().map(|key| format!("{:?}", key.display().to_string())).collect();
+    std::fs::write(
+        work.join("toolhost.toml"),
+        format!(
+            "plugins_dir = \"plugins\"\n[[trust]]\nscope = \"{}/plugins/*\"\nkeys = [{}]\nrequire = {require}\n",
+            registry.addr(),
+            keys.join(", ")
+        ),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_plugin_signed_by_cosign_is_accepted_by_pull_and_its_signer_is_locked() {
+    let registry = Registry::start();
+    let work = tempfile::tempdir().unwrap();
+    let (key, public) = key_pair(work.path(), "publisher");
+    let reference = format!("{}/plugins/hash:1.0", registry.addr());
+    let digest = push(work.path(), &plugin("hash"), &reference);
+    cosign_sign(work.path(), &key, &format!("{}/plugins/hash@{digest}", registry.addr()));
+    trust(work.path(), &registry, &[Path::new("publisher/cosign.pub")], true);
+
+    let output = run(work.path(), &["pull", &reference], &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let said = format!("signature verified with publisher/cosign.pub ({})", fingerprint(&public));
+    assert!(stdout(&output).starts_with("pulled hash") && stdout(&output).contains(&said), "{}", stdout(&output));
+    let lock = std::fs::read_to_string(work.path().join("plugins/toolhost.lock")).unwrap();
+    let signer =
+        format!("[plugins.hash.signer]\nkey = \"publisher/cosign.pub\"\nfingerprint = \"{}\"", fingerprint(&public));
+    assert!(lock.contains(&digest) && lock.contains(&signer), "{lock}");
+    let call = run(work.path(), &["call", "sha256", r#"{"text":"hello"}"#], &[]);
+    assert!(call.status.success() && stdout(&call).contains("2cf24dba"), "{}", stderr(&call));
+    assert!(!stderr(&call).contains("warning"), "{}", stderr(&call));
+
+    // Pulled again: verified again, nothing written, and it says so.
+    let before = snapshot(&work.path().join("plugins"));
+    let again = run(work.path(), &["pull", &reference], &[]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(stdout(&again).starts_with("unchanged hash") && stdout(&again).contains(&said), "{}", stdout(&again));
+    assert_eq!(snapshot(&work.path().join("plugins")), before);
+
+    // Where the scope does not require signatures, an unsigned plugin is taken, and said to be unsigned.
+    let unsigned = format!("{}/plugins/text:1", registry.addr());
+    push(work.path(), &plugin("text"), &unsigned);
+    trust(work.path(), &registry, &[Path::new("publisher/cosign.pub")], false);
+    let output = run(work.path(), &["pull", &unsigned], &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("not signed, accepted"), "{}", stdout(&output));
+    let lock = std::fs::read_to_string(work.path().join("plugins/toolhost.lock")).unwrap();
+    assert!(!lock.contains("[plugins.text.signer]"), "{lock}");
+
+    // Once the scope requires signatures, every command that loads the folder says what was pulled without one.
+    trust(work.path(), &registry, &[Path::new("publisher/cosign.pub")], true);
+    let config = std::fs::read_to_string(work.path().join("toolhost.toml")).unwrap();
+    std::fs::write(
+        work.path().join("toolhost.toml"),
+        format!("{config}[plugins.text]\nsource = \"{unsigned}\"\n[plugins.hash]\nsource = \"{reference}\"\n"),
+    )
+    .unwrap();
+    let tools = run(work.path(), &["tools"], &[]);
+    assert!(tools.status.success(), "{}", stderr(&tools));
+    let shown = stderr(&tools);
+    let warnings: Vec<&str> = shown.lines().filter(|line| line.starts_with("warning:")).collect();
+    assert_eq!(warnings.len(), 1, "{}", stderr(&tools));
+    assert!(warnings[0].contains("text: ") && warnings[0].contains("without a verified signature"), "{}", warnings[0]);
+}
+
+#[test]
+fn a_plugin_signed_by_toolhost_push_passes_cosign_verify_and_signatures_accumulate() {
+    let registry = Registry::start();
+    let work = tempfile::tempdir().unwrap();
+    let (key, public) = key_pair(work.path(), "publisher");
+    let (other_key, other_public) = key_pair(work.path(), "other");
+    let reference = format!("{}/plugins/hash:1.0", registry.addr());
+    let file = plugin("hash").display().to_string();
+    let key_arg = key.display().to_string();
+    // A fixed `created` time: the same plugin pushed again is the same artifact.
+    let epoch = ("SOURCE_DATE_EPOCH", "1700000000");
+    let output =
+        run(work.path(), &["push", "--sign", &key_arg, &file, &reference], &[("COSIGN_PASSWORD", KEY_PASSWORD), epoch]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let digest = stdout(&output).trim().to_owned();
+    let said = format!("signed {digest} with {key_arg} ({})", fingerprint(&public));
+    assert!(stderr(&output).contains(&said), "{}", stderr(&output));
+
+    let verified = cosign_verify(work.path(), &public, &reference);
+    assert!(verified.status.success(), "cosign verify: {}{}", stdout(&verified), stderr(&verified));
+    assert!(stdout(&verified).contains(&format!("\"docker-manifest-digest\":\"{digest}\"")), "{}", stdout(&verified));
+    let refused = cosign_verify(work.path(), &other_public, &reference);
+    assert!(!refused.status.success(), "cosign checks the key: {}", stdout(&refused));
+
+    // The signature is stored as cosign stores it: one simple-signing layer, the signature in an annotation.
+    let manifest = signatures(&registry, "plugins/hash", &digest);
+    assert_eq!(manifest["mediaType"], "application/vnd.oci.image.manifest.v1+json");
+    assert_eq!(manifest["layers"].as_array().map(Vec::len), Some(1), "{manifest}");
+    let layer = &manifest["layers"][0];
+    assert_eq!(layer["mediaType"], "application/vnd.dev.cosign.simplesigning.v1+json");
+    assert!(layer["annotations"]["dev.cosignproject.cosign/signature"].is_string(), "{manifest}");
+
+    // cosign appends its signature to toolhost's, and toolhost to both.
+    cosign_sign(work.path(), &other_key, &format!("{}/plugins/hash@{digest}", registry.addr()));
+    let pkcs8 = rcgen::KeyPair::generate().unwrap();
+    std::fs::write(work.path().join("plain.key"), pkcs8.serialize_pem()).unwrap();
+    std::fs::write(work.path().join("plain.pub"), pkcs8.public_key_pem()).unwrap();
+    let output = run(work.path(), &["push", "--sign", "plain.key", &file, &reference], &[epoch]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output).trim(), digest, "the same artifact again");
+    assert_eq!(signatures(&registry, "plugins/hash", &digest)["layers"].as_array().map(Vec::len), Some(3));
+    for public in [public, other_public, work.path().join("plain.pub")] {
+        let verified = cosign_verify(work.path(), &public, &reference);
+        assert!(verified.status.success(), "{}: {}", public.display(), stderr(&verified));
+    }
+    // And toolhost accepts any one of them it trusts.
+    trust(work.path(), &registry, &[Path::new("plain.pub")], true);
+    let output = run(work.path(), &["pull", &reference], &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("signature verified with plain.pub"), "{}", stdout(&output));
+}
+
+#[test]
+fn unsigned_wrongly_signed_and_tampered_plugins_are_refused_leaving_the_folder_and_lock_alone() {
+    let registry = Registry::start();
+    let work = tempfile::tempdir().unwrap();
+    let (key, _) = key_pair(work.path(), "publisher");
+    let (other_key, _) = key_pair(work.path(), "other");
+    let repository = |name: &str| format!("{}/plugins/{name}", registry.addr());
+
+    // A folder holding a verified plugin, with its lock.
+    let signed = push(work.path(), &plugin("hash"), &format!("{}:1", repository("hash")));
+    cosign_sign(work.path(), &key, &format!("{}@{signed}", repository("hash")));
+    trust(work.path(), &registry, &[Path::new("publisher/cosign.pub")], true);
+    let output = run(work.path(), &["pull", &format!("{}:1", repository("hash"))], &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let folder = work.path().join("plugins");
+    let before = snapshot(&folder);
+    let refused = |reference: &str, expected: &str| {
+        let output = run(work.path(), &["pull", reference], &[]);
+        let err = assert_refused(&output, expected);
+        assert!(err.contains(reference) && err.contains("nothing was written"), "{err}");
+        assert_eq!(snapshot(&folder), before, "the folder and its lock are as they were");
+        err
+    };
+
+    // Unsigned, where signatures are required.
+    let unsigned = push(work.path(), &plugin("text"), &format!("{}:2", repository("hash")));
+    let err = refused(&format!("{}:2", repository("hash")), "not signed");
+    assert!(err.contains("requires one") && err.contains("--sign"), "{err}");
+
+    // Signed, with a key the config does not trust.
+    let other = push(work.path(), &plugin("echo"), &format!("{}:3", repository("hash")));
+    cosign_sign(work.path(), &other_key, &format!("{}@{other}", repository("hash")));
+    let err = refused(&format!("{}:3", repository("hash")), "signature not trusted");
+    assert!(err.contains("publisher/cosign.pub") && err.contains("add the signer's public key"), "{err}");
+    // Refused as well where an unsigned plugin would be accepted: a signature that is there must verify.
+    trust(work.path(), &registry, &[Path::new("publisher/cosign.pub")], false);
+    refused(&format!("{}:3", repository("hash")), "signature not trusted");
+    trust(work.path(), &registry, &[Path::new("publisher/cosign.pub")], true);
+
+    // A valid signature copied from another artifact: it names the other digest.
+    let genuine = signatures(&registry, "plugins/hash", &signed);
+    put_signatures(&registry, "plugins/hash", &unsigned, &genuine);
+    let err = refused(&format!("{}:2", repository("hash")), "tampered signature");
+    assert!(err.contains(&format!("is for {signed}, not {unsigned}")), "{err}");
+
+    // A signature changed in the manifest: it verifies with no key.
+    let mut altered = genuine.clone();
+    let text = altered["layers"][0]["annotations"]["dev.cosignproject.cosign/signature"].as_str().unwrap().to_owned();
+    let swapped: String = text.chars().rev().collect();
+    altered["layers"][0]["annotations"]["dev.cosignproject.cosign/signature"] = swapped.into();
+    put_signatures(&registry, "plugins/hash", &signed, &altered);
+    let err = refused(&format!("{}:1", repository("hash")), "signature not trusted");
+    assert!(err.contains("or altered"), "{err}");
+
+    // A payload blob changed in the registry's storage: its digest no longer matches.
+    put_signatures(&registry, "plugins/hash", &signed, &genuine);
+    let payload = registry.blob_file(genuine["layers"][0]["digest"].as_str().unwrap());
+    let original = std::fs::read(&payload).unwrap();
+    std::fs::write(&payload, String::from_utf8(original.clone()).unwrap().replace(&signed, &unsigned)).unwrap();
+    let err = refused(&format!("{}:1", repository("hash")), "tampered signature: digest mismatch");
+    assert!(err.contains("signature payload"), "{err}");
+    std::fs::write(&payload, &original).unwrap();
+
+    // A trusted key file that cannot be read: said, and nothing written.
+    trust(work.path(), &registry, &[Path::new("publisher/missing.pub")], true);
+    let err = refused(&format!("{}:1", repository("hash")), "could not read the public key publisher/missing.pub");
+    assert!(err.contains("[[trust]]"), "{err}");
+
+    // With the trusted key back, the genuine one is still accepted.
+    trust(work.path(), &registry, &[Path::new("publisher/cosign.pub")], true);
+    let output = run(work.path(), &["pull", &format!("{}:1", repository("hash"))], &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+
+    // A narrower scope with no keys and `require = false` exempts its repository from the broader rule.
+    let config = std::fs::read_to_string(work.path().join("toolhost.toml")).unwrap();
+    let exempt = format!("{config}[[trust]]\nscope = \"{}\"\nrequire = false\n", repository("hash"));
+    std::fs::write(work.path().join("toolhost.toml"), exempt).unwrap();
+    let output = run(work.path(), &["pull", &format!("{}:2", repository("hash"))], &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(!stdout(&output).contains("signature"), "nothing checked, nothing said: {}", stdout(&output));
+    let lock = std::fs::read_to_string(folder.join("toolhost.lock")).unwrap();
+    assert!(lock.contains(&unsigned) && !lock.contains("[plugins.hash.signer]"), "{lock}");
+}
+
+#[test]
+fn a_signing_key_that_cannot_sign_stops_the_push_before_anything_is_sent() {
+    let registry = Registry::start();
+    let work = tempfile::tempdir().unwrap();
+    let (key, public) = key_pair(work.path(), "publisher");
+    std::fs::write(work.path().join("garbage.key"), "not a key").unwrap();
+    let reference = format!("{}/plugins/hash:1.0", registry.addr());
+    let file = plugin("hash").display().to_string();
+    let key = key.display().to_string();
+    let public = public.display().to_string();
+    let cases = [
+        (key.as_str(), Some("wrong"), "the password in COSIGN_PASSWORD is wrong"),
+        (key.as_str(), None, "it is encrypted: set COSIGN_PASSWORD"),
+        (public.as_str(), None, "it is a public key"),
+        ("garbage.key", None, "not a PEM file"),
+        ("missing.key", None, "could not read the signing key missing.key: no such file"),
+    ];
+    for (key, password, expected) in cases {
+        let docker = tempfile::tempdir().unwrap();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+        command
+            .args(["push", "--sign", key, &file, &reference])
+            .current_dir(work.path())
+            .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+            .env("DOCKER_CONFIG", docker.path())
+            .env_remove("TOOLHOST_CONFIG")
+            .env_remove("COSIGN_PASSWORD");
+        if let Some(password) = password {
+            command.env("COSIGN_PASSWORD", password);
+        }
+        let output = command.output().unwrap();
+        let err = assert_refused(&output, expected);
+        assert!(err.contains("nothing was pushed"), "{err}");
+        let (status, _) = registry.request("GET", "/v2/plugins/hash/tags/list", &[], b"").unwrap();
+        assert_eq!(status, 404, "nothing was pushed: {key}");
+    }
 }

@@ -28,13 +28,19 @@
 //! to = "https://api.example.com"
 //! bearer = { env = "API_TOKEN" }    # or basic, header + value, query + value, oauth2
 //! source = "ghcr.io/acme/fetch:1.2@sha256:…"        # where `toolhost pull` fetches it
+//!
+//! [[trust]]                         # whose signatures `toolhost pull` accepts, and where it requires one
+//! scope = "ghcr.io/acme/*"          # `*`, `REGISTRY/*`, `REGISTRY/NAMESPACE/*` or `REGISTRY/REPOSITORY`
+//! keys = ["keys/acme.pub"]          # cosign.pub files; relative to this file
+//! require = true                    # the default; false: check a signature when there is one
 //! ```
 
 //!
 //! Each section's types belong to the layer that uses them: limits to the
 //! runtime, grants to the grants, `[approvals]` and the host settings to the
 //! catalog, `[mcp_servers]` to the MCP client, `[serve]` to the MCP server,
-//! `[model]` and `[providers]` to the agent, `source` to the registry client.
+//! `[model]` and `[providers]` to the agent, `source` and `[[trust]]` to the
+//! registry client.
 //! This module only lays them out as the file has them and hands each layer
 //! its part ([`HostConfig`] for the [`Host`](crate::Host)).
 
@@ -54,7 +60,7 @@ use toolhost_grants::files::{DirGrant, FilesGrant};
 use toolhost_grants::network::{HostPattern, NetworkGrant};
 use toolhost_mcp::ServeConfig;
 pub use toolhost_mcp_client::config::McpServerConfig;
-use toolhost_oci::Source;
+use toolhost_oci::{Source, Trust};
 use toolhost_runtime::limits::{ByteSize, HumanDuration, LimitOverrides};
 
 /// The file name looked for in the current directory when `--config` is not given.
@@ -115,6 +121,10 @@ pub struct Config {
     /// `toolhost serve --http`: token, allowed hosts and origins, bounds.
     #[serde(default)]
     pub serve: ServeConfig,
+    /// `[[trust]]`: the public keys whose signatures `toolhost pull` accepts,
+    /// per registry or repository, and where a signature is required.
+    #[serde(default)]
+    pub trust: Trust,
 }
 
 /// Settings for one plugin.
@@ -202,6 +212,11 @@ impl Config {
                         *path = base.join(&*path);
                     }
                 }
+            }
+        }
+        for entry in config.trust.entries_mut() {
+            for key in &mut entry.keys {
+                *key = base.join(&*key);
             }
         }
         Ok(config)
@@ -390,6 +405,33 @@ mod tests {
         assert_eq!((source.registry(), source.tag()), ("127.0.0.1:5000", Some("1.0")));
         let err = Config::parse("[plugins.hash]\nsource = \"https://ghcr.io/acme/hash\"\n").unwrap_err().to_string();
         assert!(err.contains("did you mean `ghcr.io/acme/hash`?") && err.contains("line"), "{err}");
+    }
+
+    #[test]
+    fn accepts_trust_entries_and_rejects_bad_ones_pointing_at_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolhost.toml");
+        std::fs::write(
+            &path,
+            "[[trust]]\nscope = \"ghcr.io/acme/*\"\nkeys = [\"keys/acme.pub\", \"/etc/lab.pub\"]\n\
+             [[trust]]\nscope = \"ghcr.io/acme/lab\"\nrequire = false\n",
+        )
+        .unwrap();
+        let config = Config::load(&path).unwrap();
+        let entries = config.trust.entries();
+        assert_eq!(entries.len(), 2);
+        assert_eq!(entries[0].keys, [dir.path().join("keys/acme.pub"), "/etc/lab.pub".into()]);
+        assert!(entries[0].require, "required by default");
+        assert!(!entries[1].require && entries[1].keys.is_empty());
+        let cases = [
+            ("[[trust]]\nscope = \"ghcr.io/acme/hash:1\"\nkeys = [\"a.pub\"]\n", "not a tag"),
+            ("[[trust]]\nscope = \"ghcr.io/*\"\n", "trusts no key"),
+            ("[[trust]]\nscope = \"*\"\nkeys = [\"a.pub\"]\nrequired = true\n", "unknown field `required`"),
+        ];
+        for (text, expected) in cases {
+            let err = format!("{:#}", Config::parse(text).unwrap_err());
+            assert!(err.contains(expected) && err.contains("line"), "{text}: {err}");
+        }
     }
 
     #[test]

@@ -19,18 +19,29 @@
 //! manifest's, and the component must compile and be a toolhost plugin
 //! before anything is written. Writing is atomic ([`store`]).
 //!
+//! Signatures are cosign's key-based ones ([`signature`]): `push --sign`
+//! stores one where `cosign sign --key` would, and `pull` checks them
+//! against the config's `[[trust]]` ([`trust`]) before anything is fetched
+//! beyond the manifest, recording the verified signer in the lock.
+//!
 //! The registry client is `oci-client` over reqwest and rustls (ring), with
 //! the config's `ca_file` added to the trusted roots. Registries are reached
 //! over HTTPS; one on this machine (`localhost`, `127.0.0.0/8`, `[::1]`) that
 //! does not speak TLS over plain HTTP, and any other only with `insecure`.
 
 pub mod credentials;
+pub mod keys;
 pub mod reference;
+pub mod signature;
 pub mod store;
+pub mod trust;
 
 pub use credentials::Credentials;
+pub use keys::{PublicKey, SigningKey};
 pub use reference::Source;
+pub use signature::{Signer, Verdict};
 pub use store::{LOCK_FILE, Lock, Locked};
+pub use trust::{Trust, TrustEntry};
 
 use anyhow::{Context, Result, anyhow, bail};
 use futures_util::StreamExt;
@@ -294,7 +305,7 @@ impl Registry {
     pub async fn fetch(&self, source: &Source, resolved: &Resolved) -> Result<Fetched> {
         let reference = source.pinned(&resolved.digest);
         let wasm_layer = resolved.layer(WASM_LAYER).expect("checked by check_layout");
-        let wasm = self.blob(source, &reference, wasm_layer, MAX_WASM).await?;
+        let wasm = self.blob(source, &reference, wasm_layer, MAX_WASM, "layer").await?;
         let annotated = resolved.manifest.annotations.as_ref().and_then(|notes| notes.get(MANIFEST_ANNOTATION));
         let manifest = match (annotated, resolved.layer(MANIFEST_LAYER)) {
             (Some(text), _) => {
@@ -304,7 +315,7 @@ impl Registry {
                 Some((text.clone(), store::digest_of(text.as_bytes())))
             }
             (None, Some(layer)) => {
-                let bytes = self.blob(source, &reference, layer, MAX_TOML).await?;
+                let bytes = self.blob(source, &reference, layer, MAX_TOML, "layer").await?;
                 let text = String::from_utf8(bytes)
                     .map_err(|_| anyhow!("{source}: the plugin manifest layer is not UTF-8 text"))?;
                 Some((text, layer.digest.clone()))
@@ -320,37 +331,44 @@ impl Registry {
     }
 
     /// Downloads one blob, at most its declared size (itself at most `limit`),
-    /// and checks its SHA-256.
-    async fn blob(&self, source: &Source, reference: &Reference, layer: &OciDescriptor, limit: u64) -> Result<Vec<u8>> {
+    /// and checks its SHA-256. `what` names it in messages ("layer").
+    async fn blob(
+        &self,
+        source: &Source,
+        reference: &Reference,
+        layer: &OciDescriptor,
+        limit: u64,
+        what: &str,
+    ) -> Result<Vec<u8>> {
         let size = u64::try_from(layer.size)
-            .map_err(|_| anyhow!("{source}: the layer {} declares a negative size", layer.digest))?;
+            .map_err(|_| anyhow!("{source}: the {what} {} declares a negative size", layer.digest))?;
         if size > limit {
             bail!(
-                "{source}: the {} layer is {size} bytes, more than the {limit} bytes toolhost accepts",
+                "{source}: the {} {what} is {size} bytes, more than the {limit} bytes toolhost accepts",
                 layer.media_type
             );
         }
         let mut stream =
             self.client.pull_blob_stream(reference, layer).await.map_err(|err| self.explain(err, reference))?;
         if stream.content_length.is_some_and(|length| length > size) {
-            bail!("{source}: the registry sends more bytes for the layer {} than the manifest declares", layer.digest);
+            bail!("{source}: the registry sends more bytes for the {what} {} than the manifest declares", layer.digest);
         }
         let mut bytes = Vec::with_capacity(size.min(64 << 20) as usize);
         while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(|err| {
                 if err.to_string().to_lowercase().contains("digest") {
                     anyhow!(
-                        "{source}: digest mismatch: the layer's content does not match its digest {} \
+                        "{source}: digest mismatch: the {what}'s content does not match its digest {} \
                          (the registry's copy is corrupt or was tampered with); nothing was written",
                         layer.digest
                     )
                 } else {
-                    anyhow!("{source}: the download of the layer {} broke off: {}", layer.digest, describe_cause(&err))
+                    anyhow!("{source}: the download of the {what} {} broke off: {}", layer.digest, describe_cause(&err))
                 }
             })?;
             if bytes.len() as u64 + chunk.len() as u64 > size {
                 bail!(
-                    "{source}: the registry sent more bytes for the layer {} than the manifest declares",
+                    "{source}: the registry sent more bytes for the {what} {} than the manifest declares",
                     layer.digest
                 );
             }
@@ -359,7 +377,7 @@ impl Registry {
         let actual = store::digest_of(&bytes);
         if actual != layer.digest {
             bail!(
-                "{source}: digest mismatch: the layer's content is {actual}, not {} (the registry's copy is corrupt \
+                "{source}: digest mismatch: the {what}'s content is {actual}, not {} (the registry's copy is corrupt \
                  or was tampered with); nothing was written",
                 layer.digest
             );
@@ -378,7 +396,7 @@ impl Registry {
         let layers = [(WASM_LAYER, plugin.wasm.clone(), format!("{}.wasm", plugin.name))];
         let layer_digests: Vec<String> = layers.iter().map(|(_, bytes, _)| store::digest_of(bytes)).collect();
         let config = serde_json::json!({
-            "created": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            "created": created()?.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             "author": null,
             "architecture": "wasm",
             "os": "wasip2",
@@ -484,6 +502,24 @@ impl Registry {
 
 /// The manifest GET found nothing (HTTP 404).
 struct Missing;
+
+/// The environment variable that fixes an artifact's `created` time (seconds
+/// since 1970), for reproducible pushes: the same plugin pushed twice is then
+/// the same artifact, with the same digest and signatures.
+pub const SOURCE_DATE_EPOCH: &str = "SOURCE_DATE_EPOCH";
+
+/// The artifact's `created` time: [`SOURCE_DATE_EPOCH`] when set, else now.
+fn created() -> Result<chrono::DateTime<chrono::Utc>> {
+    match std::env::var(SOURCE_DATE_EPOCH) {
+        Err(std::env::VarError::NotPresent) => Ok(chrono::Utc::now()),
+        Ok(text) => {
+            text.trim().parse::<i64>().ok().and_then(|seconds| chrono::DateTime::from_timestamp(seconds, 0)).ok_or_else(
+                || anyhow!("{SOURCE_DATE_EPOCH} is `{}`, not a number of seconds since 1970", text.escape_debug()),
+            )
+        }
+        Err(std::env::VarError::NotUnicode(_)) => bail!("{SOURCE_DATE_EPOCH} is not a number of seconds since 1970"),
+    }
+}
 
 /// Checks the artifact is a Wasm component, optionally with a plugin manifest.
 fn check_layout(source: &Source, manifest: &OciImageManifest) -> Result<()> {
@@ -610,19 +646,23 @@ pub struct Pulled {
     pub manifest_path: Option<PathBuf>,
     /// Whether anything was written.
     pub outcome: PullOutcome,
+    /// What the signature check found.
+    pub verdict: Verdict,
 }
 
 /// Pulls `source` into `dir` as `name` (default: the repository's last
-/// segment): verifies every digest, checks the component is a toolhost
-/// plugin (compiling it into the host's cache), and writes `NAME.wasm`,
-/// `NAME.toml` (when carried) and the lock entry atomically. A folder that
-/// already holds this digest is left alone.
+/// segment): verifies every digest and, when a `[[trust]]` scope covers it,
+/// its signature, checks the component is a toolhost plugin (compiling it
+/// into the host's cache), and writes `NAME.wasm`, `NAME.toml` (when
+/// carried) and the lock entry, with the verified signer, atomically. A
+/// folder that already holds this digest, verified the same way, is left alone.
 pub async fn pull(
     host: &Host,
     source: &Source,
     dir: &Path,
     name: Option<&str>,
     options: &RegistryOptions,
+    trust: &Trust,
 ) -> Result<Pulled> {
     let name = name.unwrap_or_else(|| source.default_name());
     reference::check_plugin_name(name).map_err(|why| anyhow!("{source}: {why}"))?;
@@ -632,10 +672,13 @@ pub async fn pull(
     let lock = Lock::read(dir)?;
     let registry = Registry::connect(source, options).await?;
     let resolved = registry.resolve(source).await?;
+    // Checked every time, also for what is already in place: the trust may have changed.
+    let verdict = registry.verify(source, &resolved.digest, trust.for_source(source)).await?;
     let wasm_path = dir.join(format!("{name}.wasm"));
     let manifest_path = dir.join(format!("{name}.toml"));
     if let Some(locked) = lock.plugins.get(name)
         && locked.digest == resolved.digest
+        && locked.signer.as_ref() == verdict.signer()
         && store::file_has_digest(&wasm_path, &locked.wasm, MAX_WASM)
         && locked.manifest.as_deref().is_none_or(|digest| store::file_has_digest(&manifest_path, digest, MAX_TOML))
     {
@@ -645,6 +688,7 @@ pub async fn pull(
             manifest_path: locked.manifest.is_some().then_some(manifest_path),
             wasm_path,
             outcome: PullOutcome::Unchanged,
+            verdict,
         });
     }
     let fetched = registry.fetch(source, &resolved).await?;
@@ -667,6 +711,7 @@ pub async fn pull(
             digest: fetched.digest.clone(),
             wasm: fetched.wasm_digest.clone(),
             manifest: fetched.manifest.as_ref().map(|(_, digest)| digest.clone()),
+            signer: verdict.signer().cloned(),
         },
     );
     store::stage_lock(&mut staged, &lock)?;
@@ -677,6 +722,7 @@ pub async fn pull(
         manifest_path: fetched.manifest.is_some().then_some(manifest_path),
         wasm_path,
         outcome: PullOutcome::Written,
+        verdict,
     })
 }
 
@@ -704,11 +750,17 @@ async fn check_plugin(host: &Host, source: &Source, fetched: &Fetched) -> Result
 
 /// Where the plugins folder `dir` differs from what the config's
 /// `[plugins.NAME] source`s say it should hold, one sentence each: a source
-/// never pulled, pulled from another reference, not the pinned digest, or a
+/// never pulled, pulled from another reference, not the pinned digest,
+/// pulled without the signature its `[[trust]]` scope now requires, or a
 /// `.wasm` changed since it was pulled. `loaded` is each loaded plugin's name
 /// and hex SHA-256 (already computed at load). Nothing when no plugin has a
 /// `source`; the lock is read only then. `sources` are the `source`s by plugin name.
-pub fn check_sources(sources: &BTreeMap<String, Source>, dir: &Path, loaded: &[(String, String)]) -> Vec<String> {
+pub fn check_sources(
+    sources: &BTreeMap<String, Source>,
+    dir: &Path,
+    loaded: &[(String, String)],
+    trust: &Trust,
+) -> Vec<String> {
     if sources.is_empty() {
         return Vec::new();
     }
@@ -738,6 +790,16 @@ pub fn check_sources(sources: &BTreeMap<String, Source>, dir: &Path, loaded: &[(
                 "{name}: {} holds {}, not the pinned {pinned} (run `toolhost pull`)",
                 dir.display(),
                 locked.digest
+            ));
+        } else if let Some(entry) = trust.for_source(source)
+            && entry.require
+            && locked.signer.is_none()
+        {
+            notices.push(format!(
+                "{name}: {} holds what was pulled from {source} without a verified signature, but `[[trust]]` for \
+                 `{}` requires one (run `toolhost pull`)",
+                dir.display(),
+                entry.scope
             ));
         }
         match loaded.iter().find(|(loaded, _)| loaded == name) {
@@ -776,6 +838,7 @@ mod tests {
             digest: digest.to_owned(),
             wasm: wasm.to_owned(),
             manifest: None,
+            signer: None,
         };
         let lock = Lock {
             version: 1,
@@ -796,7 +859,7 @@ mod tests {
             ("edited".to_owned(), OTHER.trim_start_matches("sha256:").to_owned()),
             ("fine".to_owned(), hex),
         ];
-        let notices = check_sources(&sources, dir.path(), &loaded);
+        let notices = check_sources(&sources, dir.path(), &loaded, &Trust::default());
         let expected = [
             "edited: edited.wasm changed since it was pulled",
             &format!("hash: {} holds {OTHER}, not the pinned {PIN}", dir.path().display()),
@@ -812,6 +875,22 @@ mod tests {
             "{}",
             notices[2]
         );
-        assert!(check_sources(&BTreeMap::new(), Path::new("/nonexistent"), &[]).is_empty());
+        assert!(check_sources(&BTreeMap::new(), Path::new("/nonexistent"), &[], &Trust::default()).is_empty());
+
+        // A scope that now requires signatures: the plugins pulled without one are named.
+        let trust = Trust::new(vec![TrustEntry {
+            scope: "127.0.0.1:5000/fine".parse().unwrap(),
+            keys: vec!["acme.pub".into()],
+            require: true,
+        }])
+        .unwrap();
+        let notices = check_sources(&sources, dir.path(), &loaded, &trust);
+        assert_eq!(notices.len(), expected.len() + 1, "{notices:#?}");
+        assert!(
+            notices.iter().any(|notice| notice.starts_with("fine: ")
+                && notice
+                    .contains("without a verified signature, but `[[trust]]` for `127.0.0.1:5000/fine` requires one")),
+            "{notices:#?}"
+        );
     }
 }

@@ -19,7 +19,13 @@
 //! digest = "sha256:…"     # the artifact (its OCI manifest)
 //! wasm = "sha256:…"       # hash.wasm
 //! manifest = "sha256:…"   # hash.toml, when the artifact carries one
+//!
+//! [plugins.hash.signer]   # when a `[[trust]]` scope covered it and a signature verified
+//! key = "keys/acme.pub"   # the trusted key file that verified it, as the config names it
+//! fingerprint = "sha256:…" # the SHA-256 of that public key (DER SubjectPublicKeyInfo)
 //! ```
+//!
+//! Locks written before signatures existed have no `signer`, and read as unsigned.
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -55,6 +61,9 @@ pub struct Locked {
     /// The digest of `NAME.toml`, when the artifact carried one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manifest: Option<String>,
+    /// Who signed it, when a signature was verified at pull.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signer: Option<crate::Signer>,
 }
 
 impl Lock {
@@ -315,6 +324,7 @@ mod tests {
                 digest: digest_of(b"m"),
                 wasm: digest_of(b"w"),
                 manifest: None,
+                signer: Some(crate::Signer { key: "keys/acme.pub".into(), fingerprint: digest_of(b"k") }),
             },
         );
         let mut staged = Staged::new(dir.path());
@@ -325,5 +335,13 @@ mod tests {
         std::fs::write(dir.path().join(LOCK_FILE), "version = 1\n[plugins.hash]\nsource = 3\n").unwrap();
         let err = Lock::read(dir.path()).unwrap_err().to_string();
         assert!(err.contains("delete it to pull afresh"), "{err}");
+    }
+
+    #[test]
+    fn a_lock_written_before_signatures_reads_as_unsigned() {
+        let old = "version = 1\n[plugins.hash]\nsource = \"127.0.0.1:5000/hash:1\"\ndigest = \"sha256:aa\"\nwasm = \"sha256:bb\"\n";
+        let lock = Lock::parse(old, Path::new("toolhost.lock")).unwrap();
+        assert_eq!(lock.plugins["hash"].signer, None);
+        assert!(!lock.render().unwrap().contains("signer"), "nothing added to an unsigned entry");
     }
 }

@@ -214,7 +214,7 @@ async fn load_into(host: &Host, config: &Config, dir: &Path) -> Result<()> {
     }
     let loaded: Vec<(String, String)> =
         host.plugins().iter().map(|plugin| (plugin.name.to_string(), plugin.sha256.clone())).collect();
-    for notice in toolhost::oci::check_sources(&config.sources(), dir, &loaded) {
+    for notice in toolhost::oci::check_sources(&config.sources(), dir, &loaded, &config.trust) {
         eprintln!("warning: {notice}");
     }
     Ok(())

@@ -1,11 +1,12 @@
 //! `toolhost pull [REF] [--dir DIR] [--name NAME]`: fetches plugins from OCI
 //! registries into the plugins folder; with no REF, every `[plugins.NAME]`
-//! of the config that has a `source`.
+//! of the config that has a `source`. Each line says what the signature
+//! check found, when a `[[trust]]` scope covers the reference.
 
 use anyhow::{Result, bail};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use toolhost::oci::{self, PullOutcome, RegistryOptions, Source};
+use toolhost::oci::{self, PullOutcome, RegistryOptions, Source, Verdict};
 use toolhost::{Config, Host};
 
 #[derive(clap::Args)]
@@ -56,13 +57,14 @@ pub async fn run(config: Config, plugins_dir: PathBuf, args: Args) -> Result<Exi
             listed
         }
     };
+    let trust = config.trust.clone();
     // The host compiles each pulled component (into the compile cache) to check it is a plugin.
     let host = Host::new(config)?;
     let mut failed = false;
     for (name, source) in &wanted {
         // Ctrl-C drops the pull, and with it every temporary file it staged.
         let pulled = tokio::select! {
-            pulled = oci::pull(&host, source, &dir, name.as_deref(), &options) => pulled,
+            pulled = oci::pull(&host, source, &dir, name.as_deref(), &options, &trust) => pulled,
             _ = tokio::signal::ctrl_c() => return Err(super::Cancelled.into()),
         };
         match pulled {
@@ -71,11 +73,21 @@ pub async fn run(config: Config, plugins_dir: PathBuf, args: Args) -> Result<Exi
                     Some(manifest) => format!("{} and {}", pulled.wasm_path.display(), manifest.display()),
                     None => pulled.wasm_path.display().to_string(),
                 };
-                match pulled.outcome {
-                    PullOutcome::Written => println!("pulled {} {source} ({}) → {files}", pulled.name, pulled.digest),
-                    PullOutcome::Unchanged => {
-                        println!("unchanged {} {source} ({}): {files} already in place", pulled.name, pulled.digest)
+                let signed = match &pulled.verdict {
+                    Verdict::Unchecked => String::new(),
+                    Verdict::Signed(signer) => format!("; signature verified with {signer}"),
+                    Verdict::Unsigned { scope } => {
+                        format!("; not signed, accepted: `[[trust]]` for `{scope}` does not require a signature")
                     }
+                };
+                match pulled.outcome {
+                    PullOutcome::Written => {
+                        println!("pulled {} {source} ({}) → {files}{signed}", pulled.name, pulled.digest)
+                    }
+                    PullOutcome::Unchanged => println!(
+                        "unchanged {} {source} ({}): {files} already in place{signed}",
+                        pulled.name, pulled.digest
+                    ),
                 }
             }
             Err(err) => {
