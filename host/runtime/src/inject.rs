@@ -257,6 +257,11 @@ impl Masker {
         (!self.held.is_empty()).then(|| bytes::Bytes::from(std::mem::take(&mut self.held)))
     }
 
+    /// Masks the values in `headers` (a response's trailers).
+    pub(crate) fn mask_headers(&self, headers: &mut http::HeaderMap) {
+        mask_headers(headers, &self.masks);
+    }
+
     /// True when nothing is held.
     pub(crate) fn is_empty(&self) -> bool {
         self.held.is_empty()

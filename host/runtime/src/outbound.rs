@@ -387,6 +387,7 @@ impl Exchange {
             Bounded {
                 inner: incoming,
                 masker,
+                trailers: None,
                 sleep: Box::pin(tokio::time::sleep_until(self.deadline.into())),
                 done: false,
                 exchange: self,
@@ -451,6 +452,8 @@ struct Bounded {
     inner: hyper::body::Incoming,
     /// Masks a credential's values, when the request carried one.
     masker: Option<crate::inject::Masker>,
+    /// Trailers held back until the masker's last bytes went out.
+    trailers: Option<http::HeaderMap>,
     sleep: Pin<Box<tokio::time::Sleep>>,
     done: bool,
     exchange: Exchange,
@@ -496,6 +499,9 @@ impl Body for Bounded {
         if this.done {
             return Poll::Ready(None);
         }
+        if let Some(trailers) = this.trailers.take() {
+            return Poll::Ready(Some(Ok(Frame::trailers(trailers))));
+        }
         loop {
             return match Pin::new(&mut this.inner).poll_frame(cx) {
                 Poll::Ready(None) => {
@@ -526,7 +532,20 @@ impl Body for Bounded {
                         }
                         this.count(data)
                     }
-                    Err(trailers) => Poll::Ready(Some(Ok(trailers))),
+                    Err(frame) => {
+                        let Ok(mut trailers) = frame.into_trailers() else {
+                            continue;
+                        };
+                        if let Some(masker) = this.masker.as_mut() {
+                            masker.mask_headers(&mut trailers);
+                            // What the masker held goes before the trailers.
+                            if let Some(rest) = masker.finish() {
+                                this.trailers = Some(trailers);
+                                return this.count(rest);
+                            }
+                        }
+                        Poll::Ready(Some(Ok(Frame::trailers(trailers))))
+                    }
                 },
                 Poll::Pending => {
                     ready!(this.sleep.as_mut().poll(cx));
@@ -539,7 +558,10 @@ impl Body for Bounded {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.done || (self.inner.is_end_stream() && self.masker.as_ref().is_none_or(crate::inject::Masker::is_empty))
+        self.done
+            || (self.inner.is_end_stream()
+                && self.trailers.is_none()
+                && self.masker.as_ref().is_none_or(crate::inject::Masker::is_empty))
     }
 }
 
