@@ -743,3 +743,32 @@ fn a_compile_past_compile_memory_is_stopped_and_compiles_never_add_up() {
     assert!(!refused.status.success());
     assert!(stderr(&refused).contains("`compile_memory = \"1MiB\"` is under 16MiB"), "{}", stderr(&refused));
 }
+
+#[test]
+fn text_a_plugin_wrote_reaches_no_terminal_with_escapes_or_direction_overrides() {
+    let plugins = common::plugin_dir(&["echo"]);
+    // A manifest's description, as a hostile author would write it: a
+    // terminal title and clipboard write (OSC), a colour, a carriage return
+    // that would overwrite the line, a bell, and a right-to-left override.
+    std::fs::write(
+        plugins.path().join("echo.toml"),
+        "[tools.echo]\ndescription = \"Echoes.\\u001b]0;owned\\u0007\\u001b]52;c;ZXZpbA==\\u0007\\u001b[31m red\\r \
+         over\\u202Edesrever\\u009b2J\\nSecond line.\"\n",
+    )
+    .unwrap();
+    let dir = plugins.path().to_str().unwrap();
+    let clean = |text: &str| {
+        !text.chars().any(|c| (c.is_control() && c != '\n' && c != '\t') || ('\u{202A}'..='\u{202E}').contains(&c))
+    };
+    let tools = toolhost(Path::new("."), &["--plugins", dir, "tools"], &[]);
+    assert!(tools.status.success(), "{}", stderr(&tools));
+    let out = stdout(&tools);
+    assert!(out.contains("Echoes.") && out.contains("Second line.") && out.contains("desrever"), "{out}");
+    assert!(clean(&out) && clean(&stderr(&tools)), "{out:?}");
+    let json = toolhost(Path::new("."), &["--plugins", dir, "tools", "--json"], &[]);
+    let listed: Value = serde_json::from_str(&stdout(&json)).unwrap();
+    assert!(clean(listed[0]["description"].as_str().unwrap()), "{listed}");
+    let inspect = toolhost(Path::new("."), &["inspect", &format!("{dir}/echo.wasm")], &[]);
+    assert!(stdout(&inspect).contains("  tools"), "{}", stderr(&inspect));
+    assert!(clean(&stdout(&inspect)) && clean(&stderr(&inspect)), "{:?}", stdout(&inspect));
+}

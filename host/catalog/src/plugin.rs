@@ -199,7 +199,7 @@ pub(crate) fn apply_manifest(
             tool.name = name.clone();
         }
         if let Some(description) = &table.description {
-            tool.description = description.clone();
+            tool.description = toolhost_runtime::text::printable(description).into_owned();
         }
     }
     for (i, tool) in tools.iter().enumerate() {
@@ -474,7 +474,7 @@ pub(crate) fn check_tools(listed: Vec<ListedTool>, limits: &Limits) -> Result<Ve
         let export = tool.name.clone();
         tools.push(Tool {
             name: tool.name,
-            description: tool.description,
+            description: toolhost_runtime::text::printable(&tool.description).into_owned(),
             schema,
             output_schema,
             validator,

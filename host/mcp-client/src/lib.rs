@@ -359,7 +359,7 @@ impl McpServer {
                     .description
                     .as_deref()
                     .or(tool.title.as_deref())
-                    .map(|text| self.scrub(text.to_owned()))
+                    .map(|text| self.scrub(toolhost_runtime::text::printable(text).into_owned()))
                     .unwrap_or_default(),
                 schema: Value::Object((*tool.input_schema).clone()),
                 annotations: tool.annotations.clone(),

@@ -103,8 +103,7 @@ fn doc_text(func: &Value) -> Option<String> {
     };
     // A doc comment is the plugin author's text, shown on terminals: no
     // control characters but line breaks and tabs.
-    let text: String =
-        text.trim().chars().map(|c| if c.is_control() && c != '\n' && c != '\t' { ' ' } else { c }).collect();
+    let text = crate::text::printable(text.trim()).into_owned();
     if text.is_empty() {
         return None;
     }

@@ -12,5 +12,6 @@ pub mod limits;
 pub(crate) mod outbound;
 pub mod outcome;
 pub mod sandbox;
+pub mod text;
 pub mod tls;
 pub mod typed;

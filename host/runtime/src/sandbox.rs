@@ -208,12 +208,15 @@ impl LogSink {
         }
         let redactor = &self.granted.redactor;
         redactor.scrub_in_place(&mut message);
+        printable_in_place(&mut message);
         truncate(&mut message, LOG_MESSAGE_LIMIT);
         let fields: Vec<(String, String)> = fields
             .into_iter()
             .map(|Field { mut key, mut value }| {
                 redactor.scrub_in_place(&mut key);
                 redactor.scrub_in_place(&mut value);
+                printable_in_place(&mut key);
+                printable_in_place(&mut value);
                 truncate(&mut key, 256);
                 truncate(&mut value, LOG_MESSAGE_LIMIT);
                 (key, value)
@@ -321,6 +324,7 @@ impl Capture {
         let cut = redactor.safe_cut(bytes, cut);
         let mut text = String::from_utf8_lossy(&bytes[..cut]).into_owned();
         redactor.scrub_in_place(&mut text);
+        printable_in_place(&mut text);
         let dropped = (bytes.len() - cut) as u64 + buffer.dropped;
         if dropped > 0 {
             text.push_str(&format!("\n… ({dropped} more bytes dropped)"));
@@ -574,6 +578,13 @@ impl Sandbox {
                 Ok(Response::Typed(crate::typed::output(func, results.pop())))
             }
         }
+    }
+}
+
+/// Replaces what a terminal would act on in `text` (see [`crate::text`]).
+fn printable_in_place(text: &mut String) {
+    if let std::borrow::Cow::Owned(clean) = crate::text::printable(text) {
+        *text = clean;
     }
 }
 

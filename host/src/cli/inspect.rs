@@ -87,7 +87,7 @@ fn show(found: &Inspection) {
     if !found.tools.is_empty() {
         println!("  tools");
         for tool in &found.tools {
-            let summary = tool.description.lines().next().unwrap_or_default();
+            let summary = toolhost::runtime::text::printable(tool.description.lines().next().unwrap_or_default());
             println!("    {}  {summary}", tool.name);
         }
     }

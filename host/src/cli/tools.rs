@@ -110,6 +110,7 @@ const WIDTH: usize = 100;
 /// `1.`); elsewhere it is a space, as in a doc comment (which schemars copies
 /// line by line). A word longer than a line stays whole.
 fn wrap(text: &str, first: &str, rest: &str) -> Vec<String> {
+    let text = &*toolhost::runtime::text::printable(text);
     let mut lines = Vec::new();
     let mut line = first.to_owned();
     let mut empty = true;

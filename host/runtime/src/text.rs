@@ -1,0 +1,36 @@
+//! Text a plugin or a server wrote, made safe to show.
+//!
+//! A tool's description, a log record or a plugin's stderr reaches terminals
+//! (`toolhost tools`, `inspect`, `call`, the chat), models and MCP clients. A
+//! control character in it could move the cursor, rewrite what is on screen,
+//! set a terminal's title or clipboard (escape sequences), or reorder what a
+//! reader sees (bidirectional overrides). [`printable`] replaces each with a
+//! space, keeping line breaks and tabs; everything that shows such text goes
+//! through it.
+
+use std::borrow::Cow;
+
+/// `text` with every control character but `\n` and `\t` (C0, DEL, C1) and
+/// every bidirectional embedding, override and isolate replaced by a space.
+pub fn printable(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(text.chars().map(|c| if unsafe_char(c) { ' ' } else { c }).collect())
+}
+
+fn unsafe_char(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t') || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_and_overrides_become_spaces_and_the_rest_stays() {
+        assert!(matches!(printable("plain\ttext\nnext"), Cow::Borrowed(_)));
+        assert_eq!(printable("a\u{1b}]52;c;ZXZpbA==\u{7}b"), "a ]52;c;ZXZpbA== b");
+        assert_eq!(printable("x\u{202E}y\u{9b}z\r"), "x y z ");
+    }
+}
