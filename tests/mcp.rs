@@ -532,13 +532,23 @@ fn serve_refuses_a_non_loopback_address_without_a_token() {
 #[test]
 fn conformance_suite_passes_both_revisions_except_the_baselined_features() {
     let tools = tools();
-    let dir = plugin_dir(&["hash", "mcp_conformance"]);
+    // `content_kinds` (contract 0.2.0) offers the suite's content tools.
+    let dir = plugin_dir(&["hash", "mcp_conformance", "content_kinds"]);
     let config = dir.path().join("toolhost.toml");
     std::fs::write(&config, "").unwrap();
     let (_server, url) = serve_http(dir.path(), &config, &[], &[]);
     // Each revision's frozen requirement set, with its own baseline: what a
     // revision scores and toolhost does not offer yet, each entry with its reason.
-    let always = ["tools-list", "server-sse-multiple-streams", "dns-rebinding-protection", "tools-call-simple-text"];
+    let always = [
+        "tools-list",
+        "server-sse-multiple-streams",
+        "dns-rebinding-protection",
+        "tools-call-simple-text",
+        "tools-call-image",
+        "tools-call-audio",
+        "tools-call-embedded-resource",
+        "tools-call-mixed-content",
+    ];
     for (revision, passing) in [
         ("2025-11-25", ["server-initialize", "ping", "tools-call-error"]),
         (

@@ -16,6 +16,9 @@ Scenarios:
                  prints every result (the config sets the quotas)
     typed        the typed_shop test plugin: its output schemas, and calls of
                  get-item (found and missing) and greet
+    content      the content_kinds test plugin (contract 0.2.0): its tools' titles,
+                 annotations and output schemas, and every block of show_content,
+                 measure's structured content, and lying_image's error
 
 Everything printed on stdout is one JSON object; failures raise (exit 1).
 """
@@ -117,6 +120,25 @@ async def typed(client):
     return out
 
 
+async def content(client):
+    listed = await client.list_tools()
+    out = {
+        "tools": {
+            tool.name: {
+                "title": tool.title,
+                "annotations": tool.annotations.model_dump(exclude_none=True) if tool.annotations else None,
+                "output_schema": tool.output_schema,
+            }
+            for tool in listed.tools
+        }
+    }
+    shown = await client.call_tool("show_content", {})
+    out["show_content"] = [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in shown.content]
+    out["measure"] = as_json(await client.call_tool("measure", {"text": "two words"}))
+    out["lying_image"] = as_json(await client.call_tool("lying_image", {}))
+    return out
+
+
 async def on_message(message):
     method = getattr(getattr(message, "root", message), "method", None) or getattr(message, "method", None)
     if method == "notifications/tools/list_changed" or type(message).__name__ == "ToolListChangedNotification":
@@ -155,7 +177,7 @@ async def main():
         cache=None,
     )
     async with client:
-        scenario = {"basics": basics, "listchanged": listchanged, "logs": logs, "quotas": quotas, "typed": typed}[args.scenario]
+        scenario = {"basics": basics, "listchanged": listchanged, "logs": logs, "quotas": quotas, "typed": typed, "content": content}[args.scenario]
         result = await scenario(client)
     print(json.dumps(result, default=str))
 

@@ -449,7 +449,7 @@ impl Agent {
             report.refused.iter().map(|refusal| format!("\n[toolhost refused: {refusal}]")).collect();
         match report.outcome {
             Ok(output) => {
-                let (mut content, truncated_bytes) = cut_to_budget(output.as_str(), self.options.output_budget);
+                let (mut content, truncated_bytes) = cut_to_budget(&output.as_str(), self.options.output_budget);
                 content.push_str(&refusals);
                 self.emit(Event::ToolCallCompleted {
                     call_id: call.id.clone(),

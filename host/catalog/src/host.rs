@@ -11,6 +11,7 @@ use tokio::sync::Semaphore;
 use toolhost_grants as grants;
 use toolhost_runtime::cache::{Cache, Listing, Origin};
 use toolhost_runtime::compiler::{self, CompileBounds, Compiler};
+use toolhost_runtime::content::{Content, ContentBlock};
 use toolhost_runtime::engine::{self, EpochTicker};
 use toolhost_runtime::limits::{LimitOverrides, Limits};
 use toolhost_runtime::outcome::{CallError, CallReport, ToolOutput};
@@ -280,7 +281,7 @@ impl Host {
                         Listing::Tools { contract: contract.to_owned(), tools: listed.clone(), notes: notes.clone() };
                     cache.store_listing(&sha256, &listing);
                 }
-                let tools = plugin::check_tools(listed, limits)?;
+                let tools = plugin::check_tools(listed, limits, contract)?;
                 Ok(Loaded { size, contract, tools, notes, origin, code: lazy(contract).with(sandbox), sha256 })
             }
             Err((reason, under)) => {
@@ -467,6 +468,14 @@ impl Host {
             Response::Called(Ok(WitToolOutput::Json(json))) => Ok(ToolOutput::Json(json)),
             Response::Called(Err(WitCallError::InvalidArguments(message))) => Err(CallError::InvalidArguments(message)),
             Response::Called(Err(WitCallError::Failed(message))) => Err(CallError::ToolFailed(message)),
+            Response::Content(Ok(blocks)) => match &called.output_validator {
+                Some(validator) => structured(validator, &blocks).map(|()| ToolOutput::Content(blocks)),
+                None => Ok(ToolOutput::Content(blocks)),
+            },
+            Response::Content(Err(WitCallError::InvalidArguments(message))) => {
+                Err(CallError::InvalidArguments(message))
+            }
+            Response::Content(Err(WitCallError::Failed(message))) => Err(CallError::ToolFailed(message)),
             Response::Typed(Ok(json)) => Ok(ToolOutput::Json(json)),
             Response::Typed(Err(message)) => Err(CallError::ToolFailed(message)),
             Response::Tools(_) => Err(CallError::Host("the plugin answered the wrong request".to_owned())),
@@ -484,11 +493,39 @@ impl Host {
     }
 }
 
+/// Checks the `json` block of a result against the tool's output schema:
+/// a tool that declares one must return a structured result that matches it.
+fn structured(validator: &jsonschema::Validator, blocks: &[ContentBlock]) -> Result<(), CallError> {
+    let json = blocks.iter().find_map(|block| match &block.content {
+        Content::Json { json } => Some(json),
+        _ => None,
+    });
+    let Some(json) = json else {
+        return Err(CallError::InvalidOutput(
+            "it declares an output schema but returned no `json` block; this is a bug in the plugin".to_owned(),
+        ));
+    };
+    let value: Value = serde_json::from_str(json)
+        .map_err(|err| CallError::InvalidOutput(format!("its `json` block is not JSON: {err}")))?;
+    match validator.iter_errors(&value).next() {
+        None => Ok(()),
+        Some(err) => Err(CallError::InvalidOutput(format!(
+            "its `json` block does not match its output schema ({}); this is a bug in the plugin",
+            describe_mismatch_in(&err, "the block")
+        ))),
+    }
+}
+
 /// "at `/path`: what is wrong", cut to a readable length. A value outside an
 /// enum (`enum`, or `oneOf`/`anyOf` of `const`s as schemars writes an enum
 /// with doc comments) names every allowed value: the model needs them to fix
 /// its call.
 fn describe_mismatch(err: &jsonschema::ValidationError<'_>) -> String {
+    describe_mismatch_in(err, "the arguments")
+}
+
+/// [`describe_mismatch`] of a document other than the arguments (`whole`).
+fn describe_mismatch_in(err: &jsonschema::ValidationError<'_>, whole: &str) -> String {
     let path = err.instance_path().as_str();
     let what = match allowed_values(err.kind()) {
         Some(allowed) => {
@@ -505,7 +542,7 @@ fn describe_mismatch(err: &jsonschema::ValidationError<'_>) -> String {
             what
         }
     };
-    if path.is_empty() { format!("{what} (at the top level of the arguments)") } else { format!("at `{path}`: {what}") }
+    if path.is_empty() { format!("{what} (at the top level of {whole})") } else { format!("at `{path}`: {what}") }
 }
 
 fn cut(text: &mut String, limit: usize) {

@@ -80,9 +80,9 @@ impl Host {
         found.tools = if contract == plugin::TYPED {
             let (listed, left_out) = plugin::typed_listing(self.engine(), &component, &wasm.bytes);
             found.notices.extend(left_out);
-            plugin::check_tools(listed, &found.limits)?
+            plugin::check_tools(listed, &found.limits, contract)?
         } else {
-            plugin::list_tools(&sandbox, self.clock(), name, &found.limits, self.tls()).await?
+            plugin::list_tools(&sandbox, self.clock(), name, &found.limits, self.tls(), contract).await?
         };
         Ok(())
     }

@@ -128,8 +128,16 @@ impl Entry {
         }
     }
 
+    /// Its title, for people, when it has one (contract 0.2.0).
+    pub fn title(&self) -> Option<&str> {
+        match &self.source {
+            Source::Plugin { plugin, index } => plugin.tools[*index].title.as_deref(),
+            Source::Mcp { .. } => None,
+        }
+    }
+
     /// The JSON Schema of its output, when it declares one (a typed
-    /// function's return type).
+    /// function's return type, or a contract 0.2.0 tool's own).
     pub fn output_schema(&self) -> Option<&Value> {
         match &self.source {
             Source::Plugin { plugin, index } => plugin.tools[*index].output_schema.as_ref(),
@@ -198,9 +206,19 @@ impl Entry {
     pub fn hints(&self) -> Hints {
         match &self.source {
             Source::Plugin { plugin, index } => {
-                let declared =
-                    plugin.asks.as_ref().map(|asks| Hints::from(asks.hints_for(&plugin.tools[*index].export)));
-                Hints::derive(&plugin.grants, declared.unwrap_or_default())
+                // The manifest (the operator's file) over what the plugin's
+                // list says, each hint on its own; the grants over both.
+                let tool = &plugin.tools[*index];
+                let listed = tool.hints.unwrap_or_default();
+                let manifest = plugin.asks.as_ref().map(|asks| Hints::from(asks.hints_for(&tool.export)));
+                let manifest = manifest.unwrap_or_default();
+                let declared = Hints {
+                    read_only: manifest.read_only.or(listed.read_only),
+                    destructive: manifest.destructive.or(listed.destructive),
+                    idempotent: manifest.idempotent.or(listed.idempotent),
+                    open_world: manifest.open_world.or(listed.open_world),
+                };
+                Hints::derive(&plugin.grants, declared)
             }
             // What the server declares, passed on as declared: toolhost cannot
             // check an external server, and never relaxes an approval for a hint.

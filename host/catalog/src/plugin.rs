@@ -15,7 +15,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use toolhost_grants::{Granted, Grants, Manifest};
-use toolhost_runtime::cache::{Cache, ListedTool, Listing, Origin};
+use toolhost_runtime::cache::{Cache, ListedTool, Listing, Origin, ToolHints};
 use toolhost_runtime::compiler::{CompileBounds, CompileError, Compiler};
 use toolhost_runtime::engine::EpochTicker;
 use toolhost_runtime::limits::{ByteSize, Limits};
@@ -154,9 +154,15 @@ pub struct Tool {
     /// The JSON Schema of its arguments.
     pub schema: Value,
     /// The JSON Schema of its output, when it declares one (a typed
-    /// function's return type).
+    /// function's return type, or a contract 0.2.0 tool's own).
     pub output_schema: Option<Value>,
+    /// Its title, for people (contract 0.2.0).
+    pub title: Option<String>,
+    /// What it says it may do (contract 0.2.0).
+    pub hints: Option<ToolHints>,
     pub(crate) validator: jsonschema::Validator,
+    /// Checks a contract 0.2.0 result's `json` block against the output schema.
+    pub(crate) output_validator: Option<jsonschema::Validator>,
     /// The name the plugin gives it (what `call-tool` is asked for, and what
     /// its manifest's `[tools.NAME]` refers to), whatever it is offered as.
     pub(crate) export: String,
@@ -300,14 +306,17 @@ pub fn shape(engine: &Engine, component: &Component) -> Shape {
 pub fn contract_of(engine: &Engine, component: &Component) -> Result<&'static str, String> {
     let ty = component.component_type();
     let exports: Vec<&str> = ty.exports(engine).map(|(name, _)| name).collect();
+    if exports.contains(&toolhost_runtime::v0_2::TOOLS_EXPORT) {
+        return Ok(V0_2_0);
+    }
     if exports.contains(&sandbox::TOOLS_EXPORT_V0_1_0) {
         return Ok("0.1.0");
     }
     if let Some(other) = exports.iter().find(|name| name.starts_with("toolhost:plugin/tools")) {
         let version = other.split('@').nth(1).unwrap_or("(unversioned)");
         return Err(format!(
-            "built against toolhost:plugin@{version}, but this toolhost supports 0.1.0: rebuild it \
-             against wit/v0.1.0 or upgrade toolhost"
+            "built against toolhost:plugin@{version}, but this toolhost supports 0.1.0 and 0.2.0: rebuild \
+             it against wit/v0.2.0 (or wit/v0.1.0), or upgrade toolhost"
         ));
     }
     let (funcs, left_out) = typed::functions(engine, component);
@@ -329,6 +338,9 @@ pub fn contract_of(engine: &Engine, component: &Component) -> Result<&'static st
 /// The `contract` of a component of typed functions.
 pub const TYPED: &str = "typed";
 
+/// The `contract` of a plugin built against `wit/v0.2.0`.
+pub const V0_2_0: &str = "0.2.0";
+
 /// The tools of a typed component (compiled from `wasm`), as a listing: one
 /// per function, in export order, and why each function left out is. A
 /// tool's description is its function's WIT doc comment where the component
@@ -339,6 +351,8 @@ pub(crate) fn typed_listing(engine: &Engine, component: &Component, wasm: &[u8])
     let tools = funcs
         .into_iter()
         .map(|func| ListedTool {
+            title: None,
+            hints: None,
             description: match docs.function(func.interface.as_deref(), &func.func) {
                 Some(doc) => doc.to_owned(),
                 None => format!("Calls `{}`.", func.signature),
@@ -362,6 +376,9 @@ pub(crate) fn prepare(
         "0.1.0" => v0_1_0::PluginPre::new(pre)
             .map(Sandbox::V0_1_0)
             .map_err(|err| format!("its exports do not match toolhost:plugin@0.1.0: {:#}", anyhow::Error::from(err))),
+        V0_2_0 => toolhost_runtime::v0_2::PluginPre::new(pre)
+            .map(Sandbox::V0_2_0)
+            .map_err(|err| format!("its exports do not match toolhost:plugin@0.2.0: {:#}", anyhow::Error::from(err))),
         TYPED => {
             let (funcs, _) = typed::functions(linker.engine(), component);
             Ok(Sandbox::Typed(TypedPlugin::new(pre, funcs)))
@@ -393,13 +410,14 @@ fn describe_link_error(err: &wasmtime::Error) -> String {
     if root.ends_with("implementation is missing") {
         format!(
             "it imports {what}, which toolhost does not provide (toolhost provides WASI 0.2: cli, clocks, \
-             filesystem, io, random, sockets and http, `wasi:config/store@0.2.0-draft` and `toolhost:plugin/log@0.1.0`): build it without \
+             filesystem, io, random, sockets and http, `wasi:config/store@0.2.0-draft`, `toolhost:plugin/log` and \
+             `toolhost:plugin/call@0.2.0`): build it without \
              that import, or against the interfaces toolhost provides"
         )
     } else {
         format!(
             "it imports {what} with a type other than the one toolhost provides ({root}): build it against \
-             the same WIT version as toolhost (WASI 0.2 and toolhost:plugin@0.1.0)"
+             the same WIT version as toolhost (WASI 0.2 and toolhost:plugin@0.1.0 or 0.2.0)"
         )
     }
 }
@@ -411,9 +429,10 @@ pub(crate) async fn list_tools(
     name: &Arc<str>,
     limits: &Limits,
     tls: &Arc<rustls::ClientConfig>,
+    contract: &str,
 ) -> Result<Vec<Tool>, String> {
     let listed = call_list_tools(sandbox, clock, name, limits, tls).await?;
-    check_tools(listed, limits)
+    check_tools(listed, limits, contract)
 }
 
 /// Calls `list-tools` in a fresh instance under `limits`, with nothing granted.
@@ -426,16 +445,10 @@ pub(crate) async fn call_list_tools(
 ) -> Result<Vec<ListedTool>, String> {
     let invocation = sandbox.invoke(clock, name, limits, &Granted::nothing(), tls, Request::ListTools).await;
     match invocation.result {
-        Ok(Response::Tools(tools)) => Ok(tools
-            .into_iter()
-            .map(|tool| ListedTool {
-                name: tool.name,
-                description: tool.description,
-                input_schema: tool.input_schema,
-                output_schema: None,
-            })
-            .collect()),
-        Ok(Response::Called(_) | Response::Typed(_)) => Err("answered the wrong request".to_owned()),
+        Ok(Response::Tools(tools)) => Ok(tools),
+        Ok(Response::Called(_) | Response::Content(_) | Response::Typed(_)) => {
+            Err("answered the wrong request".to_owned())
+        }
         Err(err) => Err(format!("listing its tools failed: it {err}")),
     }
 }
@@ -443,7 +456,7 @@ pub(crate) async fn call_list_tools(
 /// Checks a listed set of tools (as a plugin returned it, or as the cache
 /// kept it): its size against the output limit, every name and schema, no
 /// name twice; and compiles the schema validators.
-pub(crate) fn check_tools(listed: Vec<ListedTool>, limits: &Limits) -> Result<Vec<Tool>, String> {
+pub(crate) fn check_tools(listed: Vec<ListedTool>, limits: &Limits, contract: &str) -> Result<Vec<Tool>, String> {
     let size: usize =
         listed.iter().map(|tool| tool.name.len() + tool.description.len() + tool.input_schema.len()).sum();
     if size as u64 > limits.output.bytes() {
@@ -463,13 +476,24 @@ pub(crate) fn check_tools(listed: Vec<ListedTool>, limits: &Limits) -> Result<Ve
             return Err(format!("it lists the tool `{}` twice", tool.name));
         }
         let (schema, validator) = check_schema(&tool.name, &tool.input_schema)?;
-        let output_schema = match &tool.output_schema {
-            Some(text) => Some(
-                serde_json::from_str(text)
-                    .map_err(|err| format!("the output schema of tool `{}` is not JSON: {err}", tool.name))?,
+        // A contract 0.2.0 tool's output schema is the plugin's word, checked
+        // like its input schema and held against every result; a typed
+        // function's is derived from its WIT type by toolhost.
+        let (output_schema, output_validator) = match &tool.output_schema {
+            Some(text) if contract == V0_2_0 => {
+                let (schema, validator) = compile_schema(&tool.name, text, "output")?;
+                (Some(schema), Some(validator))
+            }
+            Some(text) => (
+                Some(
+                    serde_json::from_str(text)
+                        .map_err(|err| format!("the output schema of tool `{}` is not JSON: {err}", tool.name))?,
+                ),
+                None,
             ),
-            None => None,
+            None => (None, None),
         };
+        let title = tool.title.map(|title| toolhost_runtime::text::printable(&title).into_owned());
         let position = tools.len();
         let export = tool.name.clone();
         tools.push(Tool {
@@ -477,6 +501,9 @@ pub(crate) fn check_tools(listed: Vec<ListedTool>, limits: &Limits) -> Result<Ve
             description: toolhost_runtime::text::printable(&tool.description).into_owned(),
             schema,
             output_schema,
+            title,
+            hints: tool.hints,
+            output_validator,
             validator,
             export,
             position,
@@ -489,6 +516,7 @@ pub(crate) fn check_tools(listed: Vec<ListedTool>, limits: &Limits) -> Result<Ve
 pub(crate) fn known_contract(version: &str) -> Option<&'static str> {
     match version {
         "0.1.0" => Some("0.1.0"),
+        V0_2_0 => Some(V0_2_0),
         TYPED => Some(TYPED),
         _ => None,
     }
@@ -506,7 +534,7 @@ pub(crate) fn tools_of(
     match listing {
         Listing::Tools { contract, tools, notes } => {
             let contract = known_contract(&contract)?;
-            Some(check_tools(tools, limits).map(|tools| (contract, tools, notes)))
+            Some(check_tools(tools, limits, contract).map(|tools| (contract, tools, notes)))
         }
         Listing::Failed { reason, limits: None } => Some(Err(reason)),
         Listing::Failed { reason, limits: Some(under) } => {
@@ -534,19 +562,24 @@ pub fn check_name(name: &str) -> Result<(), String> {
 /// Parses a tool's input schema, checks it is a JSON Schema for an object and
 /// compiles its validator.
 pub fn check_schema(tool: &str, text: &str) -> Result<(Value, jsonschema::Validator), String> {
+    compile_schema(tool, text, "input")
+}
+
+/// [`check_schema`] for the `which` (`input` or `output`) schema of `tool`.
+fn compile_schema(tool: &str, text: &str, which: &str) -> Result<(Value, jsonschema::Validator), String> {
     let schema: Value =
-        serde_json::from_str(text).map_err(|err| format!("the input schema of tool `{tool}` is not JSON: {err}"))?;
+        serde_json::from_str(text).map_err(|err| format!("the {which} schema of tool `{tool}` is not JSON: {err}"))?;
     let Some(object) = schema.as_object() else {
-        return Err(format!("the input schema of tool `{tool}` must be a JSON object"));
+        return Err(format!("the {which} schema of tool `{tool}` must be a JSON object"));
     };
     if object.get("type").and_then(Value::as_str) != Some("object") {
         return Err(format!(
-            "the input schema of tool `{tool}` must describe an object (`\"type\": \"object\"`), \
-             since models always send an arguments object"
+            "the {which} schema of tool `{tool}` must describe an object (`\"type\": \"object\"`), \
+             since MCP carries arguments and structured results as objects"
         ));
     }
     if let Err(err) = jsonschema::meta::validate(&schema) {
-        return Err(format!("the input schema of tool `{tool}` is not valid JSON Schema: {err}"));
+        return Err(format!("the {which} schema of tool `{tool}` is not valid JSON Schema: {err}"));
     }
     let validator = jsonschema::options()
         .with_retriever(NoRemoteRefs)

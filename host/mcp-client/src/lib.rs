@@ -690,13 +690,13 @@ impl McpServer {
             }
             _ => ToolOutput::Text(text),
         };
-        within_output_limit(output.as_str(), limits)?;
+        within_output_limit(&output.as_str(), limits)?;
         if result.is_error == Some(true) {
             let message = output.as_str();
             return Err(CallError::ToolFailed(if message.is_empty() {
                 "(no message)".to_owned()
             } else {
-                message.to_owned()
+                message.into_owned()
             }));
         }
         Ok(output)

@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex};
 use toolhost_catalog::Host;
 use toolhost_catalog::policy::Policy;
 use toolhost_catalog::{Catalog, Entry};
+use toolhost_runtime::content::{Content, ResourceBody};
 use toolhost_runtime::limits::LimitOverrides;
 use toolhost_runtime::outcome::{CallError, CallReport, LogRecord, ToolOutput};
 
@@ -138,6 +139,7 @@ fn describe(entry: &Entry) -> Tool {
     }
     let mut tool =
         Tool::new(entry.name().to_owned(), entry.description().to_owned(), schema).with_annotations(annotations);
+    tool.title = entry.title().map(str::to_owned);
     if let Some(output) = entry.output_schema() {
         let served = match output.get("type").and_then(Value::as_str) {
             Some("object") => output.clone(),
@@ -180,6 +182,16 @@ fn result_of(report: CallReport, wrap: bool) -> CallToolResult {
             Ok(value) => CallToolResult::structured(value),
             Err(_) => CallToolResult::success(vec![ContentBlock::text(text)]),
         },
+        Ok(ToolOutput::Content(blocks)) => {
+            let structured = blocks.iter().find_map(|block| match &block.content {
+                Content::Json { json } => serde_json::from_str::<Value>(json).ok(),
+                _ => None,
+            });
+            let content = blocks.iter().map(mcp_content).collect();
+            let mut result = CallToolResult::success(content);
+            result.structured_content = structured;
+            result
+        }
         Err(err) => CallToolResult::error(vec![ContentBlock::text(one_line(&report.tool, &err))]),
     };
     // What the host refused is also told to the model, as `run` does, so it does not retry blindly.
@@ -187,6 +199,50 @@ fn result_of(report: CallReport, wrap: bool) -> CallToolResult {
         result.content.push(ContentBlock::text(format!("[toolhost refused: {refusal}]")));
     }
     result.with_meta(Some(MetaObject(meta)))
+}
+
+/// A content block as MCP carries it (the JSON block as its text, beside
+/// the result's `structuredContent`).
+fn mcp_content(block: &toolhost_runtime::content::ContentBlock) -> ContentBlock {
+    use base64::Engine as _;
+    let encode = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    let mut wire = match &block.content {
+        Content::Text { text } => json!({ "type": "text", "text": text }),
+        Content::Json { json } => json!({ "type": "text", "text": json }),
+        Content::Image { mime_type, data } => json!({ "type": "image", "data": encode(data), "mimeType": mime_type }),
+        Content::Audio { mime_type, data } => json!({ "type": "audio", "data": encode(data), "mimeType": mime_type }),
+        Content::ResourceLink { uri, name, title, description, mime_type, size } => json!({
+            "type": "resource_link", "uri": uri, "name": name, "title": title, "description": description,
+            "mimeType": mime_type, "size": size,
+        }),
+        Content::Resource { uri, mime_type, body } => {
+            let mut resource = json!({ "uri": uri, "mimeType": mime_type });
+            match body {
+                ResourceBody::Text(text) => resource["text"] = json!(text),
+                ResourceBody::Blob(bytes) => resource["blob"] = json!(encode(bytes)),
+            }
+            json!({ "type": "resource", "resource": resource })
+        }
+    };
+    if let Some(annotations) = &block.annotations {
+        wire["annotations"] = json!({
+            "audience": annotations.audience,
+            "priority": annotations.priority.map(|priority| priority.0),
+            "lastModified": annotations.last_modified,
+        });
+    }
+    strip_nulls(&mut wire);
+    serde_json::from_value(wire)
+        .unwrap_or_else(|err| ContentBlock::text(format!("[content this MCP library cannot carry: {err}]")))
+}
+
+/// Removes the `null` members of an object, recursively (MCP leaves absent
+/// optional fields out).
+fn strip_nulls(value: &mut Value) {
+    if let Value::Object(map) = value {
+        map.retain(|_, member| !member.is_null());
+        map.values_mut().for_each(strip_nulls);
+    }
 }
 
 /// The line `toolhost call` prints after `error: `.

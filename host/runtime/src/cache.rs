@@ -42,7 +42,7 @@ const LISTING_LIMIT: u64 = 16 << 20;
 /// needs are provided), so its file name carries the release and this
 /// number, raised whenever either changes: a listing written by another
 /// toolhost is never read.
-const LISTING_FORMAT: u32 = 4;
+const LISTING_FORMAT: u32 = 5;
 const LISTING_RELEASE: &str = env!("CARGO_PKG_VERSION");
 
 /// Where compiled plugins are kept.
@@ -275,9 +275,33 @@ pub struct ListedTool {
     pub description: String,
     /// Its input schema, as text.
     pub input_schema: String,
-    /// Its output schema, as text, when it declares one (typed functions).
+    /// Its output schema, as text, when it declares one (typed functions,
+    /// contract 0.2.0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<String>,
+    /// Its title, for people (contract 0.2.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What it says it may do (contract 0.2.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hints: Option<ToolHints>,
+}
+
+/// What a tool says it may do: hints, never more than its grants allow.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolHints {
+    /// It changes nothing outside itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
+    /// It may destroy or overwrite something.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive: Option<bool>,
+    /// Calling it again with the same arguments does nothing more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent: Option<bool>,
+    /// It reaches outside.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world: Option<bool>,
 }
 
 /// A key for the file `metadata` describes that changes whenever its

@@ -5,6 +5,7 @@
 
 pub mod cache;
 pub mod compiler;
+pub mod content;
 pub mod docs;
 pub mod engine;
 pub(crate) mod inject;
@@ -15,3 +16,4 @@ pub mod sandbox;
 pub mod text;
 pub mod tls;
 pub mod typed;
+pub mod v0_2;

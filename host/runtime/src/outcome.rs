@@ -15,13 +15,17 @@ pub enum ToolOutput {
     Text(String),
     /// A JSON document, as the plugin wrote it.
     Json(String),
+    /// Content blocks (contract 0.2.0), checked and scrubbed.
+    Content(Vec<crate::content::ContentBlock>),
 }
 
 impl ToolOutput {
-    /// The output's text, whatever its kind.
-    pub fn as_str(&self) -> &str {
+    /// The output as text, whatever its kind: content blocks as a model
+    /// reads them ([`crate::content::as_text`]).
+    pub fn as_str(&self) -> std::borrow::Cow<'_, str> {
         match self {
-            ToolOutput::Text(text) | ToolOutput::Json(text) => text,
+            ToolOutput::Text(text) | ToolOutput::Json(text) => std::borrow::Cow::Borrowed(text),
+            ToolOutput::Content(blocks) => std::borrow::Cow::Owned(crate::content::as_text(blocks)),
         }
     }
 }

@@ -54,6 +54,7 @@ pub use v0_1_0::toolhost::plugin::types::{CallError as WitCallError, Tool as Wit
 
 /// The per-call store state.
 pub struct HostState {
+    progress: ProgressSink,
     wasi: WasiCtx,
     http: WasiHttpCtx,
     outbound: Outbound,
@@ -78,8 +79,50 @@ impl v0_1_0::toolhost::plugin::types::Host for HostState {}
 
 impl v0_1_0::toolhost::plugin::log::Host for HostState {
     fn log(&mut self, level: Level, message: String, fields: Vec<Field>) {
+        self.record_log(level, message, fields);
+    }
+}
+
+impl HostState {
+    /// Keeps a plugin's log record (every contract version's `log`).
+    pub(crate) fn record_log(&mut self, level: Level, message: String, fields: Vec<Field>) {
         self.logs.record(level, message, fields);
     }
+
+    /// Takes a progress report (contract 0.2.0's `call.progress`): kept as an
+    /// `info` record in the call's logs, at most one every
+    /// [`PROGRESS_INTERVAL`] (and the last one, when done reaches total).
+    pub(crate) fn record_progress(&mut self, done: f64, total: Option<f64>, message: Option<String>) {
+        let now = Instant::now();
+        let finished = total.is_some_and(|total| done >= total);
+        if !done.is_finite() || total.is_some_and(|total| !total.is_finite()) {
+            return;
+        }
+        if !finished && self.progress.last.is_some_and(|last| now.duration_since(last) < PROGRESS_INTERVAL) {
+            self.progress.skipped += 1;
+            return;
+        }
+        self.progress.last = Some(now);
+        let shown = match total {
+            Some(total) => format!("progress {done}/{total}"),
+            None => format!("progress {done}"),
+        };
+        let text = match message {
+            Some(message) => format!("{shown}: {message}"),
+            None => shown,
+        };
+        self.logs.record(Level::Info, text, Vec::new());
+    }
+}
+
+/// The shortest time between two progress reports kept.
+pub const PROGRESS_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// What a call reported of its progress.
+#[derive(Default)]
+struct ProgressSink {
+    last: Option<Instant>,
+    skipped: u64,
 }
 
 /// Builds the linker every plugin is instantiated with: WASI p2 and
@@ -90,6 +133,8 @@ pub fn linker(engine: &Engine) -> anyhow::Result<Linker<HostState>> {
     wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
     v0_1_0::Plugin::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |state| state)
+        .map_err(anyhow::Error::from)?;
+    crate::v0_2::Plugin::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |state| state)
         .map_err(anyhow::Error::from)?;
     refuse_symlinks(&mut linker)?;
     add_config_store(&mut linker)?;
@@ -396,8 +441,10 @@ pub enum Request<'a> {
 
 /// What the guest returned.
 pub enum Response {
-    Tools(Vec<WitTool>),
+    Tools(Vec<crate::cache::ListedTool>),
     Called(Result<WitToolOutput, WitCallError>),
+    /// A contract 0.2.0 result: content blocks.
+    Content(Result<Vec<crate::content::ContentBlock>, WitCallError>),
     /// A typed function's output as JSON, or the text of its `err`.
     Typed(Result<String, String>),
 }
@@ -433,6 +480,7 @@ pub struct Invocation {
 /// A plugin ready to be instantiated, per contract version.
 pub enum Sandbox {
     V0_1_0(v0_1_0::PluginPre<HostState>),
+    V0_2_0(crate::v0_2::PluginPre<HostState>),
     /// Not toolhost's contract: exported typed functions.
     Typed(TypedPlugin),
 }
@@ -469,6 +517,7 @@ impl Sandbox {
             };
         }
         let state = HostState {
+            progress: ProgressSink::default(),
             wasi: wasi.build(),
             http: WasiHttpCtx::new(),
             outbound: Outbound::new(granted.network.clone(), *limits, deadline, ledger.clone(), tls.clone()),
@@ -478,6 +527,7 @@ impl Sandbox {
         };
         let engine = match self {
             Sandbox::V0_1_0(pre) => pre.engine(),
+            Sandbox::V0_2_0(pre) => pre.engine(),
             Sandbox::Typed(typed) => typed.pre.engine(),
         };
         let mut store = Store::new(engine, state);
@@ -553,9 +603,31 @@ impl Sandbox {
                 let instance = pre.instantiate_async(&mut *store).await?;
                 let tools = instance.toolhost_plugin_tools();
                 Ok(match request {
-                    Request::ListTools => Response::Tools(tools.call_list_tools(&mut *store).await?),
+                    Request::ListTools => {
+                        let listed = tools.call_list_tools(&mut *store).await?;
+                        Response::Tools(listed.into_iter().map(listed_v0_1_0).collect())
+                    }
                     Request::CallTool { name, arguments } => {
                         Response::Called(tools.call_call_tool(&mut *store, name, arguments).await?)
+                    }
+                    Request::CallTyped { .. } => wasmtime::bail!("a contract plugin has no typed functions"),
+                })
+            }
+            Sandbox::V0_2_0(pre) => {
+                use crate::v0_2::exports::toolhost::plugin::tools::CallError as V2Error;
+                let instance = pre.instantiate_async(&mut *store).await?;
+                let tools = instance.toolhost_plugin_tools();
+                Ok(match request {
+                    Request::ListTools => {
+                        let listed = tools.call_list_tools(&mut *store).await?;
+                        Response::Tools(listed.into_iter().map(crate::v0_2::listed).collect())
+                    }
+                    Request::CallTool { name, arguments } => {
+                        Response::Content(match tools.call_call_tool(&mut *store, name, arguments).await? {
+                            Ok(blocks) => Ok(blocks.into_iter().map(crate::v0_2::block).collect()),
+                            Err(V2Error::InvalidArguments(text)) => Err(WitCallError::InvalidArguments(text)),
+                            Err(V2Error::Failed(text)) => Err(WitCallError::Failed(text)),
+                        })
                     }
                     Request::CallTyped { .. } => wasmtime::bail!("a contract plugin has no typed functions"),
                 })
@@ -653,8 +725,29 @@ fn check_response(response: Response, limits: &Limits, redactor: &Redactor) -> R
             within(&text)?;
             Response::Typed(Err(scrub(text)))
         }
+        Response::Content(Ok(blocks)) => Response::Content(Ok(crate::content::check(blocks, limits, redactor)?)),
+        Response::Content(Err(WitCallError::InvalidArguments(text))) => {
+            within(&text)?;
+            Response::Content(Err(WitCallError::InvalidArguments(scrub(text))))
+        }
+        Response::Content(Err(WitCallError::Failed(text))) => {
+            within(&text)?;
+            Response::Content(Err(WitCallError::Failed(scrub(text))))
+        }
         tools @ Response::Tools(_) => tools,
     })
+}
+
+/// A contract 0.1.0 tool as the host keeps it.
+fn listed_v0_1_0(tool: WitTool) -> crate::cache::ListedTool {
+    crate::cache::ListedTool {
+        name: tool.name,
+        description: tool.description,
+        input_schema: tool.input_schema,
+        output_schema: None,
+        title: None,
+        hints: None,
+    }
 }
 
 /// `error` with secret values scrubbed from the text it carries.

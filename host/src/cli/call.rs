@@ -5,6 +5,7 @@ use anyhow::{Context, Result};
 use serde_json::{Value, json};
 use std::io::Read;
 use std::process::ExitCode;
+use toolhost::runtime::content::Content;
 use toolhost::{ByteSize, CallReport, Host, HumanDuration, LimitOverrides, ToolOutput};
 
 #[derive(clap::Args)]
@@ -90,6 +91,21 @@ fn show(report: &CallReport, server: Option<&str>) {
             Ok(value) => println!("{}", serde_json::to_string_pretty(&value).unwrap_or_else(|_| text.clone())),
             Err(_) => println!("{text}"),
         },
+        Ok(ToolOutput::Content(blocks)) => {
+            // Text as it is, the JSON pretty, a line for each other block.
+            for block in blocks {
+                match &block.content {
+                    Content::Text { text } => println!("{text}"),
+                    Content::Json { json } => match serde_json::from_str::<Value>(json) {
+                        Ok(value) => {
+                            println!("{}", serde_json::to_string_pretty(&value).unwrap_or_else(|_| json.clone()))
+                        }
+                        Err(_) => println!("{json}"),
+                    },
+                    _ => println!("{}", toolhost::runtime::content::as_text(std::slice::from_ref(block))),
+                }
+            }
+        }
         Err(err @ toolhost::CallError::UnknownTool { .. }) => {
             // The message names the tool already, and there is no usage to show.
             eprintln!("error: {err}");

@@ -33,6 +33,7 @@ pub fn run(host: &Host, args: &Args) -> Result<ExitCode> {
                 let mut listed = json!({
                     "name": entry.name(),
                     "plugin": entry.origin(),
+                    "title": entry.title(),
                     "description": entry.description(),
                     "input_schema": entry.schema(),
                     "output_schema": entry.output_schema(),

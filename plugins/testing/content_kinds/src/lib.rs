@@ -1,0 +1,192 @@
+//! `content_kinds`: a plugin of contract 0.2.0 (`wit/v0.2.0`), written with
+//! wit-bindgen alone, as an author of another toolchain would. Each tool
+//! exercises one thing the contract allows, or one way to get it wrong.
+
+wit_bindgen::generate!({
+    path: "../../../wit/v0.2.0",
+    world: "toolhost:plugin/plugin@0.2.0",
+});
+
+use exports::toolhost::plugin::tools::Guest;
+use toolhost::plugin::call;
+use toolhost::plugin::types::{
+    Annotations, Block, CallError, Content, Media, ResourceBody, ResourceContents, ResourceLink, Role, Tool, ToolHints,
+};
+
+struct Plugin;
+
+/// A 1x1 PNG.
+const PNG: [u8; 70] = [
+    137, 80, 78, 71, 13, 10, 26, 10, 0, 0, 0, 13, 73, 72, 68, 82, 0, 0, 0, 1, 0, 0, 0, 1, 8, 6, 0, 0, 0, 31, 21, 196,
+    137, 0, 0, 0, 13, 73, 68, 65, 84, 120, 218, 99, 100, 96, 248, 95, 15, 0, 2, 135, 1, 128, 235, 71, 186, 146, 0, 0,
+    0, 0, 73, 69, 78, 68, 174, 66, 96, 130,
+];
+
+/// A WAV file of four silent 8-bit samples at 8 kHz.
+fn wav() -> Vec<u8> {
+    let samples = [128u8; 4];
+    let mut bytes = Vec::new();
+    bytes.extend_from_slice(b"RIFF");
+    bytes.extend_from_slice(&(36 + samples.len() as u32).to_le_bytes());
+    bytes.extend_from_slice(b"WAVEfmt ");
+    bytes.extend_from_slice(&16u32.to_le_bytes());
+    bytes.extend_from_slice(&1u16.to_le_bytes()); // PCM
+    bytes.extend_from_slice(&1u16.to_le_bytes()); // mono
+    bytes.extend_from_slice(&8000u32.to_le_bytes());
+    bytes.extend_from_slice(&8000u32.to_le_bytes());
+    bytes.extend_from_slice(&1u16.to_le_bytes());
+    bytes.extend_from_slice(&8u16.to_le_bytes());
+    bytes.extend_from_slice(b"data");
+    bytes.extend_from_slice(&(samples.len() as u32).to_le_bytes());
+    bytes.extend_from_slice(&samples);
+    bytes
+}
+
+fn block(content: Content) -> Block {
+    Block { content, annotations: None }
+}
+
+fn text(text: &str) -> Block {
+    block(Content::Text(text.to_owned()))
+}
+
+fn image() -> Block {
+    block(Content::Image(Media { mime_type: "image/png".into(), data: PNG.to_vec() }))
+}
+
+fn embedded() -> Block {
+    block(Content::Embedded(ResourceContents {
+        uri: "test://embedded-resource".into(),
+        mime_type: Some("text/plain".into()),
+        body: ResourceBody::Text("This is an embedded resource content.".into()),
+    }))
+}
+
+const NO_ARGUMENTS: &str = r#"{"type":"object","properties":{}}"#;
+const TEXT_ARGUMENT: &str = r#"{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}"#;
+const MEASURED: &str = r#"{"type":"object","properties":{"chars":{"type":"integer"},"words":{"type":"integer"}},"required":["chars","words"],"additionalProperties":false}"#;
+
+fn tool(name: &str, description: &str, input: &str) -> Tool {
+    Tool {
+        name: name.into(),
+        title: None,
+        description: description.into(),
+        input_schema: input.into(),
+        output_schema: None,
+        hints: ToolHints { read_only: Some(true), destructive: None, idempotent: Some(true), open_world: Some(false) },
+    }
+}
+
+impl Guest for Plugin {
+    fn list_tools() -> Vec<Tool> {
+        vec![
+            Tool {
+                title: Some("Measure a text".into()),
+                output_schema: Some(MEASURED.into()),
+                ..tool("measure", "Counts the characters and words of a text.", TEXT_ARGUMENT)
+            },
+            tool("show_content", "Returns one block of every kind of content.", NO_ARGUMENTS),
+            Tool {
+                output_schema: Some(MEASURED.into()),
+                ..tool("wrong_shape", "Declares an output schema and returns something else.", NO_ARGUMENTS)
+            },
+            tool("lying_image", "Returns GIF bytes labelled image/png.", NO_ARGUMENTS),
+            tool("two_json", "Returns two JSON blocks.", NO_ARGUMENTS),
+            tool("many_progress", "Reports progress 10,000 times, then answers.", NO_ARGUMENTS),
+            tool(
+                "asks",
+                "Asks the user, the model and the client's roots, and says what the host answered.",
+                NO_ARGUMENTS,
+            ),
+            tool("test_image_content", "Returns an image (the MCP conformance suite's tool).", NO_ARGUMENTS),
+            tool("test_audio_content", "Returns audio (the MCP conformance suite's tool).", NO_ARGUMENTS),
+            tool(
+                "test_embedded_resource",
+                "Returns an embedded resource (the MCP conformance suite's tool).",
+                NO_ARGUMENTS,
+            ),
+            tool(
+                "test_multiple_content_types",
+                "Returns text, an image and a resource (the MCP conformance suite's tool).",
+                NO_ARGUMENTS,
+            ),
+        ]
+    }
+
+    fn call_tool(name: String, arguments: String) -> Result<Vec<Block>, CallError> {
+        Ok(match name.as_str() {
+            "measure" => {
+                // The arguments matched the schema: {"text": "..."}. A real plugin
+                // would use a JSON parser; this one finds the one string.
+                let start = arguments
+                    .find(":\"")
+                    .map(|at| at + 2)
+                    .ok_or_else(|| CallError::InvalidArguments("no text".into()))?;
+                let value = &arguments[start..arguments.rfind('"').unwrap_or(arguments.len())];
+                let chars = value.chars().count();
+                let words = value.split_whitespace().count();
+                vec![
+                    text(&format!("{chars} characters, {words} words")),
+                    block(Content::Json(format!(r#"{{"chars":{chars},"words":{words}}}"#))),
+                ]
+            }
+            "show_content" => vec![
+                Block {
+                    content: Content::Text("every kind of content".into()),
+                    annotations: Some(Annotations {
+                        audience: vec![Role::User],
+                        priority: Some(0.5),
+                        last_modified: Some("2026-11-24T00:00:00Z".into()),
+                    }),
+                },
+                image(),
+                block(Content::Audio(Media { mime_type: "audio/wav".into(), data: wav() })),
+                block(Content::ResourceLink(ResourceLink {
+                    uri: "https://example.com/report.pdf".into(),
+                    name: "report".into(),
+                    title: Some("The report".into()),
+                    description: None,
+                    mime_type: Some("application/pdf".into()),
+                    size: Some(1234),
+                })),
+                embedded(),
+                block(Content::Embedded(ResourceContents {
+                    uri: "test://blob".into(),
+                    mime_type: Some("application/octet-stream".into()),
+                    body: ResourceBody::Blob(vec![0, 1, 2, 255]),
+                })),
+            ],
+            "wrong_shape" => vec![block(Content::Json(r#"{"chars":"many"}"#.into()))],
+            "lying_image" => {
+                vec![block(Content::Image(Media { mime_type: "image/png".into(), data: b"GIF89a....".to_vec() }))]
+            }
+            "two_json" => vec![block(Content::Json("{}".into())), block(Content::Json("{}".into()))],
+            "many_progress" => {
+                for step in 0..10_000 {
+                    call::progress(f64::from(step), Some(10_000.0), Some(&format!("step {step}")));
+                }
+                call::progress(10_000.0, Some(10_000.0), Some("done"));
+                vec![text("finished")]
+            }
+            "asks" => {
+                let form = call::Elicitation::Form(("Your name?".into(), NO_ARGUMENTS.into()));
+                let elicit = match call::elicit(&form) {
+                    Ok(_) => "answered".to_owned(),
+                    Err(err) => format!("{err:?}"),
+                };
+                let roots = match call::roots() {
+                    Ok(roots) => format!("{} roots", roots.len()),
+                    Err(err) => format!("{err:?}"),
+                };
+                vec![text(&format!("elicit: {elicit}\nroots: {roots}"))]
+            }
+            "test_image_content" => vec![image()],
+            "test_audio_content" => vec![block(Content::Audio(Media { mime_type: "audio/wav".into(), data: wav() }))],
+            "test_embedded_resource" => vec![embedded()],
+            "test_multiple_content_types" => vec![text("Multiple content types test:"), image(), embedded()],
+            other => return Err(CallError::InvalidArguments(format!("no tool named {other}"))),
+        })
+    }
+}
+
+export!(Plugin);

@@ -1,0 +1,124 @@
+//! Contract 0.2.0 (`wit/v0.2.0`): the `content_kinds` test plugin, built with
+//! wit-bindgen alone, through the real CLI and through `serve` with the
+//! official Python MCP client. Results are content blocks, checked before
+//! anything sees them; tools carry titles, hints and output schemas.
+
+mod common;
+
+use common::{plugin_dir, stderr, stdout, toolhost};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn mcp_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp")
+}
+
+/// `toolhost call TOOL ARGUMENTS --json` with `content_kinds`: the report.
+fn call(dir: &Path, tool: &str, arguments: &str) -> Value {
+    let output = toolhost(Path::new("."), &["--plugins", dir.to_str().unwrap(), "call", tool, arguments, "--json"]);
+    serde_json::from_str(&stdout(&output)).unwrap_or_else(|err| panic!("{err}: {}{}", stdout(&output), stderr(&output)))
+}
+
+#[test]
+fn results_are_content_blocks_checked_before_anything_sees_them() {
+    let plugins = plugin_dir(&["content_kinds"]);
+    let dir = plugins.path();
+
+    let shown = call(dir, "show_content", "{}");
+    assert_eq!(shown["output"]["type"], "content", "{shown}");
+    let blocks = shown["output"]["value"].as_array().unwrap();
+    let kinds: Vec<&str> = blocks.iter().map(|block| block["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["text", "image", "audio", "resource_link", "resource", "resource"], "{shown}");
+    assert_eq!(
+        blocks[0]["annotations"],
+        json!({"audience": ["user"], "priority": 0.5, "last_modified": "2026-11-24T00:00:00Z"})
+    );
+    assert_eq!(blocks[1]["mime_type"], "image/png");
+    assert!(blocks[1]["data"].as_str().unwrap().starts_with("iVBORw0KGgo"), "base64 of the PNG: {shown}");
+    assert_eq!(blocks[3]["uri"], "https://example.com/report.pdf");
+    assert_eq!(blocks[4]["text"], "This is an embedded resource content.");
+    assert_eq!(blocks[5]["blob"], "AAEC/w==");
+
+    // A declared output schema: the JSON block is checked against it.
+    let measured = call(dir, "measure", r#"{"text":"two words"}"#);
+    assert_eq!(
+        measured["output"]["value"][1],
+        json!({"type": "json", "json": r#"{"chars":9,"words":2}"#}),
+        "{measured}"
+    );
+    let wrong = call(dir, "wrong_shape", "{}");
+    assert_eq!(wrong["error"]["kind"], "invalid_output", "{wrong}");
+    assert!(wrong["error"]["message"].as_str().unwrap().contains("does not match its output schema"), "{wrong}");
+
+    // Media must be what their MIME type says; one structured content per result.
+    for (tool, says) in
+        [("lying_image", "says it is `image/png`, but its bytes are not"), ("two_json", "more than one `json` block")]
+    {
+        let report = call(dir, tool, "{}");
+        assert_eq!(report["error"]["kind"], "invalid_output", "{report}");
+        assert!(report["error"]["message"].as_str().unwrap().contains(says), "{report}");
+    }
+
+    // A progress flood is kept bounded: a few records, and the last one.
+    let flood = call(dir, "many_progress", "{}");
+    assert_eq!(flood["output"]["value"][0]["text"], "finished", "{flood}");
+    let logs = flood["logs"].as_array().unwrap();
+    assert!((1..=20).contains(&logs.len()), "{} progress records kept", logs.len());
+    assert_eq!(logs.last().unwrap()["message"], "progress 10000/10000: done", "{flood}");
+
+    // What this host does not pass on yet is a typed refusal in the plugin.
+    let asked = call(dir, "asks", "{}");
+    let text = asked["output"]["value"][0]["text"].as_str().unwrap();
+    assert!(text.contains("Unsupported(\"this toolhost does not pass elicitation on"), "{text}");
+
+    // A person sees the text, and a line for each other block.
+    let plain = toolhost(Path::new("."), &["--plugins", dir.to_str().unwrap(), "call", "show_content"]);
+    let out = stdout(&plain);
+    assert!(out.contains("every kind of content\n[image: image/png, 70 bytes]\n[audio: audio/wav, 48 bytes]"), "{out}");
+
+    let listed = toolhost(Path::new("."), &["--plugins", dir.to_str().unwrap(), "tools", "--json"]);
+    let tools: Value = serde_json::from_str(&stdout(&listed)).unwrap();
+    let measure = tools.as_array().unwrap().iter().find(|tool| tool["name"] == "measure").unwrap();
+    assert_eq!(measure["title"], "Measure a text", "{measure}");
+    assert_eq!(measure["output_schema"]["required"], json!(["chars", "words"]), "{measure}");
+}
+
+#[test]
+fn serve_passes_content_titles_hints_and_structured_results_to_mcp_clients() {
+    common::install("mcp/setup.sh");
+    let plugins = plugin_dir(&["content_kinds"]);
+    let config = plugins.path().join("toolhost.toml");
+    std::fs::write(&config, "").unwrap();
+    for mode in ["legacy", "2026-07-28"] {
+        let output = Command::new(mcp_dir().join(".tools/venv/bin/python"))
+            .arg(mcp_dir().join("client.py"))
+            .args(["--mode", mode, "content", "--", env!("CARGO_BIN_EXE_toolhost"), "--plugins"])
+            .arg(plugins.path())
+            .arg("--config")
+            .arg(&config)
+            .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{mode}: {}{}", stdout(&output), stderr(&output));
+        let result: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+        let measure = &result["tools"]["measure"];
+        assert_eq!(measure["title"], "Measure a text", "{mode}: {result}");
+        assert_eq!(measure["annotations"]["read_only_hint"], true, "{mode}: {result}");
+        assert_eq!(measure["annotations"]["open_world_hint"], false, "{mode}: {result}");
+        assert_eq!(measure["output_schema"]["required"], json!(["chars", "words"]), "{mode}: {result}");
+        let blocks = result["show_content"].as_array().unwrap();
+        let kinds: Vec<&str> = blocks.iter().map(|block| block["type"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["text", "image", "audio", "resource_link", "resource", "resource"], "{mode}: {result}");
+        assert_eq!(blocks[0]["annotations"]["priority"], 0.5, "{mode}: {result}");
+        assert_eq!(blocks[1]["mimeType"], "image/png", "{mode}: {result}");
+        assert!(blocks[1]["data"].as_str().unwrap().starts_with("iVBORw0KGgo"), "{mode}: {result}");
+        assert_eq!(blocks[2]["mimeType"], "audio/wav", "{mode}: {result}");
+        assert_eq!(blocks[3]["name"], "report", "{mode}: {result}");
+        assert_eq!(blocks[4]["resource"]["text"], "This is an embedded resource content.", "{mode}: {result}");
+        assert_eq!(blocks[5]["resource"]["blob"], "AAEC/w==", "{mode}: {result}");
+        assert_eq!(result["measure"]["structured"], json!({"chars": 9, "words": 2}), "{mode}: {result}");
+        assert_eq!(result["lying_image"]["is_error"], true, "{mode}: {result}");
+        assert!(result["lying_image"]["text"].as_str().unwrap().contains("its bytes are not"), "{mode}: {result}");
+    }
+}
