@@ -67,6 +67,15 @@ fn results_are_content_blocks_checked_before_anything_sees_them() {
     assert!((1..=20).contains(&logs.len()), "{} progress records kept", logs.len());
     assert_eq!(logs.last().unwrap()["message"], "progress 10000/10000: done", "{flood}");
 
+    // Progress goes to stderr as it comes (and to MCP clients: the
+    // conformance suite's tools-call-with-progress, tests/mcp.rs).
+    let steps = toolhost(Path::new("."), &["--plugins", dir.to_str().unwrap(), "call", "test_tool_with_progress"]);
+    assert!(
+        stderr(&steps).contains("progress 0/100: starting\nprogress 50/100: half way\nprogress 100/100: done\n"),
+        "{}",
+        stderr(&steps)
+    );
+
     // What this host does not pass on yet is a typed refusal in the plugin.
     let asked = call(dir, "asks", "{}");
     let text = asked["output"]["value"][0]["text"].as_str().unwrap();

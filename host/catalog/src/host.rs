@@ -15,7 +15,7 @@ use toolhost_runtime::content::{Content, ContentBlock};
 use toolhost_runtime::engine::{self, EpochTicker};
 use toolhost_runtime::limits::{LimitOverrides, Limits};
 use toolhost_runtime::outcome::{CallError, CallReport, ToolOutput};
-use toolhost_runtime::sandbox::{self, HostState, Request, Response, WitCallError, WitToolOutput};
+use toolhost_runtime::sandbox::{self, HostState, ProgressObserver, Request, Response, WitCallError, WitToolOutput};
 use toolhost_runtime::tls;
 use wasmtime::Engine;
 use wasmtime::component::Linker;
@@ -383,6 +383,21 @@ impl Host {
         arguments: &str,
         overrides: &LimitOverrides,
     ) -> CallReport {
+        self.call_observed(catalog, tool, arguments, overrides, None).await
+    }
+
+    /// [`Host::call_in`], with `progress` told of each progress report the
+    /// plugin makes while it runs (contract 0.2.0; at most one every
+    /// [`PROGRESS_INTERVAL`](toolhost_runtime::sandbox::PROGRESS_INTERVAL), and
+    /// the last).
+    pub async fn call_observed(
+        &self,
+        catalog: &Catalog,
+        tool: &str,
+        arguments: &str,
+        overrides: &LimitOverrides,
+        progress: Option<ProgressObserver>,
+    ) -> CallReport {
         let Some(entry) = catalog.find(tool) else {
             let error = CallError::UnknownTool { name: tool.to_owned(), suggestion: catalog.similar(tool) };
             return CallReport::rejected(tool, None, error);
@@ -396,7 +411,9 @@ impl Host {
             }
         };
         match entry.source() {
-            Source::Plugin { plugin, index } => self.call_plugin(plugin.clone(), *index, arguments, overrides).await,
+            Source::Plugin { plugin, index } => {
+                self.call_plugin(plugin.clone(), *index, arguments, overrides, progress).await
+            }
             Source::Mcp { server, tool } => {
                 // The output limit is the plugins' one; the time limit is the
                 // server's `tool_timeout` unless the caller sets one.
@@ -415,6 +432,7 @@ impl Host {
         index: usize,
         arguments: &str,
         overrides: &LimitOverrides,
+        progress: Option<ProgressObserver>,
     ) -> CallReport {
         let tool = plugin.tools[index].name.as_str();
         let plugin_name = Some(plugin.name.to_string());
@@ -451,7 +469,8 @@ impl Host {
         };
         let invocation = {
             let _permit = self.permits.acquire().await;
-            sandbox.invoke(&self.ticker, &plugin.name, &limits, &plugin.granted, &self.tls, request).await
+            let call = sandbox.observed(progress);
+            call.invoke(&self.ticker, &plugin.name, &limits, &plugin.granted, &self.tls, request).await
         };
         if !invocation.stdout.is_empty() || !invocation.stderr.is_empty() {
             tracing::debug!(

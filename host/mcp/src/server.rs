@@ -16,8 +16,8 @@
 use crate::metrics::Metrics;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
-    LoggingLevel, LoggingMessageNotificationParam, MetaObject, PaginatedRequestParams, ServerCapabilities,
-    ServerConfig, SetLevelRequestParams, SubscriptionFilter, Tool, ToolAnnotations,
+    LoggingLevel, LoggingMessageNotificationParam, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter, Tool, ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -29,6 +29,7 @@ use toolhost_catalog::{Catalog, Entry};
 use toolhost_runtime::content::{Content, ResourceBody};
 use toolhost_runtime::limits::LimitOverrides;
 use toolhost_runtime::outcome::{CallError, CallReport, LogRecord, ToolOutput};
+use toolhost_runtime::sandbox::{Progress, ProgressObserver};
 
 /// The `_meta` key of a call's usage (fuel, peak memory, wall time, HTTP).
 pub const USAGE_META: &str = "toolhost/usage";
@@ -329,7 +330,30 @@ impl ServerHandler for ToolServer {
         // Counted as running, and as cancelled unless it finishes (this
         // future may also be dropped when the client goes away).
         let active = metrics.start_call(name, origin);
-        let call = self.host().call_in(&catalog, name, &arguments, &overrides);
+        // Progress reports go to the client as `notifications/progress` for
+        // the token it gave, in order, all before the result.
+        let (observer, forwarding) = match context.meta.get_progress_token() {
+            Some(token) => {
+                let (send, mut receive) = tokio::sync::mpsc::unbounded_channel::<Progress>();
+                let peer = context.peer.clone();
+                let forwarding = tokio::spawn(async move {
+                    while let Some(progress) = receive.recv().await {
+                        let mut param = ProgressNotificationParam::new(token.clone(), progress.done);
+                        param.total = progress.total;
+                        param.message = progress.message;
+                        if peer.notify_progress(param).await.is_err() {
+                            break;
+                        }
+                    }
+                });
+                let observer: ProgressObserver = Arc::new(move |progress| {
+                    let _ = send.send(progress);
+                });
+                (Some(observer), Some(forwarding))
+            }
+            None => (None, None),
+        };
+        let call = self.host().call_observed(&catalog, name, &arguments, &overrides, observer);
         // Dropping the call's future drops its store: the guest stops at its next epoch tick.
         let report = tokio::select! {
             report = call => report,
@@ -337,6 +361,9 @@ impl ServerHandler for ToolServer {
                 return Err(ErrorData::internal_error(format!("the call to `{name}` was cancelled"), None));
             }
         };
+        if let Some(forwarding) = forwarding {
+            let _ = forwarding.await;
+        }
         if let Err(CallError::UnknownTool { .. }) = &report.outcome {
             active.unknown_tool();
             return Err(unknown_tool(name));

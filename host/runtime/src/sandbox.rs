@@ -99,7 +99,6 @@ impl HostState {
             return;
         }
         if !finished && self.progress.last.is_some_and(|last| now.duration_since(last) < PROGRESS_INTERVAL) {
-            self.progress.skipped += 1;
             return;
         }
         self.progress.last = Some(now);
@@ -107,6 +106,15 @@ impl HostState {
             Some(total) => format!("progress {done}/{total}"),
             None => format!("progress {done}"),
         };
+        let message = message.map(|message| {
+            let mut message = self.logs.granted.redactor.scrub(message);
+            printable_in_place(&mut message);
+            truncate(&mut message, LOG_MESSAGE_LIMIT);
+            message.replace('\n', " ")
+        });
+        if let Some(observer) = &self.progress.observer {
+            observer(Progress { done, total, message: message.clone() });
+        }
         let text = match message {
             Some(message) => format!("{shown}: {message}"),
             None => shown,
@@ -122,7 +130,42 @@ pub const PROGRESS_INTERVAL: std::time::Duration = std::time::Duration::from_mil
 #[derive(Default)]
 struct ProgressSink {
     last: Option<Instant>,
-    skipped: u64,
+    observer: Option<ProgressObserver>,
+}
+
+/// One progress report, as a plugin made it (scrubbed, one line).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// How much is done.
+    pub done: f64,
+    /// Out of how much, when known.
+    pub total: Option<f64>,
+    /// What is going on.
+    pub message: Option<String>,
+}
+
+/// Told of a call's progress reports as they come (see [`Sandbox::observed`]).
+pub type ProgressObserver = Arc<dyn Fn(Progress) + Send + Sync>;
+
+/// A [`Sandbox`] with a progress observer for one call.
+pub struct Observed<'a> {
+    sandbox: &'a Sandbox,
+    observer: Option<ProgressObserver>,
+}
+
+impl Observed<'_> {
+    /// [`Sandbox::invoke`], telling the observer of each progress report kept.
+    pub async fn invoke(
+        self,
+        clock: &EpochTicker,
+        plugin: &Arc<str>,
+        limits: &Limits,
+        granted: &Arc<Granted>,
+        tls: &Arc<rustls::ClientConfig>,
+        request: Request<'_>,
+    ) -> Invocation {
+        self.sandbox.invoke_with(clock, plugin, limits, granted, tls, request, self.observer).await
+    }
 }
 
 /// Builds the linker every plugin is instantiated with: WASI p2 and
@@ -486,6 +529,11 @@ pub enum Sandbox {
 }
 
 impl Sandbox {
+    /// This sandbox, for one call whose progress reports go to `observer`.
+    pub fn observed(&self, observer: Option<ProgressObserver>) -> Observed<'_> {
+        Observed { sandbox: self, observer }
+    }
+
     /// Runs `request` in a fresh instance under `limits`, with what `granted`
     /// grants; HTTPS requests speak TLS with `tls`.
     pub async fn invoke(
@@ -496,6 +544,20 @@ impl Sandbox {
         granted: &Arc<Granted>,
         tls: &Arc<rustls::ClientConfig>,
         request: Request<'_>,
+    ) -> Invocation {
+        self.invoke_with(clock, plugin, limits, granted, tls, request, None).await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn invoke_with(
+        &self,
+        clock: &EpochTicker,
+        plugin: &Arc<str>,
+        limits: &Limits,
+        granted: &Arc<Granted>,
+        tls: &Arc<rustls::ClientConfig>,
+        request: Request<'_>,
+        observer: Option<ProgressObserver>,
     ) -> Invocation {
         let start = Instant::now();
         let deadline = start + limits.timeout;
@@ -517,7 +579,7 @@ impl Sandbox {
             };
         }
         let state = HostState {
-            progress: ProgressSink::default(),
+            progress: ProgressSink { observer, ..ProgressSink::default() },
             wasi: wasi.build(),
             http: WasiHttpCtx::new(),
             outbound: Outbound::new(granted.network.clone(), *limits, deadline, ledger.clone(), tls.clone()),

@@ -60,7 +60,21 @@ pub async fn run(host: &Host, args: Args) -> Result<ExitCode> {
         ..LimitOverrides::default()
     };
     let catalog = host.catalog();
-    let call = host.call_in(&catalog, &args.tool, &arguments, &overrides);
+    // Progress reports (contract 0.2.0) on stderr as they come; with
+    // `--json`, only in the report's logs.
+    let progress: Option<toolhost::runtime::sandbox::ProgressObserver> = (!args.json).then(|| {
+        std::sync::Arc::new(|progress: toolhost::runtime::sandbox::Progress| {
+            let done = match progress.total {
+                Some(total) => format!("{}/{total}", progress.done),
+                None => progress.done.to_string(),
+            };
+            match progress.message {
+                Some(message) => eprintln!("progress {done}: {message}"),
+                None => eprintln!("progress {done}"),
+            }
+        }) as toolhost::runtime::sandbox::ProgressObserver
+    });
+    let call = host.call_observed(&catalog, &args.tool, &arguments, &overrides, progress);
     let report = tokio::select! {
         report = call => report,
         _ = tokio::signal::ctrl_c() => {

@@ -98,6 +98,11 @@ impl Guest for Plugin {
                 "Asks the user, the model and the client's roots, and says what the host answered.",
                 NO_ARGUMENTS,
             ),
+            tool(
+                "test_tool_with_progress",
+                "Reports progress three times (the MCP conformance suite's tool).",
+                NO_ARGUMENTS,
+            ),
             tool("test_image_content", "Returns an image (the MCP conformance suite's tool).", NO_ARGUMENTS),
             tool("test_audio_content", "Returns audio (the MCP conformance suite's tool).", NO_ARGUMENTS),
             tool(
@@ -179,6 +184,15 @@ impl Guest for Plugin {
                     Err(err) => format!("{err:?}"),
                 };
                 vec![text(&format!("elicit: {elicit}\nroots: {roots}"))]
+            }
+            "test_tool_with_progress" => {
+                for (step, message) in [(0.0, "starting"), (50.0, "half way"), (100.0, "done")] {
+                    call::progress(step, Some(100.0), Some(message));
+                    if step < 100.0 {
+                        std::thread::sleep(std::time::Duration::from_millis(150));
+                    }
+                }
+                vec![text("Progress test completed")]
             }
             "test_image_content" => vec![image()],
             "test_audio_content" => vec![block(Content::Audio(Media { mime_type: "audio/wav".into(), data: wav() }))],
