@@ -131,3 +131,50 @@ fn serve_passes_content_titles_hints_and_structured_results_to_mcp_clients() {
         assert!(result["lying_image"]["text"].as_str().unwrap().contains("its bytes are not"), "{mode}: {result}");
     }
 }
+
+#[test]
+fn a_model_reads_content_blocks_and_run_reports_progress() {
+    use common::model_server::{ModelServer, Script};
+    let plugins = plugin_dir(&["content_kinds"]);
+    let work = tempfile::tempdir().unwrap();
+    for script in [Script { anthropic: false, stream: false }, Script { anthropic: true, stream: true }] {
+        let server = ModelServer::start(vec![
+            script.calls(&[("call_1", "show_content", "{}"), ("call_2", "test_tool_with_progress", "{}")]),
+            script.text("Seen."),
+        ]);
+        let events = work.path().join("events.jsonl");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+        command
+            .args(["--plugins", &plugins.path().display().to_string(), "run", "show me", "--yes"])
+            .args(["--model", script.model(), "--base-url", &script.base_url(&server)])
+            .args(["--events", events.to_str().unwrap()])
+            .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+            .env("OPENAI_API_KEY", "test-key")
+            .env("ANTHROPIC_API_KEY", "test-key")
+            .env_remove("TOOLHOST_MODEL")
+            .env_remove("TOOLHOST_CONFIG");
+        if !script.stream {
+            command.arg("--no-stream");
+        }
+        let output = command.output().unwrap();
+        assert!(output.status.success(), "{script:?}: {}", stderr(&output));
+        // The model reads the text, and a line for each other block.
+        let results = script.results(&server.requests()[1]);
+        assert!(
+            results[0].1.starts_with("every kind of content\n[image: image/png, 70 bytes]"),
+            "{script:?}: {results:?}"
+        );
+        assert_eq!(results[1].1, "Progress test completed", "{script:?}: {results:?}");
+        let progress: Vec<Value> = std::fs::read_to_string(&events)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str::<Value>(line).unwrap())
+            .filter(|event| event["event"] == "tool_call_progress")
+            .collect();
+        let done: Vec<f64> = progress.iter().map(|event| event["done"].as_f64().unwrap()).collect();
+        assert_eq!(done, [0.0, 50.0, 100.0], "{script:?}: {progress:?}");
+        assert_eq!(progress[1]["message"], "half way");
+        assert_eq!(progress[1]["tool"], "test_tool_with_progress");
+        std::fs::remove_file(&events).unwrap();
+    }
+}

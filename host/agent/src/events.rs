@@ -155,6 +155,22 @@ pub enum Event {
         /// Which source runs it: `plugin NAME`, or `mcp SERVER` (an external server).
         source: String,
     },
+    /// A running call reported progress (contract 0.2.0 plugins; at most one
+    /// report every 100 ms, and the last).
+    ToolCallProgress {
+        /// The call id.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// How much is done.
+        done: f64,
+        /// Out of how much, when known.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        total: Option<f64>,
+        /// What is going on.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
     /// The call produced output.
     ToolCallCompleted {
         /// The call id.

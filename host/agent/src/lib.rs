@@ -442,7 +442,20 @@ impl Agent {
             tool: call.name.clone(),
             source: source.clone().unwrap_or_default(),
         });
-        let report = self.host.call_in(catalog, &call.name, &call.arguments, &LimitOverrides::default()).await;
+        let progress = self.events.clone().map(|events| {
+            let (call_id, tool) = (call.id.clone(), call.name.clone());
+            Arc::new(move |progress: toolhost_runtime::sandbox::Progress| {
+                let _ = events.send(Event::ToolCallProgress {
+                    call_id: call_id.clone(),
+                    tool: tool.clone(),
+                    done: progress.done,
+                    total: progress.total,
+                    message: progress.message,
+                });
+            }) as toolhost_runtime::sandbox::ProgressObserver
+        });
+        let overrides = LimitOverrides::default();
+        let report = self.host.call_observed(catalog, &call.name, &call.arguments, &overrides, progress).await;
         let duration_ms = report.usage.wall.as_secs_f64() * 1_000.0;
         // The model is told what the host refused, so it does not retry blindly.
         let refusals: String =

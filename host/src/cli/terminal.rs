@@ -220,6 +220,14 @@ impl Terminal {
                     format::duration(Duration::from_secs_f64(duration_ms / 1_000.0))
                 ));
             }
+            Event::ToolCallProgress { tool, done, total, message, .. } => {
+                let done = match total {
+                    Some(total) => format!("{done}/{total}"),
+                    None => done.to_string(),
+                };
+                let message = message.as_deref().map(|message| format!(" · {message}")).unwrap_or_default();
+                self.status(&format!("  … {tool} · {done}{message}"));
+            }
             Event::ToolCallDenied { tool, reason, .. } => {
                 self.status(&format!("  ⊘ {tool} · denied: {reason}"));
             }
