@@ -469,8 +469,8 @@ impl Host {
         };
         let invocation = {
             let _permit = self.permits.acquire().await;
-            let call = sandbox.observed(progress);
-            call.invoke(&self.ticker, &plugin.name, &limits, &plugin.granted, &self.tls, request).await
+            let (granted, tls) = (&plugin.granted, &self.tls);
+            sandbox.invoke(&self.ticker, &plugin.name, &limits, granted, tls, request, progress).await
         };
         if !invocation.stdout.is_empty() || !invocation.stderr.is_empty() {
             tracing::debug!(

@@ -209,7 +209,7 @@ impl Entry {
                 // The manifest (the operator's file) over what the plugin's
                 // list says, each hint on its own; the grants over both.
                 let tool = &plugin.tools[*index];
-                let listed = tool.hints.unwrap_or_default();
+                let listed = Hints::from(tool.hints.unwrap_or_default());
                 let manifest = plugin.asks.as_ref().map(|asks| Hints::from(asks.hints_for(&tool.export)));
                 let manifest = manifest.unwrap_or_default();
                 let declared = Hints {

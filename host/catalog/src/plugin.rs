@@ -14,8 +14,9 @@
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use toolhost_grants::manifest::HintsTable;
 use toolhost_grants::{Granted, Grants, Manifest};
-use toolhost_runtime::cache::{Cache, ListedTool, Listing, Origin, ToolHints};
+use toolhost_runtime::cache::{Cache, ListedTool, Listing, Origin};
 use toolhost_runtime::compiler::{CompileBounds, CompileError, Compiler};
 use toolhost_runtime::engine::EpochTicker;
 use toolhost_runtime::limits::{ByteSize, Limits};
@@ -159,7 +160,7 @@ pub struct Tool {
     /// Its title, for people (contract 0.2.0).
     pub title: Option<String>,
     /// What it says it may do (contract 0.2.0).
-    pub hints: Option<ToolHints>,
+    pub hints: Option<HintsTable>,
     pub(crate) validator: jsonschema::Validator,
     /// Checks a contract 0.2.0 result's `json` block against the output schema.
     pub(crate) output_validator: Option<jsonschema::Validator>,
@@ -443,7 +444,7 @@ pub(crate) async fn call_list_tools(
     limits: &Limits,
     tls: &Arc<rustls::ClientConfig>,
 ) -> Result<Vec<ListedTool>, String> {
-    let invocation = sandbox.invoke(clock, name, limits, &Granted::nothing(), tls, Request::ListTools).await;
+    let invocation = sandbox.invoke(clock, name, limits, &Granted::nothing(), tls, Request::ListTools, None).await;
     match invocation.result {
         Ok(Response::Tools(tools)) => Ok(tools),
         Ok(Response::Called(_) | Response::Content(_) | Response::Typed(_)) => {

@@ -33,6 +33,7 @@ use wasmtime::Engine;
 use wasmtime::component::Component;
 
 use crate::compiler::{CompileError, Compiler};
+use toolhost_grants::manifest::HintsTable;
 
 /// The largest tool list read back from the cache.
 const LISTING_LIMIT: u64 = 16 << 20;
@@ -284,24 +285,7 @@ pub struct ListedTool {
     pub title: Option<String>,
     /// What it says it may do (contract 0.2.0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hints: Option<ToolHints>,
-}
-
-/// What a tool says it may do: hints, never more than its grants allow.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolHints {
-    /// It changes nothing outside itself.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub read_only: Option<bool>,
-    /// It may destroy or overwrite something.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub destructive: Option<bool>,
-    /// Calling it again with the same arguments does nothing more.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub idempotent: Option<bool>,
-    /// It reaches outside.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub open_world: Option<bool>,
+    pub hints: Option<HintsTable>,
 }
 
 /// A key for the file `metadata` describes that changes whenever its

@@ -144,29 +144,8 @@ pub struct Progress {
     pub message: Option<String>,
 }
 
-/// Told of a call's progress reports as they come (see [`Sandbox::observed`]).
+/// Told of a call's progress reports as they come (see [`Sandbox::invoke`]).
 pub type ProgressObserver = Arc<dyn Fn(Progress) + Send + Sync>;
-
-/// A [`Sandbox`] with a progress observer for one call.
-pub struct Observed<'a> {
-    sandbox: &'a Sandbox,
-    observer: Option<ProgressObserver>,
-}
-
-impl Observed<'_> {
-    /// [`Sandbox::invoke`], telling the observer of each progress report kept.
-    pub async fn invoke(
-        self,
-        clock: &EpochTicker,
-        plugin: &Arc<str>,
-        limits: &Limits,
-        granted: &Arc<Granted>,
-        tls: &Arc<rustls::ClientConfig>,
-        request: Request<'_>,
-    ) -> Invocation {
-        self.sandbox.invoke_with(clock, plugin, limits, granted, tls, request, self.observer).await
-    }
-}
 
 /// Builds the linker every plugin is instantiated with: WASI p2 and
 /// `wasi:http` (which reach only what each call's grants allow) and the
@@ -529,27 +508,11 @@ pub enum Sandbox {
 }
 
 impl Sandbox {
-    /// This sandbox, for one call whose progress reports go to `observer`.
-    pub fn observed(&self, observer: Option<ProgressObserver>) -> Observed<'_> {
-        Observed { sandbox: self, observer }
-    }
-
     /// Runs `request` in a fresh instance under `limits`, with what `granted`
-    /// grants; HTTPS requests speak TLS with `tls`.
-    pub async fn invoke(
-        &self,
-        clock: &EpochTicker,
-        plugin: &Arc<str>,
-        limits: &Limits,
-        granted: &Arc<Granted>,
-        tls: &Arc<rustls::ClientConfig>,
-        request: Request<'_>,
-    ) -> Invocation {
-        self.invoke_with(clock, plugin, limits, granted, tls, request, None).await
-    }
-
+    /// grants; HTTPS requests speak TLS with `tls`; `observer` is told of each
+    /// progress report kept (contract 0.2.0).
     #[allow(clippy::too_many_arguments)]
-    async fn invoke_with(
+    pub async fn invoke(
         &self,
         clock: &EpochTicker,
         plugin: &Arc<str>,

@@ -8,9 +8,10 @@
 //! call's report; elicitation, sampling and roots are answered
 //! `unsupported`, naming what is missing, until a front end passes them on.
 
-use crate::cache::{ListedTool, ToolHints};
+use crate::cache::ListedTool;
 use crate::content::{Annotations, Content, ContentBlock, Priority, ResourceBody};
 use crate::sandbox::HostState;
+use toolhost_grants::manifest::HintsTable;
 
 wasmtime::component::bindgen!({
     path: "../../wit/v0.2.0",
@@ -72,7 +73,7 @@ pub(crate) fn listed(tool: types::Tool) -> ListedTool {
         input_schema: tool.input_schema,
         output_schema: tool.output_schema,
         title: tool.title,
-        hints: Some(ToolHints {
+        hints: Some(HintsTable {
             read_only: hints.read_only,
             destructive: hints.destructive,
             idempotent: hints.idempotent,
