@@ -7,12 +7,8 @@ mod common;
 
 use common::{plugin_dir, stderr, stdout, toolhost};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-
-fn mcp_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp")
-}
 
 /// `toolhost call TOOL ARGUMENTS --json` with `content_kinds`: the report.
 fn call(dir: &Path, tool: &str, arguments: &str) -> Value {
@@ -95,22 +91,11 @@ fn results_are_content_blocks_checked_before_anything_sees_them() {
 
 #[test]
 fn serve_passes_content_titles_hints_and_structured_results_to_mcp_clients() {
-    common::install("mcp/setup.sh");
     let plugins = plugin_dir(&["content_kinds"]);
     let config = plugins.path().join("toolhost.toml");
     std::fs::write(&config, "").unwrap();
     for mode in ["legacy", "2026-07-28"] {
-        let output = Command::new(mcp_dir().join(".tools/venv/bin/python"))
-            .arg(mcp_dir().join("client.py"))
-            .args(["--mode", mode, "content", "--", env!("CARGO_BIN_EXE_toolhost"), "--plugins"])
-            .arg(plugins.path())
-            .arg("--config")
-            .arg(&config)
-            .env("TOOLHOST_CACHE_DIR", common::shared_cache())
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{mode}: {}{}", stdout(&output), stderr(&output));
-        let result: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+        let result = common::mcp_client_scenario("content", mode, plugins.path(), &config);
         let measure = &result["tools"]["measure"];
         assert_eq!(measure["title"], "Measure a text", "{mode}: {result}");
         assert_eq!(measure["annotations"]["read_only_hint"], true, "{mode}: {result}");

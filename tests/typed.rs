@@ -8,7 +8,7 @@ mod common;
 
 use common::{plugin, plugin_dir, stderr, stdout, toolhost};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 /// A folder holding `typed_shop` (plugins/testing/typed_shop, wit/shop.wit).
@@ -199,28 +199,14 @@ fn a_component_whose_types_nest_too_deep_is_refused_with_the_reason() {
     assert!(stderr(&output).contains("typed_too_deep.wasm") && stdout(&output).contains("pong"));
 }
 
-fn mcp_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp")
-}
 
 #[test]
 fn serve_offers_typed_tools_with_output_schemas_and_structured_content() {
-    common::install("mcp/setup.sh");
     let dir = shop();
     let config = dir.path().join("toolhost.toml");
     std::fs::write(&config, "").unwrap();
     for mode in ["legacy", "2026-07-28"] {
-        let output = Command::new(mcp_dir().join(".tools/venv/bin/python"))
-            .arg(mcp_dir().join("client.py"))
-            .args(["--mode", mode, "typed", "--", env!("CARGO_BIN_EXE_toolhost"), "--plugins"])
-            .arg(dir.path())
-            .arg("--config")
-            .arg(&config)
-            .env("TOOLHOST_CACHE_DIR", common::shared_cache())
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{}{}", stdout(&output), stderr(&output));
-        let result: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+        let result = common::mcp_client_scenario("typed", mode, dir.path(), &config);
         // A record is served as it is; anything else under `result`.
         assert_eq!(result["schemas"]["get-item"]["properties"]["price-cents"]["type"], "integer", "{result}");
         assert_eq!(

@@ -129,6 +129,26 @@ pub fn toolhost_with_env(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Out
         .expect("run toolhost")
 }
 
+/// Runs `tests/mcp/client.py SCENARIO` (the official Python MCP client; its
+/// tools installed by `tests/mcp/setup.sh`) in protocol `mode` against
+/// `toolhost serve` over stdio with `plugins` and `config`, and returns the
+/// JSON it prints.
+pub fn mcp_client_scenario(scenario: &str, mode: &str, plugins: &Path, config: &Path) -> serde_json::Value {
+    install("mcp/setup.sh");
+    let mcp = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp");
+    let output = Command::new(mcp.join(".tools/venv/bin/python"))
+        .arg(mcp.join("client.py"))
+        .args(["--mode", mode, scenario, "--", env!("CARGO_BIN_EXE_toolhost"), "--plugins"])
+        .arg(plugins)
+        .arg("--config")
+        .arg(config)
+        .env("TOOLHOST_CACHE_DIR", shared_cache())
+        .output()
+        .expect("run client.py");
+    assert!(output.status.success(), "{scenario} ({mode}): {}{}", stdout(&output), stderr(&output));
+    serde_json::from_str(stdout(&output).trim()).expect("client.py prints one JSON object")
+}
+
 /// stdout as text.
 pub fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
