@@ -8,7 +8,6 @@ mod common;
 use common::{plugin_dir, stderr, stdout, toolhost};
 use serde_json::{Value, json};
 use std::path::Path;
-use std::process::Command;
 
 /// `toolhost call TOOL ARGUMENTS --json` with `content_kinds`: the report.
 fn call(dir: &Path, tool: &str, arguments: &str) -> Value {
@@ -128,20 +127,8 @@ fn a_model_reads_content_blocks_and_run_reports_progress() {
             script.text("Seen."),
         ]);
         let events = work.path().join("events.jsonl");
-        let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
-        command
-            .args(["--plugins", &plugins.path().display().to_string(), "run", "show me", "--yes"])
-            .args(["--model", script.model(), "--base-url", &script.base_url(&server)])
-            .args(["--events", events.to_str().unwrap()])
-            .env("TOOLHOST_CACHE_DIR", common::shared_cache())
-            .env("OPENAI_API_KEY", "test-key")
-            .env("ANTHROPIC_API_KEY", "test-key")
-            .env_remove("TOOLHOST_MODEL")
-            .env_remove("TOOLHOST_CONFIG");
-        if !script.stream {
-            command.arg("--no-stream");
-        }
-        let output = command.output().unwrap();
+        let mut command = script.run_command(&server, plugins.path(), "show me");
+        let output = command.args(["--events", events.to_str().unwrap()]).output().unwrap();
         assert!(output.status.success(), "{script:?}: {}", stderr(&output));
         // The model reads the text, and a line for each other block.
         let results = script.results(&server.requests()[1]);

@@ -9,7 +9,6 @@ mod common;
 use common::{plugin, plugin_dir, stderr, stdout, toolhost};
 use serde_json::{Value, json};
 use std::path::Path;
-use std::process::Command;
 
 /// A folder holding `typed_shop` (plugins/testing/typed_shop, wit/shop.wit).
 fn shop() -> tempfile::TempDir {
@@ -199,7 +198,6 @@ fn a_component_whose_types_nest_too_deep_is_refused_with_the_reason() {
     assert!(stderr(&output).contains("typed_too_deep.wasm") && stdout(&output).contains("pong"));
 }
 
-
 #[test]
 fn serve_offers_typed_tools_with_output_schemas_and_structured_content() {
     let dir = shop();
@@ -351,19 +349,7 @@ fn a_model_calls_typed_functions_in_the_loop() {
             script.calls(&[("call_1", "get-item", r#"{"sku":"A-1"}"#), ("call_2", "get-item", r#"{"sku":"Z-9"}"#)]),
             script.text("One anvil; no Z-9."),
         ]);
-        let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
-        command
-            .args(["--plugins", &dir.path().display().to_string(), "run", "look up A-1 and Z-9", "--yes"])
-            .args(["--model", script.model(), "--base-url", &script.base_url(&server)])
-            .env("TOOLHOST_CACHE_DIR", common::shared_cache())
-            .env("OPENAI_API_KEY", "test-key")
-            .env("ANTHROPIC_API_KEY", "test-key")
-            .env_remove("TOOLHOST_MODEL")
-            .env_remove("TOOLHOST_CONFIG");
-        if !script.stream {
-            command.arg("--no-stream");
-        }
-        let output = command.output().unwrap();
+        let output = script.run_command(&server, dir.path(), "look up A-1 and Z-9").output().unwrap();
         assert!(output.status.success(), "{script:?}: {}", stderr(&output));
         assert!(stdout(&output).contains("One anvil; no Z-9."), "{script:?}: {}", stdout(&output));
         let requests = server.requests();

@@ -226,6 +226,25 @@ pub struct Script {
 }
 
 impl Script {
+    /// `toolhost --plugins PLUGINS run PROMPT --yes` against `server` in this
+    /// script's protocol (streamed or not), with the shared compile cache and
+    /// test keys; more arguments may be added before it runs.
+    pub fn run_command(&self, server: &ModelServer, plugins: &std::path::Path, prompt: &str) -> std::process::Command {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"));
+        command
+            .args(["--plugins", &plugins.display().to_string(), "run", prompt, "--yes"])
+            .args(["--model", self.model(), "--base-url", &self.base_url(server)])
+            .env("TOOLHOST_CACHE_DIR", std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("toolhost-cache"))
+            .env("OPENAI_API_KEY", "test-key")
+            .env("ANTHROPIC_API_KEY", "test-key")
+            .env_remove("TOOLHOST_MODEL")
+            .env_remove("TOOLHOST_CONFIG");
+        if !self.stream {
+            command.arg("--no-stream");
+        }
+        command
+    }
+
     pub fn model(&self) -> &'static str {
         if self.anthropic { "anthropic/test-model" } else { "openai/test-model" }
     }
