@@ -214,3 +214,58 @@ fn an_unset_credential_refuses_its_requests_and_bad_ones_are_config_errors() {
     );
     assert!(toolhost_with_env(dir.path(), &["tools"], &[("T", "x")]).status.success());
 }
+
+#[test]
+fn a_long_running_serve_keeps_an_oauth_token_until_it_expires_then_fetches_another() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    let tokens = TestServer::start();
+    let api = TestServer::start();
+    let config = format!(
+        "[[plugins.fetch.credentials]]\nto = \"{}\"\noauth2 = {{ token_url = \"{}\", client_id = {{ env = \"CLIENT_ID\" }}, \
+         client_secret = {{ env = \"CLIENT_SECRET\" }} }}\n",
+        api.origin(),
+        tokens.url("/token?expires_in=2")
+    );
+    let (dir, _plugins) = setup(&config);
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(dir.path())
+        .args(["serve", "--no-watch"])
+        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+        .env("CLIENT_ID", "client-1")
+        .env("CLIENT_SECRET", OAUTH_SECRET)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = serve.stdin.take().unwrap();
+    let mut lines = BufReader::new(serve.stdout.take().unwrap()).lines();
+    let mut ask = |id: u64, method: &str, params: Value| -> Value {
+        writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).unwrap();
+        if method == "initialize" {
+            writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
+        }
+        loop {
+            let message: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+            if message["id"] == id {
+                return message["result"].clone();
+            }
+        }
+    };
+    let hello =
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
+    ask(1, "initialize", hello);
+    let fetch = json!({"name": "fetch", "arguments": {"url": api.url("/private")}});
+    // Two calls within the token's life share it; one after its life (two
+    // seconds, renewed a tenth early) gets a new one.
+    for (id, wait) in [(2, 0), (3, 0), (4, 2_500)] {
+        std::thread::sleep(std::time::Duration::from_millis(wait));
+        let result = ask(id, "tools/call", fetch.clone());
+        assert!(result.to_string().contains("welcome"), "{result}");
+    }
+    drop(stdin);
+    let _ = serve.wait();
+    assert_eq!(tokens.seen(), ["/token?expires_in=2", "/token?expires_in=2"], "one token, kept, then one more");
+    assert_eq!(api.seen().len(), 3);
+}

@@ -22,7 +22,8 @@
 //!   [`OAUTH_TOKEN`] as a bearer token; else 401
 //! - `/token`: an OAuth 2.0 token endpoint: [`OAUTH_TOKEN`] for the client
 //!   `client-1` with the secret [`OAUTH_SECRET`] (HTTP Basic auth), else 401
-//!   `invalid_client`
+//!   `invalid_client`; it expires in an hour, or after N seconds with
+//!   `/token?expires_in=N`
 //! - anything else: 404
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -271,9 +272,11 @@ fn with_headers(path: &str, headers: &[(String, String)]) -> Option<(&'static st
             ("401 Unauthorized", None, b"who are you?".to_vec())
         });
     }
-    if path == "/token" {
+    if path == "/token" || path.starts_with("/token?") {
+        // `/token?expires_in=N` hands out tokens that expire after N seconds.
+        let life = path.split("expires_in=").nth(1).and_then(|n| n.parse::<u64>().ok()).unwrap_or(3600);
         return Some(if header("authorization") == Some(&format!("Basic {OAUTH_BASIC}")) {
-            let token = format!(r#"{{"access_token":"{OAUTH_TOKEN}","token_type":"Bearer","expires_in":3600}}"#);
+            let token = format!(r#"{{"access_token":"{OAUTH_TOKEN}","token_type":"Bearer","expires_in":{life}}}"#);
             ("200 OK", None, token.into_bytes())
         } else {
             let refusal = r#"{"error":"invalid_client","error_description":"unknown client or wrong secret"}"#;
