@@ -89,7 +89,7 @@ fn results_are_content_blocks_checked_before_anything_sees_them() {
 }
 
 #[test]
-fn serve_passes_content_titles_hints_and_structured_results_to_mcp_clients() {
+fn serve_passes_content_hints_structured_results_resources_and_prompts_to_mcp_clients() {
     let plugins = plugin_dir(&["content_kinds"]);
     let config = plugins.path().join("toolhost.toml");
     std::fs::write(&config, "").unwrap();
@@ -111,6 +111,18 @@ fn serve_passes_content_titles_hints_and_structured_results_to_mcp_clients() {
         assert_eq!(blocks[4]["resource"]["text"], "This is an embedded resource content.", "{mode}: {result}");
         assert_eq!(blocks[5]["resource"]["blob"], "AAEC/w==", "{mode}: {result}");
         assert_eq!(result["measure"]["structured"], json!({"chars": 9, "words": 2}), "{mode}: {result}");
+        // The `full` world: resources, templates and prompts.
+        assert_eq!(
+            result["resources"],
+            json!(["test://static-binary", "test://static-text", "test://watched-resource"]),
+            "{mode}: {result}"
+        );
+        assert_eq!(result["templates"], json!(["test://template/{id}/data"]), "{mode}: {result}");
+        assert_eq!(result["read"][0]["text"], r#"{"id":"7","templateTest":true,"data":"Data for ID: 7"}"#, "{result}");
+        assert_eq!(result["missing"]["code"], -32602, "{mode}: {result}");
+        assert_eq!(result["missing"]["data"]["uri"], "test://missing", "{mode}: {result}");
+        assert_eq!(result["prompts"].as_array().unwrap().len(), 4, "{mode}: {result}");
+        assert_eq!(result["prompt"][0]["content"]["text"], "Prompt with arguments: arg1='a', arg2='b'", "{result}");
         assert_eq!(result["lying_image"]["is_error"], true, "{mode}: {result}");
         assert!(result["lying_image"]["text"].as_str().unwrap().contains("its bytes are not"), "{mode}: {result}");
     }

@@ -136,6 +136,21 @@ async def content(client):
     out["show_content"] = [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in shown.content]
     out["measure"] = as_json(await client.call_tool("measure", {"text": "two words"}))
     out["lying_image"] = as_json(await client.call_tool("lying_image", {}))
+    resources = await client.list_resources()
+    out["resources"] = sorted(str(resource.uri) for resource in resources.resources)
+    templates = await client.list_resource_templates()
+    out["templates"] = [template.uri_template for template in templates.resource_templates]
+    read = await client.read_resource("test://template/7/data")
+    out["read"] = [content.model_dump(mode="json", by_alias=True, exclude_none=True) for content in read.contents]
+    try:
+        await client.read_resource("test://missing")
+        out["missing"] = None
+    except MCPError as err:
+        out["missing"] = {"code": err.error.code, "message": err.error.message, "data": err.error.data}
+    prompts = await client.list_prompts()
+    out["prompts"] = sorted(prompt.name for prompt in prompts.prompts)
+    got = await client.get_prompt("test_prompt_with_arguments", {"arg1": "a", "arg2": "b"})
+    out["prompt"] = [message.model_dump(mode="json", by_alias=True, exclude_none=True) for message in got.messages]
     return out
 
 

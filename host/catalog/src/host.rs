@@ -14,6 +14,7 @@ use toolhost_runtime::compiler::{self, CompileBounds, Compiler};
 use toolhost_runtime::content::{Content, ContentBlock};
 use toolhost_runtime::engine::{self, EpochTicker};
 use toolhost_runtime::limits::{LimitOverrides, Limits};
+use toolhost_runtime::offers::Offers;
 use toolhost_runtime::outcome::{CallError, CallReport, ToolOutput};
 use toolhost_runtime::sandbox::{self, HostState, ProgressObserver, Request, Response, WitCallError, WitToolOutput};
 use toolhost_runtime::tls;
@@ -22,7 +23,7 @@ use wasmtime::component::Linker;
 
 /// A file loaded for the first time: its contract, the tools it listed,
 /// what loading noted, its code and where that came from.
-type Fresh = (&'static str, Vec<toolhost_runtime::cache::ListedTool>, Vec<String>, sandbox::Sandbox, Origin);
+type Fresh = (&'static str, Vec<toolhost_runtime::cache::ListedTool>, Vec<String>, Offers, sandbox::Sandbox, Origin);
 
 /// What loading a file's code came to.
 struct Loaded {
@@ -32,6 +33,8 @@ struct Loaded {
     tools: Vec<Tool>,
     /// What loading noted (typed functions left out).
     notes: Vec<String>,
+    /// What it offers besides tools.
+    offers: Offers,
     origin: Origin,
     code: Code,
 }
@@ -226,6 +229,7 @@ impl Host {
             grants,
             notices: review.notices,
             left_out: loaded.notes,
+            offers: loaded.offers,
             granted: review.granted,
             code: loaded.code,
         })
@@ -263,9 +267,10 @@ impl Host {
             .and_then(|cache| cache.listing(&sha256))
             .and_then(|listing| plugin::tools_of(listing, limits, &self.compiler.bounds()));
         if let Some(listed) = listed {
-            let (contract, tools, notes) = listed?;
+            let (contract, tools, notes, offers) = listed?;
             let code = Code::lazy(&self.engine, &self.linker, cache, &self.compiler, path, &sha256, contract);
-            return Ok(Loaded { size: metadata.len(), contract, tools, notes, origin: Origin::Cached, code, sha256 });
+            let size = metadata.len();
+            return Ok(Loaded { size, contract, tools, notes, offers, origin: Origin::Cached, code, sha256 });
         }
         // Not listed yet (or not under these limits): load it for real.
         let wasm = match bytes {
@@ -275,14 +280,19 @@ impl Host {
         let (size, sha256) = (wasm.bytes.len() as u64, wasm.sha256.clone());
         let lazy = |contract| Code::lazy(&self.engine, &self.linker, cache, &self.compiler, path, &sha256, contract);
         match self.load_fresh(name, &wasm, limits).await {
-            Ok((contract, listed, notes, sandbox, origin)) => {
+            Ok((contract, listed, notes, offers, sandbox, origin)) => {
                 if let Some(cache) = cache {
-                    let listing =
-                        Listing::Tools { contract: contract.to_owned(), tools: listed.clone(), notes: notes.clone() };
+                    let listing = Listing::Tools {
+                        contract: contract.to_owned(),
+                        tools: listed.clone(),
+                        notes: notes.clone(),
+                        offers: offers.clone(),
+                    };
                     cache.store_listing(&sha256, &listing);
                 }
                 let tools = plugin::check_tools(listed, limits, contract)?;
-                Ok(Loaded { size, contract, tools, notes, origin, code: lazy(contract).with(sandbox), sha256 })
+                let code = lazy(contract).with(sandbox);
+                Ok(Loaded { size, contract, tools, notes, offers, origin, code, sha256 })
             }
             Err((reason, under)) => {
                 if let Some(cache) = cache {
@@ -315,15 +325,16 @@ impl Host {
         if contract == plugin::TYPED {
             // The tools are the functions' types: nothing runs to list them.
             let (listed, notes) = plugin::typed_listing(&self.engine, &component, &wasm.bytes);
-            return Ok((contract, listed, notes, sandbox, origin));
+            return Ok((contract, listed, notes, Offers::default(), sandbox, origin));
         }
-        let listed = {
+        let under_limits = |reason| (reason, Some(format!("{limits:?}")));
+        let (listed, offers) = {
             let _permit = self.permits.acquire().await;
-            plugin::call_list_tools(&sandbox, &self.ticker, name, limits, &self.tls)
-                .await
-                .map_err(|reason| (reason, Some(format!("{limits:?}"))))?
+            let listed = plugin::call_list_tools(&sandbox, &self.ticker, name, limits, &self.tls).await;
+            let offers = plugin::list_offers(&sandbox, &self.ticker, name, limits, &self.tls).await;
+            (listed.map_err(under_limits)?, offers.map_err(under_limits)?)
         };
-        Ok((contract, listed, Vec::new(), sandbox, origin))
+        Ok((contract, listed, Vec::new(), offers, sandbox, origin))
     }
 
     /// The limits a plugin named `name` runs under, from the config.
@@ -483,6 +494,9 @@ impl Host {
         }
         // The sandbox has held the answer to the output limit and the contract.
         let outcome = invocation.result.and_then(|response| match response {
+            Response::Offers(_) | Response::Read(_) | Response::Prompt(_) | Response::Completion(_) => {
+                Err(CallError::Host("the plugin answered the wrong request".to_owned()))
+            }
             Response::Called(Ok(WitToolOutput::Text(text))) => Ok(ToolOutput::Text(text)),
             Response::Called(Ok(WitToolOutput::Json(json))) => Ok(ToolOutput::Json(json)),
             Response::Called(Err(WitCallError::InvalidArguments(message))) => Err(CallError::InvalidArguments(message)),
@@ -510,6 +524,117 @@ impl Host {
             refused: invocation.refused,
         }
     }
+}
+
+/// Why a resource, prompt or completion could not be had.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OfferError {
+    /// No loaded plugin offers it (the text names what was asked for).
+    NotFound(String),
+    /// The plugin failed, or its answer was refused (as a call's would be).
+    Failed(CallError),
+}
+
+impl std::fmt::Display for OfferError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OfferError::NotFound(what) => write!(f, "no loaded plugin offers {what}"),
+            OfferError::Failed(err) => write!(f, "{err}"),
+        }
+    }
+}
+
+impl Host {
+    /// Reads the resource at `uri` from the plugin that lists it (or whose
+    /// template matches it; the first in file-name order), in a fresh
+    /// instance under the plugin's limits and grants.
+    pub async fn read_resource(&self, catalog: &Catalog, uri: &str) -> Result<Vec<ContentBlock>, OfferError> {
+        let listed = |plugin: &&Arc<Plugin>| plugin.offers.resources.iter().any(|resource| resource.uri == uri);
+        let templated = |plugin: &&Arc<Plugin>| {
+            plugin
+                .offers
+                .templates
+                .iter()
+                .any(|template| toolhost_runtime::offers::matches_template(&template.uri_template, uri))
+        };
+        let plugin = catalog.plugins().iter().find(listed).or_else(|| catalog.plugins().iter().find(templated));
+        let plugin = plugin.ok_or_else(|| OfferError::NotFound(format!("the resource `{uri}`")))?;
+        match self.offer_request(plugin, Request::ReadResource { uri }).await? {
+            Response::Read(read) => read.map_err(plugin_error),
+            _ => Err(wrong_answer()),
+        }
+    }
+
+    /// Fills in the prompt `name` with `arguments`, as its plugin does.
+    pub async fn get_prompt(
+        &self,
+        catalog: &Catalog,
+        name: &str,
+        arguments: &[(String, String)],
+    ) -> Result<toolhost_runtime::offers::PromptResult, OfferError> {
+        let plugin = self.prompt_owner(catalog, name)?;
+        match self.offer_request(plugin, Request::GetPrompt { name, arguments }).await? {
+            Response::Prompt(prompt) => prompt.map_err(plugin_error),
+            _ => Err(wrong_answer()),
+        }
+    }
+
+    /// Suggests values for `argument` of a prompt or resource template, as
+    /// the plugin that offers it does.
+    pub async fn complete(
+        &self,
+        catalog: &Catalog,
+        reference: toolhost_runtime::offers::Reference<'_>,
+        argument: &str,
+        value: &str,
+        context: &[(String, String)],
+    ) -> Result<toolhost_runtime::offers::Completion, OfferError> {
+        use toolhost_runtime::offers::Reference;
+        let plugin = match reference {
+            Reference::Prompt(name) => self.prompt_owner(catalog, name)?,
+            Reference::Template(template) => catalog
+                .plugins()
+                .iter()
+                .find(|plugin| plugin.offers.templates.iter().any(|offered| offered.uri_template == template))
+                .ok_or_else(|| OfferError::NotFound(format!("the resource template `{template}`")))?,
+        };
+        match self.offer_request(plugin, Request::Complete { reference, argument, value, context }).await? {
+            Response::Completion(done) => done.map_err(plugin_error),
+            _ => Err(wrong_answer()),
+        }
+    }
+
+    fn prompt_owner<'a>(&self, catalog: &'a Catalog, name: &str) -> Result<&'a Arc<Plugin>, OfferError> {
+        catalog
+            .plugins()
+            .iter()
+            .find(|plugin| plugin.offers.prompts.iter().any(|prompt| prompt.name == name))
+            .ok_or_else(|| OfferError::NotFound(format!("the prompt `{name}`")))
+    }
+
+    /// Runs `request` for `plugin` in a fresh instance, like a call.
+    async fn offer_request(&self, plugin: &Arc<Plugin>, request: Request<'_>) -> Result<Response, OfferError> {
+        let sandbox = plugin.code.sandbox().await.map_err(|reason| {
+            OfferError::Failed(CallError::Host(format!("could not load plugin `{}`: {reason}", plugin.name)))
+        })?;
+        let invocation = {
+            let _permit = self.permits.acquire().await;
+            let (granted, tls) = (&plugin.granted, &self.tls);
+            sandbox.invoke(&self.ticker, &plugin.name, &plugin.limits, granted, tls, request, None).await
+        };
+        invocation.result.map_err(OfferError::Failed)
+    }
+}
+
+fn plugin_error(err: WitCallError) -> OfferError {
+    OfferError::Failed(match err {
+        WitCallError::InvalidArguments(message) => CallError::InvalidArguments(message),
+        WitCallError::Failed(message) => CallError::ToolFailed(message),
+    })
+}
+
+fn wrong_answer() -> OfferError {
+    OfferError::Failed(CallError::Host("the plugin answered the wrong request".to_owned()))
 }
 
 /// Checks the `json` block of a result against the tool's output schema:

@@ -20,6 +20,7 @@ use toolhost_runtime::cache::{Cache, ListedTool, Listing, Origin};
 use toolhost_runtime::compiler::{CompileBounds, CompileError, Compiler};
 use toolhost_runtime::engine::EpochTicker;
 use toolhost_runtime::limits::{ByteSize, Limits};
+use toolhost_runtime::offers::Offers;
 use toolhost_runtime::sandbox::{self, HostState, Request, Response, Sandbox, TypedPlugin, v0_1_0};
 use toolhost_runtime::typed;
 use wasmtime::Engine;
@@ -53,6 +54,8 @@ pub struct Plugin {
     /// A typed component's functions that are not tools, and why (said by
     /// `tools` and `inspect`, not at every call).
     pub left_out: Vec<String>,
+    /// What it offers besides tools (contract 0.2.0's `full` world).
+    pub offers: Offers,
     pub(crate) granted: Arc<Granted>,
     pub(crate) code: Code,
 }
@@ -302,6 +305,31 @@ pub fn shape(engine: &Engine, component: &Component) -> Shape {
     Shape { imports, exports }
 }
 
+/// Whether `component` exports `name`.
+fn exports(component: &Component, engine: &Engine, name: &str) -> bool {
+    component.component_type().exports(engine).any(|(export, _)| export == name)
+}
+
+/// Lists what a `full` plugin offers besides tools (in a fresh instance under
+/// `limits`, nothing granted) and checks it; `None` for other plugins.
+pub(crate) async fn list_offers(
+    sandbox: &Sandbox,
+    clock: &EpochTicker,
+    name: &Arc<str>,
+    limits: &Limits,
+    tls: &Arc<rustls::ClientConfig>,
+) -> Result<Offers, String> {
+    if !matches!(sandbox, Sandbox::V0_2_0Full(_)) {
+        return Ok(Offers::default());
+    }
+    let invocation = sandbox.invoke(clock, name, limits, &Granted::nothing(), tls, Request::ListOffers, None).await;
+    match invocation.result {
+        Ok(Response::Offers(offers)) => offers.check(),
+        Ok(_) => Err("answered the wrong request".to_owned()),
+        Err(err) => Err(format!("listing its resources and prompts failed: it {err}")),
+    }
+}
+
 /// The contract version `component` was built against (`typed` for a
 /// component of plain exported functions), or why it is not a plugin.
 pub fn contract_of(engine: &Engine, component: &Component) -> Result<&'static str, String> {
@@ -377,6 +405,11 @@ pub(crate) fn prepare(
         "0.1.0" => v0_1_0::PluginPre::new(pre)
             .map(Sandbox::V0_1_0)
             .map_err(|err| format!("its exports do not match toolhost:plugin@0.1.0: {:#}", anyhow::Error::from(err))),
+        V0_2_0 if exports(component, linker.engine(), toolhost_runtime::v0_2::RESOURCES_EXPORT) => {
+            toolhost_runtime::v0_2::full::FullPre::new(pre).map(Sandbox::V0_2_0Full).map_err(|err| {
+                format!("its exports do not match toolhost:plugin@0.2.0's `full` world: {:#}", anyhow::Error::from(err))
+            })
+        }
         V0_2_0 => toolhost_runtime::v0_2::PluginPre::new(pre)
             .map(Sandbox::V0_2_0)
             .map_err(|err| format!("its exports do not match toolhost:plugin@0.2.0: {:#}", anyhow::Error::from(err))),
@@ -447,9 +480,7 @@ pub(crate) async fn call_list_tools(
     let invocation = sandbox.invoke(clock, name, limits, &Granted::nothing(), tls, Request::ListTools, None).await;
     match invocation.result {
         Ok(Response::Tools(tools)) => Ok(tools),
-        Ok(Response::Called(_) | Response::Content(_) | Response::Typed(_)) => {
-            Err("answered the wrong request".to_owned())
-        }
+        Ok(_) => Err("answered the wrong request".to_owned()),
         Err(err) => Err(format!("listing its tools failed: it {err}")),
     }
 }
@@ -531,11 +562,12 @@ pub(crate) fn tools_of(
     listing: Listing,
     limits: &Limits,
     bounds: &CompileBounds,
-) -> Option<Result<(&'static str, Vec<Tool>, Vec<String>), String>> {
+) -> Option<Result<(&'static str, Vec<Tool>, Vec<String>, Offers), String>> {
     match listing {
-        Listing::Tools { contract, tools, notes } => {
+        Listing::Tools { contract, tools, notes, offers } => {
             let contract = known_contract(&contract)?;
-            Some(check_tools(tools, limits, contract).map(|tools| (contract, tools, notes)))
+            let checked = check_tools(tools, limits, contract).and_then(|tools| Ok((tools, offers.check()?)));
+            Some(checked.map(|(tools, offers)| (contract, tools, notes, offers)))
         }
         Listing::Failed { reason, limits: None } => Some(Err(reason)),
         Listing::Failed { reason, limits: Some(under) } => {

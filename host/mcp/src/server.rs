@@ -15,15 +15,19 @@
 
 use crate::metrics::Metrics;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
-    LoggingLevel, LoggingMessageNotificationParam, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
-    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult, ContentBlock,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, JsonObject, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
+    MetaObject, PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    SubscriptionFilter, Tool, ToolAnnotations, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use toolhost_catalog::Host;
+use toolhost_catalog::host::OfferError;
 use toolhost_catalog::policy::Policy;
 use toolhost_catalog::{Catalog, Entry};
 use toolhost_runtime::content::{Content, ResourceBody};
@@ -205,6 +209,12 @@ fn result_of(report: CallReport, wrap: bool) -> CallToolResult {
 /// A content block as MCP carries it (the JSON block as its text, beside
 /// the result's `structuredContent`).
 fn mcp_content(block: &toolhost_runtime::content::ContentBlock) -> ContentBlock {
+    serde_json::from_value(wire_content(block))
+        .unwrap_or_else(|err| ContentBlock::text(format!("[content this MCP library cannot carry: {err}]")))
+}
+
+/// A content block as MCP's JSON.
+fn wire_content(block: &toolhost_runtime::content::ContentBlock) -> Value {
     use base64::Engine as _;
     let encode = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
     let mut wire = match &block.content {
@@ -233,8 +243,70 @@ fn mcp_content(block: &toolhost_runtime::content::ContentBlock) -> ContentBlock 
         });
     }
     strip_nulls(&mut wire);
-    serde_json::from_value(wire)
-        .unwrap_or_else(|err| ContentBlock::text(format!("[content this MCP library cannot carry: {err}]")))
+    wire
+}
+
+/// Parses a result built as MCP's JSON into the library's type; a
+/// mismatch is toolhost's bug, reported as an internal error. (Results carry
+/// `resultType`, which the library leaves out for older protocol versions.)
+fn from_wire<T: serde::de::DeserializeOwned>(wire: Value) -> Result<T, ErrorData> {
+    serde_json::from_value(wire).map_err(|err| ErrorData::internal_error(format!("building the result: {err}"), None))
+}
+
+/// An [`OfferError`] as the JSON-RPC error MCP asks for: a resource not
+/// found is `-32602` with its URI (SEP-2164), as is an unknown prompt.
+fn offer_error(err: OfferError, uri: Option<&str>) -> ErrorData {
+    match err {
+        OfferError::NotFound(_) => ErrorData::invalid_params(err.to_string(), uri.map(|uri| json!({ "uri": uri }))),
+        OfferError::Failed(CallError::InvalidArguments(message)) => ErrorData::invalid_params(message, None),
+        OfferError::Failed(err) => ErrorData::internal_error(err.to_string(), None),
+    }
+}
+
+/// What the plugins of `catalog` offer besides tools, each item in
+/// file-name order (a URI or name a plugin before already offers is left out).
+fn offered(catalog: &Catalog) -> (Vec<Value>, Vec<Value>, Vec<Value>) {
+    let (mut resources, mut templates, mut prompts) = (Vec::new(), Vec::new(), Vec::new());
+    let mut seen = std::collections::HashSet::new();
+    for plugin in catalog.plugins() {
+        let offers = &plugin.offers;
+        for resource in offers.resources.iter().filter(|resource| seen.insert(format!("r{}", resource.uri))) {
+            let mut wire = json!({
+                "uri": resource.uri, "name": resource.name, "title": resource.title,
+                "description": resource.description, "mimeType": resource.mime_type, "size": resource.size,
+            });
+            strip_nulls(&mut wire);
+            resources.push(wire);
+        }
+        for template in offers.templates.iter().filter(|template| seen.insert(format!("t{}", template.uri_template))) {
+            let mut wire = json!({
+                "uriTemplate": template.uri_template, "name": template.name, "title": template.title,
+                "description": template.description, "mimeType": template.mime_type,
+            });
+            strip_nulls(&mut wire);
+            templates.push(wire);
+        }
+        for prompt in offers.prompts.iter().filter(|prompt| seen.insert(format!("p{}", prompt.name))) {
+            let arguments: Vec<Value> = prompt
+                .arguments
+                .iter()
+                .map(|argument| {
+                    let mut wire = json!({
+                        "name": argument.name, "title": argument.title,
+                        "description": argument.description, "required": argument.required,
+                    });
+                    strip_nulls(&mut wire);
+                    wire
+                })
+                .collect();
+            let mut wire = json!({
+                "name": prompt.name, "title": prompt.title, "description": prompt.description, "arguments": arguments,
+            });
+            strip_nulls(&mut wire);
+            prompts.push(wire);
+        }
+    }
+    (resources, templates, prompts)
 }
 
 /// Removes the `null` members of an object, recursively (MCP leaves absent
@@ -283,7 +355,15 @@ fn unknown_tool(name: &str) -> ErrorData {
 impl ServerHandler for ToolServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
-            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_logging().build(),
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_logging()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .enable_prompts()
+                .enable_completions()
+                .build(),
         )
         .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
         .with_instructions(
@@ -300,6 +380,119 @@ impl ServerHandler for ToolServer {
     ) -> Result<ListToolsResult, ErrorData> {
         let catalog = self.host().catalog();
         Ok(ListToolsResult::with_all_items(self.listed(&catalog).as_ref().clone()))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let (resources, _, _) = offered(&self.host().catalog());
+        Ok(ListResourcesResult::with_all_items(from_wire(Value::Array(resources))?))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let (_, templates, _) = offered(&self.host().catalog());
+        Ok(ListResourceTemplatesResult::with_all_items(from_wire(Value::Array(templates))?))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let catalog = self.host().catalog();
+        let read = self.host().read_resource(&catalog, &request.uri).await;
+        let blocks = read.map_err(|err| offer_error(err, Some(&request.uri)))?;
+        let contents: Vec<Value> =
+            blocks.iter().filter_map(|block| wire_content(block).get("resource").cloned()).collect();
+        let result: ReadResourceResult = from_wire(json!({ "resultType": "complete", "contents": contents }))?;
+        Ok(result.into())
+    }
+
+    async fn subscribe(
+        &self,
+        _request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        // A plugin's resources change only when the plugin is reloaded, which
+        // says `list_changed`: there is nothing more to tell a subscriber.
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        _request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let (_, _, prompts) = offered(&self.host().catalog());
+        Ok(ListPromptsResult::with_all_items(from_wire(Value::Array(prompts))?))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let arguments: Vec<(String, String)> = request
+            .arguments
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(name, value)| {
+                let value = match value {
+                    Value::String(text) => text,
+                    other => other.to_string(),
+                };
+                (name, value)
+            })
+            .collect();
+        let catalog = self.host().catalog();
+        let prompt =
+            self.host().get_prompt(&catalog, &request.name, &arguments).await.map_err(|err| offer_error(err, None))?;
+        let messages: Vec<Value> = prompt
+            .messages
+            .iter()
+            .map(|message| json!({ "role": message.role, "content": wire_content(&message.content) }))
+            .collect();
+        let mut wire = json!({ "resultType": "complete", "description": prompt.description, "messages": messages });
+        strip_nulls(&mut wire);
+        let result: GetPromptResult = from_wire(wire)?;
+        Ok(result.into())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        use rmcp::model::Reference;
+        let context: Vec<(String, String)> =
+            request.context.and_then(|context| context.arguments).unwrap_or_default().into_iter().collect();
+        let reference = match &request.r#ref {
+            Reference::Prompt(prompt) => toolhost_runtime::offers::Reference::Prompt(&prompt.name),
+            Reference::Resource(template) => toolhost_runtime::offers::Reference::Template(&template.uri),
+            _ => return Err(ErrorData::invalid_params("a completion reference of an unknown kind", None)),
+        };
+        let catalog = self.host().catalog();
+        let argument = &request.argument;
+        let done = self.host().complete(&catalog, reference, &argument.name, &argument.value, &context).await;
+        let done = done.map_err(|err| offer_error(err, None))?;
+        from_wire(json!({
+            "resultType": "complete",
+            "completion": { "values": done.values, "total": done.total, "hasMore": done.has_more },
+        }))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

@@ -43,7 +43,7 @@ const LISTING_LIMIT: u64 = 16 << 20;
 /// needs are provided), so its file name carries the release and this
 /// number, raised whenever either changes: a listing written by another
 /// toolhost is never read.
-const LISTING_FORMAT: u32 = 5;
+const LISTING_FORMAT: u32 = 6;
 const LISTING_RELEASE: &str = env!("CARGO_PKG_VERSION");
 
 /// Where compiled plugins are kept.
@@ -256,6 +256,10 @@ pub enum Listing {
         /// function left out, and why).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         notes: Vec<String>,
+        /// What a plugin of contract 0.2.0's `full` world offers besides tools
+        /// (checked again when read back).
+        #[serde(default, skip_serializing_if = "crate::offers::Offers::is_empty")]
+        offers: crate::offers::Offers,
     },
     /// It could not be loaded.
     Failed {

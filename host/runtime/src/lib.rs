@@ -10,6 +10,7 @@ pub mod docs;
 pub mod engine;
 pub(crate) mod inject;
 pub mod limits;
+pub mod offers;
 pub(crate) mod outbound;
 pub mod outcome;
 pub mod sandbox;

@@ -459,6 +459,19 @@ pub enum Request<'a> {
     CallTool { name: &'a str, arguments: &'a str },
     /// Typed function number `index` with these (validated) arguments.
     CallTyped { index: usize, arguments: &'a serde_json::Value },
+    /// A `full` plugin's resources, templates and prompts.
+    ListOffers,
+    /// `read-resource(uri)`.
+    ReadResource { uri: &'a str },
+    /// `get-prompt(name, arguments)`.
+    GetPrompt { name: &'a str, arguments: &'a [(String, String)] },
+    /// `complete(reference, argument, value, context)`.
+    Complete {
+        reference: crate::offers::Reference<'a>,
+        argument: &'a str,
+        value: &'a str,
+        context: &'a [(String, String)],
+    },
 }
 
 /// What the guest returned.
@@ -467,6 +480,14 @@ pub enum Response {
     Called(Result<WitToolOutput, WitCallError>),
     /// A contract 0.2.0 result: content blocks.
     Content(Result<Vec<crate::content::ContentBlock>, WitCallError>),
+    /// What a `full` plugin offers (checked by [`crate::offers::Offers::check`]).
+    Offers(crate::offers::Offers),
+    /// A resource's contents, as `resource` blocks.
+    Read(Result<Vec<crate::content::ContentBlock>, WitCallError>),
+    /// A prompt filled in.
+    Prompt(Result<crate::offers::PromptResult, WitCallError>),
+    /// Suggested values.
+    Completion(Result<crate::offers::Completion, WitCallError>),
     /// A typed function's output as JSON, or the text of its `err`.
     Typed(Result<String, String>),
 }
@@ -503,6 +524,8 @@ pub struct Invocation {
 pub enum Sandbox {
     V0_1_0(v0_1_0::PluginPre<HostState>),
     V0_2_0(crate::v0_2::PluginPre<HostState>),
+    /// Contract 0.2.0, `full` world: also resources, prompts and completions.
+    V0_2_0Full(crate::v0_2::full::FullPre<HostState>),
     /// Not toolhost's contract: exported typed functions.
     Typed(TypedPlugin),
 }
@@ -553,6 +576,7 @@ impl Sandbox {
         let engine = match self {
             Sandbox::V0_1_0(pre) => pre.engine(),
             Sandbox::V0_2_0(pre) => pre.engine(),
+            Sandbox::V0_2_0Full(pre) => pre.engine(),
             Sandbox::Typed(typed) => typed.pre.engine(),
         };
         let mut store = Store::new(engine, state);
@@ -635,11 +659,10 @@ impl Sandbox {
                     Request::CallTool { name, arguments } => {
                         Response::Called(tools.call_call_tool(&mut *store, name, arguments).await?)
                     }
-                    Request::CallTyped { .. } => wasmtime::bail!("a contract plugin has no typed functions"),
+                    _ => wasmtime::bail!("a contract 0.1.0 plugin offers tools only"),
                 })
             }
             Sandbox::V0_2_0(pre) => {
-                use crate::v0_2::exports::toolhost::plugin::tools::CallError as V2Error;
                 let instance = pre.instantiate_async(&mut *store).await?;
                 let tools = instance.toolhost_plugin_tools();
                 Ok(match request {
@@ -648,11 +671,60 @@ impl Sandbox {
                         Response::Tools(listed.into_iter().map(crate::v0_2::listed).collect())
                     }
                     Request::CallTool { name, arguments } => {
-                        Response::Content(match tools.call_call_tool(&mut *store, name, arguments).await? {
-                            Ok(blocks) => Ok(blocks.into_iter().map(crate::v0_2::block).collect()),
-                            Err(V2Error::InvalidArguments(text)) => Err(WitCallError::InvalidArguments(text)),
-                            Err(V2Error::Failed(text)) => Err(WitCallError::Failed(text)),
+                        let result = tools.call_call_tool(&mut *store, name, arguments).await?;
+                        Response::Content(result.map(crate::v0_2::blocks).map_err(v0_2_error))
+                    }
+                    _ => wasmtime::bail!("a plugin of the `plugin` world offers tools only"),
+                })
+            }
+            Sandbox::V0_2_0Full(pre) => {
+                use crate::v0_2::full::exports::toolhost::plugin::completions::Reference;
+                let instance = pre.instantiate_async(&mut *store).await?;
+                Ok(match request {
+                    Request::ListTools => {
+                        let listed = instance.toolhost_plugin_tools().call_list_tools(&mut *store).await?;
+                        Response::Tools(listed.into_iter().map(crate::v0_2::listed).collect())
+                    }
+                    Request::CallTool { name, arguments } => {
+                        let tools = instance.toolhost_plugin_tools();
+                        let result = tools.call_call_tool(&mut *store, name, arguments).await?;
+                        Response::Content(result.map(crate::v0_2::blocks).map_err(v0_2_error))
+                    }
+                    Request::ListOffers => {
+                        let resources = instance.toolhost_plugin_resources();
+                        let listed = resources.call_list_resources(&mut *store).await?;
+                        let templates = resources.call_list_resource_templates(&mut *store).await?;
+                        let prompts = instance.toolhost_plugin_prompts().call_list_prompts(&mut *store).await?;
+                        Response::Offers(crate::offers::Offers {
+                            resources: listed.into_iter().map(crate::v0_2::resource).collect(),
+                            templates: templates.into_iter().map(crate::v0_2::template).collect(),
+                            prompts: prompts.into_iter().map(crate::v0_2::prompt).collect(),
                         })
+                    }
+                    Request::ReadResource { uri } => {
+                        let read = instance.toolhost_plugin_resources().call_read_resource(&mut *store, uri).await?;
+                        Response::Read(read.map(crate::v0_2::contents).map_err(v0_2_error))
+                    }
+                    Request::GetPrompt { name, arguments } => {
+                        let prompts = instance.toolhost_plugin_prompts();
+                        let got = prompts.call_get_prompt(&mut *store, name, arguments).await?;
+                        Response::Prompt(got.map(crate::v0_2::prompt_result).map_err(v0_2_error))
+                    }
+                    Request::Complete { reference, argument, value, context } => {
+                        let reference = match reference {
+                            crate::offers::Reference::Prompt(name) => Reference::Prompt(name.to_owned()),
+                            crate::offers::Reference::Template(uri) => Reference::ResourceTemplate(uri.to_owned()),
+                        };
+                        let completions = instance.toolhost_plugin_completions();
+                        let done = completions.call_complete(&mut *store, &reference, argument, value, context).await?;
+                        Response::Completion(
+                            done.map(|done| crate::offers::Completion {
+                                values: done.values,
+                                total: done.total,
+                                has_more: done.has_more,
+                            })
+                            .map_err(v0_2_error),
+                        )
                     }
                     Request::CallTyped { .. } => wasmtime::bail!("a contract plugin has no typed functions"),
                 })
@@ -759,8 +831,43 @@ fn check_response(response: Response, limits: &Limits, redactor: &Redactor) -> R
             within(&text)?;
             Response::Content(Err(WitCallError::Failed(scrub(text))))
         }
-        tools @ Response::Tools(_) => tools,
+        Response::Read(Ok(blocks)) => Response::Read(Ok(crate::content::check(blocks, limits, redactor)?)),
+        Response::Prompt(Ok(prompt)) => Response::Prompt(Ok(crate::offers::check_prompt(prompt, limits, redactor)?)),
+        Response::Completion(Ok(done)) => {
+            Response::Completion(Ok(crate::offers::check_completion(done, limits, redactor)?))
+        }
+        Response::Read(Err(err)) => Response::Read(Err(check_error(err, &within, &scrub)?)),
+        Response::Prompt(Err(err)) => Response::Prompt(Err(check_error(err, &within, &scrub)?)),
+        Response::Completion(Err(err)) => Response::Completion(Err(check_error(err, &within, &scrub)?)),
+        listed @ (Response::Tools(_) | Response::Offers(_)) => listed,
     })
+}
+
+/// A plugin's error text, held to the output limit and scrubbed.
+fn check_error(
+    err: WitCallError,
+    within: &impl Fn(&str) -> Result<(), CallError>,
+    scrub: &impl Fn(String) -> String,
+) -> Result<WitCallError, CallError> {
+    Ok(match err {
+        WitCallError::InvalidArguments(text) => {
+            within(&text)?;
+            WitCallError::InvalidArguments(scrub(text))
+        }
+        WitCallError::Failed(text) => {
+            within(&text)?;
+            WitCallError::Failed(scrub(text))
+        }
+    })
+}
+
+/// A contract 0.2.0 call error as the host keeps it.
+fn v0_2_error(err: crate::v0_2::toolhost::plugin::types::CallError) -> WitCallError {
+    use crate::v0_2::toolhost::plugin::types::CallError as V2;
+    match err {
+        V2::InvalidArguments(text) => WitCallError::InvalidArguments(text),
+        V2::Failed(text) => WitCallError::Failed(text),
+    }
 }
 
 /// A contract 0.1.0 tool as the host keeps it.

@@ -4,9 +4,11 @@
 //! into the host's own types.
 //!
 //! What the `call` interface offers reaches a plugin only as far as this host
-//! passes it on: progress is counted and kept (the latest report) for the
-//! call's report; elicitation, sampling and roots are answered
-//! `unsupported`, naming what is missing, until a front end passes them on.
+//! passes it on: progress goes to the call's observer and logs (see
+//! `HostState::record_progress`); elicitation, sampling and roots are
+//! answered `unsupported`, naming what is missing, until a front end passes
+//! them on. A plugin of the `full` world also offers resources, prompts and
+//! completions ([`full`], and [`crate::offers`] for the host's types).
 
 use crate::cache::ListedTool;
 use crate::content::{Annotations, Content, ContentBlock, Priority, ResourceBody};
@@ -22,6 +24,26 @@ wasmtime::component::bindgen!({
 
 /// The export this host looks for.
 pub const TOOLS_EXPORT: &str = "toolhost:plugin/tools@0.2.0";
+
+/// The export that makes a plugin one of the `full` world.
+pub const RESOURCES_EXPORT: &str = "toolhost:plugin/resources@0.2.0";
+
+/// Bindings of the `full` world: the same imports and types as the
+/// `plugin` world (shared, so one implementation serves both), and the
+/// resources, prompts and completions exports.
+pub mod full {
+    wasmtime::component::bindgen!({
+        path: "../../wit/v0.2.0",
+        world: "toolhost:plugin/full@0.2.0",
+        imports: { default: async },
+        exports: { default: async },
+        with: {
+            "toolhost:plugin/types@0.2.0": super::toolhost::plugin::types,
+            "toolhost:plugin/log@0.2.0": super::toolhost::plugin::log,
+            "toolhost:plugin/call@0.2.0": super::toolhost::plugin::call,
+        },
+    });
+}
 
 use toolhost::plugin::call::{ElicitAnswer, Elicitation, RequestError, Root, SamplingReply, SamplingRequest};
 use toolhost::plugin::log::{Field, Level};
@@ -82,6 +104,11 @@ pub(crate) fn listed(tool: types::Tool) -> ListedTool {
     }
 }
 
+/// Content blocks as the host keeps them.
+pub(crate) fn blocks(blocks: Vec<types::Block>) -> Vec<ContentBlock> {
+    blocks.into_iter().map(block).collect()
+}
+
 /// A content block as the host keeps it (checked later, with the call's
 /// limits, by [`crate::content::check`]).
 pub(crate) fn block(block: types::Block) -> ContentBlock {
@@ -120,4 +147,78 @@ pub(crate) fn block(block: types::Block) -> ContentBlock {
         last_modified: annotations.last_modified,
     });
     ContentBlock { content, annotations }
+}
+
+/// A `full` plugin's resource, as the host keeps it.
+pub(crate) fn resource(
+    entry: full::exports::toolhost::plugin::resources::ResourceInfo,
+) -> crate::offers::ResourceEntry {
+    crate::offers::ResourceEntry {
+        uri: entry.uri,
+        name: entry.name,
+        title: entry.title,
+        description: entry.description,
+        mime_type: entry.mime_type,
+        size: entry.size,
+    }
+}
+
+/// A `full` plugin's resource template, as the host keeps it.
+pub(crate) fn template(
+    entry: full::exports::toolhost::plugin::resources::ResourceTemplate,
+) -> crate::offers::TemplateEntry {
+    crate::offers::TemplateEntry {
+        uri_template: entry.uri_template,
+        name: entry.name,
+        title: entry.title,
+        description: entry.description,
+        mime_type: entry.mime_type,
+    }
+}
+
+/// Resource contents as blocks, checked like a tool's result.
+pub(crate) fn contents(contents: Vec<types::ResourceContents>) -> Vec<ContentBlock> {
+    contents
+        .into_iter()
+        .map(|contents| block(types::Block { content: types::Content::Embedded(contents), annotations: None }))
+        .collect()
+}
+
+/// A `full` plugin's prompt, as the host keeps it.
+pub(crate) fn prompt(entry: full::exports::toolhost::plugin::prompts::Prompt) -> crate::offers::PromptEntry {
+    crate::offers::PromptEntry {
+        name: entry.name,
+        title: entry.title,
+        description: entry.description,
+        arguments: entry
+            .arguments
+            .into_iter()
+            .map(|argument| crate::offers::PromptArgument {
+                name: argument.name,
+                title: argument.title,
+                description: argument.description,
+                required: argument.required,
+            })
+            .collect(),
+    }
+}
+
+/// A filled-in prompt, as the host keeps it (checked later).
+pub(crate) fn prompt_result(
+    result: full::exports::toolhost::plugin::prompts::PromptResult,
+) -> crate::offers::PromptResult {
+    crate::offers::PromptResult {
+        description: result.description,
+        messages: result
+            .messages
+            .into_iter()
+            .map(|message| crate::offers::PromptMessage {
+                role: match message.role {
+                    types::Role::User => "user",
+                    types::Role::Assistant => "assistant",
+                },
+                content: block(types::Block { content: message.content, annotations: None }),
+            })
+            .collect(),
+    }
 }

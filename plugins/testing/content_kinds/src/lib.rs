@@ -1,10 +1,12 @@
-//! `content_kinds`: a plugin of contract 0.2.0 (`wit/v0.2.0`), written with
-//! wit-bindgen alone, as an author of another toolchain would. Each tool
-//! exercises one thing the contract allows, or one way to get it wrong.
+//! `content_kinds`: a plugin of contract 0.2.0 (`wit/v0.2.0`, the `full`
+//! world), written with wit-bindgen alone, as an author of another toolchain
+//! would. Each tool exercises one thing the contract allows, or one way to get
+//! it wrong; its resources, prompts and completions are the ones the MCP
+//! conformance suite asks for.
 
 wit_bindgen::generate!({
     path: "../../../wit/v0.2.0",
-    world: "toolhost:plugin/plugin@0.2.0",
+    world: "toolhost:plugin/full@0.2.0",
 });
 
 use exports::toolhost::plugin::tools::Guest;
@@ -200,6 +202,151 @@ impl Guest for Plugin {
             "test_multiple_content_types" => vec![text("Multiple content types test:"), image(), embedded()],
             other => return Err(CallError::InvalidArguments(format!("no tool named {other}"))),
         })
+    }
+}
+
+use exports::toolhost::plugin::completions::{self, Completion, Reference};
+use exports::toolhost::plugin::prompts::{self, Prompt, PromptArgument, PromptMessage, PromptResult};
+use exports::toolhost::plugin::resources::{self, ResourceInfo, ResourceTemplate};
+
+fn resource(uri: &str, name: &str, description: &str, mime_type: &str) -> ResourceInfo {
+    ResourceInfo {
+        uri: uri.into(),
+        name: name.into(),
+        title: None,
+        description: Some(description.into()),
+        mime_type: Some(mime_type.into()),
+        size: None,
+        annotations: None,
+    }
+}
+
+impl resources::Guest for Plugin {
+    fn list_resources() -> Vec<ResourceInfo> {
+        vec![
+            resource("test://static-text", "static-text", "A static text resource.", "text/plain"),
+            resource("test://static-binary", "static-binary", "A static PNG image.", "image/png"),
+            resource(
+                "test://watched-resource",
+                "watched-resource",
+                "A resource a client may subscribe to.",
+                "text/plain",
+            ),
+        ]
+    }
+
+    fn list_resource_templates() -> Vec<ResourceTemplate> {
+        vec![ResourceTemplate {
+            uri_template: "test://template/{id}/data".into(),
+            name: "template-data".into(),
+            title: None,
+            description: Some("Data for an id.".into()),
+            mime_type: Some("application/json".into()),
+        }]
+    }
+
+    fn read_resource(uri: String) -> Result<Vec<ResourceContents>, CallError> {
+        let text = |mime_type: &str, text: String| ResourceContents {
+            uri: uri.clone(),
+            mime_type: Some(mime_type.into()),
+            body: ResourceBody::Text(text),
+        };
+        Ok(vec![match uri.as_str() {
+            "test://static-text" => text("text/plain", "This is the content of the static text resource.".into()),
+            "test://watched-resource" => text("text/plain", "Watched.".into()),
+            "test://static-binary" => ResourceContents {
+                uri: uri.clone(),
+                mime_type: Some("image/png".into()),
+                body: ResourceBody::Blob(PNG.to_vec()),
+            },
+            other => {
+                let id = other
+                    .strip_prefix("test://template/")
+                    .and_then(|rest| rest.strip_suffix("/data"))
+                    .ok_or_else(|| CallError::InvalidArguments(format!("no resource {other}")))?;
+                text("application/json", format!(r#"{{"id":"{id}","templateTest":true,"data":"Data for ID: {id}"}}"#))
+            }
+        }])
+    }
+}
+
+fn argument(name: &str, description: &str) -> PromptArgument {
+    PromptArgument { name: name.into(), title: None, description: Some(description.into()), required: true }
+}
+
+fn prompt(name: &str, description: &str, arguments: Vec<PromptArgument>) -> Prompt {
+    Prompt { name: name.into(), title: None, description: Some(description.into()), arguments }
+}
+
+fn said(content: Content) -> PromptMessage {
+    PromptMessage { role: Role::User, content }
+}
+
+impl prompts::Guest for Plugin {
+    fn list_prompts() -> Vec<Prompt> {
+        vec![
+            prompt("test_simple_prompt", "A prompt without arguments.", vec![]),
+            prompt(
+                "test_prompt_with_arguments",
+                "A prompt with two arguments.",
+                vec![argument("arg1", "First test argument"), argument("arg2", "Second test argument")],
+            ),
+            prompt(
+                "test_prompt_with_embedded_resource",
+                "A prompt that embeds a resource.",
+                vec![argument("resourceUri", "URI of the resource to embed")],
+            ),
+            prompt("test_prompt_with_image", "A prompt with an image.", vec![]),
+        ]
+    }
+
+    fn get_prompt(name: String, arguments: Vec<(String, String)>) -> Result<PromptResult, CallError> {
+        let given = |key: &str| {
+            arguments
+                .iter()
+                .find(|(name, _)| name == key)
+                .map(|(_, value)| value.clone())
+                .ok_or_else(|| CallError::InvalidArguments(format!("the argument `{key}` is missing")))
+        };
+        let messages = match name.as_str() {
+            "test_simple_prompt" => vec![said(Content::Text("This is a simple prompt for testing.".into()))],
+            "test_prompt_with_arguments" => vec![said(Content::Text(format!(
+                "Prompt with arguments: arg1='{}', arg2='{}'",
+                given("arg1")?,
+                given("arg2")?
+            )))],
+            "test_prompt_with_embedded_resource" => vec![
+                said(Content::Embedded(ResourceContents {
+                    uri: given("resourceUri")?,
+                    mime_type: Some("text/plain".into()),
+                    body: ResourceBody::Text("Embedded resource content for testing.".into()),
+                })),
+                said(Content::Text("Please process the embedded resource above.".into())),
+            ],
+            "test_prompt_with_image" => vec![
+                said(Content::Image(Media { mime_type: "image/png".into(), data: PNG.to_vec() })),
+                said(Content::Text("Please analyze the image above.".into())),
+            ],
+            other => return Err(CallError::InvalidArguments(format!("no prompt named {other}"))),
+        };
+        Ok(PromptResult { description: None, messages })
+    }
+}
+
+impl completions::Guest for Plugin {
+    fn complete(
+        reference: Reference,
+        _argument: String,
+        value: String,
+        _context: Vec<(String, String)>,
+    ) -> Result<Completion, CallError> {
+        let known: &[&str] = match reference {
+            Reference::Prompt(_) => &["paris", "park", "party", "pasta"],
+            Reference::ResourceTemplate(_) => &["1", "12", "123"],
+        };
+        let values: Vec<String> =
+            known.iter().filter(|known| known.starts_with(&value)).map(|known| known.to_string()).collect();
+        Ok(Completion { total: Some(values.len() as u32), values, has_more: false })
     }
 }
 
