@@ -71,10 +71,34 @@ fn results_are_content_blocks_checked_before_anything_sees_them() {
         stderr(&steps)
     );
 
-    // What this host does not pass on yet is a typed refusal in the plugin.
+    // Asking the user, the model or the client's roots is denied unless
+    // granted, with what to grant; granted, what this host does not pass on
+    // yet is `unsupported`. Either is a typed error in the plugin.
     let asked = call(dir, "asks", "{}");
     let text = asked["output"]["value"][0]["text"].as_str().unwrap();
-    assert!(text.contains("Unsupported(\"this toolhost does not pass elicitation on"), "{text}");
+    for what in ["elicitation", "roots", "sampling"] {
+        let denied =
+            format!("Denied(\"{what} is not granted to this plugin: add `{what} = true` under [plugins.content_kinds]");
+        assert!(text.contains(&denied), "{text}");
+    }
+    let config = dir.join("grants.toml");
+    std::fs::write(
+        &config,
+        "[plugins.content_kinds]\nelicitation = true\nsampling = { max_tokens = 500 }\nroots = true\n",
+    )
+    .unwrap();
+    let granted = toolhost(
+        Path::new("."),
+        &["--config", config.to_str().unwrap(), "--plugins", dir.to_str().unwrap(), "call", "asks", "{}", "--json"],
+    );
+    let granted: Value = serde_json::from_str(&stdout(&granted)).unwrap();
+    let text = granted["output"]["value"][0]["text"].as_str().unwrap();
+    assert!(text.contains("elicit: RequestError::Unsupported(") && !text.contains("Denied"), "{text}");
+    let inspect = toolhost(
+        Path::new("."),
+        &["--config", config.to_str().unwrap(), "inspect", dir.join("content_kinds.wasm").to_str().unwrap()],
+    );
+    assert!(stdout(&inspect).contains("asks the model (sampling), up to 500 tokens per call"), "{}", stdout(&inspect));
 
     // A person sees the text, and a line for each other block.
     let plain = toolhost(Path::new("."), &["--plugins", dir.to_str().unwrap(), "call", "show_content"]);

@@ -160,6 +160,12 @@ struct PluginTable {
     source: Option<Source>,
     #[serde(default)]
     credentials: Vec<Credential>,
+    #[serde(default)]
+    elicitation: bool,
+    #[serde(default)]
+    sampling: Option<toolhost_grants::requests::SamplingTable>,
+    #[serde(default)]
+    roots: bool,
 }
 
 impl From<PluginTable> for PluginConfig {
@@ -171,6 +177,11 @@ impl From<PluginTable> for PluginConfig {
                 files: FilesGrant { dirs: table.dirs },
                 env: EnvGrant { names: table.env, secrets: table.secrets },
                 credentials: table.credentials,
+                requests: toolhost_grants::requests::RequestsGrant {
+                    elicitation: table.elicitation,
+                    sampling: table.sampling.and_then(toolhost_grants::requests::SamplingTable::budget),
+                    roots: table.roots,
+                },
             },
             source: table.source,
         }

@@ -20,6 +20,7 @@ pub mod files;
 pub mod manifest;
 pub mod network;
 pub mod readfile;
+pub mod requests;
 
 use credentials::{Add, Credential, Injection};
 use env::{EnvGrant, Redactor, Secret};
@@ -41,6 +42,8 @@ pub struct Grants {
     pub env: EnvGrant,
     /// Credentials the host adds to its requests (it never sees them).
     pub credentials: Vec<Credential>,
+    /// What a running call may ask of the client and the user.
+    pub requests: requests::RequestsGrant,
 }
 
 impl Grants {
@@ -69,6 +72,9 @@ impl Grants {
             "env": self.env.names,
             "secrets": self.env.secrets,
             "credentials": self.credentials.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "elicitation": self.requests.elicitation,
+            "sampling_tokens": self.requests.sampling,
+            "roots": self.requests.roots,
             "dirs": self.files.dirs.iter().map(|dir| json!({
                 "host": dir.host.display().to_string(),
                 "guest": dir.guest,
@@ -99,6 +105,7 @@ impl Grants {
         if !self.credentials.is_empty() {
             lines.push(("credentials", join(self.credentials.iter().map(ToString::to_string).collect())));
         }
+        lines.extend(self.requests.describe());
         lines
     }
 }
@@ -116,6 +123,7 @@ impl Manifest {
             files: FilesGrant::default(),
             env: EnvGrant { names: self.env.clone(), secrets: self.secrets.clone() },
             credentials: Vec::new(),
+            requests: requests::RequestsGrant::default(),
         };
         let mut lines = grants.describe();
         if !self.dirs.is_empty() {
@@ -145,6 +153,8 @@ pub struct Granted {
     pub credential_values: Vec<Secret>,
     /// Scrubs the secrets' values (and the credentials') from whatever comes out.
     pub redactor: Redactor,
+    /// What a running call may ask of the client and the user.
+    pub requests: requests::RequestsGrant,
 }
 
 impl Granted {
@@ -220,7 +230,9 @@ pub fn review(name: &str, wasm: &Path, grants: &Grants, lookup: impl Fn(&str) ->
         credentials.push(injection);
     }
     let redactor = Redactor::new(&scrubbed);
-    let granted = Granted { network: Arc::new(network), dirs, env, secrets, credentials, credential_values, redactor };
+    let network = Arc::new(network);
+    let requests = grants.requests;
+    let granted = Granted { network, dirs, env, secrets, credentials, credential_values, redactor, requests };
     Review { asks, granted: Arc::new(granted), notices }
 }
 

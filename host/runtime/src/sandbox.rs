@@ -84,6 +84,12 @@ impl v0_1_0::toolhost::plugin::log::Host for HostState {
 }
 
 impl HostState {
+    /// Why this call's plugin may not ask for `what` (`elicitation`,
+    /// `sampling`, `roots`), if it may not: what to grant.
+    pub(crate) fn refusal(&self, what: &str) -> Option<String> {
+        self.logs.granted.requests.refusal(&self.logs.plugin, what)
+    }
+
     /// Keeps a plugin's log record (every contract version's `log`).
     pub(crate) fn record_log(&mut self, level: Level, message: String, fields: Vec<Field>) {
         self.logs.record(level, message, fields);

@@ -72,16 +72,25 @@ impl toolhost::plugin::call::Host for HostState {
     }
 
     async fn elicit(&mut self, _request: Elicitation) -> Result<ElicitAnswer, RequestError> {
+        if let Some(why) = self.refusal("elicitation") {
+            return Err(RequestError::Denied(why));
+        }
         Err(RequestError::Unsupported(
             "this toolhost does not pass elicitation on to a client or a terminal yet".to_owned(),
         ))
     }
 
     async fn sample(&mut self, _request: SamplingRequest) -> Result<SamplingReply, RequestError> {
+        if let Some(why) = self.refusal("sampling") {
+            return Err(RequestError::Denied(why));
+        }
         Err(RequestError::Unsupported("this toolhost does not pass sampling on to a model yet".to_owned()))
     }
 
     async fn roots(&mut self) -> Result<Vec<Root>, RequestError> {
+        if let Some(why) = self.refusal("roots") {
+            return Err(RequestError::Denied(why));
+        }
         Err(RequestError::Unsupported("this toolhost does not pass a client's roots on yet".to_owned()))
     }
 }

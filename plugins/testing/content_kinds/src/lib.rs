@@ -185,7 +185,20 @@ impl Guest for Plugin {
                     Ok(roots) => format!("{} roots", roots.len()),
                     Err(err) => format!("{err:?}"),
                 };
-                vec![text(&format!("elicit: {elicit}\nroots: {roots}"))]
+                let question = call::Message { role: Role::User, content: Content::Text("Say hi.".into()) };
+                let sampling = call::SamplingRequest {
+                    messages: vec![question],
+                    system_prompt: None,
+                    max_tokens: 100,
+                    temperature: None,
+                    stop_sequences: vec![],
+                    preferences: None,
+                };
+                let sample = match call::sample(&sampling) {
+                    Ok(reply) => format!("{:?}", reply.content),
+                    Err(err) => format!("{err:?}"),
+                };
+                vec![text(&format!("elicit: {elicit}\nroots: {roots}\nsample: {sample}"))]
             }
             "test_tool_with_progress" => {
                 for (step, message) in [(0.0, "starting"), (50.0, "half way"), (100.0, "done")] {
