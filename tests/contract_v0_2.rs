@@ -98,7 +98,15 @@ fn results_are_content_blocks_checked_before_anything_sees_them() {
         Path::new("."),
         &["--config", config.to_str().unwrap(), "inspect", dir.join("content_kinds.wasm").to_str().unwrap()],
     );
-    assert!(stdout(&inspect).contains("asks the model (sampling), up to 500 tokens per call"), "{}", stdout(&inspect));
+    let shown = stdout(&inspect);
+    assert!(shown.contains("asks the model (sampling), up to 500 tokens per call"), "{shown}");
+    // It lists the `full` world's resources, templates and prompts too.
+    assert!(
+        shown.contains("  resources\n    test://static-text  A static text resource.\n")
+            && shown.contains("    test://template/{id}/data  Data for an id.\n")
+            && shown.contains("  prompts\n    test_simple_prompt  A prompt without arguments.\n"),
+        "{shown}"
+    );
 
     // A person sees the text, and a line for each other block.
     let plain = toolhost(Path::new("."), &["--plugins", dir.to_str().unwrap(), "call", "show_content"]);

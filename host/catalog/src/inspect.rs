@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use toolhost_grants::{self as grants, Grants, Manifest};
 use toolhost_runtime::cache::Origin;
 use toolhost_runtime::limits::Limits;
+use toolhost_runtime::offers::Offers;
 
 /// Everything known about a plugin file.
 pub struct Inspection {
@@ -27,6 +28,8 @@ pub struct Inspection {
     pub limits: Limits,
     /// Its tools, if listing them worked.
     pub tools: Vec<Tool>,
+    /// Its resources, templates and prompts (contract 0.2.0's `full` world).
+    pub offers: Offers,
     /// What its manifest asks for, if it has a valid one.
     pub asks: Option<Manifest>,
     /// What the config grants it.
@@ -53,6 +56,7 @@ impl Host {
             contract: None,
             limits: self.limits_for(&name),
             tools: Vec::new(),
+            offers: Offers::default(),
             asks: review.asks,
             grants,
             notices: review.notices,
@@ -84,6 +88,7 @@ impl Host {
         } else {
             plugin::list_tools(&sandbox, self.clock(), name, &found.limits, self.tls(), contract).await?
         };
+        found.offers = plugin::list_offers(&sandbox, self.clock(), name, &found.limits, self.tls()).await?;
         Ok(())
     }
 }

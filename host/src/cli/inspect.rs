@@ -91,6 +91,26 @@ fn show(found: &Inspection) {
             println!("    {}  {summary}", tool.name);
         }
     }
+    let offers = &found.offers;
+    let described = |description: &Option<String>| {
+        let first = description.as_deref().and_then(|text| text.lines().next()).unwrap_or_default();
+        if first.is_empty() { String::new() } else { format!("  {first}") }
+    };
+    if !offers.resources.is_empty() || !offers.templates.is_empty() {
+        println!("  resources");
+        for resource in &offers.resources {
+            println!("    {}{}", resource.uri, described(&resource.description));
+        }
+        for template in &offers.templates {
+            println!("    {}{}", template.uri_template, described(&template.description));
+        }
+    }
+    if !offers.prompts.is_empty() {
+        println!("  prompts");
+        for prompt in &offers.prompts {
+            println!("    {}{}", prompt.name, described(&prompt.description));
+        }
+    }
     if let Some(error) = &found.error {
         eprintln!("error: {}: {error}", found.path.display());
     }
@@ -129,6 +149,9 @@ fn as_json(found: &Inspection) -> serde_json::Value {
             "description": tool.description,
             "input_schema": tool.schema,
         })).collect::<Vec<_>>(),
+        "resources": found.offers.resources,
+        "resource_templates": found.offers.templates,
+        "prompts": found.offers.prompts,
         "error": found.error,
     })
 }
