@@ -81,6 +81,14 @@ fn results_are_content_blocks_checked_before_anything_sees_them() {
             format!("Denied(\"{what} is not granted to this plugin: add `{what} = true` under [plugins.content_kinds]");
         assert!(text.contains(&denied), "{text}");
     }
+    // A manifest that asks for them hears, at load, that they are not granted.
+    std::fs::write(dir.join("content_kinds.toml"), "elicitation = true\nsampling = true\n").unwrap();
+    let warned = toolhost(Path::new("."), &["--plugins", dir.to_str().unwrap(), "tools"]);
+    assert!(
+        stderr(&warned).contains("asks for sampling (asking the model: `sampling = true`), which is not granted"),
+        "{}",
+        stderr(&warned)
+    );
     let config = dir.join("grants.toml");
     std::fs::write(
         &config,

@@ -126,6 +126,15 @@ impl Manifest {
             requests: requests::RequestsGrant::default(),
         };
         let mut lines = grants.describe();
+        for (asked, kind, what) in [
+            (self.elicitation, "asks", "the user (elicitation)"),
+            (self.sampling, "asks", "the model (sampling)"),
+            (self.roots, "reads", "the client's roots"),
+        ] {
+            if asked {
+                lines.push((kind, what.to_owned()));
+            }
+        }
         if !self.dirs.is_empty() {
             let dirs: Vec<String> = self.dirs.iter().map(ToString::to_string).collect();
             lines.push(("dirs", dirs.join(", ")));

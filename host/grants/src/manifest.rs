@@ -55,6 +55,15 @@ pub struct Manifest {
     /// Guest folders it expects.
     #[serde(default)]
     pub dirs: Vec<GuestDir>,
+    /// Whether it asks the user while it runs (contract 0.2.0's elicitation).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub elicitation: bool,
+    /// Whether it asks the model while it runs (contract 0.2.0's sampling).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sampling: bool,
+    /// Whether it reads the client's roots (contract 0.2.0).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub roots: bool,
     /// Hint for every tool: it does not change its environment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_only: Option<bool>,
@@ -193,6 +202,16 @@ impl Manifest {
                 )),
             }
         }
+        let requests = &grants.requests;
+        for (asked, granted, what) in [
+            (self.elicitation, requests.elicitation, "elicitation (asking the user: `elicitation = true`)"),
+            (self.sampling, requests.sampling.is_some(), "sampling (asking the model: `sampling = true`)"),
+            (self.roots, requests.roots, "the client's roots (`roots = true`)"),
+        ] {
+            if asked && !granted {
+                unmet.push(what.to_owned());
+            }
+        }
         unmet
     }
 }
@@ -200,6 +219,20 @@ impl Manifest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn asking_the_user_the_model_or_the_roots_is_unmet_until_granted() {
+        let asks: Manifest = toml::from_str("elicitation = true\nsampling = true\nroots = true\n").unwrap();
+        let unmet = asks.unmet(&Grants::default());
+        assert_eq!(unmet.len(), 3, "{unmet:?}");
+        assert!(unmet[1].contains("`sampling = true`"), "{unmet:?}");
+        let granted = Grants {
+            requests: crate::requests::RequestsGrant { elicitation: true, sampling: Some(10), roots: true },
+            ..Grants::default()
+        };
+        assert!(asks.unmet(&granted).is_empty());
+        assert!(asks.describe().iter().any(|(kind, what)| *kind == "asks" && what == "the model (sampling)"));
+    }
 
     #[test]
     fn accepts_a_full_manifest() {
