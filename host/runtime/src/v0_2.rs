@@ -45,7 +45,9 @@ pub mod full {
     });
 }
 
-use toolhost::plugin::call::{ElicitAnswer, Elicitation, RequestError, Root, SamplingReply, SamplingRequest};
+use toolhost::plugin::call::{
+    Answer, ElicitAnswer, Elicitation, Question, RequestError, Root, SamplingReply, SamplingRequest,
+};
 use toolhost::plugin::log::{Field, Level};
 use toolhost::plugin::types;
 
@@ -92,6 +94,18 @@ impl toolhost::plugin::call::Host for HostState {
             return Err(RequestError::Denied(why));
         }
         Err(RequestError::Unsupported("this toolhost does not pass a client's roots on yet".to_owned()))
+    }
+
+    async fn ask(&mut self, questions: Vec<(String, Question)>) -> Vec<Result<Answer, RequestError>> {
+        let mut answers = Vec::with_capacity(questions.len());
+        for (_, question) in questions {
+            answers.push(match question {
+                Question::Elicit(request) => self.elicit(request).await.map(Answer::Elicited),
+                Question::Sample(request) => self.sample(request).await.map(Answer::Sampled),
+                Question::Roots => self.roots().await.map(Answer::Roots),
+            });
+        }
+        answers
     }
 }
 
