@@ -455,7 +455,16 @@ impl Agent {
             }) as toolhost_runtime::sandbox::ProgressObserver
         });
         let overrides = LimitOverrides::default();
-        let report = self.host.call_observed(catalog, &call.name, &call.arguments, &overrides, progress).await;
+        let report = self
+            .host
+            .call_observed(
+                catalog,
+                &call.name,
+                &call.arguments,
+                &overrides,
+                toolhost_runtime::sandbox::CallHooks::progress(progress),
+            )
+            .await;
         let duration_ms = report.usage.wall.as_secs_f64() * 1_000.0;
         // The model is told what the host refused, so it does not retry blindly.
         let refusals: String =

@@ -16,7 +16,7 @@ use toolhost_runtime::engine::{self, EpochTicker};
 use toolhost_runtime::limits::{LimitOverrides, Limits};
 use toolhost_runtime::offers::Offers;
 use toolhost_runtime::outcome::{CallError, CallReport, ToolOutput};
-use toolhost_runtime::sandbox::{self, HostState, ProgressObserver, Request, Response, WitCallError, WitToolOutput};
+use toolhost_runtime::sandbox::{self, CallHooks, HostState, Request, Response, WitCallError, WitToolOutput};
 use toolhost_runtime::tls;
 use wasmtime::Engine;
 use wasmtime::component::Linker;
@@ -394,20 +394,20 @@ impl Host {
         arguments: &str,
         overrides: &LimitOverrides,
     ) -> CallReport {
-        self.call_observed(catalog, tool, arguments, overrides, None).await
+        self.call_observed(catalog, tool, arguments, overrides, CallHooks::default()).await
     }
 
-    /// [`Host::call_in`], with `progress` told of each progress report the
-    /// plugin makes while it runs (contract 0.2.0; at most one every
+    /// [`Host::call_in`], with `hooks`: who is told of each progress report
+    /// the plugin makes while it runs (contract 0.2.0; at most one every
     /// [`PROGRESS_INTERVAL`](toolhost_runtime::sandbox::PROGRESS_INTERVAL), and
-    /// the last).
+    /// the last), and who answers its questions (elicitation, sampling, roots).
     pub async fn call_observed(
         &self,
         catalog: &Catalog,
         tool: &str,
         arguments: &str,
         overrides: &LimitOverrides,
-        progress: Option<ProgressObserver>,
+        hooks: CallHooks,
     ) -> CallReport {
         let Some(entry) = catalog.find(tool) else {
             let error = CallError::UnknownTool { name: tool.to_owned(), suggestion: catalog.similar(tool) };
@@ -423,7 +423,7 @@ impl Host {
         };
         match entry.source() {
             Source::Plugin { plugin, index } => {
-                self.call_plugin(plugin.clone(), *index, arguments, overrides, progress).await
+                self.call_plugin(plugin.clone(), *index, arguments, overrides, hooks).await
             }
             Source::Mcp { server, tool } => {
                 // The output limit is the plugins' one; the time limit is the
@@ -443,7 +443,7 @@ impl Host {
         index: usize,
         arguments: &str,
         overrides: &LimitOverrides,
-        progress: Option<ProgressObserver>,
+        hooks: CallHooks,
     ) -> CallReport {
         let tool = plugin.tools[index].name.as_str();
         let plugin_name = Some(plugin.name.to_string());
@@ -481,7 +481,7 @@ impl Host {
         let invocation = {
             let _permit = self.permits.acquire().await;
             let (granted, tls) = (&plugin.granted, &self.tls);
-            sandbox.invoke(&self.ticker, &plugin.name, &limits, granted, tls, request, progress).await
+            sandbox.invoke(&self.ticker, &plugin.name, &limits, granted, tls, request, hooks).await
         };
         if !invocation.stdout.is_empty() || !invocation.stderr.is_empty() {
             tracing::debug!(
@@ -548,7 +548,12 @@ impl Host {
     /// Reads the resource at `uri` from the plugin that lists it (or whose
     /// template matches it; the first in file-name order), in a fresh
     /// instance under the plugin's limits and grants.
-    pub async fn read_resource(&self, catalog: &Catalog, uri: &str) -> Result<Vec<ContentBlock>, OfferError> {
+    pub async fn read_resource(
+        &self,
+        catalog: &Catalog,
+        uri: &str,
+        hooks: CallHooks,
+    ) -> Result<Vec<ContentBlock>, OfferError> {
         let listed = |plugin: &&Arc<Plugin>| plugin.offers.resources.iter().any(|resource| resource.uri == uri);
         let templated = |plugin: &&Arc<Plugin>| {
             plugin
@@ -559,7 +564,7 @@ impl Host {
         };
         let plugin = catalog.plugins().iter().find(listed).or_else(|| catalog.plugins().iter().find(templated));
         let plugin = plugin.ok_or_else(|| OfferError::NotFound(format!("the resource `{uri}`")))?;
-        match self.offer_request(plugin, Request::ReadResource { uri }).await? {
+        match self.offer_request(plugin, Request::ReadResource { uri }, hooks).await? {
             Response::Read(read) => read.map_err(plugin_error),
             _ => Err(wrong_answer()),
         }
@@ -571,9 +576,10 @@ impl Host {
         catalog: &Catalog,
         name: &str,
         arguments: &[(String, String)],
+        hooks: CallHooks,
     ) -> Result<toolhost_runtime::offers::PromptResult, OfferError> {
         let plugin = self.prompt_owner(catalog, name)?;
-        match self.offer_request(plugin, Request::GetPrompt { name, arguments }).await? {
+        match self.offer_request(plugin, Request::GetPrompt { name, arguments }, hooks).await? {
             Response::Prompt(prompt) => prompt.map_err(plugin_error),
             _ => Err(wrong_answer()),
         }
@@ -598,7 +604,10 @@ impl Host {
                 .find(|plugin| plugin.offers.templates.iter().any(|offered| offered.uri_template == template))
                 .ok_or_else(|| OfferError::NotFound(format!("the resource template `{template}`")))?,
         };
-        match self.offer_request(plugin, Request::Complete { reference, argument, value, context }).await? {
+        match self
+            .offer_request(plugin, Request::Complete { reference, argument, value, context }, CallHooks::default())
+            .await?
+        {
             Response::Completion(done) => done.map_err(plugin_error),
             _ => Err(wrong_answer()),
         }
@@ -613,14 +622,19 @@ impl Host {
     }
 
     /// Runs `request` for `plugin` in a fresh instance, like a call.
-    async fn offer_request(&self, plugin: &Arc<Plugin>, request: Request<'_>) -> Result<Response, OfferError> {
+    async fn offer_request(
+        &self,
+        plugin: &Arc<Plugin>,
+        request: Request<'_>,
+        hooks: CallHooks,
+    ) -> Result<Response, OfferError> {
         let sandbox = plugin.code.sandbox().await.map_err(|reason| {
             OfferError::Failed(CallError::Host(format!("could not load plugin `{}`: {reason}", plugin.name)))
         })?;
         let invocation = {
             let _permit = self.permits.acquire().await;
             let (granted, tls) = (&plugin.granted, &self.tls);
-            sandbox.invoke(&self.ticker, &plugin.name, &plugin.limits, granted, tls, request, None).await
+            sandbox.invoke(&self.ticker, &plugin.name, &plugin.limits, granted, tls, request, hooks).await
         };
         invocation.result.map_err(OfferError::Failed)
     }

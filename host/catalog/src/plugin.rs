@@ -322,7 +322,8 @@ pub(crate) async fn list_offers(
     if !matches!(sandbox, Sandbox::V0_2_0Full(_)) {
         return Ok(Offers::default());
     }
-    let invocation = sandbox.invoke(clock, name, limits, &Granted::nothing(), tls, Request::ListOffers, None).await;
+    let invocation =
+        sandbox.invoke(clock, name, limits, &Granted::nothing(), tls, Request::ListOffers, Default::default()).await;
     match invocation.result {
         Ok(Response::Offers(offers)) => offers.check(),
         Ok(_) => Err("answered the wrong request".to_owned()),
@@ -477,7 +478,8 @@ pub(crate) async fn call_list_tools(
     limits: &Limits,
     tls: &Arc<rustls::ClientConfig>,
 ) -> Result<Vec<ListedTool>, String> {
-    let invocation = sandbox.invoke(clock, name, limits, &Granted::nothing(), tls, Request::ListTools, None).await;
+    let invocation =
+        sandbox.invoke(clock, name, limits, &Granted::nothing(), tls, Request::ListTools, Default::default()).await;
     match invocation.result {
         Ok(Response::Tools(tools)) => Ok(tools),
         Ok(_) => Err("answered the wrong request".to_owned()),

@@ -123,7 +123,7 @@ pub async fn serve_http(
     options: HttpOptions,
     stop: CancellationToken,
 ) -> Result<()> {
-    let server = ToolServer::new(host.clone());
+    let server = ToolServer::new(host.clone())?;
     let metrics = server.metrics().clone();
     let mut allowed_hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec();
     allowed_hosts.extend(options.allowed_hosts.iter().cloned());

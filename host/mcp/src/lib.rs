@@ -11,6 +11,7 @@
 //! optional bearer token compared in constant time, bounded bodies, bounded
 //! sessions with idle expiry).
 
+pub mod asking;
 pub mod framing;
 pub mod http;
 pub mod metrics;
@@ -56,7 +57,7 @@ pub struct ServeConfig {
 pub async fn serve_stdio(host: Arc<Host>) -> Result<()> {
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     let (transport, written) = framing::guard(stdin, stdout);
-    let running = ToolServer::new(host)
+    let running = ToolServer::new(host)?
         .serve(transport)
         .await
         .map_err(|err| anyhow::anyhow!("the MCP client did not start a session: {err}"))?;

@@ -16,11 +16,11 @@
 use crate::metrics::Metrics;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult, ContentBlock,
-    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, JsonObject, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
-    MetaObject, PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
-    SubscriptionFilter, Tool, ToolAnnotations, UnsubscribeRequestParams,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, InputRequiredResult, JsonObject,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
+    LoggingMessageNotificationParam, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool, ToolAnnotations, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -33,7 +33,7 @@ use toolhost_catalog::{Catalog, Entry};
 use toolhost_runtime::content::{Content, ResourceBody};
 use toolhost_runtime::limits::LimitOverrides;
 use toolhost_runtime::outcome::{CallError, CallReport, LogRecord, ToolOutput};
-use toolhost_runtime::sandbox::{Progress, ProgressObserver};
+use toolhost_runtime::sandbox::{CallHooks, Progress, ProgressObserver};
 
 /// The `_meta` key of a call's usage (fuel, peak memory, wall time, HTTP).
 pub const USAGE_META: &str = "toolhost/usage";
@@ -55,16 +55,59 @@ pub struct ToolServer {
 struct Shared {
     host: Arc<Host>,
     metrics: Arc<Metrics>,
+    /// Seals the answers a 2026-07-28 client gave into `requestState`.
+    seal: crate::asking::StateSeal,
     /// The listed tools of the last catalog generation seen.
     listed: Mutex<(u64, Arc<Vec<Tool>>)>,
 }
 
 impl ToolServer {
-    /// A handler serving `host`'s catalog.
-    pub fn new(host: Arc<Host>) -> ToolServer {
+    /// A handler serving `host`'s catalog. Fails when
+    /// [`STATE_KEY_ENV`](crate::asking::STATE_KEY_ENV) is set but too short.
+    pub fn new(host: Arc<Host>) -> anyhow::Result<ToolServer> {
         let listed = Mutex::new((u64::MAX, Arc::new(Vec::new())));
         let metrics = Arc::new(Metrics::default());
-        ToolServer { shared: Arc::new(Shared { host, metrics, listed }), level: Arc::new(Mutex::new(None)) }
+        let seal = crate::asking::StateSeal::from_env()?;
+        Ok(ToolServer { shared: Arc::new(Shared { host, metrics, seal, listed }), level: Arc::new(Mutex::new(None)) })
+    }
+
+    /// Who answers the questions of a request's call: the session's client
+    /// (2025-11-25), or, for 2026-07-28, what the request carries, with the
+    /// round to end once the call is done.
+    fn asker(
+        &self,
+        context: &RequestContext<RoleServer>,
+        binding: Vec<u8>,
+        responses: Option<rmcp::model::InputResponses>,
+        state: Option<&str>,
+    ) -> Result<(CallHooks, Option<Round>), ErrorData> {
+        use crate::asking::{RoundAsker, SessionAsker};
+        let stateless = context.protocol_version().is_some_and(|version| version.as_str() >= "2026-07-28");
+        if !stateless {
+            let capabilities = context.client_capabilities().unwrap_or_default();
+            let asker = Arc::new(SessionAsker { peer: context.peer.clone(), capabilities });
+            return Ok((CallHooks { progress: None, asker: Some(asker) }, None));
+        }
+        let capabilities = context.client_capabilities();
+        let asker = Arc::new(RoundAsker::new(&self.shared.seal, &binding, capabilities, responses, state)?);
+        let hooks = CallHooks { progress: None, asker: Some(asker.clone()) };
+        Ok((hooks, Some(Round { asker, binding })))
+    }
+
+    /// Ends a 2026-07-28 round: `Some` answers the request instead of its
+    /// result (`InputRequiredResult`, or an error).
+    fn end_round(
+        &self,
+        round: Option<Round>,
+        outcome: Result<(), &CallError>,
+    ) -> Option<Result<InputRequiredResult, ErrorData>> {
+        use crate::asking::RoundEnd;
+        let round = round?;
+        let suspended = matches!(outcome, Err(CallError::InputRequired));
+        match round.asker.end(&self.shared.seal, &round.binding, suspended, outcome.is_err())? {
+            RoundEnd::InputRequired(result) => Some(Ok(result)),
+            RoundEnd::BadResponse(error) | RoundEnd::MissingCapability(error) => Some(Err(error)),
+        }
     }
 
     /// The counters of the calls this handler (and every session of it) served.
@@ -123,6 +166,12 @@ impl ToolServer {
             }
         }
     }
+}
+
+/// A 2026-07-28 request's round: its asker, and what its state is bound to.
+struct Round {
+    asker: Arc<crate::asking::RoundAsker>,
+    binding: Vec<u8>,
 }
 
 /// A catalog entry as an MCP tool.
@@ -260,6 +309,15 @@ fn offer_error(err: OfferError, uri: Option<&str>) -> ErrorData {
         OfferError::NotFound(_) => ErrorData::invalid_params(err.to_string(), uri.map(|uri| json!({ "uri": uri }))),
         OfferError::Failed(CallError::InvalidArguments(message)) => ErrorData::invalid_params(message, None),
         OfferError::Failed(err) => ErrorData::internal_error(err.to_string(), None),
+    }
+}
+
+/// The call error of an offer's failure, if it ran.
+fn offer_call_error(err: &OfferError) -> &CallError {
+    static NOT_FOUND: CallError = CallError::Host(String::new());
+    match err {
+        OfferError::Failed(err) => err,
+        OfferError::NotFound(_) => &NOT_FOUND,
     }
 }
 
@@ -403,10 +461,16 @@ impl ServerHandler for ToolServer {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        let binding = crate::asking::binding("resources/read", &request.uri, &());
+        let state = request.request_state.as_deref();
+        let (hooks, round) = self.asker(&context, binding, request.input_responses.clone(), state)?;
         let catalog = self.host().catalog();
-        let read = self.host().read_resource(&catalog, &request.uri).await;
+        let read = self.host().read_resource(&catalog, &request.uri, hooks).await;
+        if let Some(end) = self.end_round(round, read.as_ref().map(drop).map_err(offer_call_error)) {
+            return end.map(ReadResourceResponse::InputRequired);
+        }
         let blocks = read.map_err(|err| offer_error(err, Some(&request.uri)))?;
         let contents: Vec<Value> =
             blocks.iter().filter_map(|block| wire_content(block).get("resource").cloned()).collect();
@@ -444,8 +508,11 @@ impl ServerHandler for ToolServer {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
+        let binding = crate::asking::binding("prompts/get", &request.name, &request.arguments);
+        let state = request.request_state.as_deref();
+        let (hooks, round) = self.asker(&context, binding, request.input_responses.clone(), state)?;
         let arguments: Vec<(String, String)> = request
             .arguments
             .unwrap_or_default()
@@ -459,8 +526,11 @@ impl ServerHandler for ToolServer {
             })
             .collect();
         let catalog = self.host().catalog();
-        let prompt =
-            self.host().get_prompt(&catalog, &request.name, &arguments).await.map_err(|err| offer_error(err, None))?;
+        let prompt = self.host().get_prompt(&catalog, &request.name, &arguments, hooks).await;
+        if let Some(end) = self.end_round(round, prompt.as_ref().map(drop).map_err(offer_call_error)) {
+            return end.map(GetPromptResponse::InputRequired);
+        }
+        let prompt = prompt.map_err(|err| offer_error(err, None))?;
         let messages: Vec<Value> = prompt
             .messages
             .iter()
@@ -546,7 +616,17 @@ impl ServerHandler for ToolServer {
             }
             None => (None, None),
         };
-        let call = self.host().call_observed(&catalog, name, &arguments, &overrides, observer);
+        let binding = crate::asking::binding("tools/call", name, &request.arguments);
+        let state = request.request_state.as_deref();
+        let (mut hooks, round) = match self.asker(&context, binding, request.input_responses.clone(), state) {
+            Ok(asking) => asking,
+            Err(error) => {
+                active.unknown_tool();
+                return Err(error);
+            }
+        };
+        hooks.progress = observer;
+        let call = self.host().call_observed(&catalog, name, &arguments, &overrides, hooks);
         // Dropping the call's future drops its store: the guest stops at its next epoch tick.
         let report = tokio::select! {
             report = call => report,
@@ -563,6 +643,9 @@ impl ServerHandler for ToolServer {
         }
         active.finish(&report);
         self.send_logs(&report, &context).await;
+        if let Some(end) = self.end_round(round, report.outcome.as_ref().map(drop)) {
+            return end.map(CallToolResponse::InputRequired);
+        }
         Ok(result_of(report, wrap).into())
     }
 

@@ -3,6 +3,7 @@
 //! and the typed outcome every call ends in. Below it are only the grants;
 //! it knows nothing of catalogs, configs, MCP or models.
 
+pub mod ask;
 pub mod cache;
 pub mod compiler;
 pub mod content;

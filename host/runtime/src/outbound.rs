@@ -132,6 +132,11 @@ impl Outbound {
         Outbound { grant, limits, deadline, ledger, tls }
     }
 
+    /// Moves the call's deadline `by` later (the time it waited for answers).
+    pub fn postpone(&mut self, by: std::time::Duration) {
+        self.deadline += by;
+    }
+
     /// The checks made before a request leaves: the grant, the declared body
     /// length, then the count.
     fn admit(&self, request: &http::Request<WasiBody>) -> Result<Target, Error> {

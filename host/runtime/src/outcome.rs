@@ -138,6 +138,10 @@ pub enum CallError {
     /// The host could not run the call at all (for example no instance slot).
     #[error("could not be run: {0}")]
     Host(String),
+    /// The call stopped to ask its client, which answers by calling again
+    /// (MCP 2026-07-28); only a front end that suspends calls sees it.
+    #[error("stopped to ask the client, which answers by calling again")]
+    InputRequired,
 }
 
 /// `1.5s`, rounded up to a tenth of a second so that retrying then succeeds.
@@ -181,6 +185,7 @@ impl CallError {
             CallError::RateLimited { .. } => "rate_limited",
             CallError::Busy { .. } => "busy",
             CallError::Host(_) => "host",
+            CallError::InputRequired => "input_required",
         }
     }
 

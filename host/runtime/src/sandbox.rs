@@ -55,6 +55,7 @@ pub use v0_1_0::toolhost::plugin::types::{CallError as WitCallError, Tool as Wit
 /// The per-call store state.
 pub struct HostState {
     progress: ProgressSink,
+    asking: Asking,
     wasi: WasiCtx,
     http: WasiHttpCtx,
     outbound: Outbound,
@@ -129,6 +130,135 @@ impl HostState {
     }
 }
 
+impl HostState {
+    /// Asks `questions` (key, question) for the plugin: each checked (its
+    /// key, the operator's grant, its shape, the per-call bounds and the
+    /// sampling budget), the rest passed to the call's [`Asker`](crate::ask::Asker)
+    /// in one batch. The time spent waiting for answers (at most
+    /// [`ANSWER_TIMEOUT`](crate::ask::ANSWER_TIMEOUT)) does not count against
+    /// the call's timeout. `Err` stops the call: the front end suspended it.
+    pub(crate) async fn ask_all(
+        &mut self,
+        questions: Vec<(String, crate::ask::Question)>,
+    ) -> wasmtime::Result<Vec<Result<crate::ask::Answer, crate::ask::AskError>>> {
+        use crate::ask::{ANSWER_TIMEOUT, AskError, Asked, MAX_QUESTIONS, Question};
+        let mut answers: Vec<Option<Result<crate::ask::Answer, AskError>>> = Vec::with_capacity(questions.len());
+        let mut passed: Vec<(String, Question)> = Vec::new();
+        let mut slots = Vec::new();
+        for (key, question) in questions {
+            let refused = if let Err(why) = crate::ask::check_key(&key) {
+                Some(AskError::Failed(why))
+            } else if !self.asking.keys.insert(key.clone()) {
+                Some(AskError::Failed(format!("the key `{key}` was already asked in this call")))
+            } else if self.asking.keys.len() > MAX_QUESTIONS {
+                Some(AskError::Limit(format!("a call may ask at most {MAX_QUESTIONS} questions")))
+            } else if let Some(why) = self.refusal(question.capability()) {
+                Some(AskError::Denied(why))
+            } else if let Err(why) = question.check() {
+                Some(AskError::Failed(why))
+            } else if let Question::Sample(sampling) = &question {
+                let budget = self.logs.granted.requests.sampling.unwrap_or(0);
+                if sampling.max_tokens > self.asking.tokens_left {
+                    Some(AskError::Limit(format!(
+                        "this asks the model for up to {} tokens, and {} of the call's sampling budget of {budget} \
+                         are left (`sampling = {{ max_tokens = N }}` under [plugins.{}])",
+                        sampling.max_tokens, self.asking.tokens_left, self.logs.plugin
+                    )))
+                } else {
+                    self.asking.tokens_left -= sampling.max_tokens;
+                    None
+                }
+            } else {
+                None
+            };
+            match refused {
+                Some(refusal) => answers.push(Some(Err(refusal))),
+                None => {
+                    slots.push(answers.len());
+                    answers.push(None);
+                    passed.push((key, self.scrubbed(question)));
+                }
+            }
+        }
+        if !passed.is_empty() {
+            let asked = match self.asking.asker.clone() {
+                None => Asked::Answers(
+                    passed
+                        .iter()
+                        .map(|_| {
+                            Err(AskError::Unsupported(
+                                "nothing can answer here: this call was not made by a client, terminal or model that \
+                                 can be asked"
+                                    .to_owned(),
+                            ))
+                        })
+                        .collect(),
+                ),
+                Some(asker) => {
+                    let waiting = Instant::now();
+                    let deadline = self.asking.deadline.get();
+                    self.asking.deadline.set(waiting + ANSWER_TIMEOUT);
+                    let asked = tokio::time::timeout(ANSWER_TIMEOUT, asker.ask(&passed)).await;
+                    let waited = waiting.elapsed();
+                    self.asking.deadline.set(deadline + waited);
+                    self.outbound.postpone(waited);
+                    asked.unwrap_or_else(|_| {
+                        let why = format!("no answer came within {}s", ANSWER_TIMEOUT.as_secs());
+                        Asked::Answers(passed.iter().map(|_| Err(AskError::Failed(why.clone()))).collect())
+                    })
+                }
+            };
+            match asked {
+                Asked::Suspend => {
+                    self.asking.suspended = true;
+                    wasmtime::bail!("the call stopped to ask its client");
+                }
+                Asked::Answers(given) => {
+                    let mut given = given.into_iter();
+                    for slot in slots {
+                        answers[slot] = Some(given.next().unwrap_or_else(|| {
+                            Err(AskError::Failed("the front end gave no answer to this question".to_owned()))
+                        }));
+                    }
+                }
+            }
+        }
+        Ok(answers.into_iter().map(|answer| answer.unwrap_or_else(|| Err(AskError::Failed(String::new())))).collect())
+    }
+
+    /// How many questions the call asked so far.
+    pub(crate) fn asked(&self) -> usize {
+        self.asking.keys.len()
+    }
+
+    /// `question` with the plugin's secrets taken out of what leaves the sandbox.
+    fn scrubbed(&self, question: crate::ask::Question) -> crate::ask::Question {
+        use crate::ask::{Elicitation, Question};
+        let redactor = &self.logs.granted.redactor;
+        let scrub = |text: String| redactor.scrub(text);
+        match question {
+            Question::Elicit(Elicitation::Form { message, schema }) => {
+                let text = scrub(schema.to_string());
+                let schema = serde_json::from_str(&text).unwrap_or(schema);
+                Question::Elicit(Elicitation::Form { message: scrub(message), schema })
+            }
+            Question::Elicit(Elicitation::Url { message, url }) => {
+                Question::Elicit(Elicitation::Url { message: scrub(message), url: scrub(url) })
+            }
+            Question::Sample(mut sampling) => {
+                sampling.system_prompt = sampling.system_prompt.map(scrub);
+                for message in &mut sampling.messages {
+                    if let crate::content::Content::Text { text } = &mut message.content {
+                        *text = scrub(std::mem::take(text));
+                    }
+                }
+                Question::Sample(sampling)
+            }
+            Question::Roots => Question::Roots,
+        }
+    }
+}
+
 /// The shortest time between two progress reports kept.
 pub const PROGRESS_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
@@ -152,6 +282,49 @@ pub struct Progress {
 
 /// Told of a call's progress reports as they come (see [`Sandbox::invoke`]).
 pub type ProgressObserver = Arc<dyn Fn(Progress) + Send + Sync>;
+
+/// What a front end passes with a call: who is told of its progress, and who
+/// answers its questions (contract 0.2.0). `Default` has neither: progress is
+/// only logged, and questions are answered `unsupported`.
+#[derive(Clone, Default)]
+pub struct CallHooks {
+    /// Told of each progress report kept.
+    pub progress: Option<ProgressObserver>,
+    /// Answers elicitation, sampling and roots questions.
+    pub asker: Option<Arc<dyn crate::ask::Asker>>,
+}
+
+impl CallHooks {
+    /// Hooks with only a progress observer.
+    pub fn progress(observer: Option<ProgressObserver>) -> CallHooks {
+        CallHooks { progress: observer, asker: None }
+    }
+}
+
+/// The deadline of a call, which waiting for answers postpones.
+#[derive(Clone)]
+struct Deadline(Arc<Mutex<Instant>>);
+
+impl Deadline {
+    fn get(&self) -> Instant {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn set(&self, deadline: Instant) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = deadline;
+    }
+}
+
+/// What a call asked so far, and who answers.
+struct Asking {
+    asker: Option<Arc<dyn crate::ask::Asker>>,
+    deadline: Deadline,
+    keys: std::collections::HashSet<String>,
+    /// Sampling tokens left of the call's budget.
+    tokens_left: u32,
+    /// The front end stopped the call to ask its client.
+    suspended: bool,
+}
 
 /// Builds the linker every plugin is instantiated with: WASI p2 and
 /// `wasi:http` (which reach only what each call's grants allow) and the
@@ -549,10 +722,10 @@ impl Sandbox {
         granted: &Arc<Granted>,
         tls: &Arc<rustls::ClientConfig>,
         request: Request<'_>,
-        observer: Option<ProgressObserver>,
+        hooks: CallHooks,
     ) -> Invocation {
         let start = Instant::now();
-        let deadline = start + limits.timeout;
+        let deadline = Deadline(Arc::new(Mutex::new(start + limits.timeout)));
         let margin = granted.redactor.longest();
         let stdout = Capture::new(margin);
         let stderr = Capture::new(margin);
@@ -571,10 +744,17 @@ impl Sandbox {
             };
         }
         let state = HostState {
-            progress: ProgressSink { observer, ..ProgressSink::default() },
+            progress: ProgressSink { observer: hooks.progress, ..ProgressSink::default() },
+            asking: Asking {
+                asker: hooks.asker,
+                deadline: deadline.clone(),
+                keys: std::collections::HashSet::new(),
+                tokens_left: granted.requests.sampling.unwrap_or(0),
+                suspended: false,
+            },
             wasi: wasi.build(),
             http: WasiHttpCtx::new(),
-            outbound: Outbound::new(granted.network.clone(), *limits, deadline, ledger.clone(), tls.clone()),
+            outbound: Outbound::new(granted.network.clone(), *limits, deadline.get(), ledger.clone(), tls.clone()),
             table: ResourceTable::new(),
             limiter: MemoryLimiter { limit: limits.memory.bytes(), total: 0, peak: 0, refused: None },
             logs: LogSink { plugin: plugin.clone(), granted: granted.clone(), records: Vec::new(), dropped: 0 },
@@ -599,8 +779,9 @@ impl Sandbox {
         // the usage of a call stopped by the timeout is still accurate.
         let _ = store.fuel_async_yield_interval(Some(FUEL_YIELD_INTERVAL));
         store.set_epoch_deadline(1);
+        let watched = deadline.clone();
         store.epoch_deadline_callback(move |_| {
-            Ok(if Instant::now() >= deadline { UpdateDeadline::Interrupt } else { UpdateDeadline::Yield(1) })
+            Ok(if Instant::now() >= watched.get() { UpdateDeadline::Interrupt } else { UpdateDeadline::Yield(1) })
         });
 
         let outcome = {
@@ -608,8 +789,20 @@ impl Sandbox {
             let _running = clock.running();
             let run = self.run(&mut store, request);
             // The epoch callback stops guest code; this also stops a guest
-            // that is blocked in the host (a WASI sleep or poll).
-            tokio::time::timeout_at(deadline.into(), run).await
+            // that is blocked in the host (a WASI sleep or poll). Waiting for
+            // answers moves the deadline, so it is read again when it passes.
+            tokio::pin!(run);
+            loop {
+                let at = deadline.get();
+                tokio::select! {
+                    result = &mut run => break Ok(result),
+                    () = tokio::time::sleep_until(at.into()) => {
+                        if Instant::now() >= deadline.get() {
+                            break Err(());
+                        }
+                    }
+                }
+            }
         };
         let wall = start.elapsed();
         let fuel = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
@@ -618,9 +811,10 @@ impl Sandbox {
         let stderr = stderr.text(redactor);
         let stdout = stdout.text(redactor);
         let result = match outcome {
+            _ if state.asking.suspended => Err(CallError::InputRequired),
             Ok(Ok(response)) => check_response(response, limits, redactor),
             Ok(Err(err)) => Err(scrub_error(classify(err, limits, state.limiter.refused, &stderr), redactor)),
-            Err(_elapsed) => Err(CallError::Timeout { limit: limits.timeout }),
+            Err(()) => Err(CallError::Timeout { limit: limits.timeout }),
         };
         let network = ledger.take();
         let mut refused = network.refused;

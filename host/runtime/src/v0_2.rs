@@ -5,11 +5,12 @@
 //!
 //! What the `call` interface offers reaches a plugin only as far as this host
 //! passes it on: progress goes to the call's observer and logs (see
-//! `HostState::record_progress`); elicitation, sampling and roots are
-//! answered `unsupported`, naming what is missing, until a front end passes
-//! them on. A plugin of the `full` world also offers resources, prompts and
+//! `HostState::record_progress`); elicitation, sampling and roots go to the
+//! call's [`Asker`](crate::ask::Asker), checked on the way out and back
+//! (see `HostState::ask_all`). A plugin of the `full` world also offers resources, prompts and
 //! completions ([`full`], and [`crate::offers`] for the host's types).
 
+use crate::ask;
 use crate::cache::ListedTool;
 use crate::content::{Annotations, Content, ContentBlock, Priority, ResourceBody};
 use crate::sandbox::HostState;
@@ -18,7 +19,8 @@ use toolhost_grants::manifest::HintsTable;
 wasmtime::component::bindgen!({
     path: "../../wit/v0.2.0",
     world: "toolhost:plugin/plugin@0.2.0",
-    imports: { default: async },
+    // Trappable: a question the front end suspends stops the instance.
+    imports: { default: async | trappable },
     exports: { default: async },
 });
 
@@ -35,7 +37,7 @@ pub mod full {
     wasmtime::component::bindgen!({
         path: "../../wit/v0.2.0",
         world: "toolhost:plugin/full@0.2.0",
-        imports: { default: async },
+        imports: { default: async | trappable },
         exports: { default: async },
         with: {
             "toolhost:plugin/types@0.2.0": super::toolhost::plugin::types,
@@ -54,7 +56,7 @@ use toolhost::plugin::types;
 impl types::Host for HostState {}
 
 impl toolhost::plugin::log::Host for HostState {
-    async fn log(&mut self, level: Level, message: String, fields: Vec<Field>) {
+    async fn log(&mut self, level: Level, message: String, fields: Vec<Field>) -> wasmtime::Result<()> {
         use crate::sandbox::v0_1_0::toolhost::plugin::log as v1;
         let level = match level {
             Level::Trace => v1::Level::Trace,
@@ -65,47 +67,146 @@ impl toolhost::plugin::log::Host for HostState {
         };
         let fields = fields.into_iter().map(|Field { key, value }| v1::Field { key, value }).collect();
         self.record_log(level, message, fields);
+        Ok(())
     }
 }
 
 impl toolhost::plugin::call::Host for HostState {
-    async fn progress(&mut self, done: f64, total: Option<f64>, message: Option<String>) {
+    async fn progress(&mut self, done: f64, total: Option<f64>, message: Option<String>) -> wasmtime::Result<()> {
         self.record_progress(done, total, message);
+        Ok(())
     }
 
-    async fn elicit(&mut self, _request: Elicitation) -> Result<ElicitAnswer, RequestError> {
-        if let Some(why) = self.refusal("elicitation") {
-            return Err(RequestError::Denied(why));
-        }
-        Err(RequestError::Unsupported(
-            "this toolhost does not pass elicitation on to a client or a terminal yet".to_owned(),
-        ))
+    async fn elicit(&mut self, request: Elicitation) -> wasmtime::Result<Result<ElicitAnswer, RequestError>> {
+        let key = self.next_key("elicit");
+        let answer = self.ask_one(key, Question::Elicit(request)).await?;
+        Ok(answer.and_then(|answer| match answer {
+            Answer::Elicited(answer) => Ok(answer),
+            _ => Err(mismatched()),
+        }))
     }
 
-    async fn sample(&mut self, _request: SamplingRequest) -> Result<SamplingReply, RequestError> {
-        if let Some(why) = self.refusal("sampling") {
-            return Err(RequestError::Denied(why));
-        }
-        Err(RequestError::Unsupported("this toolhost does not pass sampling on to a model yet".to_owned()))
+    async fn sample(&mut self, request: SamplingRequest) -> wasmtime::Result<Result<SamplingReply, RequestError>> {
+        let key = self.next_key("sample");
+        let answer = self.ask_one(key, Question::Sample(request)).await?;
+        Ok(answer.and_then(|answer| match answer {
+            Answer::Sampled(reply) => Ok(reply),
+            _ => Err(mismatched()),
+        }))
     }
 
-    async fn roots(&mut self) -> Result<Vec<Root>, RequestError> {
-        if let Some(why) = self.refusal("roots") {
-            return Err(RequestError::Denied(why));
-        }
-        Err(RequestError::Unsupported("this toolhost does not pass a client's roots on yet".to_owned()))
+    async fn roots(&mut self) -> wasmtime::Result<Result<Vec<Root>, RequestError>> {
+        let key = self.next_key("roots");
+        let answer = self.ask_one(key, Question::Roots).await?;
+        Ok(answer.and_then(|answer| match answer {
+            Answer::Roots(roots) => Ok(roots),
+            _ => Err(mismatched()),
+        }))
     }
 
-    async fn ask(&mut self, questions: Vec<(String, Question)>) -> Vec<Result<Answer, RequestError>> {
-        let mut answers = Vec::with_capacity(questions.len());
-        for (_, question) in questions {
-            answers.push(match question {
-                Question::Elicit(request) => self.elicit(request).await.map(Answer::Elicited),
-                Question::Sample(request) => self.sample(request).await.map(Answer::Sampled),
-                Question::Roots => self.roots().await.map(Answer::Roots),
-            });
+    async fn ask(&mut self, questions: Vec<(String, Question)>) -> wasmtime::Result<Vec<Result<Answer, RequestError>>> {
+        let questions = questions.into_iter().map(|(key, question)| (key, question_of(question))).collect();
+        let answers = self.ask_all(questions).await?;
+        Ok(answers.into_iter().map(|answer| answer.map(answer_of).map_err(request_error)).collect())
+    }
+}
+
+impl HostState {
+    /// The key of a single question: `elicit-N`, `sample-N`, `roots-N`.
+    fn next_key(&self, kind: &str) -> String {
+        format!("{kind}-{}", self.asked() + 1)
+    }
+
+    async fn ask_one(&mut self, key: String, question: Question) -> wasmtime::Result<Result<Answer, RequestError>> {
+        let mut answers = toolhost::plugin::call::Host::ask(self, vec![(key, question)]).await?;
+        Ok(answers.pop().unwrap_or_else(|| Err(mismatched())))
+    }
+}
+
+fn mismatched() -> RequestError {
+    RequestError::Failed("the answer was not one to this question".to_owned())
+}
+
+fn request_error(err: ask::AskError) -> RequestError {
+    match err {
+        ask::AskError::Denied(why) => RequestError::Denied(why),
+        ask::AskError::Unsupported(why) => RequestError::Unsupported(why),
+        ask::AskError::Limit(why) => RequestError::Limit(why),
+        ask::AskError::Failed(why) => RequestError::Failed(why),
+    }
+}
+
+fn role_of(role: types::Role) -> ask::Role {
+    match role {
+        types::Role::User => ask::Role::User,
+        types::Role::Assistant => ask::Role::Assistant,
+    }
+}
+
+/// A question as the host keeps it. A form's schema that is not JSON is
+/// kept as a string, which [`ask::Question::check`] refuses.
+fn question_of(question: Question) -> ask::Question {
+    match question {
+        Question::Elicit(Elicitation::Form((message, schema))) => {
+            let schema = serde_json::from_str(&schema).unwrap_or(serde_json::Value::String(schema));
+            ask::Question::Elicit(ask::Elicitation::Form { message, schema })
         }
-        answers
+        Question::Elicit(Elicitation::Url((message, url))) => {
+            ask::Question::Elicit(ask::Elicitation::Url { message, url })
+        }
+        Question::Sample(request) => ask::Question::Sample(ask::Sampling {
+            messages: request
+                .messages
+                .into_iter()
+                .map(|message| ask::Message {
+                    role: role_of(message.role),
+                    content: block(types::Block { content: message.content, annotations: None }).content,
+                })
+                .collect(),
+            system_prompt: request.system_prompt,
+            max_tokens: request.max_tokens,
+            temperature: request.temperature,
+            stop_sequences: request.stop_sequences,
+            preferences: request.preferences.map(|preferences| {
+                let hints: Vec<serde_json::Value> =
+                    preferences.hints.iter().map(|hint| serde_json::json!({ "name": hint })).collect();
+                let mut wire = serde_json::json!({
+                    "hints": hints,
+                    "costPriority": preferences.cost_priority,
+                    "speedPriority": preferences.speed_priority,
+                    "intelligencePriority": preferences.intelligence_priority,
+                });
+                if let Some(object) = wire.as_object_mut() {
+                    object.retain(|_, value| !value.is_null());
+                }
+                wire
+            }),
+        }),
+        Question::Roots => ask::Question::Roots,
+    }
+}
+
+fn answer_of(answer: ask::Answer) -> Answer {
+    match answer {
+        ask::Answer::Elicited(ask::Elicited::Accepted(content)) => {
+            Answer::Elicited(ElicitAnswer::Accepted(serde_json::Value::Object(content).to_string()))
+        }
+        ask::Answer::Elicited(ask::Elicited::Declined) => Answer::Elicited(ElicitAnswer::Declined),
+        ask::Answer::Elicited(ask::Elicited::Cancelled) => Answer::Elicited(ElicitAnswer::Cancelled),
+        ask::Answer::Sampled(reply) => Answer::Sampled(SamplingReply {
+            role: types::Role::Assistant,
+            content: match reply.content {
+                Content::Image { mime_type, data } => types::Content::Image(types::Media { mime_type, data }),
+                Content::Audio { mime_type, data } => types::Content::Audio(types::Media { mime_type, data }),
+                Content::Text { text } => types::Content::Text(text),
+                _ => types::Content::Text(String::new()),
+            },
+            model: reply.model,
+            stop_reason: reply.stop_reason,
+        }),
+        ask::Answer::Roots(roots) => {
+            Answer::Roots(roots.into_iter().map(|root| Root { uri: root.uri, name: root.name }).collect())
+        }
     }
 }
 

@@ -74,7 +74,13 @@ pub async fn run(host: &Host, args: Args) -> Result<ExitCode> {
             }
         }) as toolhost::runtime::sandbox::ProgressObserver
     });
-    let call = host.call_observed(&catalog, &args.tool, &arguments, &overrides, progress);
+    let call = host.call_observed(
+        &catalog,
+        &args.tool,
+        &arguments,
+        &overrides,
+        toolhost::runtime::sandbox::CallHooks::progress(progress),
+    );
     let report = tokio::select! {
         report = call => report,
         _ = tokio::signal::ctrl_c() => {

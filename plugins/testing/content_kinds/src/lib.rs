@@ -9,6 +9,8 @@ wit_bindgen::generate!({
     world: "toolhost:plugin/full@0.2.0",
 });
 
+mod asking;
+
 use exports::toolhost::plugin::tools::Guest;
 use toolhost::plugin::call;
 use toolhost::plugin::types::{
@@ -44,11 +46,11 @@ fn wav() -> Vec<u8> {
     bytes
 }
 
-fn block(content: Content) -> Block {
+pub(crate) fn block(content: Content) -> Block {
     Block { content, annotations: None }
 }
 
-fn text(text: &str) -> Block {
+pub(crate) fn text(text: &str) -> Block {
     block(Content::Text(text.to_owned()))
 }
 
@@ -64,11 +66,11 @@ fn embedded() -> Block {
     }))
 }
 
-const NO_ARGUMENTS: &str = r#"{"type":"object","properties":{}}"#;
+pub(crate) const NO_ARGUMENTS: &str = r#"{"type":"object","properties":{}}"#;
 const TEXT_ARGUMENT: &str = r#"{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}"#;
 const MEASURED: &str = r#"{"type":"object","properties":{"chars":{"type":"integer"},"words":{"type":"integer"}},"required":["chars","words"],"additionalProperties":false}"#;
 
-fn tool(name: &str, description: &str, input: &str) -> Tool {
+pub(crate) fn tool(name: &str, description: &str, input: &str) -> Tool {
     Tool {
         name: name.into(),
         title: None,
@@ -118,9 +120,15 @@ impl Guest for Plugin {
                 NO_ARGUMENTS,
             ),
         ]
+        .into_iter()
+        .chain(asking::tools())
+        .collect()
     }
 
     fn call_tool(name: String, arguments: String) -> Result<Vec<Block>, CallError> {
+        if let Some(result) = asking::call(&name, &arguments) {
+            return result;
+        }
         Ok(match name.as_str() {
             "measure" => {
                 // The arguments matched the schema: {"text": "..."}. A real plugin
@@ -310,6 +318,7 @@ impl prompts::Guest for Plugin {
                 vec![argument("resourceUri", "URI of the resource to embed")],
             ),
             prompt("test_prompt_with_image", "A prompt with an image.", vec![]),
+            prompt("test_input_required_result_prompt", "A prompt that asks the user for context first.", vec![]),
         ]
     }
 
@@ -323,6 +332,7 @@ impl prompts::Guest for Plugin {
         };
         let messages = match name.as_str() {
             "test_simple_prompt" => vec![said(Content::Text("This is a simple prompt for testing.".into()))],
+            "test_input_required_result_prompt" => vec![said(Content::Text(asking::context_prompt()?))],
             "test_prompt_with_arguments" => vec![said(Content::Text(format!(
                 "Prompt with arguments: arg1='{}', arg2='{}'",
                 given("arg1")?,
