@@ -161,7 +161,7 @@ fn serve_passes_content_hints_structured_results_resources_and_prompts_to_mcp_cl
         assert_eq!(result["read"][0]["text"], r#"{"id":"7","templateTest":true,"data":"Data for ID: 7"}"#, "{result}");
         assert_eq!(result["missing"]["code"], -32602, "{mode}: {result}");
         assert_eq!(result["missing"]["data"]["uri"], "test://missing", "{mode}: {result}");
-        assert_eq!(result["prompts"].as_array().unwrap().len(), 4, "{mode}: {result}");
+        assert_eq!(result["prompts"].as_array().unwrap().len(), 5, "{mode}: {result}");
         assert_eq!(result["prompt"][0]["content"]["text"], "Prompt with arguments: arg1='a', arg2='b'", "{result}");
         assert_eq!(result["lying_image"]["is_error"], true, "{mode}: {result}");
         assert!(result["lying_image"]["text"].as_str().unwrap().contains("its bytes are not"), "{mode}: {result}");
@@ -201,4 +201,72 @@ fn a_model_reads_content_blocks_and_run_reports_progress() {
         assert_eq!(progress[1]["tool"], "test_tool_with_progress");
         std::fs::remove_file(&events).unwrap();
     }
+}
+
+#[test]
+fn serve_asks_the_mcp_client_what_plugins_ask_in_both_protocol_generations() {
+    let plugins = plugin_dir(&["content_kinds"]);
+    let config = plugins.path().join("toolhost.toml");
+    std::fs::write(
+        &config,
+        "[plugins.content_kinds]\nelicitation = true\nsampling = { max_tokens = 300 }\nroots = true\n",
+    )
+    .unwrap();
+    for mode in ["legacy", "2026-07-28"] {
+        let result = common::mcp_client_scenario("asking", mode, plugins.path(), &config);
+        let text = |key: &str| result[key]["text"].as_str().unwrap_or_default().to_owned();
+        assert_eq!(
+            text("elicitation"),
+            r#"User response: action=accept, content={"username":"ada","email":"ada@example.com","name":"Ada","ok":true,"color":"blue"}"#,
+            "{mode}: {result}"
+        );
+        assert_eq!(text("sampling"), "LLM response: sampled: What is 2+2?", "{mode}: {result}");
+        assert_eq!(text("roots"), "Roots: file:///work/project", "{mode}: {result}");
+        assert!(text("multi_round").starts_with("Both steps answered: "), "{mode}: {result}");
+        let asked: Vec<&str> =
+            result["asked"].as_array().unwrap().iter().map(|asked| asked["method"].as_str().unwrap()).collect();
+        assert!(
+            asked.contains(&"elicitation/create")
+                && asked.contains(&"sampling/createMessage")
+                && asked.contains(&"roots/list"),
+            "{mode}: {result}"
+        );
+        // An answer that breaks the requested schema never reaches the plugin:
+        // in a session the plugin is told `failed`; a 2026-07-28 client that
+        // sends it gets -32602 naming the answer.
+        let bad = &result["bad_answer"];
+        if mode == "legacy" {
+            assert_eq!(bad["is_error"], true, "{result}");
+            let said = bad["text"].as_str().unwrap();
+            assert!(said.contains("failed: the client's answer was refused: the answers do not match"), "{said}");
+        } else {
+            assert_eq!(bad["error"]["code"], -32602, "{result}");
+            let said = bad["error"]["message"].as_str().unwrap();
+            assert!(said.contains("the answer under `elicit-1` was refused"), "{said}");
+        }
+    }
+
+    // A client that did not declare the capabilities: the plugin is told
+    // `unsupported`; on 2026-07-28 a call that then fails is -32021, naming them.
+    for mode in ["legacy", "2026-07-28"] {
+        let result = common::mcp_client_scenario("undeclared", mode, plugins.path(), &config);
+        let sampling = &result["sampling"];
+        if mode == "legacy" {
+            assert_eq!(sampling["is_error"], true, "{result}");
+            let said = sampling["text"].as_str().unwrap();
+            assert!(said.contains("unsupported: the MCP client did not declare the `sampling` capability"), "{said}");
+        } else {
+            assert_eq!(sampling["error"]["code"], -32021, "{result}");
+            assert_eq!(sampling["error"]["data"]["requiredCapabilities"], json!({"sampling": {}}), "{result}");
+        }
+        let both = result["capabilities"]["text"].as_str().unwrap_or_default();
+        assert!(both.matches("did not declare").count() == 2, "{mode}: {result}");
+    }
+
+    // Ungranted, the plugin is denied, naming what to grant, whatever the client can do.
+    std::fs::write(&config, "").unwrap();
+    let result = common::mcp_client_scenario("asking", "legacy", plugins.path(), &config);
+    let said = result["sampling"]["text"].as_str().unwrap();
+    assert!(said.contains("denied: sampling is not granted to this plugin: add `sampling = true`"), "{said}");
+    assert_eq!(result["asked"], json!([]), "{result}");
 }

@@ -535,10 +535,16 @@ fn conformance_suite_passes_both_revisions_except_the_baselined_features() {
     // `content_kinds` (contract 0.2.0) offers the suite's content tools.
     let dir = plugin_dir(&["hash", "mcp_conformance", "content_kinds"]);
     let config = dir.path().join("toolhost.toml");
-    // Its tools that ask the client may: the suite answers.
+    // Its tools that ask the client may (the suite answers), and
+    // `test_trigger_tool_change` changes its tool list by rewriting its
+    // manifest in the plugins folder, which `serve` watches.
     std::fs::write(
         &config,
-        "[plugins.content_kinds]\nelicitation = true\nsampling = { max_tokens = 2000 }\nroots = true\n",
+        format!(
+            "[plugins.content_kinds]\nelicitation = true\nsampling = {{ max_tokens = 2000 }}\nroots = true\n\
+             dirs = [\"{}:/plugins:rw\"]\n",
+            dir.path().display()
+        ),
     )
     .unwrap();
     let (_server, url) = serve_http(dir.path(), &config, &[], &[]);

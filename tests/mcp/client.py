@@ -19,6 +19,11 @@ Scenarios:
     content      the content_kinds test plugin (contract 0.2.0): its tools' titles,
                  annotations and output schemas, and every block of show_content,
                  measure's structured content, and lying_image's error
+    asking       content_kinds' tools that ask, answered by this client's
+                 elicitation, sampling and roots callbacks (a server-to-client
+                 request in a session, InputRequiredResult rounds in 2026-07-28);
+                 a message containing "bad" gets an answer that breaks the schema
+    undeclared   the same tools, asked by a client without those capabilities
 
 Everything printed on stdout is one JSON object; failures raise (exit 1).
 """
@@ -33,6 +38,7 @@ import time
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
+import mcp_types as types
 
 
 def content_text(result):
@@ -154,6 +160,58 @@ async def content(client):
     return out
 
 
+ASKED = []
+
+
+async def on_sampling(context, params):
+    ASKED.append({"method": "sampling/createMessage", "max_tokens": params.max_tokens})
+    question = params.messages[0].content
+    said = getattr(question, "text", "")
+    return types.CreateMessageResult(
+        role="assistant",
+        content=types.TextContent(type="text", text=f"sampled: {said}"),
+        model="scripted-model",
+        stop_reason="endTurn",
+    )
+
+
+async def on_elicitation(context, params):
+    ASKED.append({"method": "elicitation/create", "message": params.message})
+    if "bad" in params.message:
+        return types.ElicitResult(action="accept", content={"username": 7})
+    return types.ElicitResult(action="accept", content={"username": "ada", "email": "ada@example.com", "name": "Ada", "ok": True, "color": "blue"})
+
+
+async def on_roots(context):
+    ASKED.append({"method": "roots/list"})
+    return types.ListRootsResult(roots=[types.Root(uri="file:///work/project", name="project")])
+
+
+async def outcome(client, tool, arguments):
+    try:
+        return as_json(await client.call_tool(tool, arguments))
+    except MCPError as err:
+        return {"error": {"code": err.error.code, "message": err.error.message, "data": err.error.data}}
+
+
+async def asking(client):
+    out = {"protocol": client.protocol_version}
+    out["elicitation"] = await outcome(client, "test_elicitation", {"message": "Who are you?"})
+    out["sampling"] = await outcome(client, "test_sampling", {"prompt": "What is 2+2?"})
+    out["roots"] = await outcome(client, "test_input_required_result_list_roots", {})
+    out["multi_round"] = await outcome(client, "test_input_required_result_multi_round", {})
+    out["bad_answer"] = await outcome(client, "test_elicitation", {"message": "a bad answer please"})
+    out["asked"] = ASKED
+    return out
+
+
+async def undeclared(client):
+    out = {"protocol": client.protocol_version}
+    out["sampling"] = await outcome(client, "test_sampling", {"prompt": "What is 2+2?"})
+    out["capabilities"] = await outcome(client, "test_input_required_result_capabilities", {})
+    return out
+
+
 async def on_message(message):
     method = getattr(getattr(message, "root", message), "method", None) or getattr(message, "method", None)
     if method == "notifications/tools/list_changed" or type(message).__name__ == "ToolListChangedNotification":
@@ -183,16 +241,21 @@ async def main():
         server = args.url
     else:
         server = StdioServerParameters(command=args.command[0], args=args.command[1:] + ["serve"], env=dict(os.environ))
+    answers = {}
+    if args.scenario == "asking":
+        answers = {"sampling_callback": on_sampling, "elicitation_callback": on_elicitation, "list_roots_callback": on_roots}
     client = Client(
         server,
         mode=args.mode,
+        **answers,
         message_handler=on_message,
         logging_callback=on_log,
         log_level="debug" if args.mode == "2026-07-28" else None,
         cache=None,
     )
     async with client:
-        scenario = {"basics": basics, "listchanged": listchanged, "logs": logs, "quotas": quotas, "typed": typed, "content": content}[args.scenario]
+        scenario = {"basics": basics, "listchanged": listchanged, "logs": logs, "quotas": quotas, "typed": typed, "content": content,
+                    "asking": asking, "undeclared": undeclared}[args.scenario]
         result = await scenario(client)
     print(json.dumps(result, default=str))
 

@@ -21,6 +21,12 @@ pub fn tools() -> Vec<Tool> {
         tool("test_missing_capability", "Needs the client's sampling capability.", NO_ARGUMENTS),
         tool("test_streaming_elicitation", "Asks the user one question.", NO_ARGUMENTS),
         tool("test_logging_tool", "Logs three records.", NO_ARGUMENTS),
+        tool(
+            "test_trigger_tool_change",
+            "Changes this plugin's tool list: rewrites its manifest (this tool's description) in the plugins \
+             folder, granted as /plugins, which a watching host reloads.",
+            NO_ARGUMENTS,
+        ),
     ];
     for (name, description) in [
         ("elicitation", "Asks the user's name, under the key `user_name`."),
@@ -184,6 +190,25 @@ fn run(name: &str, arguments: &str) -> Result<String, CallError> {
                 log::log(Level::Info, &format!("log record {step}"), &[]);
             }
             "logged three records".to_owned()
+        }
+        "test_trigger_tool_change" => {
+            const MANIFEST: &str = "/plugins/content_kinds.toml";
+            const COUNTED: &str = "# changes so far: ";
+            let before = std::fs::read_to_string(MANIFEST).unwrap_or_default();
+            let changes = before
+                .lines()
+                .find_map(|line| line.strip_prefix(COUNTED))
+                .and_then(|count| count.trim().parse::<u64>().ok())
+                .unwrap_or(0)
+                + 1;
+            let manifest = format!(
+                "{COUNTED}{changes}\nelicitation = true\nsampling = true\nroots = true\n\n\
+                 [tools.test_trigger_tool_change]\ndescription = \"Changes this plugin's tool list ({changes} so far).\"\n"
+            );
+            std::fs::write(MANIFEST, manifest).map_err(|err| {
+                CallError::Failed(format!("could not write {MANIFEST} ({err}): grant the plugins folder as /plugins"))
+            })?;
+            format!("the tool list changed ({changes} so far)")
         }
         "test_input_required_result_elicitation" => {
             let said = ask(vec![("user_name", ask_name())])?;
