@@ -10,7 +10,7 @@
 mod common;
 
 use common::{plugin, plugin_dir, shared_cache};
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -710,4 +710,91 @@ async fn serve_over_http_answers_every_request_and_refuses_an_id_already_in_flig
     let (status, _, text) = post(echo.to_owned(), Some(session.clone())).await;
     assert_eq!(status, 200, "{text}");
     assert!(message_of(&text).to_string().contains("again"), "{text}");
+}
+
+/// A 2026-07-28 `tools/call` of `test_input_required_result_multi_round`
+/// with `inputResponses` and `requestState`; the JSON-RPC message answered.
+async fn multi_round_call(url: &str, responses: Value, state: Option<&Value>) -> Value {
+    round_call(url, json!({}), responses, state).await
+}
+
+/// [`multi_round_call`] with other `arguments`.
+async fn round_call(url: &str, arguments: Value, responses: Value, state: Option<&Value>) -> Value {
+    let mut params = json!({
+        "name": "test_input_required_result_multi_round",
+        "arguments": arguments,
+        "inputResponses": responses,
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        },
+    });
+    if let Some(state) = state {
+        params["requestState"] = state.clone();
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    let response = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "test_input_required_result_multi_round")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    message_of(&response.text().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_with_a_common_state_key_finish_each_others_rounds() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let plugins = plugin_dir(&["content_kinds"]);
+    let config = plugins.path().join("toolhost.toml");
+    std::fs::write(&config, "[plugins.content_kinds]\nelicitation = true\n").unwrap();
+    let key = [("TOOLHOST_STATE_KEY", "a shared secret of at least thirty-two bytes")];
+    let (_first, first) = serve_http(plugins.path(), &config, &[], &key);
+    let (_second, second) = serve_http(plugins.path(), &config, &[], &key);
+    let other_key = [("TOOLHOST_STATE_KEY", "another secret, also thirty-two bytes or more")];
+    let (_third, third) = serve_http(plugins.path(), &config, &[], &other_key);
+
+    let round1 = multi_round_call(&first, json!({}), None).await;
+    assert_eq!(round1["result"]["resultType"], "input_required", "{round1}");
+    assert!(round1["result"]["inputRequests"]["step1"].is_object(), "{round1}");
+    let answer = |field: &str, value: &str| json!({"action": "accept", "content": {field: value}});
+    // The second round on another replica: the first answer travels in the state.
+    let round2 =
+        multi_round_call(&second, json!({"step1": answer("name", "Ada")}), Some(&round1["result"]["requestState"]))
+            .await;
+    assert_eq!(round2["result"]["resultType"], "input_required", "{round2}");
+    assert!(round2["result"]["inputRequests"]["step2"].is_object(), "{round2}");
+    let state = &round2["result"]["requestState"];
+    let done = multi_round_call(&first, json!({"step2": answer("color", "blue")}), Some(state)).await;
+    let text = done["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("\"name\":\"Ada\"") && text.contains("\"color\":\"blue\""), "{done}");
+
+    // A replica with another key refuses the state, saying why.
+    let refused = multi_round_call(&third, json!({"step2": answer("color", "blue")}), Some(state)).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains("requestState was refused") && message.contains("TOOLHOST_STATE_KEY"), "{message}");
+    // A state is bound to its request: with other arguments it is refused.
+    let state = &round1["result"]["requestState"];
+    let moved = round_call(&first, json!({"other": 1}), json!({"step1": answer("name", "Ada")}), Some(state)).await;
+    assert_eq!(moved["error"]["code"], -32602, "{moved}");
+
+    // A key too short to seal with: serve refuses to start, in one line.
+    let short = [("TOOLHOST_STATE_KEY", "short")];
+    let mut args = toolhost_args(plugins.path(), &config);
+    args.remove(0);
+    let output = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(&args)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .envs(short)
+        .env("TOOLHOST_CACHE_DIR", shared_cache())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success() && stderr.contains("TOOLHOST_STATE_KEY is shorter than 32 bytes"), "{stderr}");
 }
