@@ -654,17 +654,14 @@ fn wrong_answer() -> OfferError {
 /// Checks the `json` block of a result against the tool's output schema:
 /// a tool that declares one must return a structured result that matches it.
 fn structured(validator: &jsonschema::Validator, blocks: &[ContentBlock]) -> Result<(), CallError> {
-    let json = blocks.iter().find_map(|block| match &block.content {
-        Content::Json { json } => Some(json),
-        _ => None,
-    });
+    let json = blocks.iter().find(|block| matches!(block.content, Content::Json { .. }));
     let Some(json) = json else {
         return Err(CallError::InvalidOutput(
             "it declares an output schema but returned no `json` block; this is a bug in the plugin".to_owned(),
         ));
     };
-    let value: Value = serde_json::from_str(json)
-        .map_err(|err| CallError::InvalidOutput(format!("its `json` block is not JSON: {err}")))?;
+    let value =
+        json.content.json_value().ok_or_else(|| CallError::InvalidOutput("its `json` block is not JSON".to_owned()))?;
     match validator.iter_errors(&value).next() {
         None => Ok(()),
         Some(err) => Err(CallError::InvalidOutput(format!(

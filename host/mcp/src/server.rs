@@ -237,10 +237,7 @@ fn result_of(report: CallReport, wrap: bool) -> CallToolResult {
             Err(_) => CallToolResult::success(vec![ContentBlock::text(text)]),
         },
         Ok(ToolOutput::Content(blocks)) => {
-            let structured = blocks.iter().find_map(|block| match &block.content {
-                Content::Json { json } => serde_json::from_str::<Value>(json).ok(),
-                _ => None,
-            });
+            let structured = blocks.iter().find_map(|block| block.content.json_value()).map(|value| value.into_owned());
             let content = blocks.iter().map(mcp_content).collect();
             let mut result = CallToolResult::success(content);
             result.structured_content = structured;
@@ -268,7 +265,7 @@ fn wire_content(block: &toolhost_runtime::content::ContentBlock) -> Value {
     let encode = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
     let mut wire = match &block.content {
         Content::Text { text } => json!({ "type": "text", "text": text }),
-        Content::Json { json } => json!({ "type": "text", "text": json }),
+        Content::Json { json, .. } => json!({ "type": "text", "text": json }),
         Content::Image { mime_type, data } => json!({ "type": "image", "data": encode(data), "mimeType": mime_type }),
         Content::Audio { mime_type, data } => json!({ "type": "audio", "data": encode(data), "mimeType": mime_type }),
         Content::ResourceLink { uri, name, title, description, mime_type, size } => json!({

@@ -24,6 +24,18 @@ pub struct ContentBlock {
     pub annotations: Option<Annotations>,
 }
 
+impl Content {
+    /// A `json` block's document: parsed once when the block was checked,
+    /// else parsed now (`None` when it is not JSON, or not a `json` block).
+    pub fn json_value(&self) -> Option<std::borrow::Cow<'_, serde_json::Value>> {
+        match self {
+            Content::Json { parsed: Some(value), .. } => Some(std::borrow::Cow::Borrowed(value.as_ref())),
+            Content::Json { json, parsed: None } => serde_json::from_str(json).ok().map(std::borrow::Cow::Owned),
+            _ => None,
+        }
+    }
+}
+
 /// What a block holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -37,6 +49,10 @@ pub enum Content {
     Json {
         /// The JSON text.
         json: String,
+        /// The document, parsed once by [`check`] (`None` before), for
+        /// whatever reads it after (the output schema, MCP's structured content).
+        #[serde(skip)]
+        parsed: Option<std::sync::Arc<serde_json::Value>>,
     },
     /// An image.
     Image {
@@ -140,15 +156,18 @@ pub fn check(blocks: Vec<ContentBlock>, limits: &Limits, redactor: &Redactor) ->
         let which = |why: &str| invalid(format!("its block {index} {why}"));
         let content = match block.content {
             Content::Text { text } => Content::Text { text: scrub(text) },
-            Content::Json { json } => {
+            Content::Json { json, .. } => {
                 let value: serde_json::Value = serde_json::from_str(&json)
                     .map_err(|err| which(&format!("is `json` but not valid JSON ({err})")))?;
-                let json = if redactor.is_empty() {
-                    json
+                let (json, value) = if redactor.is_empty() {
+                    (json, value)
                 } else {
-                    redactor.scrub_json(json, value).map_err(CallError::InvalidOutput)?
+                    // Rare: a secret to take out; the scrubbed text is parsed again.
+                    let json = redactor.scrub_json(json, value).map_err(CallError::InvalidOutput)?;
+                    let value = serde_json::from_str(&json).map_err(|err| CallError::InvalidOutput(err.to_string()))?;
+                    (json, value)
                 };
-                Content::Json { json }
+                Content::Json { json, parsed: Some(std::sync::Arc::new(value)) }
             }
             Content::Image { mime_type, data } => {
                 media("image", &mime_type, &data).map_err(|why| which(&why))?;
@@ -201,7 +220,7 @@ impl ContentBlock {
         let len = |text: &Option<String>| text.as_ref().map_or(0, String::len);
         (match &self.content {
             Content::Text { text } => text.len(),
-            Content::Json { json } => json.len(),
+            Content::Json { json, .. } => json.len(),
             Content::Image { mime_type, data } | Content::Audio { mime_type, data } => mime_type.len() + data.len(),
             Content::ResourceLink { uri, name, title, description, mime_type, .. } => {
                 uri.len() + name.len() + len(title) + len(description) + len(mime_type)
@@ -276,7 +295,7 @@ pub fn as_text(blocks: &[ContentBlock]) -> String {
     for block in blocks {
         parts.push(match &block.content {
             Content::Text { text } => text.clone(),
-            Content::Json { json } => json.clone(),
+            Content::Json { json, .. } => json.clone(),
             Content::Image { mime_type, data } => format!("[image: {mime_type}, {} bytes]", data.len()),
             Content::Audio { mime_type, data } => format!("[audio: {mime_type}, {} bytes]", data.len()),
             Content::ResourceLink { uri, name, .. } => format!("[resource link: {name} <{uri}>]"),
@@ -318,7 +337,7 @@ mod tests {
     fn one_json_block_at_most_and_priorities_within_bounds() {
         let limits = Limits::default();
         let none = Redactor::default();
-        let json = || ContentBlock { content: Content::Json { json: "{}".into() }, annotations: None };
+        let json = || ContentBlock { content: Content::Json { json: "{}".into(), parsed: None }, annotations: None };
         assert!(check(vec![json(), json()], &limits, &none).unwrap_err().to_string().contains("more than one"));
         let annotated = ContentBlock {
             content: Content::Text { text: "x".into() },

@@ -249,7 +249,7 @@ pub fn check_prompt(result: PromptResult, limits: &Limits, redactor: &Redactor) 
         .map(|(role, content)| {
             // A prompt message has no structured content: JSON goes as text.
             let content = match content.content {
-                Content::Json { json } => ContentBlock { content: Content::Text { text: json }, ..content },
+                Content::Json { json, .. } => ContentBlock { content: Content::Text { text: json }, ..content },
                 _ => content,
             };
             PromptMessage { role, content }

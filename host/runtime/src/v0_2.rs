@@ -238,7 +238,7 @@ pub(crate) fn blocks(blocks: Vec<types::Block>) -> Vec<ContentBlock> {
 pub(crate) fn block(block: types::Block) -> ContentBlock {
     let content = match block.content {
         types::Content::Text(text) => Content::Text { text },
-        types::Content::Json(json) => Content::Json { json },
+        types::Content::Json(json) => Content::Json { json, parsed: None },
         types::Content::Image(media) => Content::Image { mime_type: media.mime_type, data: media.data },
         types::Content::Audio(media) => Content::Audio { mime_type: media.mime_type, data: media.data },
         types::Content::ResourceLink(link) => Content::ResourceLink {

@@ -116,11 +116,11 @@ fn show(report: &CallReport, server: Option<&str>) {
             for block in blocks {
                 match &block.content {
                     Content::Text { text } => println!("{text}"),
-                    Content::Json { json } => match serde_json::from_str::<Value>(json) {
-                        Ok(value) => {
+                    Content::Json { json, .. } => match block.content.json_value() {
+                        Some(value) => {
                             println!("{}", serde_json::to_string_pretty(&value).unwrap_or_else(|_| json.clone()))
                         }
-                        Err(_) => println!("{json}"),
+                        None => println!("{json}"),
                     },
                     _ => println!("{}", toolhost::runtime::content::as_text(std::slice::from_ref(block))),
                 }
