@@ -154,13 +154,16 @@ fn serve_passes_content_hints_structured_results_resources_and_prompts_to_mcp_cl
         // The `full` world: resources, templates and prompts.
         assert_eq!(
             result["resources"],
-            json!(["test://static-binary", "test://static-text", "test://watched-resource"]),
+            json!(["test://huge", "test://static-binary", "test://static-text", "test://watched-resource"]),
             "{mode}: {result}"
         );
         assert_eq!(result["templates"], json!(["test://template/{id}/data"]), "{mode}: {result}");
         assert_eq!(result["read"][0]["text"], r#"{"id":"7","templateTest":true,"data":"Data for ID: 7"}"#, "{result}");
         assert_eq!(result["missing"]["code"], -32602, "{mode}: {result}");
         assert_eq!(result["missing"]["data"]["uri"], "test://missing", "{mode}: {result}");
+        // A 50 MiB resource is refused, bounded and typed.
+        let huge = result["huge"]["message"].as_str().unwrap_or_default();
+        assert!(huge.contains("over the limit of"), "{mode}: {result}");
         assert_eq!(result["prompts"].as_array().unwrap().len(), 5, "{mode}: {result}");
         assert_eq!(result["prompt"][0]["content"]["text"], "Prompt with arguments: arg1='a', arg2='b'", "{result}");
         assert_eq!(result["lying_image"]["is_error"], true, "{mode}: {result}");

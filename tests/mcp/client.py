@@ -153,6 +153,11 @@ async def content(client):
         out["missing"] = None
     except MCPError as err:
         out["missing"] = {"code": err.error.code, "message": err.error.message, "data": err.error.data}
+    try:
+        await client.read_resource("test://huge")
+        out["huge"] = None
+    except MCPError as err:
+        out["huge"] = {"code": err.error.code, "message": err.error.message}
     prompts = await client.list_prompts()
     out["prompts"] = sorted(prompt.name for prompt in prompts.prompts)
     got = await client.get_prompt("test_prompt_with_arguments", {"arg1": "a", "arg2": "b"})

@@ -253,6 +253,12 @@ impl resources::Guest for Plugin {
                 "A resource a client may subscribe to.",
                 "text/plain",
             ),
+            resource(
+                "test://huge",
+                "huge",
+                "50 MiB of bytes: more than a host lets through.",
+                "application/octet-stream",
+            ),
         ]
     }
 
@@ -275,6 +281,12 @@ impl resources::Guest for Plugin {
         Ok(vec![match uri.as_str() {
             "test://static-text" => text("text/plain", "This is the content of the static text resource.".into()),
             "test://watched-resource" => text("text/plain", "Watched.".into()),
+            // 50 MiB: far over any output limit.
+            "test://huge" => ResourceContents {
+                uri: uri.clone(),
+                mime_type: Some("application/octet-stream".into()),
+                body: ResourceBody::Blob(vec![7; 50 << 20]),
+            },
             "test://static-binary" => ResourceContents {
                 uri: uri.clone(),
                 mime_type: Some("image/png".into()),
