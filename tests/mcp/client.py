@@ -24,6 +24,8 @@ Scenarios:
                  request in a session, InputRequiredResult rounds in 2026-07-28);
                  a message containing "bad" gets an answer that breaks the schema
     undeclared   the same tools, asked by a client without those capabilities
+    oauth        with --client ID:SECRET:SCOPES --issuer URL: an OAuth client
+                 (client credentials) lists the tools and calls the first one it sees
 
 Everything printed on stdout is one JSON object; failures raise (exit 1).
 """
@@ -217,6 +219,46 @@ async def undeclared(client):
     return out
 
 
+class Memory:
+    def __init__(self):
+        self.tokens = None
+        self.client = None
+
+    async def get_tokens(self):
+        return self.tokens
+
+    async def set_tokens(self, tokens):
+        self.tokens = tokens
+
+    async def get_client_info(self):
+        return self.client
+
+    async def set_client_info(self, client):
+        self.client = client
+
+
+async def oauth(args):
+    import httpx2
+    from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+    from mcp.client.streamable_http import streamable_http_client
+
+    client_id, secret, scopes = args.client.split(":", 2)
+    provider = ClientCredentialsOAuthProvider(
+        server_url=args.url, storage=Memory(), client_id=client_id, client_secret=secret,
+        scope=scopes.replace(",", " ") or None, issuer=args.issuer,
+    )
+    out = {}
+    async with httpx2.AsyncClient(auth=provider) as http:
+        async with Client(streamable_http_client(args.url, http_client=http), mode=args.mode, cache=None) as client:
+            listed = await client.list_tools()
+            out["tools"] = sorted(tool.name for tool in listed.tools)
+            if out["tools"]:
+                first = out["tools"][0]
+                arguments = {"text": "abc", "algorithm": "sha256"} if first == "hash" else {"text": "abc"}
+                out["called"] = as_json(await client.call_tool(first, arguments))
+    return out
+
+
 async def on_message(message):
     method = getattr(getattr(message, "root", message), "method", None) or getattr(message, "method", None)
     if method == "notifications/tools/list_changed" or type(message).__name__ == "ToolListChangedNotification":
@@ -239,9 +281,14 @@ async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--mode", default="legacy")
     parser.add_argument("--url")
+    parser.add_argument("--client")
+    parser.add_argument("--issuer")
     parser.add_argument("scenario")
     parser.add_argument("command", nargs="*")
     args = parser.parse_args()
+    if args.scenario == "oauth":
+        print(json.dumps(await oauth(args), default=str))
+        return
     if args.url:
         server = args.url
     else:

@@ -28,6 +28,7 @@
 use super::ServeConfig;
 use super::framing::{self, Checked, InFlight as InFlightRequests};
 use super::metrics::{self, Endpoint, Metrics, Readiness, Snapshot};
+use super::oauth::{GrantedScopes, ResourceServer};
 use super::server::ToolServer;
 use anyhow::Result;
 use bytes::Bytes;
@@ -79,6 +80,8 @@ pub struct HttpOptions {
     pub readiness: Arc<Readiness>,
     /// How long tool calls in flight may take to finish once `stop` is cancelled.
     pub drain: Duration,
+    /// OAuth access tokens checked instead of a static token (`[serve.oauth]`).
+    pub oauth: Option<Arc<ResourceServer>>,
 }
 
 impl Default for HttpOptions {
@@ -92,6 +95,7 @@ impl Default for HttpOptions {
             max_body: DEFAULT_MAX_BODY,
             readiness: Arc::new(Readiness::ready()),
             drain: DEFAULT_DRAIN,
+            oauth: None,
         }
     }
 }
@@ -109,6 +113,7 @@ impl HttpOptions {
             max_body: config.max_body.map(|size| size.bytes()).unwrap_or(defaults.max_body),
             readiness: defaults.readiness,
             drain: config.drain.map(|drain| drain.0).unwrap_or(defaults.drain),
+            oauth: None,
         }
     }
 }
@@ -123,7 +128,7 @@ pub async fn serve_http(
     options: HttpOptions,
     stop: CancellationToken,
 ) -> Result<()> {
-    let server = ToolServer::new(host.clone())?;
+    let server = ToolServer::new(host.clone())?.with_oauth(options.oauth.clone());
     let metrics = server.metrics().clone();
     let mut allowed_hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec();
     allowed_hosts.extend(options.allowed_hosts.iter().cloned());
@@ -157,6 +162,7 @@ pub async fn serve_http(
         readiness: options.readiness.clone(),
         hosts,
         token: options.token.clone(),
+        oauth: options.oauth.clone(),
         max_body: options.max_body,
         max_sessions: options.max_sessions,
         idle: options.session_idle,
@@ -251,6 +257,7 @@ struct Front {
     /// The Host headers accepted (what rmcp checks on `/mcp`), parsed once.
     hosts: Vec<Authority>,
     token: Option<String>,
+    oauth: Option<Arc<ResourceServer>>,
     max_body: u64,
     max_sessions: usize,
     /// A session unused for this long is closed.
@@ -327,6 +334,12 @@ impl<G: Unpin> http_body::Body for Guarded<G> {
 
 impl Front {
     async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
+        if let Some(oauth) = &self.oauth {
+            let path = request.uri().path();
+            if path == oauth.metadata_path() || path == "/.well-known/oauth-protected-resource" {
+                return self.resource_metadata(oauth, &request);
+            }
+        }
         let endpoint = Endpoint::of(request.uri().path());
         let response = match endpoint {
             Endpoint::Mcp => self.mcp(request).await,
@@ -337,6 +350,19 @@ impl Front {
             _ => self.operator(endpoint, &request).await,
         };
         self.metrics.record_http(endpoint, response.status().as_u16());
+        response
+    }
+
+    /// The protected resource metadata (RFC 9728), to anyone who passes the Host check.
+    fn resource_metadata(&self, oauth: &ResourceServer, request: &Request<Incoming>) -> Response<Body> {
+        if request.method() != http::Method::GET && request.method() != http::Method::HEAD {
+            return plain(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed: use GET");
+        }
+        if !host_allowed(request, &self.hosts) {
+            return plain(StatusCode::FORBIDDEN, "Forbidden: Host header is not allowed");
+        }
+        let mut response = plain_owned(StatusCode::OK, oauth.metadata().to_string());
+        response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
         response
     }
 
@@ -362,6 +388,11 @@ impl Front {
                 {
                     return unauthorized();
                 }
+                if let Some(oauth) = &self.oauth
+                    && let Err(refusal) = oauth.check(request.headers()).await
+                {
+                    return refused(refusal);
+                }
                 let catalog = self.host.catalog();
                 let snapshot = Snapshot {
                     ready: self.readiness.is_ready(),
@@ -386,6 +417,13 @@ impl Front {
         {
             return unauthorized();
         }
+        let scopes = match &self.oauth {
+            Some(oauth) => match oauth.check(request.headers()).await {
+                Ok(scopes) => Some(scopes),
+                Err(refusal) => return refused(refusal),
+            },
+            None => None,
+        };
         if let Some(reason) = self.readiness.reason() {
             let mut response = plain_owned(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -412,6 +450,15 @@ impl Front {
             }
             Err(_) => return plain(StatusCode::BAD_REQUEST, "Bad Request: the request body could not be read"),
         };
+        let mut parts = parts;
+        if let (Some(oauth), Some(scopes)) = (&self.oauth, scopes) {
+            // A call to a tool that needs a scope the token lacks: 403 naming
+            // it, so that the client can ask for it.
+            if let Some(scope) = self.scope_wanted(oauth, &body, &scopes) {
+                return refused(oauth.insufficient(&scope, &scopes.0));
+            }
+            parts.extensions.insert(scopes);
+        }
         // Counted until the response is sent in full, for the drain at shutdown.
         let in_flight = (parts.method == http::Method::POST).then(|| InFlight::enter(&self.in_flight));
         let session: Option<Arc<str>> =
@@ -597,6 +644,30 @@ fn unauthorized() -> Response<Body> {
 }
 
 /// True when `request` carries `Authorization: Bearer TOKEN` with the right
+/// An OAuth refusal: its status, `WWW-Authenticate` and one line of text.
+fn refused(refusal: crate::oauth::Refusal) -> Response<Body> {
+    let mut response = plain_owned(refusal.status, refusal.message);
+    if let Ok(value) = header::HeaderValue::from_str(&refusal.challenge) {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+impl Front {
+    /// The scope a `tools/call` in `body` needs that `scopes` lacks, if any.
+    fn scope_wanted(&self, oauth: &ResourceServer, body: &[u8], scopes: &GrantedScopes) -> Option<String> {
+        let message: serde_json::Value = serde_json::from_slice(body).ok()?;
+        if message.get("method").and_then(serde_json::Value::as_str) != Some("tools/call") {
+            return None;
+        }
+        let name = message.pointer("/params/name").and_then(serde_json::Value::as_str)?;
+        let catalog = self.host.catalog();
+        let entry = catalog.find(name)?;
+        let scope = oauth.tool_scope(entry.name(), entry.origin())?;
+        (!scopes.0.contains(scope)).then(|| scope.to_owned())
+    }
+}
+
 /// token. The comparison takes the same time wherever the first difference is.
 fn authorized<B>(request: &Request<B>, token: &str) -> bool {
     let Some(value) = request.headers().get(header::AUTHORIZATION) else { return false };

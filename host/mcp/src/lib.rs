@@ -15,6 +15,7 @@ pub mod asking;
 pub mod framing;
 pub mod http;
 pub mod metrics;
+pub mod oauth;
 pub mod server;
 
 use anyhow::Result;
@@ -46,6 +47,8 @@ pub struct ServeConfig {
     pub max_body: Option<ByteSize>,
     /// At shutdown (SIGTERM, Ctrl-C), how long tool calls in flight may take to finish.
     pub drain: Option<HumanDuration>,
+    /// OAuth 2.1 access tokens from an authorization server (`serve --http`).
+    pub oauth: Option<oauth::OAuthConfig>,
 }
 
 /// Serves MCP on stdin/stdout until the client closes it. Stdout carries

@@ -57,6 +57,8 @@ struct Shared {
     metrics: Arc<Metrics>,
     /// Seals the answers a 2026-07-28 client gave into `requestState`.
     seal: crate::asking::StateSeal,
+    /// With `[serve.oauth]`: which tools need which scope.
+    oauth: Option<Arc<crate::oauth::ResourceServer>>,
     /// The listed tools of the last catalog generation seen.
     listed: Mutex<(u64, Arc<Vec<Tool>>)>,
 }
@@ -68,7 +70,28 @@ impl ToolServer {
         let listed = Mutex::new((u64::MAX, Arc::new(Vec::new())));
         let metrics = Arc::new(Metrics::default());
         let seal = crate::asking::StateSeal::from_env()?;
-        Ok(ToolServer { shared: Arc::new(Shared { host, metrics, seal, listed }), level: Arc::new(Mutex::new(None)) })
+        let shared = Shared { host, metrics, seal, oauth: None, listed };
+        Ok(ToolServer { shared: Arc::new(shared), level: Arc::new(Mutex::new(None)) })
+    }
+
+    /// This handler, listing and calling only the tools a request's token
+    /// has the scopes for (`[serve.oauth]`). Call before sharing it.
+    pub fn with_oauth(mut self, oauth: Option<Arc<crate::oauth::ResourceServer>>) -> ToolServer {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.oauth = oauth;
+        }
+        self
+    }
+
+    /// Whether the request's token (if `[serve.oauth]`) may see `entry`.
+    fn in_scope(&self, context: &RequestContext<RoleServer>, name: &str, origin: &str) -> bool {
+        let Some(oauth) = &self.shared.oauth else { return true };
+        let Some(scope) = oauth.tool_scope(name, origin) else { return true };
+        let granted = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<crate::oauth::GrantedScopes>());
+        granted.is_some_and(|granted| granted.0.contains(scope))
     }
 
     /// Who answers the questions of a request's call: the session's client
@@ -431,10 +454,24 @@ impl ServerHandler for ToolServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let catalog = self.host().catalog();
-        Ok(ListToolsResult::with_all_items(self.listed(&catalog).as_ref().clone()))
+        let listed = self.listed(&catalog);
+        if self.shared.oauth.is_none() {
+            return Ok(ListToolsResult::with_all_items(listed.as_ref().clone()));
+        }
+        // Only the tools the token has the scopes for (a list per caller:
+        // rmcp marks it `cacheScope: "private"`).
+        let visible = listed
+            .iter()
+            .filter(|tool| {
+                let origin = catalog.find(&tool.name).map(|entry| entry.origin().to_owned()).unwrap_or_default();
+                self.in_scope(&context, &tool.name, &origin)
+            })
+            .cloned()
+            .collect();
+        Ok(ListToolsResult::with_all_items(visible))
     }
 
     async fn list_resources(
@@ -576,7 +613,9 @@ impl ServerHandler for ToolServer {
         let catalog = self.host().catalog();
         let name = request.name.as_ref();
         let (origin, wrap) = match catalog.find(name) {
-            Some(entry) if self.served(entry) => (entry.origin(), wraps_output(entry)),
+            Some(entry) if self.served(entry) && self.in_scope(&context, entry.name(), entry.origin()) => {
+                (entry.origin(), wraps_output(entry))
+            }
             _ => {
                 metrics.record_unknown_tool();
                 return Err(unknown_tool(name));

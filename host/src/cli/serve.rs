@@ -66,14 +66,26 @@ pub async fn run(config: Config, dir: &Path, args: Args) -> Result<ExitCode> {
         }
         None => None,
     };
-    if !address.ip().is_loopback() && token.is_none() {
+    let oauth = match &serve.oauth {
+        Some(oauth) if token.is_some() => {
+            let _ = oauth;
+            anyhow::bail!(
+                "both a static token ({}) and [serve.oauth] are set: choose one (OAuth access tokens, or the token)",
+                token_env.as_deref().unwrap_or("token_env")
+            )
+        }
+        Some(oauth) => Some(Arc::new(mcp::oauth::ResourceServer::new(oauth.clone())?)),
+        None => None,
+    };
+    if !address.ip().is_loopback() && token.is_none() && oauth.is_none() {
         anyhow::bail!(
             "refusing to serve on {address} without a token: any machine that can reach it could call the tools. \
-             Set one with --token-env NAME (or `token_env` in [serve]), or bind 127.0.0.1"
+             Set one with --token-env NAME (or `token_env` in [serve]), protect it with [serve.oauth], or bind 127.0.0.1"
         );
     }
     let mut options = HttpOptions::from_config(serve);
     options.token = token;
+    options.oauth = oauth;
     options.allowed_hosts.extend(args.allow_hosts.iter().cloned());
     options.allowed_origins.extend(args.allow_origins.iter().cloned());
     // Listen before loading, so that a load balancer or an orchestrator sees
