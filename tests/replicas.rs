@@ -11,7 +11,7 @@
 mod common;
 
 use common::{plugin, plugin_dir, shared_cache};
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -186,8 +186,12 @@ struct Haproxy {
 
 impl Haproxy {
     fn start(replicas: &[&Replica], sticky: bool) -> Haproxy {
+        Haproxy::start_on(free_port(), replicas, sticky)
+    }
+
+    /// [`Haproxy::start`] on a port chosen before (when the replicas must know their URL).
+    fn start_on(port: u16, replicas: &[&Replica], sticky: bool) -> Haproxy {
         setup();
-        let port = free_port();
         let folder = tempfile::tempdir().unwrap();
         let config = folder.path().join("haproxy.cfg");
         std::fs::write(&config, haproxy_config(port, replicas, sticky)).unwrap();
@@ -750,4 +754,95 @@ fn a_replica_stopped_with_sigterm_mid_run_finishes_its_call_and_loses_none() {
     let said: Vec<String> = a.lines.try_iter().collect();
     assert!(said.iter().any(|line| line == "toolhost: stopped"), "{said:?}");
     assert!(Exposition::read(&b.address, &[]).echoes() >= (count / 2) as f64, "b took over");
+}
+
+/// The authorization server of the tested topology (`tests/mcp/auth_server.py`,
+/// on loopback), and its issuer URL.
+fn authorization_server(clients: &Value) -> (Running, String) {
+    setup();
+    let python = lb_dir().join("../mcp/.tools/venv/bin/python");
+    let mut process = Running(
+        Command::new(python)
+            .arg(lb_dir().join("../mcp/auth_server.py"))
+            .arg(clients.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start auth_server.py"),
+    );
+    let mut line = String::new();
+    BufReader::new(process.0.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let port = line.trim().strip_prefix("listening ").unwrap_or_else(|| panic!("auth_server.py said {line:?}"));
+    (process, format!("http://127.0.0.1:{port}"))
+}
+
+#[test]
+fn oauth_and_input_rounds_work_across_replicas_behind_haproxy() {
+    let clients = json!({"agent": {"secret": "agent-secret", "scopes": ["mcp", "tools:hash"]}});
+    let (_authorization, issuer) = authorization_server(&clients);
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let dir = plugin_dir(&["hash", "content_kinds"]);
+    let config = dir.path().join("toolhost.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[serve.oauth]\nissuer = \"{issuer}\"\nresource = \"{url}\"\nscopes = [\"mcp\"]\n\
+             [serve.oauth.tools]\nhash = \"tools:hash\"\n[plugins.content_kinds]\nelicitation = true\n"
+        ),
+    )
+    .unwrap();
+    // The replicas share the key that seals a round's answers.
+    let key = [("TOOLHOST_STATE_KEY", "one key for every replica, 32 bytes or more")];
+    let a = Replica::start("replica a", dir.path(), &config, &shared_cache(), &key);
+    let b = Replica::start("replica b", dir.path(), &config, &shared_cache(), &key);
+    a.wait_serving();
+    b.wait_serving();
+    let haproxy = Haproxy::start_on(port, &[&a, &b], true);
+    assert_eq!(haproxy.url(), url);
+
+    // The client finds the authorization server through haproxy, gets a token,
+    // and answers a three-round question whose rounds go round robin.
+    let python = lb_dir().join("../mcp/.tools/venv/bin/python");
+    let output = Command::new(python)
+        .arg(lb_dir().join("../mcp/client.py"))
+        .args(["--mode", "2026-07-28", "--url", &url, "--client", "agent:agent-secret:mcp,tools:hash"])
+        .args(["--issuer", &issuer, "oauth"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    let result: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert!(result["tools"].as_array().unwrap().iter().any(|tool| tool == "sha256"), "{result}");
+    let answered = result["multi_round"]["text"].as_str().unwrap_or_default();
+    assert!(answered.starts_with("Both steps answered: "), "{result}");
+
+    // Both replicas ran rounds of it (each replica's /metrics, with a token).
+    let minted = {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+        let claims = json!({"iss": issuer, "aud": url, "exp": now + 600, "scope": "mcp"});
+        let body = json!({"claims": claims}).to_string();
+        let issuer_address = issuer.trim_start_matches("http://");
+        let response =
+            request(issuer_address, "POST", "/mint", &[("content-type", "application/json")], &body).unwrap();
+        let minted: Value = serde_json::from_str(&response.body).unwrap();
+        minted["token"].as_str().unwrap().to_owned()
+    };
+    let bearer = format!("Bearer {minted}");
+    for replica in [&a, &b] {
+        let metrics = get(&replica.address, "/metrics", &[("authorization", &bearer)]).unwrap();
+        assert_eq!(metrics.status, 200, "{}", metrics.body);
+        let rounds = metrics
+            .body
+            .lines()
+            .filter(|line| {
+                line.starts_with("toolhost_tool_calls_total{")
+                    && line.contains("test_input_required_result_multi_round")
+            })
+            .map(|line| line.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+            .sum::<f64>();
+        assert!(rounds >= 1.0, "{}: {}", replica.address, metrics.body);
+    }
+    // Without a token, a replica's metrics are refused too.
+    assert_eq!(get(&a.address, "/metrics", &[]).unwrap().status, 401);
 }

@@ -249,13 +249,16 @@ async def oauth(args):
     )
     out = {}
     async with httpx2.AsyncClient(auth=provider) as http:
-        async with Client(streamable_http_client(args.url, http_client=http), mode=args.mode, cache=None) as client:
+        transport = streamable_http_client(args.url, http_client=http)
+        async with Client(transport, mode=args.mode, cache=None, elicitation_callback=on_elicitation) as client:
             listed = await client.list_tools()
             out["tools"] = sorted(tool.name for tool in listed.tools)
             if out["tools"]:
                 first = out["tools"][0]
                 arguments = {"text": "abc", "algorithm": "sha256"} if first == "hash" else {"text": "abc"}
                 out["called"] = as_json(await client.call_tool(first, arguments))
+            if "test_input_required_result_multi_round" in out["tools"]:
+                out["multi_round"] = as_json(await client.call_tool("test_input_required_result_multi_round", {}))
     return out
 
 
