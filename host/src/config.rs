@@ -125,6 +125,9 @@ pub struct Config {
     /// per registry or repository, and where a signature is required.
     #[serde(default)]
     pub trust: Trust,
+    /// OpenTelemetry traces over OTLP (off unless set, or the `OTEL_*` variables).
+    #[serde(default)]
+    pub telemetry: crate::telemetry::TelemetryConfig,
 }
 
 /// Settings for one plugin.

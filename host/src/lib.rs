@@ -17,6 +17,7 @@
 pub mod config;
 #[cfg(test)]
 mod fuzz;
+pub mod telemetry;
 
 /// The model loop, providers, approvals, events and transcripts.
 pub use toolhost_agent as agent;

@@ -409,6 +409,45 @@ impl Host {
         overrides: &LimitOverrides,
         hooks: CallHooks,
     ) -> CallReport {
+        use tracing::field::Empty;
+        let span = tracing::info_span!(
+            "tool_call",
+            tool = %tool,
+            plugin = Empty,
+            outcome = Empty,
+            fuel = Empty,
+            memory_peak = Empty,
+            http_requests = Empty,
+            http_bytes = Empty,
+            wall_ms = Empty,
+        );
+        let call = self.call_spanned(catalog, tool, arguments, overrides, hooks);
+        let report = tracing::Instrument::instrument(call, span.clone()).await;
+        if !span.is_disabled() {
+            if let Some(plugin) = &report.plugin {
+                span.record("plugin", plugin.as_str());
+            }
+            let usage = &report.usage;
+            // As signed integers: what OpenTelemetry's attributes hold.
+            let number = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
+            span.record("outcome", report.outcome.as_ref().err().map_or("ok", CallError::kind));
+            span.record("fuel", number(usage.fuel));
+            span.record("memory_peak", number(usage.memory_peak));
+            span.record("http_requests", number(u64::from(usage.http_requests)));
+            span.record("http_bytes", number(usage.http_request_bytes + usage.http_response_bytes));
+            span.record("wall_ms", usage.wall.as_secs_f64() * 1_000.0);
+        }
+        report
+    }
+
+    async fn call_spanned(
+        &self,
+        catalog: &Catalog,
+        tool: &str,
+        arguments: &str,
+        overrides: &LimitOverrides,
+        hooks: CallHooks,
+    ) -> CallReport {
         let Some(entry) = catalog.find(tool) else {
             let error = CallError::UnknownTool { name: tool.to_owned(), suggestion: catalog.similar(tool) };
             return CallReport::rejected(tool, None, error);

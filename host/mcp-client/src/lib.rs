@@ -597,6 +597,11 @@ impl McpServer {
     /// Calls the server's `tool` with `arguments` (a JSON object as text;
     /// blank means `{}`), within `limits.timeout` and `limits.output`.
     pub async fn call(&self, tool: &McpTool, arguments: &str, limits: &Limits) -> CallReport {
+        let span = tracing::info_span!("mcp_server_call", server = %self.name, tool = %tool.name);
+        tracing::Instrument::instrument(self.call_unspanned(tool, arguments, limits), span).await
+    }
+
+    async fn call_unspanned(&self, tool: &McpTool, arguments: &str, limits: &Limits) -> CallReport {
         let started = Instant::now();
         let mut report = CallReport::rejected(&tool.name, Some(self.name.to_string()), CallError::Host(String::new()));
         report.outcome = self.call_inner(tool, arguments, limits, &mut report.logs).await;

@@ -191,6 +191,25 @@ impl ToolServer {
     }
 }
 
+/// The span of an MCP request, continuing the client's trace: the
+/// `traceparent` in the request's `_meta`, else in its HTTP headers.
+fn request_span(method: &str, name: &str, context: &RequestContext<RoleServer>) -> tracing::Span {
+    let span = tracing::info_span!("mcp_request", method = %method, name = %name);
+    if span.is_disabled() {
+        return span;
+    }
+    let header = context.extensions.get::<http::request::Parts>().and_then(|parts| parts.headers.get("traceparent"));
+    let traceparent = context
+        .meta
+        .get_traceparent()
+        .map(str::to_owned)
+        .or_else(|| header.and_then(|value| value.to_str().ok()).map(str::to_owned));
+    if let Some(traceparent) = traceparent {
+        toolhost_runtime::trace::continue_from(&span, &traceparent);
+    }
+    span
+}
+
 /// A 2026-07-28 request's round: its asker, and what its state is bound to.
 struct Round {
     asker: Arc<crate::asking::RoundAsker>,
@@ -456,6 +475,7 @@ impl ServerHandler for ToolServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        let _span = request_span("tools/list", "", &context).entered();
         let catalog = self.host().catalog();
         let listed = self.listed(&catalog);
         if self.shared.oauth.is_none() {
@@ -662,7 +682,11 @@ impl ServerHandler for ToolServer {
             }
         };
         hooks.progress = observer;
-        let call = self.host().call_observed(&catalog, name, &arguments, &overrides, hooks);
+        let span = request_span("tools/call", name, &context);
+        let call = tracing::Instrument::instrument(
+            self.host().call_observed(&catalog, name, &arguments, &overrides, hooks),
+            span,
+        );
         // Dropping the call's future drops its store: the guest stops at its next epoch tick.
         let report = tokio::select! {
             report = call => report,

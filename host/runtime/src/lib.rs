@@ -17,5 +17,6 @@ pub mod outcome;
 pub mod sandbox;
 pub mod text;
 pub mod tls;
+pub mod trace;
 pub mod typed;
 pub mod v0_2;

@@ -208,6 +208,14 @@ impl WasiHttpHooks for Outbound {
             Ok(target) => target,
             Err(error) => return Box::new(async move { Err(error) }),
         };
+        let span = tracing::info_span!("http_request", host = %target.shown, method = %request.method());
+        let mut request = request;
+        // A granted request carries the call's trace context (when traces are exported).
+        if let Some(traceparent) = span.in_scope(crate::trace::traceparent)
+            && let Ok(value) = http::HeaderValue::from_str(&traceparent)
+        {
+            request.headers_mut().insert("traceparent", value);
+        }
         let now = Instant::now();
         let deadline = (now + self.limits.http_timeout).min(self.deadline);
         let allowed = deadline.saturating_duration_since(now);
@@ -234,7 +242,7 @@ impl WasiHttpHooks for Outbound {
             ledger: self.ledger.clone(),
             tls: self.tls.clone(),
         };
-        Box::new(exchange.send(request))
+        Box::new(tracing::Instrument::instrument(exchange.send(request), span))
     }
 
     // wasmtime's defaults log these at `warn` with a Debug dump; a failed

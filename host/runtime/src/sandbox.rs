@@ -784,10 +784,16 @@ impl Sandbox {
             Ok(if Instant::now() >= watched.get() { UpdateDeadline::Interrupt } else { UpdateDeadline::Yield(1) })
         });
 
+        let span = tracing::info_span!(
+            "sandbox",
+            plugin = %plugin,
+            fuel = tracing::field::Empty,
+            memory_peak = tracing::field::Empty,
+        );
         let outcome = {
             // The epoch clock ticks while any guest may run.
             let _running = clock.running();
-            let run = self.run(&mut store, request);
+            let run = tracing::Instrument::instrument(self.run(&mut store, request), span.clone());
             // The epoch callback stops guest code; this also stops a guest
             // that is blocked in the host (a WASI sleep or poll). Waiting for
             // answers moves the deadline, so it is read again when it passes.
@@ -807,6 +813,8 @@ impl Sandbox {
         let wall = start.elapsed();
         let fuel = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
         let state = store.into_data();
+        span.record("fuel", i64::try_from(fuel).unwrap_or(i64::MAX));
+        span.record("memory_peak", i64::try_from(state.limiter.peak).unwrap_or(i64::MAX));
         let redactor = &granted.redactor;
         let stderr = stderr.text(redactor);
         let stdout = stdout.text(redactor);
@@ -849,7 +857,11 @@ impl Sandbox {
     async fn run(&self, store: &mut Store<HostState>, request: Request<'_>) -> wasmtime::Result<Response> {
         match self {
             Sandbox::V0_1_0(pre) => {
-                let instance = pre.instantiate_async(&mut *store).await?;
+                let instance = tracing::Instrument::instrument(
+                    pre.instantiate_async(&mut *store),
+                    tracing::info_span!("instantiate"),
+                )
+                .await?;
                 let tools = instance.toolhost_plugin_tools();
                 Ok(match request {
                     Request::ListTools => {
@@ -863,7 +875,11 @@ impl Sandbox {
                 })
             }
             Sandbox::V0_2_0(pre) => {
-                let instance = pre.instantiate_async(&mut *store).await?;
+                let instance = tracing::Instrument::instrument(
+                    pre.instantiate_async(&mut *store),
+                    tracing::info_span!("instantiate"),
+                )
+                .await?;
                 let tools = instance.toolhost_plugin_tools();
                 Ok(match request {
                     Request::ListTools => {
@@ -879,7 +895,11 @@ impl Sandbox {
             }
             Sandbox::V0_2_0Full(pre) => {
                 use crate::v0_2::full::exports::toolhost::plugin::completions::Reference;
-                let instance = pre.instantiate_async(&mut *store).await?;
+                let instance = tracing::Instrument::instrument(
+                    pre.instantiate_async(&mut *store),
+                    tracing::info_span!("instantiate"),
+                )
+                .await?;
                 Ok(match request {
                     Request::ListTools => {
                         let listed = instance.toolhost_plugin_tools().call_list_tools(&mut *store).await?;
@@ -938,7 +958,11 @@ impl Sandbox {
                     Ok(params) => params,
                     Err(why) => return Ok(Response::Called(Err(WitCallError::InvalidArguments(why)))),
                 };
-                let instance = typed.pre.instantiate_async(&mut *store).await?;
+                let instance = tracing::Instrument::instrument(
+                    typed.pre.instantiate_async(&mut *store),
+                    tracing::info_span!("instantiate"),
+                )
+                .await?;
                 let callee = instance
                     .get_func(&mut *store, func.index)
                     .ok_or_else(|| wasmtime::format_err!("the function `{}` is not exported", func.name))?;

@@ -73,7 +73,6 @@ enum Command {
 /// Runs the command line and maps the result to an exit status.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {
@@ -97,9 +96,12 @@ pub fn main() -> ExitCode {
 async fn run(cli: Cli) -> Result<ExitCode> {
     // `new` needs no config: a broken toolhost.toml in the folder must not stop it.
     if let Command::New(args) = &cli.command {
+        init_tracing(cli.verbose, None)?;
         return new::run(args);
     }
     let config = Config::discover(cli.config.as_deref())?;
+    // Kept to the end of the command: dropping it sends the last spans.
+    let _telemetry = init_tracing(cli.verbose, Some(&config.telemetry))?;
     match cli.command {
         Command::Tools(args) => {
             let host = load(&config, cli.plugins.as_deref()).await?;
@@ -227,8 +229,15 @@ fn plugins_dir(config: &Config, flag: Option<&Path>) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(DEFAULT_PLUGINS_DIR))
 }
 
-fn init_tracing(verbose: u8) {
-    use tracing_subscriber::EnvFilter;
+/// Logs to stderr (at `warn` unless `-v` or `TOOLHOST_LOG`), and spans to an
+/// OTLP collector when `[telemetry]` or the `OTEL_*` variables say so.
+fn init_tracing(
+    verbose: u8,
+    telemetry: Option<&toolhost::telemetry::TelemetryConfig>,
+) -> Result<Option<toolhost::telemetry::Telemetry>> {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::{EnvFilter, Layer as _};
     let default = match verbose {
         // rmcp logs a failed connection and every JSON-RPC error answer (an unknown tool, a cancelled
         // call) as a warning with a Debug dump; what the client got is enough.
@@ -239,12 +248,17 @@ fn init_tracing(verbose: u8) {
     };
     // TOOLHOST_LOG takes tracing's directive syntax, e.g. `toolhost::plugin=debug`.
     let filter = EnvFilter::try_from_env("TOOLHOST_LOG").unwrap_or_else(|_| EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         // Colour codes only for a person at a terminal, never into a pipe or a file.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(verbose >= 3)
         .without_time()
-        .try_init();
+        .with_filter(filter);
+    let (telemetry, spans) = match telemetry.map(|config| config.start()).transpose()?.flatten() {
+        Some((telemetry, spans)) => (Some(telemetry), Some(spans)),
+        None => (None, None),
+    };
+    let _ = tracing_subscriber::registry().with(logs).with(spans).try_init();
+    Ok(telemetry)
 }
