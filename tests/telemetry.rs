@@ -160,6 +160,7 @@ fn serve_continues_a_clients_trace_set_by_the_standard_variables() {
             break url.to_owned();
         }
     };
+    std::thread::spawn(move || lines.map_while(Result::ok).for_each(|line| eprintln!("[serve] {line}")));
     let (trace, parent) = ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7");
     let body = json!({
         "jsonrpc": "2.0", "id": 1, "method": "tools/call",

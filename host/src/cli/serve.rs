@@ -98,6 +98,9 @@ pub async fn run(config: Config, dir: &Path, args: Args) -> Result<ExitCode> {
     };
     let readiness = Arc::new(Readiness::not_ready(waiting_for));
     options.readiness = readiness.clone();
+    // Listened for from before the first line, so that a SIGTERM that comes
+    // early still drains (and sends the last traces) instead of killing.
+    let signals = shutdown_signal();
     let listener = tokio::net::TcpListener::bind(address)
         .await
         .with_context(|| format!("could not listen on {address} (is another server using the port?)"))?;
@@ -113,7 +116,7 @@ pub async fn run(config: Config, dir: &Path, args: Args) -> Result<ExitCode> {
     // SIGTERM (what an orchestrator sends) and Ctrl-C stop it gracefully:
     // not ready, no new connections, calls in flight finish (`drain`).
     tokio::spawn(async move {
-        shutdown_signal().await;
+        signals.await;
         readiness.set_not_ready("shutting down");
         stop.cancel();
     });
@@ -142,18 +145,24 @@ fn start_watching(host: &Arc<Host>, dir: &Path, args: &Args) -> Result<Option<Wa
 }
 
 /// Resolves at SIGTERM or Ctrl-C (SIGINT).
-async fn shutdown_signal() {
-    let interrupted = tokio::signal::ctrl_c();
+/// SIGTERM (what an orchestrator sends) or Ctrl-C, listened for from the
+/// moment this is called (a signal before anyone awaits it is not lost).
+fn shutdown_signal() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut terminate) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = interrupted => {}
-                _ = terminate.recv() => {}
-            }
-            return;
+        if let (Ok(mut terminate), Ok(mut interrupt)) =
+            (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
+        {
+            return Box::pin(async move {
+                tokio::select! {
+                    _ = terminate.recv() => {}
+                    _ = interrupt.recv() => {}
+                }
+            });
         }
     }
-    let _ = interrupted.await;
+    Box::pin(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
 }
