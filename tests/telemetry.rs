@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::model_server::{ModelServer, status};
+use common::model_server::{ModelServer, Script, status};
 use common::{plugin_dir, shared_cache, stderr};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
@@ -197,4 +197,31 @@ fn serve_continues_a_clients_trace_set_by_the_standard_variables() {
     let call = named(&spans, "tool_call").unwrap();
     assert_eq!((call["trace_id"].as_str(), &call["parent_span_id"]), (Some(trace), &request["span_id"]), "{call}");
     assert!(child.0.wait().unwrap().success());
+}
+
+#[test]
+fn a_run_is_one_trace_of_its_turns_and_calls() {
+    let receiver = Receiver::start();
+    let script = Script { anthropic: false, stream: true };
+    let server =
+        ModelServer::start(vec![script.calls(&[("call_1", "echo", r#"{"text":"hi"}"#)]), script.text("Done.")]);
+    let plugins = plugin_dir(&["echo"]);
+    let output = script
+        .run_command(&server, plugins.path(), "echo hi")
+        .env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", format!("{}/v1/traces", receiver.endpoint))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let spans = receiver.wait_for(|spans| {
+        named(spans, "run").is_some() && spans.iter().filter(|span| span["name"] == "model_turn").count() == 2
+    });
+    let run = named(&spans, "run").unwrap_or_else(|| panic!("no run span: {spans:?}"));
+    assert_eq!((&run["attributes"]["model"], &run["attributes"]["turns"]), (&json!("openai/test-model"), &json!(2)), "{run}");
+    let turns: Vec<&Value> = spans.iter().filter(|span| span["name"] == "model_turn").collect();
+    assert!(
+        turns.iter().all(|turn| turn["parent_span_id"] == run["span_id"] && turn["trace_id"] == run["trace_id"]),
+        "{spans:?}"
+    );
+    let call = named(&spans, "tool_call").unwrap();
+    assert_eq!((&call["parent_span_id"], &call["attributes"]["tool"]), (&run["span_id"], &json!("echo")), "{call}");
 }

@@ -4,8 +4,8 @@
 //! variables (with `OTEL_SERVICE_NAME`, `OTEL_EXPORTER_OTLP_HEADERS`,
 //! `OTEL_SDK_DISABLED=true` and `OTEL_TRACES_EXPORTER=none` honoured).
 //!
-//! Spans are `tracing` spans at `info` on toolhost's own crates: a run and each
-//! model turn, each tool call (with instantiation, the guest, and each
+//! Spans are `tracing` spans at `info` on toolhost's own crates: a run (`run`)
+//! and each model turn (`model_turn`), each tool call (with instantiation, the guest, and each
 //! outbound request), each MCP request and each external MCP server call,
 //! with the attributes an operator filters by (`tool`, `plugin`, `outcome`,
 //! `fuel`, `memory_peak`, `http_requests`, `http_bytes`, `wall_ms`). Off,

@@ -161,6 +161,35 @@ impl Agent {
     /// The conversation is always left valid to send again: every tool call
     /// in it has its result.
     pub async fn run(&self, conversation: &mut Conversation, prompt: &str, cancel: &CancellationToken) -> RunOutcome {
+        use tracing::field::Empty;
+        let span = tracing::info_span!(
+            "run",
+            model = %self.model_name,
+            status = Empty,
+            turns = Empty,
+            tool_calls = Empty,
+            input_tokens = Empty,
+            output_tokens = Empty,
+        );
+        let outcome =
+            tracing::Instrument::instrument(self.run_spanned(conversation, prompt, cancel), span.clone()).await;
+        if !span.is_disabled() {
+            let number = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
+            span.record("status", format!("{:?}", outcome.status).to_lowercase());
+            span.record("turns", i64::from(outcome.turns));
+            span.record("tool_calls", i64::from(outcome.tool_calls));
+            span.record("input_tokens", number(outcome.usage.input));
+            span.record("output_tokens", number(outcome.usage.output));
+        }
+        outcome
+    }
+
+    async fn run_spanned(
+        &self,
+        conversation: &mut Conversation,
+        prompt: &str,
+        cancel: &CancellationToken,
+    ) -> RunOutcome {
         let started = Instant::now();
         conversation.messages.push(Message::User { content: prompt.to_owned() });
         self.emit(Event::RunStarted { model: self.model_name.clone(), tools: self.snapshot().1.len() });
@@ -208,11 +237,25 @@ impl Agent {
                     reason: retry.reason,
                 }),
             };
+            let turn_span = tracing::info_span!(
+                "model_turn",
+                turn,
+                input_tokens = tracing::field::Empty,
+                output_tokens = tracing::field::Empty,
+            );
+            let request = tracing::Instrument::instrument(
+                self.client.complete(conversation, &tools, &mut on_progress),
+                turn_span.clone(),
+            );
             let reply = tokio::select! {
                 biased;
                 () = cancel.cancelled() => None,
-                reply = self.client.complete(conversation, &tools, &mut on_progress) => Some(reply),
+                reply = request => Some(reply),
             };
+            if let Some(Ok(reply)) = &reply {
+                turn_span.record("input_tokens", i64::try_from(reply.usage.input).unwrap_or(i64::MAX));
+                turn_span.record("output_tokens", i64::try_from(reply.usage.output).unwrap_or(i64::MAX));
+            }
             let reply = match reply {
                 Some(Ok(reply)) => reply,
                 failed => {
