@@ -72,8 +72,7 @@ fn results_are_content_blocks_checked_before_anything_sees_them() {
     );
 
     // Asking the user, the model or the client's roots is denied unless
-    // granted, with what to grant; granted, what this host does not pass on
-    // yet is `unsupported`. Either is a typed error in the plugin.
+    // granted, with what to grant: a typed error in the plugin.
     let asked = call(dir, "asks", "{}");
     let text = asked["output"]["value"][0]["text"].as_str().unwrap();
     for what in ["elicitation", "roots", "sampling"] {
@@ -101,7 +100,10 @@ fn results_are_content_blocks_checked_before_anything_sees_them() {
     );
     let granted: Value = serde_json::from_str(&stdout(&granted)).unwrap();
     let text = granted["output"]["value"][0]["text"].as_str().unwrap();
-    assert!(text.contains("elicit: RequestError::Unsupported(") && !text.contains("Denied"), "{text}");
+    // Granted, `call` answers: no terminal here, so the user's answer is
+    // "declined"; the roots are the working folder; sampling needs --model.
+    assert!(text.contains("elicit: answered\nroots: 1 roots\nsample: RequestError::Unsupported("), "{text}");
+    assert!(text.contains("--model") && !text.contains("Denied"), "{text}");
     let inspect = toolhost(
         Path::new("."),
         &["--config", config.to_str().unwrap(), "inspect", dir.join("content_kinds.wasm").to_str().unwrap()],

@@ -216,7 +216,11 @@ fn a_run_is_one_trace_of_its_turns_and_calls() {
         named(spans, "run").is_some() && spans.iter().filter(|span| span["name"] == "model_turn").count() == 2
     });
     let run = named(&spans, "run").unwrap_or_else(|| panic!("no run span: {spans:?}"));
-    assert_eq!((&run["attributes"]["model"], &run["attributes"]["turns"]), (&json!("openai/test-model"), &json!(2)), "{run}");
+    assert_eq!(
+        (&run["attributes"]["model"], &run["attributes"]["turns"]),
+        (&json!("openai/test-model"), &json!(2)),
+        "{run}"
+    );
     let turns: Vec<&Value> = spans.iter().filter(|span| span["name"] == "model_turn").collect();
     assert!(
         turns.iter().all(|turn| turn["parent_span_id"] == run["span_id"] && turn["trace_id"] == run["trace_id"]),

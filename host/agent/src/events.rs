@@ -155,6 +155,20 @@ pub enum Event {
         /// Which source runs it: `plugin NAME`, or `mcp SERVER` (an external server).
         source: String,
     },
+    /// A running call asked the model (contract 0.2.0 sampling), and
+    /// toolhost's model answered; its tokens count in the run's usage.
+    ToolCallSampled {
+        /// The call id.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// The model that answered.
+        model: String,
+        /// Prompt tokens.
+        input_tokens: u64,
+        /// Completion tokens.
+        output_tokens: u64,
+    },
     /// A running call reported progress (contract 0.2.0 plugins; at most one
     /// report every 100 ms, and the last).
     ToolCallProgress {

@@ -7,6 +7,7 @@
 //! never sees a call without a result.
 
 pub mod approval;
+pub mod asking;
 pub mod config;
 pub mod events;
 pub mod model;
@@ -90,6 +91,11 @@ pub struct Agent {
     approver: Arc<dyn Approver>,
     allowed_for_session: Mutex<HashSet<String>>,
     events: Option<UnboundedSender<Event>>,
+    /// Who answers a tool's elicitation and roots questions (the terminal).
+    person: Option<Arc<dyn toolhost_runtime::ask::Asker>>,
+    /// Tokens the model spent answering tools' sampling requests, not yet
+    /// counted in a run's usage.
+    sampled: Arc<Mutex<TokenUsage>>,
 }
 
 impl Agent {
@@ -114,7 +120,17 @@ impl Agent {
             approver,
             allowed_for_session: Mutex::new(HashSet::new()),
             events: None,
+            person: None,
+            sampled: Arc::new(Mutex::new(TokenUsage::default())),
         }
+    }
+
+    /// Lets `person` answer what tools ask the user, and their roots
+    /// questions; without one, elicitation is declined and the roots are the
+    /// working folder. Sampling is always answered by the agent's model.
+    pub fn with_person(mut self, person: Arc<dyn toolhost_runtime::ask::Asker>) -> Agent {
+        self.person = Some(person);
+        self
     }
 
     /// Sets the loop's limits.
@@ -324,6 +340,11 @@ impl Agent {
                 break;
             }
         }
+        // What tools' sampling requests cost counts in the run's usage.
+        let sampled = std::mem::take(&mut *self.sampled.lock().unwrap_or_else(|p| p.into_inner()));
+        outcome.usage.input += sampled.input;
+        outcome.usage.output += sampled.output;
+        outcome.usage.reasoning += sampled.reasoning;
         self.emit(Event::finished(
             outcome.status,
             outcome.turns,
@@ -497,17 +518,35 @@ impl Agent {
                 });
             }) as toolhost_runtime::sandbox::ProgressObserver
         });
+        // Sampling is answered by the run's own model, counted in its usage.
+        let on_sampled: asking::OnSampled = {
+            let (events, sampled) = (self.events.clone(), self.sampled.clone());
+            let (call_id, tool) = (call.id.clone(), call.name.clone());
+            Arc::new(move |model: &str, usage: &TokenUsage| {
+                let mut total = sampled.lock().unwrap_or_else(|p| p.into_inner());
+                total.input += usage.input;
+                total.output += usage.output;
+                total.reasoning += usage.reasoning;
+                if let Some(events) = &events {
+                    let _ = events.send(Event::ToolCallSampled {
+                        call_id: call_id.clone(),
+                        tool: tool.clone(),
+                        model: model.to_owned(),
+                        input_tokens: usage.input,
+                        output_tokens: usage.output,
+                    });
+                }
+            })
+        };
+        let asker = asking::ModelAsker {
+            model: Some(self.client.clone()),
+            why_no_model: String::new(),
+            person: self.person.clone(),
+            on_sampled: Some(on_sampled),
+        };
+        let hooks = toolhost_runtime::sandbox::CallHooks { progress, asker: Some(Arc::new(asker)) };
         let overrides = LimitOverrides::default();
-        let report = self
-            .host
-            .call_observed(
-                catalog,
-                &call.name,
-                &call.arguments,
-                &overrides,
-                toolhost_runtime::sandbox::CallHooks::progress(progress),
-            )
-            .await;
+        let report = self.host.call_observed(catalog, &call.name, &call.arguments, &overrides, hooks).await;
         let duration_ms = report.usage.wall.as_secs_f64() * 1_000.0;
         // The model is told what the host refused, so it does not retry blindly.
         let refusals: String =

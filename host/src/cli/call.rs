@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use std::io::Read;
 use std::process::ExitCode;
 use toolhost::runtime::content::Content;
-use toolhost::{ByteSize, CallReport, Host, HumanDuration, LimitOverrides, ToolOutput};
+use toolhost::{ByteSize, CallReport, Config, Host, HumanDuration, LimitOverrides, ToolOutput};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -39,9 +39,18 @@ pub struct Args {
     /// Print one JSON object with the outcome, usage and captured output
     #[arg(long)]
     json: bool,
+
+    /// PROVIDER/MODEL that answers the tool's sampling requests (contract 0.2.0),
+    /// e.g. openai/gpt-4.1; without it they are refused as unsupported
+    #[arg(long, short = 'm', value_name = "PROVIDER/MODEL")]
+    model: Option<String>,
+
+    /// The model provider's base URL, e.g. http://127.0.0.1:8080/v1 (with --model)
+    #[arg(long, value_name = "URL", requires = "model")]
+    base_url: Option<String>,
 }
 
-pub async fn run(host: &Host, args: Args) -> Result<ExitCode> {
+pub async fn run(host: &Host, config: &Config, args: Args) -> Result<ExitCode> {
     let arguments = match args.arguments.as_deref() {
         Some("-") => {
             let mut text = String::new();
@@ -74,13 +83,30 @@ pub async fn run(host: &Host, args: Args) -> Result<ExitCode> {
             }
         }) as toolhost::runtime::sandbox::ProgressObserver
     });
-    let call = host.call_observed(
-        &catalog,
-        &args.tool,
-        &arguments,
-        &overrides,
-        toolhost::runtime::sandbox::CallHooks::progress(progress),
+    // What the tool asks: the user at the terminal (no terminal: declined),
+    // the model with --model (else unsupported), the working folder as roots.
+    let model = match &args.model {
+        Some(spec) => Some(super::session::model_client(config, spec, args.base_url.as_deref())?),
+        None => None,
+    };
+    let quiet = args.json;
+    let on_sampled: toolhost::agent::asking::OnSampled = std::sync::Arc::new(move |model, usage| {
+        if !quiet {
+            eprintln!("sampled by {model}: {} + {} tokens", usage.input, usage.output);
+        }
+    });
+    let person = super::asking::TerminalAsker::on_terminal(
+        super::terminal::Terminal::new(false),
+        super::terminal::Input::stdin(),
     );
+    let asker = toolhost::agent::asking::ModelAsker {
+        model,
+        why_no_model: "sampling needs a model here: run `toolhost call` with --model PROVIDER/MODEL".to_owned(),
+        person: person.map(|person| std::sync::Arc::new(person) as std::sync::Arc<dyn toolhost::runtime::ask::Asker>),
+        on_sampled: Some(on_sampled),
+    };
+    let hooks = toolhost::runtime::sandbox::CallHooks { progress, asker: Some(std::sync::Arc::new(asker)) };
+    let call = host.call_observed(&catalog, &args.tool, &arguments, &overrides, hooks);
     let report = tokio::select! {
         report = call => report,
         _ = tokio::signal::ctrl_c() => {

@@ -1,6 +1,7 @@
 //! The command line. Only this module knows about clap and the terminal: it
 //! turns flags into library values, runs a command, and prints the result.
 
+mod asking;
 mod call;
 mod chat;
 mod format;
@@ -109,7 +110,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Call(args) => {
             let host = load(&config, cli.plugins.as_deref()).await?;
-            call::run(&host, args).await
+            call::run(&host, &config, args).await
         }
         Command::Inspect(args) => {
             let host = Host::new(config)?;

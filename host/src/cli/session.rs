@@ -1,6 +1,7 @@
 //! What `run` and `chat` share: flags for the model, building the agent,
 //! the event display and `--events` file, and saving the transcript.
 
+use super::asking::TerminalAsker;
 use super::terminal::{Input, Terminal, TerminalApprover};
 use anyhow::{Context, Result};
 use std::io::{IsTerminal, Write};
@@ -60,6 +61,28 @@ pub struct ModelArgs {
     /// Write every event as JSON Lines to FILE
     #[arg(long, value_name = "FILE")]
     events: Option<PathBuf>,
+}
+
+/// A client for `spec` (PROVIDER/MODEL) with the config's `[model]`
+/// settings, asking for whole responses: for a tool's sampling requests in
+/// `toolhost call --model`.
+pub fn model_client(config: &Config, spec: &str, base_url: Option<&str>) -> Result<ModelClient> {
+    let endpoint = providers::resolve(spec, &config.providers, base_url)?;
+    let settings = &config.model;
+    let extra_roots = match &config.ca_file {
+        Some(path) => toolhost::tls::load_ca_file(path)?,
+        None => Vec::new(),
+    };
+    let defaults = RequestOptions::default();
+    let options = RequestOptions {
+        stream: false,
+        timeout: settings.request_timeout.map(|t| t.0).unwrap_or(defaults.timeout),
+        max_retries: settings.max_retries.unwrap_or(defaults.max_retries),
+        max_tokens: settings.max_tokens,
+        reasoning: settings.reasoning,
+        extra_roots,
+    };
+    ModelClient::new(endpoint, options)
 }
 
 /// A ready agent and what surrounds it.
@@ -127,7 +150,13 @@ impl Session {
         };
         let (events, receiver) = mpsc::unbounded_channel();
         let display = tokio::spawn(display(receiver, terminal.clone(), events_file));
-        let agent = Agent::new(Arc::new(host), client, spec, approver).with_options(agent_options).with_events(events);
+        let mut agent =
+            Agent::new(Arc::new(host), client, spec, approver).with_options(agent_options).with_events(events);
+        // What tools ask the user is asked at the terminal, like an approval
+        // (no terminal: declined).
+        if let Some(person) = TerminalAsker::on_terminal(terminal.clone(), input.clone()) {
+            agent = agent.with_person(Arc::new(person));
+        }
         let conversation =
             Conversation { system: args.system.clone().or_else(|| settings.system.clone()), messages: Vec::new() };
         Ok(Session { agent, conversation, input, terminal, transcript: args.transcript.clone(), display })

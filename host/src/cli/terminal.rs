@@ -141,7 +141,7 @@ impl Terminal {
 
     /// Prints an approval prompt's question (no newline) and keeps it as the
     /// open prompt until [`Terminal::answered`].
-    fn ask(&self, question: &str) {
+    pub fn ask(&self, question: &str) {
         let mut state = self.state();
         Terminal::pause_locked(&mut state);
         let mut stderr = std::io::stderr().lock();
@@ -151,7 +151,7 @@ impl Terminal {
     }
 
     /// The open prompt was answered (the terminal echoed the line's end).
-    fn answered(&self) {
+    pub fn answered(&self) {
         self.state().open_prompt = None;
     }
 
@@ -227,6 +227,9 @@ impl Terminal {
                 };
                 let message = message.as_deref().map(|message| format!(" · {message}")).unwrap_or_default();
                 self.status(&format!("  … {tool} · {done}{message}"));
+            }
+            Event::ToolCallSampled { tool, model, input_tokens, output_tokens, .. } => {
+                self.status(&format!("  ✦ {tool} asked the model ({model}, {input_tokens}+{output_tokens} tokens)"));
             }
             Event::ToolCallDenied { tool, reason, .. } => {
                 self.status(&format!("  ⊘ {tool} · denied: {reason}"));

@@ -640,6 +640,15 @@ impl ModelClient {
         &self.endpoint
     }
 
+    /// This client, asking for at most `max_tokens` (or its own limit, if
+    /// lower) and whole responses: for one sampling request.
+    pub fn limited(&self, max_tokens: u32) -> ModelClient {
+        let mut client = self.clone();
+        client.options.max_tokens = Some(client.options.max_tokens.map_or(max_tokens, |own| own.min(max_tokens)));
+        client.options.stream = false;
+        client
+    }
+
     /// Sends the conversation and the tools; reports streamed text and
     /// retries to `on_progress` as they happen.
     pub async fn complete(
