@@ -325,7 +325,7 @@ impl Answer {
             return Err(format!("the answer is {size} bytes, over the limit of {limit}"));
         }
         let Some(object) = result.as_object() else {
-            return Err(format!("the answer must be an object, not {}", kind_of(result)));
+            return Err(format!("the answer must be an object, not {}", crate::typed::kind(result)));
         };
         match question {
             Question::Elicit(elicitation) => {
@@ -335,7 +335,9 @@ impl Answer {
                         let content = match object.get("content") {
                             None | Some(Value::Null) => Map::new(),
                             Some(Value::Object(content)) => content.clone(),
-                            Some(other) => return Err(format!("`content` must be an object, not {}", kind_of(other))),
+                            Some(other) => {
+                                return Err(format!("`content` must be an object, not {}", crate::typed::kind(other)));
+                            }
                         };
                         elicitation.check_answer(&content)?;
                         Elicited::Accepted(content)
@@ -417,17 +419,6 @@ fn media_from_json(content: &Value) -> Result<Content, String> {
             Ok(if kind == "image" { Content::Image { mime_type, data } } else { Content::Audio { mime_type, data } })
         }
         _ => Err("the reply's `content` must be text, an image or audio".to_owned()),
-    }
-}
-
-fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -488,7 +488,8 @@ fn to_val(ty: &Type, value: &Value) -> Result<Val, String> {
     })
 }
 
-fn kind(value: &Value) -> &'static str {
+/// "a string", "an array", …: what a JSON value is, for messages.
+pub(crate) fn kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
