@@ -86,7 +86,7 @@ async fn read_side<R: AsyncRead + Unpin>(
             vec![error(id_in(&line), INVALID_REQUEST, &message)]
         } else {
             match check(&line, Some((&in_flight, ""))) {
-                Checked::Pass(_) => {
+                Checked::Pass(..) => {
                     if to_rmcp.write_all(&line).await.is_err()
                         || (!line.ends_with(b"\n") && to_rmcp.write_all(b"\n").await.is_err())
                     {
@@ -126,8 +126,9 @@ async fn skip_line<R: AsyncRead + Unpin>(input: &mut BufReader<R>) -> bool {
 }
 
 pub(crate) enum Checked {
-    /// For rmcp; with the in-flight key it was entered under, if it was.
-    Pass(Option<String>),
+    /// For rmcp; with the in-flight key it was entered under, if it was, and
+    /// the tool a `tools/call` names (for the HTTP front's scope check).
+    Pass(Option<String>, Option<String>),
     /// A blank line.
     Skip,
     /// Answered here (one answer, or one per request of a batch).
@@ -210,7 +211,10 @@ fn check_message(message: &Value, in_flight: Option<(&InFlight, &str)>) -> Check
         }
         return refuse(INVALID_REQUEST, "a message needs a `method`, or an `id` with a `result` or an `error`");
     }
-    let Some((in_flight, scope)) = in_flight else { return Checked::Pass(None) };
+    let called = (message.get("method").and_then(Value::as_str) == Some("tools/call"))
+        .then(|| message.pointer("/params/name").and_then(Value::as_str).map(str::to_owned))
+        .flatten();
+    let Some((in_flight, scope)) = in_flight else { return Checked::Pass(None, called) };
     let mut entered = None;
     if is_request && !id.is_null() {
         let key = key(scope, &id);
@@ -225,7 +229,7 @@ fn check_message(message: &Value, in_flight: Option<(&InFlight, &str)>) -> Check
         // A cancelled request may go unanswered (as MCP says): its id is free.
         in_flight.lock().unwrap_or_else(|p| p.into_inner()).remove(&key(scope, cancelled));
     }
-    Checked::Pass(entered)
+    Checked::Pass(entered, called)
 }
 
 async fn write_side<W: AsyncWrite + Unpin>(
@@ -371,7 +375,7 @@ mod tests {
         match check(line.as_bytes(), Some((&InFlight::default(), ""))) {
             Checked::Answer(mut answers) if answers.len() == 1 => answers.remove(0),
             Checked::Answer(answers) => Value::Array(answers),
-            Checked::Pass(_) => json!("pass"),
+            Checked::Pass(..) => json!("pass"),
             Checked::Skip => json!("skip"),
         }
     }
@@ -413,18 +417,18 @@ mod tests {
         let in_flight = InFlight::default();
         let stdio = Some((&in_flight, ""));
         let ping = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
-        assert!(matches!(check(ping, stdio), Checked::Pass(Some(_))));
+        assert!(matches!(check(ping, stdio), Checked::Pass(Some(_), _)));
         assert!(matches!(check(ping, stdio), Checked::Answer(_)));
-        assert!(matches!(check(ping, Some((&in_flight, "another session"))), Checked::Pass(Some(_))));
+        assert!(matches!(check(ping, Some((&in_flight, "another session"))), Checked::Pass(Some(_), _)));
         assert_eq!(response_id(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#), Some(json!(1)));
         assert_eq!(response_id(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#), None);
         // Only the head is read: a result need not even be whole.
         assert_eq!(response_id(br#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"text":"cut"#), Some(json!(7)));
         in_flight.lock().unwrap().remove(&key("", &json!(1)));
-        assert!(matches!(check(ping, stdio), Checked::Pass(Some(_))));
+        assert!(matches!(check(ping, stdio), Checked::Pass(Some(_), _)));
         let cancel = br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#;
-        assert!(matches!(check(cancel, stdio), Checked::Pass(None)));
-        assert!(matches!(check(ping, stdio), Checked::Pass(Some(_))));
+        assert!(matches!(check(cancel, stdio), Checked::Pass(None, _)));
+        assert!(matches!(check(ping, stdio), Checked::Pass(Some(_), _)));
     }
 
     #[tokio::test]

@@ -451,14 +451,6 @@ impl Front {
             Err(_) => return plain(StatusCode::BAD_REQUEST, "Bad Request: the request body could not be read"),
         };
         let mut parts = parts;
-        if let (Some(oauth), Some(scopes)) = (&self.oauth, scopes) {
-            // A call to a tool that needs a scope the token lacks: 403 naming
-            // it, so that the client can ask for it.
-            if let Some(scope) = self.scope_wanted(oauth, &body, &scopes) {
-                return refused(oauth.insufficient(&scope, &scopes.0));
-            }
-            parts.extensions.insert(scopes);
-        }
         // Counted until the response is sent in full, for the drain at shutdown.
         let in_flight = (parts.method == http::Method::POST).then(|| InFlight::enter(&self.in_flight));
         let session: Option<Arc<str>> =
@@ -470,8 +462,15 @@ impl Front {
         if parts.method == http::Method::POST {
             let scope = session.as_deref().map(|session| (&self.requests, session));
             match framing::check(&body, scope) {
-                Checked::Pass(key) => {
+                Checked::Pass(key, called) => {
                     entered = key.map(|key| framing::Entered { set: self.requests.clone(), key });
+                    // A call to a tool that needs a scope the token lacks: 403
+                    // naming it, so that the client can ask for it.
+                    if let (Some(oauth), Some(scopes), Some(tool)) = (&self.oauth, &scopes, called)
+                        && let Some(scope) = self.scope_wanted(oauth, &tool, scopes)
+                    {
+                        return refused(oauth.insufficient(&scope, &scopes.0));
+                    }
                 }
                 Checked::Answer(answers) => {
                     let mut response = Response::new(Full::new(Bytes::from(framing::answer_body(answers))).boxed());
@@ -485,6 +484,9 @@ impl Front {
                     return plain(StatusCode::BAD_REQUEST, "Bad Request: the body holds no JSON-RPC message");
                 }
             }
+        }
+        if let Some(scopes) = scopes {
+            parts.extensions.insert(scopes);
         }
         let response = match session {
             Some(session) => {
@@ -654,15 +656,10 @@ fn refused(refusal: crate::oauth::Refusal) -> Response<Body> {
 }
 
 impl Front {
-    /// The scope a `tools/call` in `body` needs that `scopes` lacks, if any.
-    fn scope_wanted(&self, oauth: &ResourceServer, body: &[u8], scopes: &GrantedScopes) -> Option<String> {
-        let message: serde_json::Value = serde_json::from_slice(body).ok()?;
-        if message.get("method").and_then(serde_json::Value::as_str) != Some("tools/call") {
-            return None;
-        }
-        let name = message.pointer("/params/name").and_then(serde_json::Value::as_str)?;
+    /// The scope a call of `tool` needs that `scopes` lacks, if any.
+    fn scope_wanted(&self, oauth: &ResourceServer, tool: &str, scopes: &GrantedScopes) -> Option<String> {
         let catalog = self.host.catalog();
-        let entry = catalog.find(name)?;
+        let entry = catalog.find(tool)?;
         let scope = oauth.tool_scope(entry.name(), entry.origin())?;
         (!scopes.0.contains(scope)).then(|| scope.to_owned())
     }

@@ -161,7 +161,12 @@ impl ResourceServer {
         }
         let message = match error {
             Some((code, description)) => {
-                let description = description.replace(['"', '\\'], "'");
+                // It may quote the token (a `kid`): printable ASCII only, so
+                // the header is always valid and always sent.
+                let description: String = description
+                    .chars()
+                    .map(|c| if matches!(c, ' '..='~') && c != '"' && c != '\\' { c } else { '?' })
+                    .collect();
                 challenge.push_str(&format!(", error=\"{code}\", error_description=\"{description}\""));
                 format!("{}: {description}", status.canonical_reason().unwrap_or("Unauthorized"))
             }

@@ -117,17 +117,18 @@ impl ToolServer {
         Ok((hooks, Some(Round { asker, binding })))
     }
 
-    /// Ends a 2026-07-28 round: `Some` answers the request instead of its
-    /// result (`InputRequiredResult`, or an error).
+    /// Ends a 2026-07-28 round given the call's error, if it failed: `Some`
+    /// answers the request instead of its result (`InputRequiredResult`, or
+    /// an error).
     fn end_round(
         &self,
         round: Option<Round>,
-        outcome: Result<(), &CallError>,
+        failed: Option<&CallError>,
     ) -> Option<Result<InputRequiredResult, ErrorData>> {
         use crate::asking::RoundEnd;
         let round = round?;
-        let suspended = matches!(outcome, Err(CallError::InputRequired));
-        match round.asker.end(&self.shared.seal, &round.binding, suspended, outcome.is_err())? {
+        let suspended = matches!(failed, Some(CallError::InputRequired));
+        match round.asker.end(&self.shared.seal, &round.binding, suspended, failed.is_some())? {
             RoundEnd::InputRequired(result) => Some(Ok(result)),
             RoundEnd::BadResponse(error) | RoundEnd::MissingCapability(error) => Some(Err(error)),
         }
@@ -351,12 +352,11 @@ fn offer_error(err: OfferError, uri: Option<&str>) -> ErrorData {
     }
 }
 
-/// The call error of an offer's failure, if it ran.
-fn offer_call_error(err: &OfferError) -> &CallError {
-    static NOT_FOUND: CallError = CallError::Host(String::new());
+/// How an offer that ran failed (`None`: nothing offers it, nothing ran).
+fn ran(err: &OfferError) -> Option<&CallError> {
     match err {
-        OfferError::Failed(err) => err,
-        OfferError::NotFound(_) => &NOT_FOUND,
+        OfferError::Failed(err) => Some(err),
+        OfferError::NotFound(_) => None,
     }
 }
 
@@ -522,7 +522,7 @@ impl ServerHandler for ToolServer {
         let (hooks, round) = self.asker(&context, binding, request.input_responses.clone(), state)?;
         let catalog = self.host().catalog();
         let read = self.host().read_resource(&catalog, &request.uri, hooks).await;
-        if let Some(end) = self.end_round(round, read.as_ref().map(drop).map_err(offer_call_error)) {
+        if let Some(end) = self.end_round(round, read.as_ref().err().and_then(ran)) {
             return end.map(ReadResourceResponse::InputRequired);
         }
         let blocks = read.map_err(|err| offer_error(err, Some(&request.uri)))?;
@@ -581,7 +581,7 @@ impl ServerHandler for ToolServer {
             .collect();
         let catalog = self.host().catalog();
         let prompt = self.host().get_prompt(&catalog, &request.name, &arguments, hooks).await;
-        if let Some(end) = self.end_round(round, prompt.as_ref().map(drop).map_err(offer_call_error)) {
+        if let Some(end) = self.end_round(round, prompt.as_ref().err().and_then(ran)) {
             return end.map(GetPromptResponse::InputRequired);
         }
         let prompt = prompt.map_err(|err| offer_error(err, None))?;
@@ -703,7 +703,7 @@ impl ServerHandler for ToolServer {
         }
         active.finish(&report);
         self.send_logs(&report, &context).await;
-        if let Some(end) = self.end_round(round, report.outcome.as_ref().map(drop)) {
+        if let Some(end) = self.end_round(round, report.outcome.as_ref().err()) {
             return end.map(CallToolResponse::InputRequired);
         }
         Ok(result_of(report, wrap).into())

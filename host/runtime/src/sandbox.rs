@@ -223,7 +223,11 @@ impl HostState {
                 }
             }
         }
-        Ok(answers.into_iter().map(|answer| answer.unwrap_or_else(|| Err(AskError::Failed(String::new())))).collect())
+        // Every slot was filled above: a refusal, or the front end's answer.
+        Ok(answers
+            .into_iter()
+            .map(|answer| answer.unwrap_or_else(|| Err(AskError::Failed("no answer was given".to_owned()))))
+            .collect())
     }
 
     /// How many questions the call asked so far.
