@@ -1,4 +1,4 @@
-//! Write toolhost plugins in Rust.
+//! Write toolhost plugins in Rust (contract 0.2.0).
 //!
 //! A plugin is a set of typed functions, one per tool. Each takes an arguments
 //! struct that derives `serde::Deserialize` and `schemars::JsonSchema` and returns
@@ -24,73 +24,43 @@
 //!     Ok(args.text.to_uppercase())
 //! }
 //!
-//! register_tools![Tool::new("shout", "Upper-cases a text.", shout)];
+//! register_tools![Tool::new("shout", "Upper-cases a text.", shout).title("Shout").read_only()];
 //! ```
+//!
+//! A tool that talks while it runs takes the [`Call`] as well
+//! ([`Tool::with_call`]): it reports progress, asks the user (elicitation),
+//! asks the model (sampling) and reads the client's roots. A tool's result is
+//! an [`Output`]: text, JSON, images, audio, resource links and embedded
+//! resources, in any number.
 //!
 //! Build with `cargo build --release --target wasm32-wasip2`; the `.wasm` in
 //! `target/wasm32-wasip2/release/` is the plugin.
 //!
 //! A plugin reaches nothing outside its own memory unless the operator grants
 //! it: [`http`] sends requests to granted hosts; granted folders and
-//! environment variables are reached through `std::fs` and `std::env` as usual.
-//! Say what the plugin needs in a manifest beside the `.wasm` (`NAME.toml`,
-//! e.g. `http = ["https://api.example.com"]`, `dirs = ["/data:ro"]`,
-//! `env = ["LANG"]`, `secrets = ["API_KEY"]`) so the operator can see it.
+//! environment variables are reached through `std::fs` and `std::env` as usual;
+//! elicitation, sampling and roots are granted like the rest. Say what the
+//! plugin needs in a manifest beside the `.wasm` (`NAME.toml`, e.g.
+//! `http = ["https://api.example.com"]`, `dirs = ["/data:ro"]`, `env = ["LANG"]`,
+//! `secrets = ["API_KEY"]`, `elicitation = true`, `sampling = 2000`) so the
+//! operator can see it.
 
 extern crate self as toolhost_sdk;
 
 pub use serde_json;
 
 use schemars::JsonSchema;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 #[doc(hidden)]
 pub mod __private;
+pub mod call;
 pub mod http;
 pub mod log;
+mod output;
 
-/// What a tool returns when it succeeds.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Output {
-    /// Plain text, passed on as it is.
-    Text(String),
-    /// A JSON document as text. Build it with [`Json`] or from a [`serde_json::Value`].
-    Json(String),
-}
-
-impl From<String> for Output {
-    fn from(text: String) -> Self {
-        Output::Text(text)
-    }
-}
-
-impl From<&str> for Output {
-    fn from(text: &str) -> Self {
-        Output::Text(text.to_owned())
-    }
-}
-
-impl From<serde_json::Value> for Output {
-    fn from(value: serde_json::Value) -> Self {
-        Output::Json(value.to_string())
-    }
-}
-
-/// Wraps any serializable value so a tool can return it as JSON output.
-#[derive(Debug, Clone)]
-pub struct Json<T>(pub T);
-
-impl<T: Serialize> From<Json<T>> for Output {
-    fn from(Json(value): Json<T>) -> Self {
-        match serde_json::to_string(&value) {
-            Ok(text) => Output::Json(text),
-            // Serializing plain data only fails for maps with non-string keys
-            // and the like: report it as text rather than losing the result.
-            Err(err) => Output::Text(format!("(output could not be encoded as JSON: {err})")),
-        }
-    }
-}
+pub use call::Call;
+pub use output::{Annotations, Content, Json, Output, ResourceLink, Role};
 
 /// Why a tool call did not produce output.
 ///
@@ -136,13 +106,30 @@ impl<E: std::error::Error> From<E> for ToolError {
     }
 }
 
-type Invoke = Box<dyn Fn(&str) -> Result<Output, ToolError>>;
+type Invoke = Box<dyn Fn(&str, &Call) -> Result<Output, ToolError>>;
+
+/// What a tool may do, as hints for clients and approval policies. The host
+/// never lets a hint claim less than the plugin's grants allow.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Hints {
+    /// It changes nothing outside itself.
+    pub read_only: Option<bool>,
+    /// It may destroy or overwrite something.
+    pub destructive: Option<bool>,
+    /// Calling it twice with the same arguments does nothing more.
+    pub idempotent: Option<bool>,
+    /// It reaches outside (the network, the world).
+    pub open_world: Option<bool>,
+}
 
 /// One tool: its name, its description and the typed function behind it.
 pub struct Tool {
     name: &'static str,
+    title: Option<&'static str>,
     description: &'static str,
     schema: fn() -> String,
+    output_schema: Option<fn() -> String>,
+    hints: Hints,
     invoke: Invoke,
 }
 
@@ -156,17 +143,76 @@ impl Tool {
         A: DeserializeOwned + JsonSchema + 'static,
         O: Into<Output> + 'static,
     {
-        Tool {
+        Tool::build::<A>(
             name,
             description,
-            schema: schema_of::<A>,
-            invoke: Box::new(move |arguments| {
-                let args: A =
-                    serde_json::from_str(arguments).map_err(|err| ToolError::invalid_arguments(err.to_string()))?;
-                function(args).map(Into::into)
-            }),
-        }
+            Box::new(move |arguments, _| function(parse(arguments)?).map(Into::into)),
+        )
     }
+
+    /// A tool whose `function` also gets the running [`Call`], to report
+    /// progress, ask the user or the model, or read the client's roots.
+    pub fn with_call<A, O>(
+        name: &'static str,
+        description: &'static str,
+        function: fn(A, &Call) -> Result<O, ToolError>,
+    ) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + 'static,
+        O: Into<Output> + 'static,
+    {
+        Tool::build::<A>(
+            name,
+            description,
+            Box::new(move |arguments, call| function(parse(arguments)?, call).map(Into::into)),
+        )
+    }
+
+    fn build<A: JsonSchema>(name: &'static str, description: &'static str, invoke: Invoke) -> Self {
+        Tool { name, title: None, description, schema: schema_of::<A>, output_schema: None, hints: Hints::default(), invoke }
+    }
+
+    /// Its name for people (a client may show it instead of the name).
+    pub fn title(mut self, title: &'static str) -> Self {
+        self.title = Some(title);
+        self
+    }
+
+    /// Declares the schema of the tool's JSON result, derived from `T` (a
+    /// struct). The host checks every result's JSON against it, and clients
+    /// get it as the tool's `outputSchema` and the JSON as `structuredContent`.
+    pub fn output<T: JsonSchema>(mut self) -> Self {
+        self.output_schema = Some(schema_of::<T>);
+        self
+    }
+
+    /// Says the tool changes nothing outside itself.
+    pub fn read_only(mut self) -> Self {
+        self.hints.read_only = Some(true);
+        self
+    }
+
+    /// Says the tool may destroy or overwrite something.
+    pub fn destructive(mut self) -> Self {
+        self.hints.destructive = Some(true);
+        self
+    }
+
+    /// Says calling the tool twice with the same arguments does nothing more.
+    pub fn idempotent(mut self) -> Self {
+        self.hints.idempotent = Some(true);
+        self
+    }
+
+    /// Sets all hints at once, including saying what the tool does not do.
+    pub fn hints(mut self, hints: Hints) -> Self {
+        self.hints = hints;
+        self
+    }
+}
+
+fn parse<A: DeserializeOwned>(arguments: &str) -> Result<A, ToolError> {
+    serde_json::from_str(arguments).map_err(|err| ToolError::invalid_arguments(err.to_string()))
 }
 
 fn schema_of<A: JsonSchema>() -> String {
@@ -177,8 +223,8 @@ fn schema_of<A: JsonSchema>() -> String {
 ///
 /// ```ignore
 /// toolhost_sdk::register_tools![
-///     Tool::new("sha256", "Hex SHA-256 digest of a text.", sha256),
-///     Tool::new("sha512", "Hex SHA-512 digest of a text.", sha512),
+///     Tool::new("sha256", "Hex SHA-256 digest of a text.", sha256).read_only(),
+///     Tool::with_call("summarize", "Summarizes a text with the client's model.", summarize),
 /// ];
 /// ```
 #[macro_export]
@@ -195,7 +241,7 @@ macro_rules! register_tools {
             fn call_tool(
                 name: ::std::string::String,
                 arguments: ::std::string::String,
-            ) -> ::std::result::Result<$crate::__private::WitOutput, $crate::__private::WitError> {
+            ) -> ::std::result::Result<::std::vec::Vec<$crate::__private::WitBlock>, $crate::__private::WitError> {
                 $crate::__private::call_tool(::std::vec![$($tool),+], &name, &arguments)
             }
         }

@@ -86,7 +86,7 @@ mod tests {
             variables: BTreeMap::from([("x".to_owned(), 1.0)]),
         };
         let output: toolhost_sdk::Output = calculate(args).unwrap().into();
-        assert_eq!(output, toolhost_sdk::Output::Json(r#"{"expression":"2 * (3 + x) ^ 2","result":32}"#.to_owned()));
+        assert_eq!(output, toolhost_sdk::Output::json_text(r#"{"expression":"2 * (3 + x) ^ 2","result":32}"#.to_owned()));
     }
 
     #[test]

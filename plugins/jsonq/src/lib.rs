@@ -100,7 +100,7 @@ fn json_query(args: QueryArgs) -> Result<Output, ToolError> {
     let path = path::parse(&args.path).map_err(ToolError::invalid_arguments)?;
     let found = path::select(&document, &path).map_err(ToolError::invalid_arguments)?;
     toolhost_sdk::log::debug_with("json query", &[("path", &path.to_string()), ("matches", &found.len().to_string())]);
-    Ok(Output::Json(json_text(&found, true)?))
+    Ok(Output::json_text(json_text(&found, true)?))
 }
 
 fn json_transform(args: TransformArgs) -> Result<Json<Value>, ToolError> {
@@ -222,7 +222,7 @@ mod tests {
             fields: None,
         };
         let output: toolhost_sdk::Output = json_transform(args).unwrap().into();
-        assert_eq!(output, toolhost_sdk::Output::Json(r#"{"name":"b","price":2}"#.to_owned()));
+        assert_eq!(output, toolhost_sdk::Output::json_text(r#"{"name":"b","price":2}"#.to_owned()));
     }
 
     #[test]

@@ -153,7 +153,7 @@ mod tests {
         let regex = search::compile(r"(\d{4})-(\d\d)", false).unwrap();
         assert_eq!(
             json(search::find(&regex, "born 1999-12-31", 100)),
-            Output::Json(
+            Output::json_text(
                 r#"{"total":1,"returned":1,"matches":[{"text":"1999-12","start":5,"end":12,"line":1,"column":6,"groups":["1999","12"]}]}"#
                     .to_owned()
             )
@@ -161,11 +161,11 @@ mod tests {
         let regex = search::compile(r"(\w+), (\w+)", false).unwrap();
         assert_eq!(
             json(search::replace(&regex, "Smith, John", "$2 $1", None).unwrap()),
-            Output::Json(r#"{"text":"John Smith","replacements":1}"#.to_owned())
+            Output::json_text(r#"{"text":"John Smith","replacements":1}"#.to_owned())
         );
         assert_eq!(
             json(stats::stats("The cat. The dog!", 1)),
-            Output::Json(
+            Output::json_text(
                 r#"{"characters":17,"non_whitespace_characters":14,"bytes":17,"words":4,"unique_words":3,"lines":1,"sentences":2,"paragraphs":1,"top_words":[{"word":"the","count":2}]}"#
                     .to_owned()
             )

@@ -20,5 +20,5 @@ fn default_text() -> String {
 register_tools![Tool::new("bad_json", "Returns JSON output that is not JSON.", bad)];
 
 fn bad(args: Args) -> Result<Output, ToolError> {
-    Ok(Output::Json(args.text))
+    Ok(Output::json_text(args.text))
 }

@@ -37,35 +37,35 @@ fn leak(args: Args) -> Result<Output, ToolError> {
     let first = chars.next().unwrap_or('x');
     let rest: String = chars.collect();
     Ok(match args.how.as_str() {
-        "text" => Output::Text(format!("the secret is {secret}")),
+        "text" => Output::text(format!("the secret is {secret}")),
         // One character escaped: the raw text never holds the value.
-        "json_escape_one" => Output::Json(format!(r#"{{"token":"{}{}"}}"#, escape(first), plain(&rest))),
+        "json_escape_one" => Output::json_text(format!(r#"{{"token":"{}{}"}}"#, escape(first), plain(&rest))),
         "json_escape_all" => {
-            Output::Json(format!(r#"{{"token":"{}"}}"#, secret.chars().map(escape).collect::<String>()))
+            Output::json_text(format!(r#"{{"token":"{}"}}"#, secret.chars().map(escape).collect::<String>()))
         }
         // In a key, at some depth.
-        "json_key" => Output::Json(format!(r#"{{"a":[{{"{}{}":1}}]}}"#, escape(first), plain(&rest))),
+        "json_key" => Output::json_text(format!(r#"{{"a":[{{"{}{}":1}}]}}"#, escape(first), plain(&rest))),
         // `/` escaped as `\/`.
-        "json_slash" => Output::Json(format!(r#"{{"token":"{}"}}"#, secret.replace('/', "\\/"))),
+        "json_slash" => Output::json_text(format!(r#"{{"token":"{}"}}"#, secret.replace('/', "\\/"))),
         // Characters outside the BMP as surrogate pairs.
-        "json_surrogate" => Output::Json(format!(
+        "json_surrogate" => Output::json_text(format!(
             r#"{{"token":"{}"}}"#,
             secret.chars().map(|c| if c.len_utf16() == 2 { escape(c) } else { c.to_string() }).collect::<String>()
         )),
         // A numeric secret as a number, and written with an exponent.
-        "json_number" => Output::Json(format!(r#"{{"n":{secret}}}"#)),
-        "json_exponent" => Output::Json(format!(r#"{{"n":{secret}e0}}"#)),
+        "json_number" => Output::json_text(format!(r#"{{"n":{secret}}}"#)),
+        "json_exponent" => Output::json_text(format!(r#"{{"n":{secret}e0}}"#)),
         // Straddling the host's 64 KiB capture limit on stdout and stderr.
         "stdout_cut" => {
             let filler = "x".repeat((64 << 10) - secret.len() / 2);
             let _ = writeln!(std::io::stdout(), "{filler}{secret}");
             let _ = writeln!(std::io::stderr(), "{filler}{secret}");
             let _ = std::io::stdout().flush();
-            Output::Text("wrote it across the capture limit".to_owned())
+            Output::text("wrote it across the capture limit".to_owned())
         }
         "log" => {
             toolhost_sdk::log::info_with(&format!("the secret is {secret}"), &[(&secret, &secret), ("key", &secret)]);
-            Output::Text("logged it".to_owned())
+            Output::text("logged it".to_owned())
         }
         "failed" => return Err(ToolError::failed(format!("could not use {secret}"))),
         "invalid_args" => return Err(ToolError::invalid_arguments(format!("{secret} is wrong"))),
