@@ -157,10 +157,10 @@ fn inspect_shows_exports_imports_and_tools() {
     let output = toolhost(dir.path(), &["inspect", &common::plugin("echo").display().to_string(), "--json"]);
     assert!(output.status.success(), "{}", stderr(&output));
     let found: Value = serde_json::from_str(&stdout(&output)).unwrap();
-    assert_eq!(found["contract"], "0.1.0");
+    assert_eq!(found["contract"], "0.2.0");
     assert_eq!(found["tools"][0]["name"], "echo");
     let exports = found["exports"].as_array().unwrap();
-    assert!(exports.iter().any(|export| export["name"] == "toolhost:plugin/tools@0.1.0"
+    assert!(exports.iter().any(|export| export["name"] == "toolhost:plugin/tools@0.2.0"
         && export["functions"] == serde_json::json!(["list-tools", "call-tool"])));
     let imports: Vec<&str> = found["imports"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert!(imports.iter().any(|name| name.starts_with("wasi:cli/stdout@0.2")), "{imports:?}");
@@ -168,7 +168,7 @@ fn inspect_shows_exports_imports_and_tools() {
 
     let output = toolhost(dir.path(), &["inspect", &common::plugin("echo").display().to_string()]);
     let text = stdout(&output);
-    assert!(text.contains("contract  toolhost:plugin@0.1.0") && text.contains("echo  Returns"), "{text}");
+    assert!(text.contains("contract  toolhost:plugin@0.2.0") && text.contains("echo  Returns"), "{text}");
 }
 
 #[test]

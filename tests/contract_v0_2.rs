@@ -57,7 +57,8 @@ fn results_are_content_blocks_checked_before_anything_sees_them() {
 
     // A progress flood is kept bounded: a few records, and the last one.
     let flood = call(dir, "many_progress", "{}");
-    assert_eq!(flood["output"]["value"][0]["text"], "finished", "{flood}");
+    // One plain text block: reported as text, as a 0.1.0 plugin's would be.
+    assert_eq!(flood["output"], json!({"type": "text", "value": "finished"}), "{flood}");
     let logs = flood["logs"].as_array().unwrap();
     assert!((1..=20).contains(&logs.len()), "{} progress records kept", logs.len());
     assert_eq!(logs.last().unwrap()["message"], "progress 10000/10000: done", "{flood}");
@@ -74,7 +75,7 @@ fn results_are_content_blocks_checked_before_anything_sees_them() {
     // Asking the user, the model or the client's roots is denied unless
     // granted, with what to grant: a typed error in the plugin.
     let asked = call(dir, "asks", "{}");
-    let text = asked["output"]["value"][0]["text"].as_str().unwrap();
+    let text = asked["output"]["value"].as_str().unwrap();
     for what in ["elicitation", "roots", "sampling"] {
         let denied =
             format!("Denied(\"{what} is not granted to this plugin: add `{what} = true` under [plugins.content_kinds]");
@@ -99,7 +100,7 @@ fn results_are_content_blocks_checked_before_anything_sees_them() {
         &["--config", config.to_str().unwrap(), "--plugins", dir.to_str().unwrap(), "call", "asks", "{}", "--json"],
     );
     let granted: Value = serde_json::from_str(&stdout(&granted)).unwrap();
-    let text = granted["output"]["value"][0]["text"].as_str().unwrap();
+    let text = granted["output"]["value"].as_str().unwrap();
     // Granted, `call` answers: no terminal here, so the user's answer is
     // "declined"; the roots are the working folder; sampling needs --model.
     assert!(text.contains("elicit: answered\nroots: 1 roots\nsample: RequestError::Unsupported("), "{text}");
@@ -273,5 +274,50 @@ fn serve_asks_the_mcp_client_what_plugins_ask_in_both_protocol_generations() {
     let result = common::mcp_client_scenario("asking", "legacy", plugins.path(), &config);
     let said = result["sampling"]["text"].as_str().unwrap();
     assert!(said.contains("denied: sampling is not granted to this plugin: add `sampling = true`"), "{said}");
+    assert_eq!(result["asked"], json!([]), "{result}");
+}
+
+/// The Rust SDK's call context, in a plugin built with it (`sdk_asks`), through
+/// `serve` with the official Python client in both protocol generations: a
+/// typed form (its schema made flat from the struct, its answers read back into
+/// the struct), sampling, roots, a keyed batch, and a result of every block.
+#[test]
+fn the_rust_sdk_asks_and_answers_with_every_kind_of_block() {
+    let plugins = plugin_dir(&["sdk_asks"]);
+    let config = plugins.path().join("toolhost.toml");
+    std::fs::write(&config, "[plugins.sdk_asks]\nelicitation = true\nsampling = { max_tokens = 300 }\nroots = true\n")
+        .unwrap();
+    for mode in ["legacy", "2026-07-28"] {
+        let result = common::mcp_client_scenario("sdk", mode, plugins.path(), &config);
+        let text = |key: &str| result[key]["text"].as_str().unwrap_or_default().to_owned();
+        assert_eq!(text("elicit"), "accepted: ada likes Blue (ok: true, nickname: none)", "{mode}: {result}");
+        assert_eq!(text("sample"), "scripted-model said: sampled: What is 2+2? (endTurn)", "{mode}: {result}");
+        assert_eq!(text("roots"), "roots: file:///work/project (project)", "{mode}: {result}");
+        assert_eq!(text("batch"), "who: ada likes Blue (ok: true, nickname: none)\nwhere: 1 roots", "{mode}: {result}");
+        let asked = result["asked"].as_array().unwrap();
+        let sampled = asked.iter().find(|asked| asked["method"] == "sampling/createMessage").unwrap();
+        assert_eq!(sampled["max_tokens"], 100, "{mode}: {result}");
+
+        let media = result["media"].as_array().unwrap();
+        let kinds: Vec<&str> = media.iter().map(|block| block["type"].as_str().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            ["text", "image", "resource_link", "resource", "resource", "text", "text"],
+            "{mode}: {result}"
+        );
+        assert_eq!(media[1]["mimeType"], "image/png", "{mode}: {result}");
+        assert_eq!(media[1]["annotations"]["audience"], json!(["user"]), "{mode}: {result}");
+        assert_eq!(media[3]["resource"]["text"], "the second note", "{mode}: {result}");
+        assert_eq!(media[4]["resource"]["blob"], "AAEC", "{mode}: {result}");
+        assert_eq!(media[6]["annotations"], json!({"priority": 0.9}), "{mode}: {result}");
+        assert_eq!(result["media_structured"], json!({"blocks": 7}), "{mode}: {result}");
+    }
+
+    // Ungranted, each request is a typed refusal the tool turns into `failed`, naming the grant.
+    std::fs::write(&config, "").unwrap();
+    let result = common::mcp_client_scenario("sdk", "legacy", plugins.path(), &config);
+    assert_eq!(result["elicit"]["is_error"], true, "{result}");
+    let said = result["elicit"]["text"].as_str().unwrap();
+    assert!(said.contains("denied: elicitation is not granted to this plugin: add `elicitation = true`"), "{said}");
     assert_eq!(result["asked"], json!([]), "{result}");
 }

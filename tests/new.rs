@@ -68,12 +68,21 @@ fn scaffold(work: &Path, name: &str, lang: &str, extra: &[&str]) -> (PathBuf, St
 }
 
 /// Calls a template's counting `tool` in the plugins folder `dir` and checks
-/// its counts; the `call --json` report.
+/// its counts (its JSON, alone or as the `json` block of its content); the
+/// `call --json` report.
 fn counts(work: &Path, dir: &str, tool: &str) -> Value {
     let output = toolhost(work, &["--plugins", dir, "call", tool, r#"{"text":"héllo plugin  world"}"#, "--json"]);
     assert!(output.status.success(), "{tool}: {}{}", stdout(&output), stderr(&output));
     let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
-    let counted: Value = serde_json::from_str(report["output"]["value"].as_str().unwrap()).unwrap();
+    let json = match report["output"]["type"].as_str() {
+        Some("json") => &report["output"]["value"],
+        _ => report["output"]["value"]
+            .as_array()
+            .and_then(|blocks| blocks.iter().find(|block| block["type"] == "json"))
+            .map(|block| &block["json"])
+            .unwrap_or_else(|| panic!("{tool}: no JSON in {report}")),
+    };
+    let counted: Value = serde_json::from_str(json.as_str().unwrap()).unwrap();
     assert_eq!(counted, json!({ "words": 3, "characters": 19 }), "{tool}");
     report
 }
@@ -87,16 +96,78 @@ fn every_language_scaffolds_a_project_that_builds_and_answers() {
     }
 
     let dir = plugins.display().to_string();
+    let output = toolhost(work.path(), &["--plugins", &dir, "tools", "--json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let tools: Vec<Value> = serde_json::from_str(&stdout(&output)).unwrap();
+    for lang in ["rust", "python", "js", "c"] {
+        let tool = format!("count-{lang}");
+        let listed = tools.iter().find(|listed| listed["name"] == tool).unwrap_or_else(|| panic!("no {tool}"));
+        assert_eq!(listed["title"], "Count words", "{lang}: {listed}");
+        // Idempotent as declared; read-only, closed-world and not destructive as its (no) grants say too.
+        let hints =
+            json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false});
+        assert_eq!(listed["hints"], hints, "{lang}: {listed}");
+        assert_eq!(listed["output_schema"]["required"], json!(["words", "characters"]), "{lang}: {listed}");
+    }
+    for lang in ["rust", "python", "js", "c"] {
+        let wasm = plugins.join(format!("count-{lang}.wasm"));
+        let output = toolhost(work.path(), &["inspect", &wasm.display().to_string(), "--json"]);
+        let inspected: Value = serde_json::from_str(&stdout(&output)).unwrap();
+        assert_eq!(inspected["contract"], "0.2.0", "{lang}: {inspected}");
+    }
     for lang in ["rust", "python", "js", "c"] {
         let tool = format!("count-{lang}");
         let report = counts(work.path(), &dir, &tool);
         assert!(report["logs"].as_array().unwrap().iter().any(|log| log["message"] == "counted"), "{lang}: {report}");
+        // Contract 0.2.0: a text block for people, then the JSON.
+        assert_eq!(report["output"]["type"], "content", "{lang}: {report}");
+        assert_eq!(report["output"]["value"][0], json!({"type": "text", "text": "3 words, 19 characters"}), "{lang}");
+
+        // Progress goes to stderr as it comes; the blocks to stdout.
+        let output = toolhost(work.path(), &["--plugins", &dir, "call", &tool, r#"{"text":"héllo plugin  world"}"#]);
+        assert!(output.status.success(), "{lang}: {}", stderr(&output));
+        assert!(stderr(&output).contains("progress 1/1: counted"), "{lang}: {}", stderr(&output));
+        assert!(stdout(&output).starts_with("3 words, 19 characters\n{"), "{lang}: {}", stdout(&output));
 
         let output = toolhost(work.path(), &["--plugins", &dir, "call", &tool, r#"{"text":""}"#, "--json"]);
         assert_eq!(output.status.code(), Some(1), "{lang}");
         let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
         assert_eq!(report["error"]["kind"], "invalid_arguments", "{lang}: {report}");
         assert!(report["error"]["message"].as_str().unwrap().contains("`text` is empty"), "{lang}: {report}");
+    }
+}
+
+/// A project an older `toolhost new` wrote (contract 0.1.0, with the Rust SDK
+/// of its day in `toolhost-sdk/`, kept as it was in `tests/scaffold-0.1.0/`)
+/// still builds with its `build.sh`, and today's host runs it.
+#[test]
+fn a_project_scaffolded_for_contract_0_1_0_still_builds_and_answers() {
+    let work = tempfile::tempdir().unwrap();
+    let project = work.path().join("legacy-count");
+    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/scaffold-0.1.0/rust"), &project);
+    build(&project);
+    let plugins = work.path().join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::copy(project.join("legacy-count.wasm"), plugins.join("legacy-count.wasm")).unwrap();
+    let dir = plugins.display().to_string();
+    let report = counts(work.path(), &dir, "legacy-count");
+    assert_eq!(report["output"]["type"], "json", "{report}");
+    let output =
+        toolhost(work.path(), &["inspect", &plugins.join("legacy-count.wasm").display().to_string(), "--json"]);
+    let inspected: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(inspected["contract"], "0.1.0", "{inspected}");
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
     }
 }
 
@@ -174,10 +245,11 @@ fn edits(lang: &str) -> Vec<(&'static str, &'static str, &'static str)> {
     match lang {
         "rust" => vec![(
             "src/lib.rs",
-            "    count,\n)];",
-            r#"    count,
-), Tool::new("measure_rust", "Fetches a page and counts its bytes, words or lines.", measure),
-   Tool::new("spin_rust", "Never stops.", spin)];
+            "    .output::<Counts>()\n];",
+            r#"    .output::<Counts>(),
+    Tool::new("measure_rust", "Fetches a page and counts its bytes, words or lines.", measure),
+    Tool::new("spin_rust", "Never stops.", spin),
+];
 
 /// What to count.
 #[derive(Deserialize, JsonSchema)]
@@ -205,7 +277,7 @@ struct Measured {
     count: usize,
 }
 
-fn measure(args: MeasureArgs) -> Result<Json<Measured>, ToolError> {
+fn measure(args: MeasureArgs) -> Result<toolhost_sdk::Json<Measured>, ToolError> {
     let response = toolhost_sdk::http::get(&args.url).send(1 << 20)?;
     let text = response.text();
     let count = match args.unit {
@@ -213,7 +285,7 @@ fn measure(args: MeasureArgs) -> Result<Json<Measured>, ToolError> {
         Unit::Words => text.split_whitespace().count(),
         Unit::Lines => text.lines().count(),
     };
-    Ok(Json(Measured { status: response.status, count }))
+    Ok(toolhost_sdk::Json(Measured { status: response.status, count }))
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -498,8 +570,8 @@ fn author(lang: &str) {
     assert_eq!(report["error"]["kind"], "timeout", "{lang}: {report}");
     let output = toolhost(&["call", &name, r#"{"text":"still here"}"#]);
     assert!(output.status.success(), "{lang}: {}", stderr(&output));
-    // Printed in the plugin's key order: "words" before "characters".
-    assert_eq!(stdout(&output), "{\n  \"words\": 2,\n  \"characters\": 10\n}\n", "{lang}");
+    // The text block, then the JSON in the plugin's key order: "words" before "characters".
+    assert_eq!(stdout(&output), "2 words, 10 characters\n{\n  \"words\": 2,\n  \"characters\": 10\n}\n", "{lang}");
 }
 
 #[test]

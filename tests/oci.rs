@@ -327,7 +327,7 @@ fn a_plugin_manifest_travels_in_an_annotation_of_the_one_layer_wasm_artifact() {
     assert_eq!((config["architecture"].as_str(), config["os"].as_str()), (Some("wasm"), Some("wasip2")));
     assert_eq!(config["layerDigests"][0], manifest["layers"][0]["digest"]);
     let exports = config["component"]["exports"].as_array().unwrap();
-    assert!(exports.iter().any(|export| export == "toolhost:plugin/tools@0.1.0"), "{config}");
+    assert!(exports.iter().any(|export| export == "toolhost:plugin/tools@0.2.0"), "{config}");
 
     let dir = tempfile::tempdir().unwrap();
     let output = run(work.path(), &["pull", &reference, "--dir", &dir.path().display().to_string()], &[]);

@@ -108,8 +108,12 @@ pub fn content_from_wit(content: wit::Content) -> Content {
             size: link.size,
         }),
         wit::Content::Embedded(resource) => match resource.body {
-            wit::ResourceBody::Text(text) => Content::EmbeddedText { uri: resource.uri, mime_type: resource.mime_type, text },
-            wit::ResourceBody::Blob(data) => Content::EmbeddedBlob { uri: resource.uri, mime_type: resource.mime_type, data },
+            wit::ResourceBody::Text(text) => {
+                Content::EmbeddedText { uri: resource.uri, mime_type: resource.mime_type, text }
+            }
+            wit::ResourceBody::Blob(data) => {
+                Content::EmbeddedBlob { uri: resource.uri, mime_type: resource.mime_type, data }
+            }
         },
     }
 }
@@ -154,7 +158,10 @@ mod tests {
         assert_eq!(schema["properties"]["a"]["description"], "First term.");
         assert_eq!(schema["required"], serde_json::json!(["a", "b"]));
         assert_eq!(listed[0].title.as_deref(), Some("Add"));
-        assert_eq!((listed[0].hints.read_only, listed[0].hints.idempotent, listed[0].hints.destructive), (Some(true), Some(true), None));
+        assert_eq!(
+            (listed[0].hints.read_only, listed[0].hints.idempotent, listed[0].hints.destructive),
+            (Some(true), Some(true), None)
+        );
         assert!(listed[0].output_schema.as_deref().is_some_and(|schema| schema.contains("First term.")));
         assert!(listed[1].title.is_none() && listed[1].output_schema.is_none());
     }
@@ -162,7 +169,9 @@ mod tests {
     #[test]
     fn calls_deserialize_and_map_results_and_errors() {
         let call = |name: &str, args: &str| call_tool(tools(), name, args);
-        assert!(matches!(call("add", r#"{"a":2,"b":3}"#), Ok(blocks) if matches!(&blocks[..], [WitBlock { content: wit::Content::Json(text), annotations: None }] if text == "5")));
+        assert!(
+            matches!(call("add", r#"{"a":2,"b":3}"#), Ok(blocks) if matches!(&blocks[..], [WitBlock { content: wit::Content::Json(text), annotations: None }] if text == "5"))
+        );
         assert!(matches!(call("add", r#"{"a":"x"}"#), Err(WitError::InvalidArguments(_))));
         assert!(
             matches!(call("add", &format!(r#"{{"a":{},"b":1}}"#, i64::MAX)), Err(WitError::Failed(m)) if m == "overflow")

@@ -358,7 +358,9 @@ impl Question {
 
     fn into_wit(self) -> wit::Question {
         match self {
-            Question::Form { message, schema } => wit::Question::Elicit(wit::Elicitation::Form((message, schema.to_string()))),
+            Question::Form { message, schema } => {
+                wit::Question::Elicit(wit::Elicitation::Form((message, schema.to_string())))
+            }
             Question::Url { message, url } => wit::Question::Elicit(wit::Elicitation::Url((message, url))),
             Question::Sample(sampling) => wit::Question::Sample(sampling.into_wit()),
             Question::Roots => wit::Question::Roots,

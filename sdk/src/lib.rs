@@ -59,7 +59,7 @@ pub mod http;
 pub mod log;
 mod output;
 
-pub use call::Call;
+pub use call::{Answer, Call, Elicited, Question, RequestError, Root, Sampled, Sampling};
 pub use output::{Annotations, Content, Json, Output, ResourceLink, Role};
 
 /// Why a tool call did not produce output.
@@ -143,11 +143,7 @@ impl Tool {
         A: DeserializeOwned + JsonSchema + 'static,
         O: Into<Output> + 'static,
     {
-        Tool::build::<A>(
-            name,
-            description,
-            Box::new(move |arguments, _| function(parse(arguments)?).map(Into::into)),
-        )
+        Tool::build::<A>(name, description, Box::new(move |arguments, _| function(parse(arguments)?).map(Into::into)))
     }
 
     /// A tool whose `function` also gets the running [`Call`], to report
@@ -169,7 +165,15 @@ impl Tool {
     }
 
     fn build<A: JsonSchema>(name: &'static str, description: &'static str, invoke: Invoke) -> Self {
-        Tool { name, title: None, description, schema: schema_of::<A>, output_schema: None, hints: Hints::default(), invoke }
+        Tool {
+            name,
+            title: None,
+            description,
+            schema: schema_of::<A>,
+            output_schema: None,
+            hints: Hints::default(),
+            invoke,
+        }
     }
 
     /// Its name for people (a client may show it instead of the name).

@@ -114,7 +114,11 @@ impl Output {
 
     /// A text resource, embedded.
     pub fn embedded_text(uri: impl Into<String>, mime_type: Option<&str>, text: impl Into<String>) -> Self {
-        Output::new(Content::EmbeddedText { uri: uri.into(), mime_type: mime_type.map(str::to_owned), text: text.into() })
+        Output::new(Content::EmbeddedText {
+            uri: uri.into(),
+            mime_type: mime_type.map(str::to_owned),
+            text: text.into(),
+        })
     }
 
     /// A binary resource, embedded.

@@ -23,6 +23,8 @@ Scenarios:
                  elicitation, sampling and roots callbacks (a server-to-client
                  request in a session, InputRequiredResult rounds in 2026-07-28);
                  a message containing "bad" gets an answer that breaks the schema
+    sdk          the sdk_asks test plugin (the Rust SDK's call context), answered
+                 as in `asking`, and every block of sdk_media
     undeclared   the same tools, asked by a client without those capabilities
     oauth        with --client ID:SECRET:SCOPES --issuer URL: an OAuth client
                  (client credentials) lists the tools and calls the first one it sees
@@ -212,6 +214,20 @@ async def asking(client):
     return out
 
 
+async def sdk(client):
+    """sdk_asks' tools (the Rust SDK's call context), answered as in `asking`."""
+    out = {"protocol": client.protocol_version}
+    out["elicit"] = await outcome(client, "sdk_elicit", {})
+    out["sample"] = await outcome(client, "sdk_sample", {"prompt": "What is 2+2?"})
+    out["roots"] = await outcome(client, "sdk_roots", {})
+    out["batch"] = await outcome(client, "sdk_batch", {})
+    media = await client.call_tool("sdk_media", {})
+    out["media"] = [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in media.content]
+    out["media_structured"] = media.structured_content
+    out["asked"] = ASKED
+    return out
+
+
 async def undeclared(client):
     out = {"protocol": client.protocol_version}
     out["sampling"] = await outcome(client, "test_sampling", {"prompt": "What is 2+2?"})
@@ -297,7 +313,7 @@ async def main():
     else:
         server = StdioServerParameters(command=args.command[0], args=args.command[1:] + ["serve"], env=dict(os.environ))
     answers = {}
-    if args.scenario == "asking":
+    if args.scenario in ("asking", "sdk"):
         answers = {"sampling_callback": on_sampling, "elicitation_callback": on_elicitation, "list_roots_callback": on_roots}
     client = Client(
         server,
@@ -310,7 +326,7 @@ async def main():
     )
     async with client:
         scenario = {"basics": basics, "listchanged": listchanged, "logs": logs, "quotas": quotas, "typed": typed, "content": content,
-                    "asking": asking, "undeclared": undeclared}[args.scenario]
+                    "asking": asking, "sdk": sdk, "undeclared": undeclared}[args.scenario]
         result = await scenario(client)
     print(json.dumps(result, default=str))
 

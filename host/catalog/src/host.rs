@@ -541,8 +541,8 @@ impl Host {
             Response::Called(Err(WitCallError::InvalidArguments(message))) => Err(CallError::InvalidArguments(message)),
             Response::Called(Err(WitCallError::Failed(message))) => Err(CallError::ToolFailed(message)),
             Response::Content(Ok(blocks)) => match &called.output_validator {
-                Some(validator) => structured(validator, &blocks).map(|()| ToolOutput::Content(blocks)),
-                None => Ok(ToolOutput::Content(blocks)),
+                Some(validator) => structured(validator, &blocks).map(|()| plain(blocks)),
+                None => Ok(plain(blocks)),
             },
             Response::Content(Err(WitCallError::InvalidArguments(message))) => {
                 Err(CallError::InvalidArguments(message))
@@ -692,6 +692,18 @@ fn wrong_answer() -> OfferError {
 
 /// Checks the `json` block of a result against the tool's output schema:
 /// a tool that declares one must return a structured result that matches it.
+/// A result of one plain text or JSON block is that text or JSON, whichever
+/// contract produced it: every front end then shows and serves it alike.
+fn plain(mut blocks: Vec<ContentBlock>) -> ToolOutput {
+    match blocks.as_mut_slice() {
+        [ContentBlock { content: Content::Text { text }, annotations: None }] => ToolOutput::Text(std::mem::take(text)),
+        [ContentBlock { content: Content::Json { json, .. }, annotations: None }] => {
+            ToolOutput::Json(std::mem::take(json))
+        }
+        _ => ToolOutput::Content(blocks),
+    }
+}
+
 fn structured(validator: &jsonschema::Validator, blocks: &[ContentBlock]) -> Result<(), CallError> {
     let json = blocks.iter().find(|block| matches!(block.content, Content::Json { .. }));
     let Some(json) = json else {

@@ -325,8 +325,9 @@ fn wire_content(block: &toolhost_runtime::content::ContentBlock) -> Value {
         }
     };
     if let Some(annotations) = &block.annotations {
+        // An empty audience means both (the contract's word); MCP says that by leaving it out.
         wire["annotations"] = json!({
-            "audience": annotations.audience,
+            "audience": (!annotations.audience.is_empty()).then_some(&annotations.audience),
             "priority": annotations.priority.map(|priority| priority.0),
             "lastModified": annotations.last_modified,
         });

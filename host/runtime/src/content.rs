@@ -115,7 +115,8 @@ pub enum ResourceBody {
 /// Hints about a block.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Annotations {
-    /// Who it is for: `user`, `assistant`.
+    /// Who it is for: `user`, `assistant` (empty: both).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub audience: Vec<&'static str>,
     /// How important it is, 0 to 1.
     #[serde(skip_serializing_if = "Option::is_none")]

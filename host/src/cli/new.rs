@@ -94,10 +94,12 @@ const RUST: &[File] = &[
     file("toolhost-sdk/Cargo.toml", repo_file!("sdk/templates/rust/toolhost-sdk.Cargo.toml")),
     file("toolhost-sdk/src/lib.rs", repo_file!("sdk/src/lib.rs")),
     file("toolhost-sdk/src/__private.rs", repo_file!("sdk/src/__private.rs")),
+    file("toolhost-sdk/src/call.rs", repo_file!("sdk/src/call.rs")),
+    file("toolhost-sdk/src/output.rs", repo_file!("sdk/src/output.rs")),
     file("toolhost-sdk/src/http.rs", repo_file!("sdk/src/http.rs")),
     file("toolhost-sdk/src/log.rs", repo_file!("sdk/src/log.rs")),
-    // Where toolhost-sdk/src/__private.rs reads the contract from (`../wit/v0.1.0`).
-    file("wit/v0.1.0/plugin.wit", WIT),
+    // Where toolhost-sdk/src/__private.rs reads the contract from (`../wit/v0.2.0`).
+    file("wit/v0.2.0/plugin.wit", repo_file!("wit/v0.2.0/plugin.wit")),
     script("build.sh", repo_file!("sdk/templates/rust/build.sh")),
     file("README.md", repo_file!("sdk/templates/rust/README.md")),
     file(".gitignore", repo_file!("sdk/templates/rust/.gitignore")),
@@ -480,8 +482,8 @@ mod tests {
             let source = source.unwrap().file_name().to_string_lossy().into_owned();
             assert!(files.contains(&format!("toolhost-sdk/src/{source}").as_str()), "{source}");
         }
-        assert!(repo_file!("sdk/src/__private.rs").contains("path: \"../wit/v0.1.0\""));
-        assert!(files.contains(&"wit/v0.1.0/plugin.wit"));
+        assert!(repo_file!("sdk/src/__private.rs").contains("path: \"../wit/v0.2.0\""));
+        assert!(files.contains(&"wit/v0.2.0/plugin.wit"));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use toolhost::{Host, ProblemKind};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Print a JSON array: name, plugin, description, input_schema, output_schema, path, asks, grants
+    /// Print a JSON array: name, plugin, title, description, input_schema, output_schema, hints, path, asks, grants
     #[arg(long)]
     json: bool,
 }
@@ -37,6 +37,7 @@ pub fn run(host: &Host, args: &Args) -> Result<ExitCode> {
                     "description": entry.description(),
                     "input_schema": entry.schema(),
                     "output_schema": entry.output_schema(),
+                    "hints": hints_json(entry.hints()),
                     "path": entry.location().display().to_string(),
                 });
                 if let Some(server) = entry.mcp_server() {
@@ -380,6 +381,17 @@ fn bounds(schema: &Value) -> Vec<String> {
         bounds.push(format!("pattern {pattern}"));
     }
     bounds
+}
+
+/// A tool's hints as MCP names them; those not known are left out.
+fn hints_json(hints: toolhost::catalog::Hints) -> Value {
+    let known = [
+        ("readOnlyHint", hints.read_only),
+        ("destructiveHint", hints.destructive),
+        ("idempotentHint", hints.idempotent),
+        ("openWorldHint", hints.open_world),
+    ];
+    Value::Object(known.into_iter().filter_map(|(name, hint)| Some((name.to_owned(), Value::Bool(hint?)))).collect())
 }
 
 #[cfg(test)]

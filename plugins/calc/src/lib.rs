@@ -13,9 +13,10 @@ use serde::{Deserialize, Serialize};
 use toolhost_sdk::serde_json;
 use toolhost_sdk::{Json, Tool, ToolError, register_tools};
 
-register_tools![Tool::new(
-    "calculate",
-    "Evaluates an arithmetic expression exactly as written and returns JSON \
+register_tools![
+    Tool::new(
+        "calculate",
+        "Evaluates an arithmetic expression exactly as written and returns JSON \
      {\"expression\": ..., \"result\": number}. Supports + - * / % (remainder) and ^ or ** \
      (power, right-associative; -2^2 is -4), unary minus, parentheses, numbers like 1.5, \
      1e-3 and 1_000, the constants pi, e and tau, and the functions sqrt, cbrt, abs, sign, \
@@ -27,8 +28,12 @@ register_tools![Tool::new(
      0.30000000000000004. Example: {\"expression\": \"2 * (3 + x) ^ 2\", \"variables\": \
      {\"x\": 1}} returns {\"expression\": \"2 * (3 + x) ^ 2\", \"result\": 32}. Errors name \
      the column of the problem, e.g. \"unexpected `)` at column 8\".",
-    calculate,
-)];
+        calculate,
+    )
+    .title("Calculator")
+    .read_only()
+    .idempotent()
+];
 
 /// Arguments of `calculate`.
 #[derive(Deserialize, JsonSchema)]
@@ -86,7 +91,10 @@ mod tests {
             variables: BTreeMap::from([("x".to_owned(), 1.0)]),
         };
         let output: toolhost_sdk::Output = calculate(args).unwrap().into();
-        assert_eq!(output, toolhost_sdk::Output::json_text(r#"{"expression":"2 * (3 + x) ^ 2","result":32}"#.to_owned()));
+        assert_eq!(
+            output,
+            toolhost_sdk::Output::json_text(r#"{"expression":"2 * (3 + x) ^ 2","result":32}"#.to_owned())
+        );
     }
 
     #[test]

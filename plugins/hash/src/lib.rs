@@ -18,7 +18,10 @@ register_tools![
          64 lower-case hex digits. Example: {\"text\": \"abc\"} returns \
          ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad.",
         sha256,
-    ),
+    )
+    .title("SHA-256 digest")
+    .read_only()
+    .idempotent(),
     Tool::new(
         "sha512",
         "Computes the SHA-512 digest of a text (hashed as its UTF-8 bytes) and returns it as \
