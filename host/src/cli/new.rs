@@ -119,8 +119,9 @@ const PYTHON: &[File] = &[
 
 const JS: &[File] = &[
     file("app.js", repo_file!("sdk/templates/js/app.js")),
+    file("toolhost.js", repo_file!("sdk/js/toolhost.js")),
     file("package.json", repo_file!("sdk/templates/js/package.json")),
-    file("wit/plugin.wit", WIT),
+    file("wit/plugin.wit", WIT_0_2),
     script("build.sh", repo_file!("sdk/templates/js/build.sh")),
     file("README.md", repo_file!("sdk/templates/js/README.md")),
     file(".gitignore", repo_file!("sdk/templates/js/.gitignore")),
