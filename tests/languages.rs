@@ -4,7 +4,9 @@
 //! and failures as the contract's typed errors, log through the host, are
 //! held to the same limits as Rust plugins, and reach the network only where
 //! granted (the JavaScript `webpage`, Python `pagemeta` and C `urlcheck`
-//! plugins against a server on 127.0.0.1).
+//! plugins against a server on 127.0.0.1). `pagemeta` and `urlcheck` are
+//! built against contract 0.2.0 (sdk/wit-http) and answer in content blocks;
+//! the others stay on 0.1.0.
 
 mod common;
 
@@ -23,6 +25,19 @@ fn call(tool: &str, args: Value) -> Value {
         .unwrap_or_else(|err| panic!("{tool}: --json printed no JSON ({err}): {}", stderr(&output)));
     assert_eq!(output.status.code(), Some(if report["ok"] == true { 0 } else { 1 }), "{report}");
     report
+}
+
+/// The JSON document of a successful call's outcome: a contract 0.1.0
+/// plugin's JSON output, or a contract 0.2.0 plugin's one JSON block (the
+/// plugins with `http` in their manifest are built against 0.2.0).
+fn json_outcome(outcome: &Result<ToolOutput, CallError>) -> Option<Value> {
+    match outcome {
+        Ok(ToolOutput::Json(text)) => serde_json::from_str(text).ok(),
+        Ok(ToolOutput::Content(blocks)) => {
+            blocks.iter().find_map(|block| block.content.json_value()).map(|value| value.into_owned())
+        }
+        _ => None,
+    }
 }
 
 /// The JSON output of a successful call.
@@ -366,10 +381,9 @@ async fn a_python_plugin_fetches_a_granted_host_and_is_refused_another() {
     let other = TestServer::start();
     let grant = format!("[plugins.pagemeta]\nhttp = [\"{}\"]\n", server.origin());
     let report = fetch_with("pagemeta", "page_meta", &grant, &server.url("/page")).await;
-    let Ok(ToolOutput::Json(text)) = &report.outcome else {
+    let Some(page) = json_outcome(&report.outcome) else {
         panic!("{:?} (refused: {:?}, stderr: {})", report.outcome, report.refused, report.stderr)
     };
-    let page: Value = serde_json::from_str(text).unwrap();
     assert_eq!(
         page,
         json!({
@@ -410,10 +424,9 @@ async fn a_c_plugin_fetches_a_granted_host_and_is_refused_another() {
     let other = TestServer::start();
     let grant = format!("[plugins.urlcheck]\nhttp = [\"{}\"]\n", server.origin());
     let report = fetch_with("urlcheck", "check_url", &grant, &server.url("/hello")).await;
-    let Ok(ToolOutput::Json(text)) = &report.outcome else {
+    let Some(checked) = json_outcome(&report.outcome) else {
         panic!("{:?} (refused: {:?}, stderr: {})", report.outcome, report.refused, report.stderr)
     };
-    let checked: Value = serde_json::from_str(text).unwrap();
     assert_eq!(
         checked,
         json!({
@@ -426,8 +439,8 @@ async fn a_c_plugin_fetches_a_granted_host_and_is_refused_another() {
 
     // A 404 is an answer, not a failure, for a tool that checks URLs.
     let report = fetch_with("urlcheck", "check_url", &grant, &server.url("/missing")).await;
-    let Ok(ToolOutput::Json(text)) = &report.outcome else { panic!("{:?}", report.outcome) };
-    assert_eq!(serde_json::from_str::<Value>(text).unwrap()["status"], 404);
+    let Some(checked) = json_outcome(&report.outcome) else { panic!("{:?}", report.outcome) };
+    assert_eq!(checked["status"], 404);
 
     let report = fetch_with("urlcheck", "check_url", &grant, "ftp://example.com/x").await;
     assert!(

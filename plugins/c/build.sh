@@ -2,11 +2,14 @@
 # Builds the C plugins in this folder into components:
 #   plugins/c/NAME/*.c              -> plugins/dist/NAME.wasm
 #   plugins/c/misbehaving/NAME/*.c  -> plugins/dist-test/NAME.wasm
-# Each is compiled with sdk/c/toolhost.c (the C SDK) and the bindings that
-# wit-bindgen's C generator writes for wit/v0.1.0. A plugin whose manifest
-# (NAME.toml) asks for `http` is compiled against the world in sdk/wit-http
-# (the contract plus wasi:http/outgoing-handler) with sdk/c/toolhost_http.c,
-# and its manifest travels beside its .wasm.
+# Each is compiled with the C SDK and the bindings that wit-bindgen's C
+# generator writes. A plugin whose manifest (NAME.toml) asks for `http` is
+# compiled against the world in sdk/wit-http (contract 0.2.0 plus
+# wasi:http/outgoing-handler) with sdk/c/toolhost.c (the C SDK for 0.2.0) and
+# sdk/c/toolhost_http.c, and its manifest travels beside its .wasm. The others
+# stay on contract 0.1.0 (wit/v0.1.0, with the SDK of that version in
+# sdk/c/v0.1.0), which proves that plugins built against it still build and
+# load.
 #
 # Toolchain, installed here when missing (and skipped when present):
 #   clang, lld, wasi-libc, libclang-rt-N-dev-wasm32  Debian packages (apt-get); wasi-libc
@@ -79,21 +82,24 @@ bindings() {
     fi
 }
 bindings "$repo/wit/v0.1.0" toolhost:plugin/plugin@0.1.0 "$build/gen"
-bindings "$repo/sdk/wit-http" toolhost:plugin-with-http/plugin@0.1.0 "$build/gen-http"
+bindings "$repo/sdk/wit-http" toolhost:plugin-with-http/plugin@0.2.0 "$build/gen-http"
 
 # compile NAME DIR OUT_DIR
 compile() {
     local name="$1" dir="$2" out="$3" source
-    local objects="$build/obj/$name" gen="$build/gen" sources=("$dir"/*.c "$repo/sdk/c/toolhost.c")
+    local objects="$build/obj/$name" gen="$build/gen" sdk="$repo/sdk/c/v0.1.0"
+    local sources=("$dir"/*.c)
     if grep -qs '^http *=' "$dir/$name.toml"; then
         gen="$build/gen-http"
+        sdk="$repo/sdk/c"
         sources+=("$repo/sdk/c/toolhost_http.c")
         cp "$dir/$name.toml" "$out/"
     fi
+    sources+=("$sdk/toolhost.c")
     rm -rf "$objects"
     mkdir -p "$objects"
     for source in "${sources[@]}" "$gen/plugin.c"; do
-        clang --target=wasm32-wasi -O2 -Wall -Wextra -I "$gen" -I "$repo/sdk/c" \
+        clang --target=wasm32-wasi -O2 -Wall -Wextra -I "$gen" -I "$sdk" \
             -c "$source" -o "$objects/$(basename "$source" .c).o"
     done
     # Linked without -O: with it clang would run a `wasm-opt` found on PATH

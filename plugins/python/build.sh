@@ -10,9 +10,11 @@
 # A plugin with a wit/ folder of its own is built against the world in it (a
 # component of plain typed functions, not toolhost's contract).
 # A plugin whose manifest (NAME.toml) asks for `http` is built against the
-# world in sdk/wit-http (the contract plus wasi:http/outgoing-handler) with
-# sdk/python/toolhost_http.py bundled beside it; its manifest travels beside
-# its .wasm.
+# world in sdk/wit-http (contract 0.2.0 plus wasi:http/outgoing-handler) with
+# sdk/python/ (toolhost.py, the 0.2.0 helper, and toolhost_http.py) bundled
+# beside it; its manifest travels beside its .wasm. The others stay on
+# contract 0.1.0, which proves that plugins built against it still build and
+# load.
 # Usage: bash plugins/python/build.sh (plugins/build.sh calls it).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -34,7 +36,7 @@ fi
 # file would make every host recompile it.
 stale() {
     local artifact="$1" dir="$2"
-    [ ! -f "$artifact" ] || [ -n "$(find "$dir" "$repo/wit/v0.1.0" "$repo/sdk/wit-http" "$repo/sdk/python" "$here/build.sh" "$here/requirements.txt" -newer "$artifact" -print -quit)" ]
+    [ ! -f "$artifact" ] || [ -n "$(find "$dir" "$repo/wit/v0.1.0" "$repo/wit/v0.2.0" "$repo/sdk/wit-http" "$repo/sdk/python" "$here/build.sh" "$here/requirements.txt" -newer "$artifact" -print -quit)" ]
 }
 
 mkdir -p "$here/target" "$repo/plugins/dist" "$repo/plugins/dist-test"
@@ -52,7 +54,7 @@ for dir in "$here"/*/ "$here"/misbehaving/*/ "$here"/testing/*/; do
     if [ -d "$dir/wit" ]; then
         world=(-d "$dir/wit" -w "$(sed -n 's/^world \([a-z0-9-]*\).*/\1/p' "$dir"/wit/*.wit | head -n 1)")
     elif grep -qs '^http *=' "$dir/$name.toml"; then
-        world=(-d "$repo/sdk/wit-http" -w toolhost:plugin-with-http/plugin@0.1.0)
+        world=(-d "$repo/sdk/wit-http" -w toolhost:plugin-with-http/plugin@0.2.0)
         paths+=(-p "$repo/sdk/python")
     fi
     artifact="$here/target/$name.wasm"

@@ -1,6 +1,6 @@
 /*
  * toolhost_http.c: th_http_get over the bindings wit-bindgen writes for the
- * world toolhost:plugin-with-http/plugin@0.1.0. See toolhost_http.h.
+ * world toolhost:plugin-with-http/plugin@0.2.0. See toolhost_http.h.
  */
 #include "toolhost_http.h"
 

@@ -2,9 +2,9 @@
  * toolhost_http.h: HTTP from a toolhost plugin written in C, over
  * `wasi:http/outgoing-handler`.
  *
- * Build the plugin against the world `toolhost:plugin-with-http/plugin@0.1.0`
- * (`wit-bindgen c wit --world toolhost:plugin-with-http/plugin@0.1.0`, as the
- * scaffold's build.sh does), which adds wasi:http to the contract, and compile
+ * Build the plugin against the world `toolhost:plugin-with-http/plugin@0.2.0`
+ * (`wit-bindgen c wit --world toolhost:plugin-with-http/plugin@0.2.0`, as the
+ * scaffold's build.sh does), which adds wasi:http to contract 0.2.0, and compile
  * toolhost_http.c with the plugin. A plugin that never calls th_http_get
  * imports no wasi:http: the linker drops what is not used.
  *

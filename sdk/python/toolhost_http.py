@@ -3,8 +3,8 @@
 toolhost sends a request only to a scheme, host and port the operator granted
 the plugin (`[plugins.NAME] http = [...]` in toolhost.toml); any other request
 fails with `Denied` before anything leaves the machine. Build the plugin
-against the world `toolhost:plugin-with-http/plugin@0.1.0` (the scaffold's
-build.sh does), which adds `wasi:http/outgoing-handler` to the contract.
+against the world `toolhost:plugin-with-http/plugin@0.2.0` (the scaffold's
+build.sh does), which adds `wasi:http/outgoing-handler` to contract 0.2.0.
 
     import toolhost_http
 

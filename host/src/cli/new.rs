@@ -6,10 +6,12 @@
 //!
 //! The templates are the folders under `sdk/templates/`, compiled into the
 //! binary together with everything a project needs besides its language's
-//! toolchain: the contract (`wit/v0.1.0/plugin.wit`), the Rust SDK's source
-//! (`sdk/src/`, written into the project as `toolhost-sdk/`), the C SDK
-//! (`sdk/c/`), the Python HTTP helper (`sdk/python/`) and the world with
-//! `wasi:http` that the C and Python projects build against (`sdk/wit-http/`).
+//! toolchain: the contract (`wit/v0.2.0/plugin.wit` for the Python,
+//! JavaScript and C projects), the Rust SDK's source (`sdk/src/`, written into
+//! the project as `toolhost-sdk/`), the C SDK (`sdk/c/`), the Python helpers
+//! (`sdk/python/`: `toolhost.py` and the HTTP helper), the JavaScript helper
+//! (`sdk/js/toolhost.js`) and the world with `wasi:http` that the C and Python
+//! projects build against (`sdk/wit-http/`).
 //! So an installed `toolhost` scaffolds without the repository, and nothing in
 //! a project refers to where toolhost was built.
 //! The toolchain versions a template pins are read from the files that pin
@@ -74,11 +76,14 @@ macro_rules! repo_file {
 
 const WIT: &str = repo_file!("wit/v0.1.0/plugin.wit");
 
+/// Contract 0.2.0, which the Python, JavaScript and C projects are written against.
+const WIT_0_2: &str = repo_file!("wit/v0.2.0/plugin.wit");
+
 /// The world with `wasi:http` (sdk/wit-http) that the C and Python projects
 /// build against: `wit/world.wit`, and its dependencies in `wit/deps/`.
 const WIT_HTTP: &[File] = &[
     file("wit/world.wit", repo_file!("sdk/wit-http/world.wit")),
-    file("wit/deps/toolhost-plugin.wit", WIT),
+    file("wit/deps/toolhost-plugin.wit", WIT_0_2),
     file("wit/deps/cli.wit", repo_file!("sdk/wit-http/deps/cli.wit")),
     file("wit/deps/clocks.wit", repo_file!("sdk/wit-http/deps/clocks.wit")),
     file("wit/deps/filesystem.wit", repo_file!("sdk/wit-http/deps/filesystem.wit")),
@@ -107,6 +112,7 @@ const RUST: &[File] = &[
 
 const PYTHON: &[File] = &[
     file("src/app.py", repo_file!("sdk/templates/python/src/app.py")),
+    file("src/toolhost.py", repo_file!("sdk/python/toolhost.py")),
     file("src/toolhost_http.py", repo_file!("sdk/python/toolhost_http.py")),
     script("build.sh", repo_file!("sdk/templates/python/build.sh")),
     file("README.md", repo_file!("sdk/templates/python/README.md")),
@@ -115,8 +121,9 @@ const PYTHON: &[File] = &[
 
 const JS: &[File] = &[
     file("app.js", repo_file!("sdk/templates/js/app.js")),
+    file("toolhost.js", repo_file!("sdk/js/toolhost.js")),
     file("package.json", repo_file!("sdk/templates/js/package.json")),
-    file("wit/plugin.wit", WIT),
+    file("wit/plugin.wit", WIT_0_2),
     script("build.sh", repo_file!("sdk/templates/js/build.sh")),
     file("README.md", repo_file!("sdk/templates/js/README.md")),
     file(".gitignore", repo_file!("sdk/templates/js/.gitignore")),
@@ -178,7 +185,7 @@ const C_BUILD: &str = repo_file!("plugins/c/build.sh");
 const RUST_TYPED: &str = repo_file!("plugins/testing/typed_shop/Cargo.toml");
 
 /// The world a contract project's Python and C builds bind to (sdk/wit-http).
-const CONTRACT_WORLD: &str = "toolhost:plugin-with-http/plugin@0.1.0";
+const CONTRACT_WORLD: &str = "toolhost:plugin-with-http/plugin@0.2.0";
 
 impl Lang {
     fn files(self, typed: bool) -> impl Iterator<Item = &'static File> {

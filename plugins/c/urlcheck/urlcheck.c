@@ -7,8 +7,9 @@
  * wasi:http/outgoing-handler), so it reaches only the hosts its operator
  * grants in toolhost.toml ([plugins.urlcheck] http = [...]); urlcheck.toml
  * beside it says what it asks for. plugins/c/build.sh builds it against the
- * world toolhost:plugin-with-http/plugin@0.1.0 (sdk/wit-http) because of that
- * manifest.
+ * world toolhost:plugin-with-http/plugin@0.2.0 (sdk/wit-http: contract 0.2.0
+ * plus wasi:http) with the 0.2.0 C SDK because of that manifest; it answers
+ * with one JSON block.
  */
 #include "toolhost.h"
 #include "toolhost_http.h"
@@ -27,6 +28,9 @@ void exports_toolhost_plugin_tools_list_tools(exports_toolhost_plugin_tools_list
                  "\"url\":{\"type\":\"string\",\"description\":\"An http:// or https:// URL.\"},"
                  "\"preview\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":1000,\"default\":80,"
                  "\"description\":\"How many characters of the body to show.\"}}}");
+    th_tools_title(ret, 0, "Check a URL");
+    th_tools_hint(ret, 0, TH_HINT_READ_ONLY, true);
+    th_tools_hint(ret, 0, TH_HINT_OPEN_WORLD, true);
 }
 
 /* The first `count` characters (not bytes) of UTF-8 `text`, as a byte length. */
@@ -40,8 +44,7 @@ static size_t utf8_prefix(const char *text, size_t len, size_t count) {
     return at;
 }
 
-static bool check_url(const th_json *args, exports_toolhost_plugin_tools_tool_output_t *ret,
-                      exports_toolhost_plugin_tools_call_error_t *err) {
+static bool check_url(const th_json *args, th_blocks *ret, exports_toolhost_plugin_tools_call_error_t *err) {
     const char *url = th_json_get(args, "url")->string;
     const th_json *preview = th_json_get(args, "preview");
     size_t shown = preview ? (size_t)preview->number : 80;
@@ -84,11 +87,11 @@ static bool check_url(const th_json *args, exports_toolhost_plugin_tools_tool_ou
     return th_ok_json_buf(ret, &out);
 }
 
-bool exports_toolhost_plugin_tools_call_tool(plugin_string_t *name, plugin_string_t *arguments,
-                                             exports_toolhost_plugin_tools_tool_output_t *ret,
+bool exports_toolhost_plugin_tools_call_tool(plugin_string_t *name, plugin_string_t *arguments, th_blocks *ret,
                                              exports_toolhost_plugin_tools_call_error_t *err) {
     char error[128];
     bool ok;
+    th_blocks_init(ret);
     /* The host has already checked the arguments against the tool's schema. */
     th_json *args = th_json_parse((const char *)arguments->ptr, arguments->len, error, sizeof error);
     char *tool = th_string(name);

@@ -6,19 +6,18 @@ It GETs the page through `toolhost_http` (sdk/python/toolhost_http.py, over
 `wasi:http/outgoing-handler`), so it reaches only the hosts its operator
 grants in toolhost.toml (`[plugins.pagemeta] http = [...]`); pagemeta.toml
 beside it says what it asks for. plugins/python/build.sh builds it against
-the world `toolhost:plugin-with-http/plugin@0.1.0` (sdk/wit-http) because of
-that manifest.
+the world `toolhost:plugin-with-http/plugin@0.2.0` (sdk/wit-http: contract
+0.2.0 plus wasi:http) because of that manifest, with toolhost.py (the
+registry and content blocks used here) and toolhost_http.py beside it.
 """
 
 import html
 import json
 import re
 
+import toolhost as th
 import toolhost_http
-from componentize_py_types import Err
-from wit_world import exports
-from wit_world.imports import log
-from wit_world.imports import toolhost_plugin_types as types
+from toolhost import Tools  # noqa: F401  (the export componentize-py looks for)
 
 SCHEMA = {
     "type": "object",
@@ -43,35 +42,26 @@ DESCRIPTION = (
 )
 
 
+@th.tool("page_meta", DESCRIPTION, SCHEMA, title="Describe a web page", read_only=True, open_world=True)
 def page_meta(args):
     url = args["url"]
     try:
         response = toolhost_http.get(url, max_body=args.get("max_bytes", 262144))
     except toolhost_http.Denied as err:
-        raise Err(types.CallError_Failed(f"could not fetch {url}: {err} (grant it under [plugins.pagemeta] http)"))
+        raise th.Failed(f"could not fetch {url}: {err} (grant it under [plugins.pagemeta] http)")
     except toolhost_http.Error as err:
-        raise Err(types.CallError_Failed(f"could not fetch {url}: {err}"))
+        raise th.Failed(f"could not fetch {url}: {err}")
     if response.status >= 400:
-        raise Err(types.CallError_Failed(f"{url} answered {response.status}"))
+        raise th.Failed(f"{url} answered {response.status}")
     text = response.text()
     title = re.search(r"<title[^>]*>(.*?)</title>", text, re.IGNORECASE | re.DOTALL)
     visible = re.sub(r"<[^>]*>", " ", text)
-    log.log(log.Level.DEBUG, "read a page", [log.Field("bytes", str(len(response.body)))])
-    return {
+    th.debug("read a page", bytes=len(response.body))
+    return th.json({
         "status": response.status,
         "content_type": response.header("content-type"),
         "bytes": len(response.body),
         "truncated": response.truncated,
         "title": html.unescape(" ".join(title.group(1).split())) if title else None,
         "words": len(html.unescape(visible).split()),
-    }
-
-
-class Tools(exports.Tools):
-    def list_tools(self):
-        return [types.Tool(name="page_meta", description=DESCRIPTION, input_schema=json.dumps(SCHEMA))]
-
-    def call_tool(self, name, arguments):
-        if name != "page_meta":
-            raise Err(types.CallError_Failed(f"this plugin has no tool named `{name}`"))
-        return types.ToolOutput_Json(json.dumps(page_meta(json.loads(arguments))))
+    })

@@ -2,15 +2,18 @@
  * __NAME__: a toolhost plugin in C. Build it with ./build.sh, which writes
  * __NAME__.wasm; copy that file into toolhost's plugins folder.
  *
- * wit-bindgen generates gen/plugin.h and gen/plugin.c from wit/ (the contract,
- * and wasi:http for toolhost_http.h);
- * this file implements the two exports they declare: list_tools says which
- * tools there are (name, description, JSON Schema of the arguments) and
- * call_tool runs one. toolhost.h (the C SDK) reads the JSON arguments and
- * builds the result, the error or a log record; toolhost_http.h GETs a URL
- * (th_http_get), reaching only the hosts the operator grants under
- * [plugins.__NAME__] http in toolhost.toml. Strings handed to the host must be
- * UTF-8 (th_utf8_valid checks), or the call traps.
+ * wit-bindgen generates gen/plugin.h and gen/plugin.c from wit/ (toolhost's
+ * contract 0.2.0, and wasi:http for toolhost_http.h); this file implements
+ * the two exports they declare: list_tools says which tools there are (name,
+ * title, description, JSON Schemas of the arguments and of the result, hints)
+ * and call_tool runs one. toolhost.h (the C SDK) reads the JSON arguments,
+ * builds the result's content blocks (th_text, th_json_buf, th_image, ...) or
+ * the error, logs, and makes the requests a call may make: th_progress,
+ * th_elicit (ask the user), th_sample (ask the model), th_roots, each where
+ * the operator grants it under [plugins.__NAME__] in toolhost.toml.
+ * toolhost_http.h GETs a URL (th_http_get), reaching only the hosts granted
+ * under [plugins.__NAME__] http. Strings handed to the host must be UTF-8
+ * (th_utf8_valid checks), or the call traps.
  */
 #include "toolhost.h"
 
@@ -24,10 +27,15 @@ void exports_toolhost_plugin_tools_list_tools(exports_toolhost_plugin_tools_list
                  "Counts the words and characters of a text. Returns JSON {\"words\", \"characters\"}.",
                  "{\"type\":\"object\",\"required\":[\"text\"],"
                  "\"properties\":{\"text\":{\"type\":\"string\",\"description\":\"The text to count.\"}}}");
+    th_tools_title(ret, 0, "Count words");
+    th_tools_output_schema(ret, 0,
+                           "{\"type\":\"object\",\"properties\":{\"words\":{\"type\":\"integer\"},"
+                           "\"characters\":{\"type\":\"integer\"}},\"required\":[\"words\",\"characters\"]}");
+    th_tools_hint(ret, 0, TH_HINT_READ_ONLY, true);
+    th_tools_hint(ret, 0, TH_HINT_IDEMPOTENT, true);
 }
 
-static bool count(const th_json *args, exports_toolhost_plugin_tools_tool_output_t *ret,
-                  exports_toolhost_plugin_tools_call_error_t *err) {
+static bool count(const th_json *args, th_blocks *ret, exports_toolhost_plugin_tools_call_error_t *err) {
     const th_json *text = th_json_get(args, "text");
     if (!text || text->kind != TH_JSON_STRING) {
         return th_invalid_arguments(err, "`text` must be a string");
@@ -46,19 +54,27 @@ static bool count(const th_json *args, exports_toolhost_plugin_tools_tool_output
         if (!space && !in_word) words++;
         in_word = !space;
     }
+    th_progress(1, 1, "counted");
     char shown[24];
     snprintf(shown, sizeof shown, "%zu", words);
     th_log(TH_DEBUG, "counted", "words", shown, NULL);
-    th_buf out = {0};
-    th_buf_printf(&out, "{\"words\":%zu,\"characters\":%zu}", words, characters);
-    return th_ok_json_buf(ret, &out);
+    /* A text block for people and models, and the JSON block (the result's
+     * structured content, checked against the output schema). */
+    th_buf line = {0};
+    th_buf_printf(&line, "%zu words, %zu characters", words, characters);
+    th_text(ret, line.data);
+    th_buf_free(&line);
+    th_buf json = {0};
+    th_buf_printf(&json, "{\"words\":%zu,\"characters\":%zu}", words, characters);
+    th_json_buf(ret, &json);
+    return true;
 }
 
-bool exports_toolhost_plugin_tools_call_tool(plugin_string_t *name, plugin_string_t *arguments,
-                                             exports_toolhost_plugin_tools_tool_output_t *ret,
+bool exports_toolhost_plugin_tools_call_tool(plugin_string_t *name, plugin_string_t *arguments, th_blocks *ret,
                                              exports_toolhost_plugin_tools_call_error_t *err) {
     char error[128];
     bool ok;
+    th_blocks_init(ret);
     /* The host has already checked the arguments against the tool's schema. */
     th_json *args = th_json_parse((const char *)arguments->ptr, arguments->len, error, sizeof error);
     char *tool = th_string(name);

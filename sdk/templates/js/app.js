@@ -1,58 +1,51 @@
 // __NAME__: a toolhost plugin in JavaScript. Build it with ./build.sh, which
 // writes __NAME__.wasm; copy that file into toolhost's plugins folder.
 //
-// componentize-js runs this module in an embedded JavaScript engine. The
-// exported `tools` object implements the `tools` interface of
-// wit/plugin.wit: `listTools` says which tools there are (name, description,
-// JSON Schema of the arguments) and `callTool` runs one. Throwing
-// `{ tag: 'invalid-arguments' | 'failed', val: message }` returns the
-// contract's call-error; any other exception traps, and `toolhost -vv call`
-// shows what it printed. `fetch()` works when __NAME__.toml asks for `http`
-// (build.sh then keeps wasi:http) and the operator grants the host under
-// [plugins.__NAME__] http in toolhost.toml.
+// componentize-js runs this module in an embedded JavaScript engine against
+// toolhost's contract 0.2.0 (wit/plugin.wit). toolhost.js (imported as `th`)
+// is the helper: each th.tool(...) is a tool, and the `tools` object
+// re-exported below is the export that lists and calls them.
+//
+// A tool returns content blocks (th.text, th.json, th.image, th.audio,
+// th.link, th.embeddedText, th.embeddedBlob); while it runs it may report
+// th.progress(...), ask the user (th.elicit), ask the model (th.sample) and
+// read the client's roots (th.roots), each where the operator grants it under
+// [plugins.__NAME__] in toolhost.toml. `fetch()` works when __NAME__.toml
+// asks for `http` (build.sh then keeps wasi:http) and the operator grants the
+// host under [plugins.__NAME__] http.
 
-import { log } from 'toolhost:plugin/log@0.1.0';
+import * as th from './toolhost.js';
 
-/** The arguments were wrong: the model can fix them and call again. */
-const invalid = (message) => ({ tag: 'invalid-arguments', val: message });
-/** The arguments were fine but the tool could not do its job. */
-const failed = (message) => ({ tag: 'failed', val: message });
+export { tools } from './toolhost.js';
 
-function count({ text }) {
-  if (text === '') throw invalid('`text` is empty: give the text to count');
-  const counts = { words: text.split(/\s+/).filter(Boolean).length, characters: [...text].length };
-  log('debug', 'counted', [{ key: 'words', value: String(counts.words) }]);
-  return counts;
-}
-
-// name -> run, description for the model, JSON Schema of the arguments
-const TOOLS = {
-  '__NAME__': {
-    run: count,
+th.tool(
+  {
+    name: '__NAME__',
+    title: 'Count words',
     description: 'Counts the words and characters of a text. Returns JSON {"words", "characters"}.',
-    schema: {
+    inputSchema: {
       type: 'object',
       required: ['text'],
       properties: { text: { type: 'string', description: 'The text to count.' } },
     },
+    outputSchema: {
+      type: 'object',
+      properties: { words: { type: 'integer' }, characters: { type: 'integer' } },
+      required: ['words', 'characters'],
+    },
+    hints: { readOnly: true, idempotent: true },
   },
-};
-
-export const tools = {
-  listTools() {
-    return Object.entries(TOOLS).map(([name, tool]) => ({
-      name,
-      description: tool.description,
-      inputSchema: JSON.stringify(tool.schema),
-    }));
+  // May be async (a tool that awaits fetch(), say).
+  ({ text }) => {
+    // The model can fix its arguments and call again. Throw th.Failed('why')
+    // when the arguments were fine but the tool could not do its job.
+    if (text === '') throw new th.InvalidArguments('`text` is empty: give the text to count');
+    const words = text.split(/\s+/).filter(Boolean).length;
+    const characters = [...text].length;
+    th.progress(1, 1, 'counted');
+    th.log.debug('counted', { words });
+    // A text block for people and models, and the JSON block (the result's
+    // structured content, checked against the output schema).
+    return [th.text(`${words} words, ${characters} characters`), th.json({ words, characters })];
   },
-
-  // async, so that a tool may be too (one that awaits fetch(), say).
-  async callTool(name, argumentsJson) {
-    const tool = TOOLS[name];
-    if (!tool) throw failed(`this plugin has no tool named \`${name}\``);
-    // The host has already checked the arguments against the tool's schema.
-    const result = await tool.run(JSON.parse(argumentsJson));
-    return { tag: 'json', val: JSON.stringify(result) };
-  },
-};
+);

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds __NAME__.wasm, a toolhost plugin, from app.js with componentize-js.
+# Builds __NAME__.wasm, a toolhost plugin, from app.js (and toolhost.js, the
+# helper it imports) with componentize-js, against toolhost's contract in wit/.
 # Uses ./node_modules (installed with npm when missing), else a componentize-js
 # already on PATH. Needs Node.js 18 or newer.
 # Usage: ./build.sh   then copy __NAME__.wasm into toolhost's plugins folder.
