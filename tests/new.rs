@@ -300,29 +300,16 @@ fn spin(_: Nothing) -> Result<String, ToolError> {
         )],
         "python" => vec![(
             "src/app.py",
-            "\n\nclass Tools(exports.Tools):",
-            r#"
+            "        th.json({\"words\": words, \"characters\": characters}),\n    ]\n",
+            r#"        th.json({"words": words, "characters": characters}),
+    ]
+
+
 import toolhost_http
 
 
-def measure(args):
-    try:
-        response = toolhost_http.get(args["url"])
-    except toolhost_http.Error as err:
-        raise Failed(str(err))
-    text = response.text()
-    counts = {"bytes": len(response.body), "words": len(text.split()), "lines": len(text.splitlines())}
-    return {"status": response.status, "count": counts[args["unit"]]}
-
-
-def spin(args):
-    n = 0
-    while True:
-        n += 1
-
-
-TOOLS["measure_python"] = (
-    measure,
+@th.tool(
+    "measure_python",
     "Fetches a page and counts its bytes, words or lines.",
     {
         "type": "object",
@@ -333,52 +320,66 @@ TOOLS["measure_python"] = (
         },
     },
 )
-TOOLS["spin_python"] = (spin, "Never stops.", {"type": "object", "properties": {}})
+def measure(args):
+    try:
+        response = toolhost_http.get(args["url"])
+    except toolhost_http.Error as err:
+        raise th.Failed(str(err))
+    text = response.text()
+    counts = {"bytes": len(response.body), "words": len(text.split()), "lines": len(text.splitlines())}
+    return {"status": response.status, "count": counts[args["unit"]]}
 
 
-class Tools(exports.Tools):"#,
+@th.tool("spin_python", "Never stops.", {"type": "object", "properties": {}})
+def spin(args):
+    n = 0
+    while True:
+        n += 1
+"#,
         )],
         "js" => vec![(
             "app.js",
-            "\nexport const tools = {",
-            r#"
-async function measure({ url, unit }) {
-  let response;
-  try {
-    response = await fetch(url);
-  } catch (err) {
-    throw failed(`could not fetch ${url}: ${err.message}`);
-  }
-  const body = new Uint8Array(await response.arrayBuffer());
-  const text = new TextDecoder().decode(body);
-  const counts = {
-    bytes: body.length,
-    words: text.split(/\s+/).filter(Boolean).length,
-    lines: text.split('\n').filter(Boolean).length,
-  };
-  return { status: response.status, count: counts[unit] };
-}
+            "th.json({ words, characters })];\n  },\n);\n",
+            r#"th.json({ words, characters })];
+  },
+);
 
-function spin() {
-  let n = 0;
-  for (;;) n++;
-}
-
-TOOLS.measure_js = {
-  run: measure,
-  description: 'Fetches a page and counts its bytes, words or lines.',
-  schema: {
-    type: 'object',
-    required: ['url', 'unit'],
-    properties: {
-      url: { type: 'string', description: 'The page to fetch.' },
-      unit: { enum: ['bytes', 'words', 'lines'], description: 'What to count.' },
+th.tool(
+  {
+    name: 'measure_js',
+    description: 'Fetches a page and counts its bytes, words or lines.',
+    inputSchema: {
+      type: 'object',
+      required: ['url', 'unit'],
+      properties: {
+        url: { type: 'string', description: 'The page to fetch.' },
+        unit: { enum: ['bytes', 'words', 'lines'], description: 'What to count.' },
+      },
     },
   },
-};
-TOOLS.spin_js = { run: spin, description: 'Never stops.', schema: { type: 'object', properties: {} } };
+  async ({ url, unit }) => {
+    let response;
+    try {
+      response = await fetch(url);
+    } catch (err) {
+      throw new th.Failed(`could not fetch ${url}: ${err.message}`);
+    }
+    const body = new Uint8Array(await response.arrayBuffer());
+    const text = new TextDecoder().decode(body);
+    const counts = {
+      bytes: body.length,
+      words: text.split(/\s+/).filter(Boolean).length,
+      lines: text.split('\n').filter(Boolean).length,
+    };
+    return { status: response.status, count: counts[unit] };
+  },
+);
 
-export const tools = {"#,
+th.tool({ name: 'spin_js', description: 'Never stops.', inputSchema: { type: 'object', properties: {} } }, () => {
+  let n = 0;
+  for (;;) n++;
+});
+"#,
         )],
         "c" => vec![
             ("tools.c", "#include \"toolhost.h\"\n", "#include \"toolhost.h\"\n#include \"toolhost_http.h\"\n"),
@@ -396,8 +397,7 @@ export const tools = {"#,
             (
                 "tools.c",
                 "bool exports_toolhost_plugin_tools_call_tool(",
-                r#"static bool measure(const th_json *args, exports_toolhost_plugin_tools_tool_output_t *ret,
-                    exports_toolhost_plugin_tools_call_error_t *err) {
+                r#"static bool measure(const th_json *args, th_blocks *ret, exports_toolhost_plugin_tools_call_error_t *err) {
     const char *url = th_json_get(args, "url")->string;
     const char *unit = th_json_get(args, "unit")->string;
     th_http_response response;
@@ -417,7 +417,8 @@ export const tools = {"#,
     th_buf out = {0};
     th_buf_printf(&out, "{\"status\":%u,\"count\":%zu}", (unsigned)response.status, count);
     th_http_response_free(&response);
-    return th_ok_json_buf(ret, &out);
+    th_json_buf(ret, &out);
+    return true;
 }
 
 static bool spin(void) {

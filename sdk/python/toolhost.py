@@ -24,7 +24,7 @@ result's structured content, checked against `output_schema` when given.
 
 Requests to the host (th.elicit, th.elicit_url, th.sample, th.roots, th.ask)
 are refused unless the operator grants them under [plugins.NAME] in
-toolhost.toml (`elicitation = true`, `sampling = TOKENS`, `roots = true`);
+toolhost.toml (`elicitation = true`, `sampling = true` or `{ max_tokens = N }`, `roots = true`);
 say what the plugin asks for in its manifest NAME.toml. A refused or failed
 request raises th.RequestError (`kind`: "denied", "unsupported", "limit" or
 "failed"); one the tool does not catch becomes the call's `failed` error.
@@ -410,7 +410,7 @@ def sample(prompt, *, system=None, max_tokens=1000, temperature=None, stop=(),
     """Asks the client's model for a message. `prompt` is a str (one user
     message) or a list of (role, content) pairs, role "user" or "assistant",
     content a str or a text/image/audio block. `max_tokens` counts against the
-    plugin's `sampling = TOKENS` grant. Returns a Sampled; raises RequestError."""
+    plugin's sampling grant (`sampling = true` or `{ max_tokens = N }`). Returns a Sampled; raises RequestError."""
     request = _sampling_request(
         prompt, system=system, max_tokens=max_tokens, temperature=temperature, stop=stop,
         model_hints=model_hints, cost_priority=cost_priority, speed_priority=speed_priority,

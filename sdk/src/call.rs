@@ -2,7 +2,7 @@
 //!
 //! A tool made with [`Tool::with_call`](crate::Tool::with_call) gets a [`Call`].
 //! Every request is refused ([`RequestError::Denied`]) unless the operator
-//! granted it to the plugin (`elicitation = true`, `sampling = TOKENS`,
+//! granted it to the plugin (`elicitation = true`, `sampling = true` or `{ max_tokens = N }`,
 //! `roots = true` under `[plugins.NAME]`), and [`RequestError::Unsupported`]
 //! when the client or front end cannot do it. A `RequestError` converts into
 //! a [`ToolError`](crate::ToolError), so `?` works in a tool body.

@@ -42,7 +42,7 @@
 //! elicitation, sampling and roots are granted like the rest. Say what the
 //! plugin needs in a manifest beside the `.wasm` (`NAME.toml`, e.g.
 //! `http = ["https://api.example.com"]`, `dirs = ["/data:ro"]`, `env = ["LANG"]`,
-//! `secrets = ["API_KEY"]`, `elicitation = true`, `sampling = 2000`) so the
+//! `secrets = ["API_KEY"]`, `elicitation = true`, `sampling = true`) so the
 //! operator can see it.
 
 extern crate self as toolhost_sdk;
