@@ -74,16 +74,14 @@ macro_rules! repo_file {
     };
 }
 
-const WIT: &str = repo_file!("wit/v0.1.0/plugin.wit");
-
-/// Contract 0.2.0, which the Python, JavaScript and C projects are written against.
-const WIT_0_2: &str = repo_file!("wit/v0.2.0/plugin.wit");
+/// Contract 0.2.0, which every project is written against.
+const WIT: &str = repo_file!("wit/v0.2.0/plugin.wit");
 
 /// The world with `wasi:http` (sdk/wit-http) that the C and Python projects
 /// build against: `wit/world.wit`, and its dependencies in `wit/deps/`.
 const WIT_HTTP: &[File] = &[
     file("wit/world.wit", repo_file!("sdk/wit-http/world.wit")),
-    file("wit/deps/toolhost-plugin.wit", WIT_0_2),
+    file("wit/deps/toolhost-plugin.wit", WIT),
     file("wit/deps/cli.wit", repo_file!("sdk/wit-http/deps/cli.wit")),
     file("wit/deps/clocks.wit", repo_file!("sdk/wit-http/deps/clocks.wit")),
     file("wit/deps/filesystem.wit", repo_file!("sdk/wit-http/deps/filesystem.wit")),
@@ -104,7 +102,7 @@ const RUST: &[File] = &[
     file("toolhost-sdk/src/http.rs", repo_file!("sdk/src/http.rs")),
     file("toolhost-sdk/src/log.rs", repo_file!("sdk/src/log.rs")),
     // Where toolhost-sdk/src/__private.rs reads the contract from (`../wit/v0.2.0`).
-    file("wit/v0.2.0/plugin.wit", repo_file!("wit/v0.2.0/plugin.wit")),
+    file("wit/v0.2.0/plugin.wit", WIT),
     script("build.sh", repo_file!("sdk/templates/rust/build.sh")),
     file("README.md", repo_file!("sdk/templates/rust/README.md")),
     file(".gitignore", repo_file!("sdk/templates/rust/.gitignore")),
@@ -123,7 +121,7 @@ const JS: &[File] = &[
     file("app.js", repo_file!("sdk/templates/js/app.js")),
     file("toolhost.js", repo_file!("sdk/js/toolhost.js")),
     file("package.json", repo_file!("sdk/templates/js/package.json")),
-    file("wit/plugin.wit", WIT_0_2),
+    file("wit/plugin.wit", WIT),
     script("build.sh", repo_file!("sdk/templates/js/build.sh")),
     file("README.md", repo_file!("sdk/templates/js/README.md")),
     file(".gitignore", repo_file!("sdk/templates/js/.gitignore")),
