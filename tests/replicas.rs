@@ -599,6 +599,58 @@ fn stateless_calls_through_haproxy_land_on_both_replicas() {
     assert_eq!(on_a + on_b, 12.0);
 }
 
+/// The tested topology with a collector: every replica exports its spans over
+/// OTLP to one receiver, each under its own name (`service.instance.id`, from
+/// the standard `OTEL_RESOURCE_ATTRIBUTES`), and a client's trace (its
+/// `traceparent`) goes on in whichever replica haproxy picks for a request.
+#[test]
+fn replicas_send_their_spans_to_one_collector_each_under_its_own_name() {
+    let receiver = common::otel::Receiver::start();
+    let (dir, config) = replica_plugins();
+    std::fs::write(&config, format!("[telemetry]\notlp_endpoint = \"{}\"\n", receiver.endpoint)).unwrap();
+    let start = |name: &str, instance: &str| {
+        let resource = format!("service.instance.id={instance}");
+        Replica::start(name, dir.path(), &config, &shared_cache(), &[("OTEL_RESOURCE_ATTRIBUTES", &resource)])
+    };
+    let (a, b) = (start("replica a", "replica-a"), start("replica b", "replica-b"));
+    a.wait_serving();
+    b.wait_serving();
+    let haproxy = Haproxy::start(&[&a, &b], true);
+
+    let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    for call in 0..6 {
+        let parent = format!("00-{trace}-00f067aa0ba902b{call}-01");
+        let response = raw_call(&haproxy.address, "sha256", json!({ "text": "abc" }), &[("traceparent", &parent)]);
+        assert_eq!(response.status, 200, "{}{}", response.head, response.body);
+        assert!(
+            response.body.contains(&"ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+            "{}",
+            response.body
+        );
+    }
+    let in_trace = |spans: &[Value], instance: &str, name: &str| {
+        spans
+            .iter()
+            .filter(|span| span["trace_id"] == trace && span["instance"] == instance && span["name"] == name)
+            .count()
+    };
+    let spans = receiver.wait_for(|spans| {
+        in_trace(spans, "replica-a", "tool_call") + in_trace(spans, "replica-b", "tool_call") == 6
+            && in_trace(spans, "replica-a", "mcp_request") + in_trace(spans, "replica-b", "mcp_request") == 6
+    });
+    for instance in ["replica-a", "replica-b"] {
+        assert!(in_trace(&spans, instance, "tool_call") >= 1, "round robin: none on {instance}: {spans:?}");
+    }
+    assert_eq!(in_trace(&spans, "replica-a", "tool_call") + in_trace(&spans, "replica-b", "tool_call"), 6, "{spans:?}");
+    let call = spans.iter().find(|span| span["name"] == "tool_call" && span["trace_id"] == trace).unwrap();
+    assert_eq!(
+        (call["attributes"]["tool"].as_str(), call["attributes"]["outcome"].as_str()),
+        (Some("sha256"), Some("ok")),
+        "{call}"
+    );
+    assert!(spans.iter().all(|span| span["service"] == "toolhost"), "{spans:?}");
+}
+
 #[test]
 fn legacy_sessions_stick_to_one_replica_by_session_id() {
     let (_dir, a, b) = two_replicas();

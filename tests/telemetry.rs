@@ -7,73 +7,13 @@
 mod common;
 
 use common::model_server::{ModelServer, Script, status};
+use common::otel::{Receiver, Running};
 use common::{plugin_dir, shared_cache, stderr};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
-
-/// A child process killed when dropped.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// The receiver: its endpoint, and the spans it got, as they come.
-struct Receiver {
-    _process: Running,
-    endpoint: String,
-    spans: mpsc::Receiver<Value>,
-}
-
-impl Receiver {
-    fn start() -> Receiver {
-        common::install("otel/setup.sh");
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/otel");
-        let mut process = Running(
-            Command::new(dir.join(".tools/venv/bin/python"))
-                .arg(dir.join("receiver.py"))
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .spawn()
-                .expect("start receiver.py"),
-        );
-        let mut lines = BufReader::new(process.0.stdout.take().unwrap()).lines();
-        let first = lines.next().unwrap().unwrap();
-        let port = first.strip_prefix("listening ").unwrap_or_else(|| panic!("receiver.py said {first:?}")).to_owned();
-        let (sender, spans) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in lines.map_while(Result::ok) {
-                let _ = sender.send(serde_json::from_str(&line).unwrap());
-            }
-        });
-        Receiver { _process: process, endpoint: format!("http://127.0.0.1:{port}"), spans }
-    }
-
-    /// The spans received until `done` says they are all there (or 20 s).
-    fn wait_for(&self, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-        self.wait_within(Duration::from_secs(20), done)
-    }
-
-    /// [`Receiver::wait_for`], for at most `limit`.
-    fn wait_within(&self, limit: Duration, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-        let deadline = Instant::now() + limit;
-        let mut spans = Vec::new();
-        while !done(&spans) {
-            match self.spans.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok(span) => spans.push(span),
-                Err(_) => break,
-            }
-        }
-        spans
-    }
-}
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 fn named<'a>(spans: &'a [Value], name: &str) -> Option<&'a Value> {
     spans.iter().find(|span| span["name"] == name)

@@ -4,6 +4,7 @@
 
 pub mod chat;
 pub mod model_server;
+pub mod otel;
 pub mod pty;
 pub mod server;
 pub mod tls;

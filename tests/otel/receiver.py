@@ -1,7 +1,7 @@
 """An OTLP/HTTP trace receiver for toolhost's tests: decodes each
 ExportTraceServiceRequest (protobuf, optionally gzip) with OpenTelemetry's own
 definitions (opentelemetry-proto) and prints every span as one JSON line:
-{"service", "name", "trace_id", "span_id", "parent_span_id", "attributes"}.
+{"service", "instance", "name", "trace_id", "span_id", "parent_span_id", "attributes"}.
 
 Usage: receiver.py   (prints "listening PORT" first; serves on 127.0.0.1 until stdin closes)
 """
@@ -47,6 +47,7 @@ class Handler(BaseHTTPRequestHandler):
                     for span in scope_spans.spans:
                         line = {
                             "service": resource.get("service.name"),
+                            "instance": resource.get("service.instance.id"),
                             "name": span.name,
                             "trace_id": span.trace_id.hex(),
                             "span_id": span.span_id.hex(),
