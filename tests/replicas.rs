@@ -623,7 +623,7 @@ fn replicas_send_their_spans_to_one_collector_each_under_its_own_name() {
         let response = raw_call(&haproxy.address, "sha256", json!({ "text": "abc" }), &[("traceparent", &parent)]);
         assert_eq!(response.status, 200, "{}{}", response.head, response.body);
         assert!(
-            response.body.contains(&"ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+            response.body.contains("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
             "{}",
             response.body
         );
