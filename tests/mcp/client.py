@@ -23,8 +23,9 @@ Scenarios:
                  elicitation, sampling and roots callbacks (a server-to-client
                  request in a session, InputRequiredResult rounds in 2026-07-28);
                  a message containing "bad" gets an answer that breaks the schema
-    sdk          the sdk_asks test plugin (the Rust SDK's call context), answered
-                 as in `asking`, and every block of sdk_media
+    sdk          with --prefix P (default sdk): the tools P_elicit, P_sample,
+                 P_roots, P_batch and P_media of a plugin written with an SDK or
+                 helper (sdk_asks in Rust), answered as in `asking`
     undeclared   the same tools, asked by a client without those capabilities
     oauth        with --client ID:SECRET:SCOPES --issuer URL: an OAuth client
                  (client credentials) lists the tools and calls the first one it sees
@@ -214,14 +215,16 @@ async def asking(client):
     return out
 
 
-async def sdk(client):
-    """sdk_asks' tools (the Rust SDK's call context), answered as in `asking`."""
+async def sdk(client, prefix="sdk"):
+    """The tools PREFIX_elicit, _sample, _roots, _batch and _media of a plugin
+    written with an SDK or helper (sdk_asks: Rust; py_asks, js_asks, c_asks),
+    answered as in `asking`."""
     out = {"protocol": client.protocol_version}
-    out["elicit"] = await outcome(client, "sdk_elicit", {})
-    out["sample"] = await outcome(client, "sdk_sample", {"prompt": "What is 2+2?"})
-    out["roots"] = await outcome(client, "sdk_roots", {})
-    out["batch"] = await outcome(client, "sdk_batch", {})
-    media = await client.call_tool("sdk_media", {})
+    out["elicit"] = await outcome(client, f"{prefix}_elicit", {})
+    out["sample"] = await outcome(client, f"{prefix}_sample", {"prompt": "What is 2+2?"})
+    out["roots"] = await outcome(client, f"{prefix}_roots", {})
+    out["batch"] = await outcome(client, f"{prefix}_batch", {})
+    media = await client.call_tool(f"{prefix}_media", {})
     out["media"] = [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in media.content]
     out["media_structured"] = media.structured_content
     out["asked"] = ASKED
@@ -302,6 +305,7 @@ async def main():
     parser.add_argument("--url")
     parser.add_argument("--client")
     parser.add_argument("--issuer")
+    parser.add_argument("--prefix", default="sdk")
     parser.add_argument("scenario")
     parser.add_argument("command", nargs="*")
     args = parser.parse_args()
@@ -327,7 +331,7 @@ async def main():
     async with client:
         scenario = {"basics": basics, "listchanged": listchanged, "logs": logs, "quotas": quotas, "typed": typed, "content": content,
                     "asking": asking, "sdk": sdk, "undeclared": undeclared}[args.scenario]
-        result = await scenario(client)
+        result = await (scenario(client, args.prefix) if args.scenario == "sdk" else scenario(client))
     print(json.dumps(result, default=str))
 
 
