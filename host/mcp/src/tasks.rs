@@ -835,6 +835,20 @@ mod tests {
     }
 
     #[test]
+    fn a_task_past_its_ttl_is_stopped_and_said_to_have_expired() {
+        let config = TasksConfig { ttl: Some(HumanDuration(Duration::from_secs(1))), ..TasksConfig::default() };
+        let tasks = Tasks::new(config).unwrap();
+        let task = tasks.create("slow", "plugin");
+        assert!(tasks.keep(&task));
+        std::thread::sleep(Duration::from_millis(1100));
+        let err = tasks.find(&task.id).unwrap_err();
+        assert_eq!(err.data.as_ref().unwrap()["reason"], "expired", "{err:?}");
+        assert!(task.cancel.is_cancelled(), "a running call past its TTL is stopped");
+        assert_eq!(task.detailed().status(), rmcp::model::TaskStatus::Cancelled);
+        assert!(tasks.is_empty());
+    }
+
+    #[test]
     fn a_full_store_refuses_new_tasks() {
         let tasks = Tasks::new(TasksConfig { max_tasks: Some(1), ..TasksConfig::default() }).unwrap();
         assert!(tasks.keep(&tasks.create("a", "p")));
