@@ -538,11 +538,12 @@ fn conformance_suite_passes_both_revisions_except_the_baselined_features() {
     // Its tools that ask the client may (the suite answers), and
     // `test_trigger_tool_change` changes its tool list by rewriting its
     // manifest in the plugins folder, which `serve` watches.
+    // The task fixtures run as MCP tasks (`slow_compute` sleeps up to a minute).
     std::fs::write(
         &config,
         format!(
             "[plugins.content_kinds]\nelicitation = true\nsampling = {{ max_tokens = 2000 }}\nroots = true\n\
-             dirs = [\"{}:/plugins:rw\"]\n",
+             dirs = [\"{}:/plugins:rw\"]\n[plugins.content_kinds.limits]\ntimeout = \"90s\"\n{TASK_FIXTURES}",
             dir.path().display()
         ),
     )
@@ -625,6 +626,196 @@ fn conformance_suite_passes_both_revisions_except_the_baselined_features() {
             assert!(line.contains(" 0 failed"), "{revision}: {line}\n{stdout}");
         }
     }
+    // The tasks extension (SEP-2663) is an extension of 2026-07-28: the
+    // suite runs its scenarios unscored there (and has none for 2025-11-25,
+    // whose experimental tasks it replaced), so each is run here on its own,
+    // on the 2026-07-28 wire (the suite's choice for extensions), and must
+    // pass every check.
+    for scenario in TASK_SCENARIOS {
+        let results = tempfile::tempdir().unwrap();
+        let output = Command::new(tools.join("node22/node_modules/.bin/node"))
+            .arg(tools.join("conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"))
+            .args(["server", "--url", &url, "--scenario", scenario, "-o"])
+            .arg(results.path())
+            .output()
+            .expect("run the conformance suite");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{scenario} failed:\n{stdout}\n{stderr}");
+        let summary = stdout.lines().find(|line| line.starts_with("Passed: ")).unwrap_or_default();
+        assert!(summary.contains(", 0 failed, 0 warnings"), "{scenario}: {summary}\n{stdout}");
+        // Only the scenario the suite itself leaves pending may skip.
+        let passed = summary.strip_prefix("Passed: ").and_then(|rest| rest.split('/').next()).unwrap_or("0");
+        assert!(scenario == "tasks-status-notifications" || passed != "0", "{scenario} ran no check:\n{stdout}");
+    }
+}
+
+/// The conformance suite's scenarios of the tasks extension.
+const TASK_SCENARIOS: [&str; 10] = [
+    "tasks-lifecycle",
+    "tasks-capability-negotiation",
+    "tasks-wire-fields",
+    "tasks-request-state-removal",
+    "tasks-mrtr-input",
+    "tasks-request-headers",
+    "tasks-dispatch-and-envelope",
+    "tasks-status-notifications",
+    "tasks-required-task-error",
+    "tasks-mrtr-composition",
+];
+
+/// `[serve.tasks]` for `content_kinds`' task fixtures, as the conformance
+/// suite wants them: `greet` never a task, `failing_job` and
+/// `protocol_error_job` only as tasks, and `test_tool_with_task` asking its
+/// question in the request (its first second) before it becomes a task.
+const TASK_FIXTURES: &str = "[serve.tasks]\n\
+    tools = { slow_compute = \"optional\", confirm_delete = \"optional\", multi_input = \"optional\", \
+    failing_job = \"required\", protocol_error_job = \"required\", \
+    test_tool_with_task = { support = \"required\", after = \"1s\" } }\n";
+
+#[test]
+fn long_calls_run_as_tasks_for_the_official_python_client() {
+    let dir = plugin_dir(&["content_kinds"]);
+    let config = dir.path().join("toolhost.toml");
+    // One call at a time: a cancelled task's guest left running would hold up the next call.
+    std::fs::write(
+        &config,
+        format!(
+            "max_concurrent_calls = 1\n[plugins.content_kinds]\nelicitation = true\nroots = true\n\
+             [plugins.content_kinds.limits]\ntimeout = \"5s\"\n{TASK_FIXTURES}"
+        ),
+    )
+    .unwrap();
+    let (_server, url) = serve_http(dir.path(), &config, &[], &[]);
+    let out = python_client(&["--url".to_owned(), url, "tasks".to_owned()]);
+
+    // tools/list says which tools may run as tasks.
+    assert_eq!(out["listed"]["slow_compute"], "optional", "{out}");
+    assert_eq!(out["listed"]["failing_job"], "required", "{out}");
+    assert_eq!(out["listed"]["greet"], Value::Null, "{out}");
+    // Each task's result is what the call returns: text, a tool error, a
+    // protocol error (failed, -32021), the plugin's timeout still applying.
+    assert_eq!(out["slow"]["text"], "computed py in 2.5s", "{out}");
+    assert_eq!(out["confirm"]["text"], r#"confirm_delete notes.txt: action=accept, content={"confirm":true}"#);
+    assert_eq!(out["failing"]["is_error"], true, "{out}");
+    assert_eq!(out["protocol_error"]["code"], -32021, "{out}");
+    assert_eq!(out["timed_out"]["is_error"], true, "{out}");
+    assert!(out["timed_out"]["text"].as_str().unwrap().contains("timed out after 5000ms"), "{out}");
+    assert_eq!(out["greet"]["text"], "Hello, Ada!", "{out}");
+    let tasks = out["tasks"].as_array().unwrap();
+    let by_tool = |tool: &str| tasks.iter().find(|task| task["tool"] == tool).unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(tasks.len(), 5, "greet is no task: {out}");
+    assert_eq!(by_tool("slow_compute")["statuses"], json!(["working", "completed"]), "{out}");
+    assert!(by_tool("slow_compute")["messages"][0].as_str().unwrap().contains("computing py"), "{out}");
+    assert_eq!(by_tool("confirm_delete")["statuses"], json!(["working", "input_required", "completed"]), "{out}");
+    assert_eq!(by_tool("confirm_delete")["asked"], json!(["confirm"]), "{out}");
+    assert_eq!(by_tool("protocol_error_job")["statuses"], json!(["working", "failed"]), "{out}");
+    assert_eq!(by_tool("slow_compute")["ttl_ms"], 3_600_000, "{out}");
+
+    // Cancelled: acknowledged twice, then cancelled, and the guest stopped
+    // at once (the next call, with one call at a time, did not wait).
+    assert_eq!(out["created"]["resultType"], "task", "{out}");
+    assert_eq!(
+        out["cancel_acks"],
+        json!([{"_meta": null, "resultType": "complete"}, {"_meta": null, "resultType": "complete"}])
+    );
+    assert_eq!(out["after_cancel"]["status"], "cancelled", "{out}");
+    assert_eq!(out["greet_after_cancel"]["text"], "Hello, again!", "{out}");
+    assert!(out["greet_after_cancel_seconds"].as_f64().unwrap() < 3.0, "{out}");
+
+    // Unknown, hostile and foreign ids: -32602, saying why, never echoing 5000 bytes.
+    for (case, says) in
+        [("unknown", "is not known here"), ("huge", "far too long"), ("other_replica", "replica `gone-replica`")]
+    {
+        let error = &out["errors"][case];
+        assert_eq!(error["code"], -32602, "{case}: {out}");
+        let message = error["message"].as_str().unwrap();
+        assert!(message.contains(says) && message.len() < 600, "{case}: {message}");
+    }
+    // Without the extension: an optional tool runs in the request, a required one is refused.
+    assert_eq!(out["plain_slow"]["text"], "computed plain in 0s", "{out}");
+    assert_eq!(out["plain_required"]["code"], -32021, "{out}");
+}
+
+/// A 2026-07-28 request to `url` from a client that declared the tasks
+/// extension; `name` is the `Mcp-Name` header. The JSON-RPC message answered.
+async fn task_request(url: &str, method: &str, mut params: Value, name: &str) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let response = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method)
+        .header("mcp-name", name)
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    message_of(&response.text().await.unwrap())
+}
+
+async fn get_task(url: &str, id: &str) -> Value {
+    task_request(url, "tasks/get", json!({"taskId": id}), id).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_asked_of_another_replica_or_after_a_restart_is_a_clear_error() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dir = plugin_dir(&["content_kinds"]);
+    let config = dir.path().join("toolhost.toml");
+    std::fs::write(&config, format!("[plugins.content_kinds.limits]\ntimeout = \"60s\"\n{TASK_FIXTURES}")).unwrap();
+    let (alpha, alpha_url) = serve_http(dir.path(), &config, &[], &[("TOOLHOST_REPLICA", "alpha")]);
+    let (_beta, beta_url) = serve_http(dir.path(), &config, &[], &[("TOOLHOST_REPLICA", "beta")]);
+
+    let call = json!({"name": "slow_compute", "arguments": {"seconds": 30, "label": "replicated"}});
+    let created = task_request(&alpha_url, "tools/call", call, "slow_compute").await;
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("alpha."), "the id names its replica: {id}");
+    assert_eq!(get_task(&alpha_url, &id).await["result"]["status"], "working");
+
+    // Asked of the other replica (a load balancer that does not route by
+    // Mcp-Name): an error naming the replica that holds it, never a result.
+    let elsewhere = get_task(&beta_url, &id).await;
+    assert_eq!(elsewhere["error"]["code"], -32602, "{elsewhere}");
+    assert_eq!(elsewhere["error"]["data"]["reason"], "other_replica", "{elsewhere}");
+    let message = elsewhere["error"]["message"].as_str().unwrap();
+    assert!(message.contains("replica `alpha`, not this one (`beta`)") && message.contains("Mcp-Name"), "{message}");
+    for (method, params) in
+        [("tasks/cancel", json!({"taskId": id})), ("tasks/update", json!({"taskId": id, "inputResponses": {}}))]
+    {
+        let answer = task_request(&beta_url, method, params, &id).await;
+        assert_eq!(answer["error"]["data"]["reason"], "other_replica", "{method}: {answer}");
+    }
+
+    // The replica goes and comes back under the same name: its tasks went
+    // with the process, and it says so.
+    drop(alpha);
+    let gone = reqwest::Client::new().post(&alpha_url).body("{}").send().await;
+    assert!(gone.is_err(), "alpha is gone");
+    let (_alpha, alpha_url) = serve_http(dir.path(), &config, &[], &[("TOOLHOST_REPLICA", "alpha")]);
+    let restarted = get_task(&alpha_url, &id).await;
+    assert_eq!(restarted["error"]["code"], -32602, "{restarted}");
+    assert_eq!(restarted["error"]["data"]["reason"], "replica_restarted", "{restarted}");
+    assert!(restarted["error"]["message"].as_str().unwrap().contains("restarted since"), "{restarted}");
+
+    // A replica name that cannot go in a task id: serve refuses to start, in one line.
+    let mut args = toolhost_args(dir.path(), &config);
+    args.remove(0);
+    let output = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(&args)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .env("TOOLHOST_REPLICA", "no spaces/please")
+        .env("TOOLHOST_CACHE_DIR", shared_cache())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success() && stderr.contains("TOOLHOST_REPLICA must be"), "{stderr}");
 }
 
 /// The JSON-RPC message of a Streamable HTTP response body: the body itself,

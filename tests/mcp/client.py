@@ -27,6 +27,12 @@ Scenarios:
                  P_roots, P_batch and P_media of a plugin written with an SDK or
                  helper (sdk_asks in Rust), answered as in `asking`
     undeclared   the same tools, asked by a client without those capabilities
+    tasks        (2026-07-28, over HTTP) long calls as MCP tasks, through this SDK's
+                 extension API: a `TasksExtension` declares io.modelcontextprotocol/tasks
+                 and claims `resultType: "task"`, polling tasks/get and answering
+                 inputRequests with tasks/update; then a task cancelled, an unknown
+                 id, a task past its plugin's timeout, and a client without the
+                 extension
     oauth        with --client ID:SECRET:SCOPES --issuer URL: an OAuth client
                  (client credentials) lists the tools and calls the first one it sees
 
@@ -40,7 +46,12 @@ import os
 import sys
 import time
 
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field
+
 from mcp import Client
+from mcp.client.extension import ClientExtension, ResultClaim
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 import mcp_types as types
@@ -281,6 +292,157 @@ async def oauth(args):
     return out
 
 
+TASKS = "io.modelcontextprotocol/tasks"
+
+
+class TaskIdParams(types.RequestParams):
+    task_id: str
+
+
+class UpdateTaskParams(TaskIdParams):
+    input_responses: dict[str, Any]
+
+
+class GetTask(types.Request[TaskIdParams, Literal["tasks/get"]]):
+    method: Literal["tasks/get"] = "tasks/get"
+    name_param = "taskId"
+
+
+class UpdateTask(types.Request[UpdateTaskParams, Literal["tasks/update"]]):
+    method: Literal["tasks/update"] = "tasks/update"
+    name_param = "taskId"
+
+
+class CancelTask(types.Request[TaskIdParams, Literal["tasks/cancel"]]):
+    method: Literal["tasks/cancel"] = "tasks/cancel"
+    name_param = "taskId"
+
+
+class DetailedTask(types.Result):
+    """What tasks/get answers (SEP-2663 DetailedTask), every field kept."""
+
+    model_config = ConfigDict(extra="allow")
+    result_type: str | None = None
+    task_id: str
+    status: str
+    status_message: str | None = None
+    ttl_ms: int | None = None
+    poll_interval_ms: int | None = None
+    input_requests: dict[str, Any] | None = None
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+
+
+class Ack(types.Result):
+    model_config = ConfigDict(extra="allow")
+    result_type: str | None = None
+
+
+class CreateTaskResult(types.Result):
+    model_config = ConfigDict(extra="allow")
+    result_type: Literal["task"] = Field(default="task")
+    task_id: str
+    status: str
+    ttl_ms: int | None = None
+    poll_interval_ms: int | None = None
+
+
+async def get_task(session, task_id):
+    return await session.send_request(GetTask(params=TaskIdParams(task_id=task_id)), DetailedTask)
+
+
+class TasksExtension(ClientExtension):
+    """The tasks extension as a client of it would write it with this SDK:
+    a task handle is polled until it ends, its questions answered on the way."""
+
+    identifier = TASKS
+
+    def __init__(self, seen):
+        self.seen = seen
+
+    def claims(self):
+        return [ResultClaim(result_type="task", model=CreateTaskResult, resolve=self.resolve)]
+
+    async def resolve(self, created, ctx):
+        record = {"tool": ctx.tool_name, "task_id": created.task_id, "ttl_ms": created.ttl_ms,
+                  "poll_interval_ms": created.poll_interval_ms, "statuses": [created.status], "messages": []}
+        self.seen.append(record)
+        while True:
+            await asyncio.sleep(min(created.poll_interval_ms or 1000, 1000) / 1000)
+            task = await get_task(ctx.session, created.task_id)
+            if task.status != record["statuses"][-1]:
+                record["statuses"].append(task.status)
+            if task.status_message and task.status_message not in record["messages"]:
+                record["messages"].append(task.status_message)
+            if task.status == "input_required":
+                answers = {key: {"action": "accept", "content": {"confirm": True}} for key in task.input_requests or {}}
+                record["asked"] = sorted(answers)
+                await ctx.session.send_request(
+                    UpdateTask(params=UpdateTaskParams(task_id=created.task_id, input_responses=answers)), Ack)
+            elif task.status == "completed":
+                return types.CallToolResult.model_validate(task.result)
+            elif task.status == "failed":
+                raise MCPError(task.error["code"], task.error["message"], task.error.get("data"))
+            elif task.status == "cancelled":
+                raise RuntimeError(f"task {created.task_id} was cancelled: {task.status_message}")
+
+
+async def tasks(url):
+    seen = []
+    out = {}
+    # The elicitation callback declares the capability; task questions come through tasks/get.
+    async with Client(url, mode="2026-07-28", extensions=[TasksExtension(seen)], elicitation_callback=on_elicitation,
+                      cache=None) as client:
+        tools = await client.list_tools()
+        out["listed"] = {tool.name: (tool.meta or {}).get("toolhost/taskSupport") for tool in tools.tools}
+        out["slow"] = as_json(await client.call_tool("slow_compute", {"seconds": 2.5, "label": "py"}))
+        out["confirm"] = as_json(await client.call_tool("confirm_delete", {"filename": "notes.txt"}))
+        out["failing"] = as_json(await client.call_tool("failing_job", {}))
+        try:
+            await client.call_tool("protocol_error_job", {})
+            out["protocol_error"] = "no error"
+        except MCPError as err:
+            out["protocol_error"] = {"code": err.code, "message": err.message}
+        out["timed_out"] = as_json(await client.call_tool("slow_compute", {"seconds": 60, "label": "too long"}))
+        out["greet"] = as_json(await client.call_tool("greet", {"name": "Ada"}))
+        out["tasks"] = seen
+
+        # A task cancelled while it runs: the call stops (with one call at a
+        # time, the next call would otherwise wait for it).
+        session = client.session
+        created = await session.call_tool("slow_compute", {"seconds": 60, "label": "cancel me"}, allow_claimed=True)
+        out["created"] = created.model_dump(by_alias=True, mode="json")
+        await asyncio.sleep(1)
+        ack = await session.send_request(CancelTask(params=TaskIdParams(task_id=created.task_id)), Ack)
+        again = await session.send_request(CancelTask(params=TaskIdParams(task_id=created.task_id)), Ack)
+        out["cancel_acks"] = [ack.model_dump(by_alias=True, mode="json"), again.model_dump(by_alias=True, mode="json")]
+        out["after_cancel"] = (await get_task(session, created.task_id)).model_dump(by_alias=True, mode="json")
+        started = time.monotonic()
+        out["greet_after_cancel"] = as_json(await client.call_tool("greet", {"name": "again"}))
+        out["greet_after_cancel_seconds"] = time.monotonic() - started
+
+        errors = {}
+        for name, task_id in [("unknown", created.task_id[:-4] + "0000"), ("huge", "x" * 5000),
+                              ("other_replica", "gone-replica.0123abcd." + "f" * 32)]:
+            try:
+                await get_task(session, task_id)
+                errors[name] = "no error"
+            except MCPError as err:
+                errors[name] = {"code": err.code, "message": err.message}
+        out["errors"] = errors
+
+    # A client without the extension: optional tools run in the request,
+    # required ones are refused with -32021.
+    async with Client(url, mode="2026-07-28", cache=None) as plain:
+        out["plain_slow"] = as_json(await plain.call_tool("slow_compute", {"seconds": 0, "label": "plain"}))
+        try:
+            await plain.call_tool("failing_job", {})
+            out["plain_required"] = "no error"
+        except MCPError as err:
+            out["plain_required"] = {"code": err.code, "message": err.message}
+    return out
+
+
 async def on_message(message):
     method = getattr(getattr(message, "root", message), "method", None) or getattr(message, "method", None)
     if method == "notifications/tools/list_changed" or type(message).__name__ == "ToolListChangedNotification":
@@ -311,6 +473,9 @@ async def main():
     args = parser.parse_args()
     if args.scenario == "oauth":
         print(json.dumps(await oauth(args), default=str))
+        return
+    if args.scenario == "tasks":
+        print(json.dumps(await tasks(args.url), default=str))
         return
     if args.url:
         server = args.url

@@ -35,7 +35,7 @@ const STATE_TTL: Duration = Duration::from_secs(3600);
 pub const STATE_KEY_ENV: &str = "TOOLHOST_STATE_KEY";
 
 /// The client capability `question` needs that `capabilities` lacks, if any.
-fn missing(capabilities: &ClientCapabilities, question: &Question) -> Option<&'static str> {
+pub(crate) fn missing(capabilities: &ClientCapabilities, question: &Question) -> Option<&'static str> {
     let declared = match question {
         Question::Elicit(Elicitation::Form { .. }) => capabilities
             .elicitation
@@ -50,7 +50,7 @@ fn missing(capabilities: &ClientCapabilities, question: &Question) -> Option<&'s
     (!declared).then(|| question.capability())
 }
 
-fn undeclared(capability: &str) -> AskError {
+pub(crate) fn undeclared(capability: &str) -> AskError {
     AskError::Unsupported(format!("the MCP client did not declare the `{capability}` capability"))
 }
 
@@ -204,22 +204,26 @@ impl RoundAsker {
             return Some(RoundEnd::InputRequired(rmcp::model::InputRequiredResult::new(Some(requests), state)));
         }
         if failed && !round.missing.is_empty() {
-            let mut required = json!({});
-            for capability in &round.missing {
-                required[*capability] = json!({});
-            }
-            let required: ClientCapabilities = serde_json::from_value(required).unwrap_or_default();
-            let names: Vec<&str> = round.missing.iter().copied().collect();
-            let mut error = ErrorData::missing_required_client_capability(required);
-            error.message = format!(
-                "the tool needs the client's {} capability, which the request did not declare",
-                names.join(" and ")
-            )
-            .into();
-            return Some(RoundEnd::MissingCapability(error));
+            return Some(RoundEnd::MissingCapability(missing_capability(&round.missing)));
         }
         None
     }
+}
+
+/// MCP's `MissingRequiredClientCapability` error (-32021) for a call that
+/// failed after the client lacked `capabilities`.
+pub fn missing_capability(capabilities: &BTreeSet<&'static str>) -> ErrorData {
+    let mut required = json!({});
+    for capability in capabilities {
+        required[*capability] = json!({});
+    }
+    let required: ClientCapabilities = serde_json::from_value(required).unwrap_or_default();
+    let names: Vec<&str> = capabilities.iter().copied().collect();
+    let mut error = ErrorData::missing_required_client_capability(required);
+    error.message =
+        format!("the tool needs the client's {} capability, which the request did not declare", names.join(" and "))
+            .into();
+    error
 }
 
 impl Asker for RoundAsker {

@@ -82,6 +82,8 @@ pub struct HttpOptions {
     pub drain: Duration,
     /// OAuth access tokens checked instead of a static token (`[serve.oauth]`).
     pub oauth: Option<Arc<ResourceServer>>,
+    /// Which tools run as MCP tasks (`[serve.tasks]`).
+    pub tasks: Option<crate::tasks::TasksConfig>,
 }
 
 impl Default for HttpOptions {
@@ -96,6 +98,7 @@ impl Default for HttpOptions {
             readiness: Arc::new(Readiness::ready()),
             drain: DEFAULT_DRAIN,
             oauth: None,
+            tasks: None,
         }
     }
 }
@@ -114,6 +117,7 @@ impl HttpOptions {
             readiness: defaults.readiness,
             drain: config.drain.map(|drain| drain.0).unwrap_or(defaults.drain),
             oauth: None,
+            tasks: config.tasks.clone(),
         }
     }
 }
@@ -128,7 +132,7 @@ pub async fn serve_http(
     options: HttpOptions,
     stop: CancellationToken,
 ) -> Result<()> {
-    let server = ToolServer::new(host.clone())?.with_oauth(options.oauth.clone());
+    let server = ToolServer::new(host.clone())?.with_oauth(options.oauth.clone()).with_tasks(options.tasks.clone())?;
     let metrics = server.metrics().clone();
     let mut allowed_hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec();
     allowed_hosts.extend(options.allowed_hosts.iter().cloned());

@@ -17,6 +17,7 @@ pub mod http;
 pub mod metrics;
 pub mod oauth;
 pub mod server;
+pub mod tasks;
 
 use anyhow::Result;
 pub use http::{HttpOptions, serve_http};
@@ -49,6 +50,8 @@ pub struct ServeConfig {
     pub drain: Option<HumanDuration>,
     /// OAuth 2.1 access tokens from an authorization server (`serve --http`).
     pub oauth: Option<oauth::OAuthConfig>,
+    /// Which tools run as MCP tasks (`io.modelcontextprotocol/tasks`), and for how long tasks are kept.
+    pub tasks: Option<tasks::TasksConfig>,
 }
 
 /// Serves MCP on stdin/stdout until the client closes it. Stdout carries
@@ -57,10 +60,11 @@ pub struct ServeConfig {
 /// reactor rather than a blocking thread per read and write, which saves two
 /// thread hand-offs per message. Every message passes [`framing`] first, so
 /// each one with an id is answered, whatever it holds.
-pub async fn serve_stdio(host: Arc<Host>) -> Result<()> {
+pub async fn serve_stdio(host: Arc<Host>, tasks: Option<tasks::TasksConfig>) -> Result<()> {
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     let (transport, written) = framing::guard(stdin, stdout);
     let running = ToolServer::new(host)?
+        .with_tasks(tasks)?
         .serve(transport)
         .await
         .map_err(|err| anyhow::anyhow!("the MCP client did not start a session: {err}"))?;

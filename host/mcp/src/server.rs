@@ -14,13 +14,15 @@
 #![allow(deprecated)]
 
 use crate::metrics::Metrics;
+use crate::tasks::{Outcome, Task, TaskAsker, TaskSupport, Tasks, TasksConfig};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult, ContentBlock,
-    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, InputRequiredResult, JsonObject,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
-    LoggingMessageNotificationParam, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool, ToolAnnotations, UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
+    CompleteRequestParams, CompleteResult, ContentBlock, CreateTaskResult, GetPromptRequestParams, GetPromptResponse,
+    GetPromptResult, GetTaskParams, GetTaskResult, Implementation, InputRequiredResult, JsonObject, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
+    MetaObject, PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    SubscriptionFilter, Tool, ToolAnnotations, UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -61,6 +63,8 @@ struct Shared {
     oauth: Option<Arc<crate::oauth::ResourceServer>>,
     /// The listed tools of the last catalog generation seen.
     listed: Mutex<(u64, Arc<Vec<Tool>>)>,
+    /// With `[serve.tasks]`: the tasks of this process.
+    tasks: Option<Arc<Tasks>>,
 }
 
 impl ToolServer {
@@ -70,7 +74,7 @@ impl ToolServer {
         let listed = Mutex::new((u64::MAX, Arc::new(Vec::new())));
         let metrics = Arc::new(Metrics::default());
         let seal = crate::asking::StateSeal::from_env()?;
-        let shared = Shared { host, metrics, seal, oauth: None, listed };
+        let shared = Shared { host, metrics, seal, oauth: None, listed, tasks: None };
         Ok(ToolServer { shared: Arc::new(shared), level: Arc::new(Mutex::new(None)) })
     }
 
@@ -81,6 +85,47 @@ impl ToolServer {
             shared.oauth = oauth;
         }
         self
+    }
+
+    /// This handler, running the tools `config` names as MCP tasks (none
+    /// without it). Fails on a setting out of range. Call before sharing it.
+    pub fn with_tasks(mut self, config: Option<TasksConfig>) -> anyhow::Result<ToolServer> {
+        let tasks = match config {
+            Some(config) => {
+                let enabled = config.enabled();
+                let tasks = Tasks::new(config)?;
+                enabled.then(|| Arc::new(tasks))
+            }
+            None => None,
+        };
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.tasks = tasks;
+        }
+        Ok(self)
+    }
+
+    /// Whether calls of `entry` may run as tasks, and how long they run in
+    /// their request before they become one.
+    fn task_support(&self, entry: &Entry) -> (TaskSupport, std::time::Duration) {
+        match &self.shared.tasks {
+            Some(tasks) => tasks.config().for_tool(entry.name(), entry.origin()),
+            None => (TaskSupport::Forbidden, std::time::Duration::ZERO),
+        }
+    }
+
+    /// The task `id`, if the request may see it.
+    fn task(&self, id: &str, context: &RequestContext<RoleServer>) -> Result<Arc<Task>, ErrorData> {
+        let Some(tasks) = &self.shared.tasks else {
+            return Err(ErrorData::invalid_params("this server runs no tasks ([serve.tasks] is not set)", None));
+        };
+        let task = tasks.find(id)?;
+        if !self.in_scope(context, &task.tool, &task.origin) {
+            return Err(ErrorData::invalid_params(
+                format!("task `{}` is a call of a tool this token has not the scope for", task.id),
+                None,
+            ));
+        }
+        Ok(task)
     }
 
     /// Whether the request's token (if `[serve.oauth]`) may see `entry`.
@@ -134,6 +179,169 @@ impl ToolServer {
         }
     }
 
+    /// A call of a tool that may run as a task, from a client that declared
+    /// the extension: it runs in its request for `after` (answering there
+    /// if it finishes, or stops to ask by calling again), then becomes a task
+    /// (`CreateTaskResult`) and goes on in the background.
+    #[allow(clippy::too_many_arguments)]
+    async fn call_as_task(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+        catalog: Arc<Catalog>,
+        tasks: Arc<Tasks>,
+        origin: String,
+        wrap: bool,
+        after: std::time::Duration,
+    ) -> Result<CallToolResponse, ErrorData> {
+        use crate::tasks::PhasedAsker;
+        let name = request.name.to_string();
+        let arguments = match &request.arguments {
+            Some(arguments) => serde_json::to_string(arguments).unwrap_or_else(|_| "{}".to_owned()),
+            None => "{}".to_owned(),
+        };
+        let binding = crate::asking::binding("tools/call", &name, &request.arguments);
+        let state = request.request_state.as_deref();
+        let (mut hooks, round) = match self.asker(&context, binding, request.input_responses.clone(), state) {
+            Ok(asking) => asking,
+            Err(error) => {
+                self.shared.metrics.record_unknown_tool();
+                return Err(error);
+            }
+        };
+        let task = tasks.create(&name, &origin);
+        let before: Arc<dyn toolhost_runtime::ask::Asker> = match hooks.asker.take() {
+            Some(asker) => asker,
+            None => Arc::new(crate::asking::RoundAsker::new(&self.shared.seal, b"", None, None, None)?),
+        };
+        let phased = Arc::new(PhasedAsker::new(before));
+        hooks.asker = Some(phased.clone());
+        let task_asker = Arc::new(TaskAsker::new(task.clone(), context.client_capabilities().unwrap_or_default()));
+        // Progress goes to the client as `notifications/progress` while the
+        // call runs in its request, and into the task's `statusMessage` after.
+        let (send, mut receive) = tokio::sync::mpsc::unbounded_channel::<Progress>();
+        let forwarding = context.meta.get_progress_token().map(|token| {
+            let peer = context.peer.clone();
+            tokio::spawn(async move {
+                while let Some(progress) = receive.recv().await {
+                    let mut param = ProgressNotificationParam::new(token.clone(), progress.done);
+                    param.total = progress.total;
+                    param.message = progress.message;
+                    if peer.notify_progress(param).await.is_err() {
+                        break;
+                    }
+                }
+            })
+        });
+        let observer: ProgressObserver = {
+            let phased = phased.clone();
+            Arc::new(move |progress: Progress| match phased.task() {
+                Some(task) => task.progress(progress.done, progress.total, progress.message.as_deref()),
+                None => {
+                    let _ = send.send(progress);
+                }
+            })
+        };
+        hooks.progress = Some(observer);
+        let (done, finished) = tokio::sync::oneshot::channel::<(CallReport, Option<Round>)>();
+        let job = {
+            let (server, host, task, phased, task_asker) =
+                (self.clone(), self.shared.host.clone(), task.clone(), phased.clone(), task_asker.clone());
+            let (name, origin) = (name.clone(), origin.clone());
+            let span = request_span("tools/call", &name, &context);
+            async move {
+                let metrics = server.shared.metrics.clone();
+                let active = metrics.start_call(&name, &origin);
+                let overrides = LimitOverrides::default();
+                let call = tracing::Instrument::instrument(
+                    host.call_observed(&catalog, &name, &arguments, &overrides, hooks),
+                    span,
+                );
+                // Dropping the call's future drops its store: the guest stops at its next epoch tick.
+                let report = tokio::select! {
+                    report = call => report,
+                    () = task.cancel.cancelled() => return,
+                };
+                let became = phased.end();
+                if let Err(CallError::UnknownTool { .. }) = &report.outcome {
+                    active.unknown_tool();
+                } else {
+                    active.finish(&report);
+                }
+                match became {
+                    Some(task) => server.settle_task(&task, report, round, &task_asker, wrap),
+                    None => {
+                        let _ = done.send((report, round));
+                    }
+                }
+            }
+        };
+        // Until the call becomes a task, the request owns it: a request
+        // cancelled or dropped stops it.
+        let owned = task.cancel.clone().drop_guard();
+        tokio::spawn(job);
+        let deadline = tokio::time::sleep(after);
+        tokio::pin!(deadline, finished);
+        let mut due = after.is_zero();
+        loop {
+            if due && phased.escalate(&task, &task_asker, || tasks.keep(&task)) {
+                owned.disarm();
+                return Ok(CallToolResponse::Task(CreateTaskResult::new(task.handle())));
+            }
+            let changed = phased.changed();
+            tokio::select! {
+                ended = &mut finished => {
+                    let Ok((report, round)) = ended else {
+                        return Err(ErrorData::internal_error(format!("the call to `{name}` was stopped"), None));
+                    };
+                    drop(owned);
+                    if let Some(forwarding) = forwarding {
+                        let _ = forwarding.await;
+                    }
+                    if let Err(CallError::UnknownTool { .. }) = &report.outcome {
+                        return Err(unknown_tool(&name));
+                    }
+                    self.send_logs(&report, &context).await;
+                    if let Some(end) = self.end_round(round, report.outcome.as_ref().err()) {
+                        return end.map(CallToolResponse::InputRequired);
+                    }
+                    return Ok(result_of(report, wrap).into());
+                }
+                () = &mut deadline, if !due => due = true,
+                () = changed, if due => {}
+                () = context.ct.cancelled() => {
+                    return Err(ErrorData::internal_error(format!("the call to `{name}` was cancelled"), None));
+                }
+            }
+        }
+    }
+
+    /// Ends `task` with what its call's request would have been answered:
+    /// the tool result, or the JSON-RPC error.
+    fn settle_task(&self, task: &Task, report: CallReport, round: Option<Round>, asker: &TaskAsker, wrap: bool) {
+        let failed = report.outcome.as_ref().err();
+        let missing = asker.missing();
+        let outcome = if let Some(CallError::UnknownTool { .. }) = failed {
+            Outcome::Failed(unknown_tool(&report.tool))
+        } else if let Some(end) = self.end_round(round, failed) {
+            match end {
+                Ok(_) => Outcome::Failed(ErrorData::internal_error(
+                    "the call stopped to ask its client after it had become a task (a toolhost bug)",
+                    None,
+                )),
+                Err(error) => Outcome::Failed(error),
+            }
+        } else if failed.is_some() && !missing.is_empty() {
+            Outcome::Failed(crate::asking::missing_capability(&missing))
+        } else {
+            match serde_json::to_value(result_of(report, wrap)) {
+                Ok(Value::Object(result)) => Outcome::Completed(result),
+                _ => Outcome::Failed(ErrorData::internal_error("the call's result could not be written", None)),
+            }
+        };
+        task.finish(outcome);
+    }
+
     /// The counters of the calls this handler (and every session of it) served.
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.shared.metrics
@@ -162,7 +370,12 @@ impl ToolServer {
     fn listed(&self, catalog: &Catalog) -> Arc<Vec<Tool>> {
         let mut listed = self.shared.listed.lock().unwrap_or_else(|p| p.into_inner());
         if listed.0 != catalog.generation() {
-            let tools = catalog.tools().iter().filter(|entry| self.served(entry)).map(describe).collect();
+            let tools = catalog
+                .tools()
+                .iter()
+                .filter(|entry| self.served(entry))
+                .map(|entry| describe(entry, self.task_support(entry).0))
+                .collect();
             *listed = (catalog.generation(), Arc::new(tools));
         }
         listed.1.clone()
@@ -217,8 +430,13 @@ struct Round {
     binding: Vec<u8>,
 }
 
+/// The `_meta` key of a tool that may run as an MCP task: `optional` or
+/// `required` (SEP-2663 dropped the 2025-11-25 `execution.taskSupport`; the
+/// server decides per call).
+pub const TASK_SUPPORT_META: &str = "toolhost/taskSupport";
+
 /// A catalog entry as an MCP tool.
-fn describe(entry: &Entry) -> Tool {
+fn describe(entry: &Entry, tasks: TaskSupport) -> Tool {
     let schema: Arc<JsonObject> = Arc::new(entry.schema().as_object().cloned().unwrap_or_default());
     let hints = entry.hints();
     let mut annotations = ToolAnnotations::new();
@@ -243,6 +461,11 @@ fn describe(entry: &Entry) -> Tool {
             _ => json!({"type": "object", "properties": {RESULT_KEY: output}, "required": [RESULT_KEY]}),
         };
         tool.output_schema = served.as_object().cloned().map(Arc::new);
+    }
+    if tasks != TaskSupport::Forbidden {
+        let mut meta = JsonObject::new();
+        meta.insert(TASK_SUPPORT_META.to_owned(), json!(tasks.as_str()));
+        tool.meta = Some(MetaObject(meta));
     }
     tool
 }
@@ -452,23 +675,28 @@ fn unknown_tool(name: &str) -> ErrorData {
 
 impl ServerHandler for ToolServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .enable_logging()
-                .enable_resources()
-                .enable_resources_subscribe()
-                .enable_prompts()
-                .enable_completions()
-                .build(),
-        )
-        .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
-        .with_instructions(
-            "Tools run as sandboxed WebAssembly plugins: each call in a fresh instance with fuel, memory, time \
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_logging()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .enable_prompts()
+            .enable_completions()
+            .build();
+        if self.shared.tasks.is_some() {
+            capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(rmcp::model::TASKS_EXTENSION_ID.to_owned(), JsonObject::new());
+        }
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Tools run as sandboxed WebAssembly plugins: each call in a fresh instance with fuel, memory, time \
              and output limits, reaching only what the operator granted."
-                .to_owned(),
-        )
+                    .to_owned(),
+            )
     }
 
     async fn list_tools(
@@ -633,15 +861,35 @@ impl ServerHandler for ToolServer {
         let metrics = &self.shared.metrics;
         let catalog = self.host().catalog();
         let name = request.name.as_ref();
-        let (origin, wrap) = match catalog.find(name) {
+        let (origin, wrap, (support, after)) = match catalog.find(name) {
             Some(entry) if self.served(entry) && self.in_scope(&context, entry.name(), entry.origin()) => {
-                (entry.origin(), wraps_output(entry))
+                (entry.origin(), wraps_output(entry), self.task_support(entry))
             }
             _ => {
                 metrics.record_unknown_tool();
                 return Err(unknown_tool(name));
             }
         };
+        let declared = context.client_capabilities().is_some_and(|capabilities| capabilities.supports_tasks());
+        match (support, &self.shared.tasks) {
+            (TaskSupport::Required, _) if !declared => {
+                let mut error =
+                    ErrorData::missing_required_client_capability(ClientCapabilities::builder().enable_tasks().build());
+                error.message = format!(
+                    "`{name}` runs only as a task: the request must declare the `{}` extension in its client \
+                     capabilities",
+                    rmcp::model::TASKS_EXTENSION_ID
+                )
+                .into();
+                return Err(error);
+            }
+            (TaskSupport::Optional | TaskSupport::Required, Some(tasks)) if declared => {
+                let tasks = tasks.clone();
+                let origin = origin.to_owned();
+                return self.call_as_task(request, context, catalog.clone(), tasks, origin, wrap, after).await;
+            }
+            _ => {}
+        }
         let arguments = match &request.arguments {
             Some(arguments) => serde_json::to_string(arguments).unwrap_or_else(|_| "{}".to_owned()),
             None => "{}".to_owned(),
@@ -708,6 +956,31 @@ impl ServerHandler for ToolServer {
             return end.map(CallToolResponse::InputRequired);
         }
         Ok(result_of(report, wrap).into())
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        Ok(GetTaskResult::new(self.task(&request.task_id, &context)?.detailed()))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.task(&request.task_id, &context)?.update(request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.task(&request.task_id, &context)?.cancel();
+        Ok(())
     }
 
     async fn set_level(

@@ -48,7 +48,7 @@ pub async fn run(config: Config, dir: &Path, args: Args) -> Result<ExitCode> {
         super::load_into(&host, &config, dir).await?;
         let host = Arc::new(host);
         let _watcher = start_watching(&host, dir, &args)?;
-        mcp::serve_stdio(host).await.context("the MCP session on stdio failed")?;
+        mcp::serve_stdio(host, config.serve.tasks.clone()).await.context("the MCP session on stdio failed")?;
         return Ok(ExitCode::SUCCESS);
     };
     let serve = &config.serve;

@@ -28,6 +28,7 @@ pub fn tools() -> Vec<Tool> {
             NO_ARGUMENTS,
         ),
     ];
+    tools.extend(task_tools());
     for (name, description) in [
         ("elicitation", "Asks the user's name, under the key `user_name`."),
         ("sampling", "Asks the model a question, under the key `capital_question`."),
@@ -41,6 +42,50 @@ pub fn tools() -> Vec<Tool> {
         tools.push(tool(&format!("test_input_required_result_{name}"), description, NO_ARGUMENTS));
     }
     tools
+}
+
+/// The tools the conformance suite's `tasks-*` scenarios call (SEP-2663).
+/// Which of them run as tasks is the operator's choice (`[serve.tasks]`).
+fn task_tools() -> Vec<Tool> {
+    vec![
+        tool(
+            "greet",
+            "Greets someone by name.",
+            r#"{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}"#,
+        ),
+        tool(
+            "slow_compute",
+            "Works for `seconds` (reporting progress each second), then says it is done.",
+            r#"{"type":"object","properties":{"seconds":{"type":"number","minimum":0,"maximum":600},"label":{"type":"string"}},"required":["seconds"]}"#,
+        ),
+        tool("failing_job", "Works for a second, then fails (a tool error).", NO_ARGUMENTS),
+        tool(
+            "protocol_error_job",
+            "Works for a second, then reads the client's roots; from a client without the roots capability it \
+             fails with MCP's missing-capability error (a protocol error).",
+            NO_ARGUMENTS,
+        ),
+        tool(
+            "confirm_delete",
+            "Asks the user to confirm before it deletes `filename` (it deletes nothing).",
+            r#"{"type":"object","properties":{"filename":{"type":"string"}},"required":["filename"]}"#,
+        ),
+        tool("multi_input", "Asks the user two questions at once, under the keys `first` and `second`.", NO_ARGUMENTS),
+        tool(
+            "test_tool_with_task",
+            "Asks the user's name under the key `user_name`, then works for two seconds and greets them.",
+            NO_ARGUMENTS,
+        ),
+    ]
+}
+
+fn sleep_seconds(seconds: f64) {
+    std::thread::sleep(std::time::Duration::from_secs_f64(seconds.clamp(0.0, 600.0)));
+}
+
+fn number_argument(arguments: &str, name: &str) -> Result<f64, CallError> {
+    let value: Value = serde_json::from_str(arguments).map_err(|err| CallError::InvalidArguments(err.to_string()))?;
+    value.get(name).and_then(Value::as_f64).ok_or_else(|| CallError::InvalidArguments(format!("`{name}` is missing")))
 }
 
 fn form(message: &str, schema: Value) -> Question {
@@ -264,6 +309,50 @@ fn run(name: &str, arguments: &str) -> Result<String, CallError> {
                 })
                 .collect();
             format!("Answered what the client could: {}", said.join("; "))
+        }
+        "greet" => format!("Hello, {}!", string_argument(arguments, "name")?),
+        "slow_compute" => {
+            let seconds = number_argument(arguments, "seconds")?;
+            let label = string_argument(arguments, "label").unwrap_or_else(|_| "slow_compute".to_owned());
+            let whole = seconds.floor() as u64;
+            for second in 0..whole {
+                call::progress(second as f64, Some(seconds), Some(&format!("computing {label}")));
+                sleep_seconds(1.0);
+            }
+            sleep_seconds(seconds - whole as f64);
+            format!("computed {label} in {seconds}s")
+        }
+        "failing_job" => {
+            sleep_seconds(1.0);
+            return Err(CallError::Failed("failing_job always fails (a tool error)".to_owned()));
+        }
+        "protocol_error_job" => {
+            sleep_seconds(1.0);
+            format!("Roots: {}", ask(vec![("job_roots", Question::Roots)])?.join(""))
+        }
+        "confirm_delete" => {
+            let filename = string_argument(arguments, "filename")?;
+            let question = form(
+                &format!("Delete {filename}?"),
+                json!({"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]}),
+            );
+            format!("confirm_delete {filename}: {}", ask(vec![("confirm", question)])?.join(""))
+        }
+        "multi_input" => {
+            let schema = json!({
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "confirm": {"type": "boolean"}},
+            });
+            let said = ask(vec![
+                ("first", form("First question", schema.clone())),
+                ("second", form("Second question", schema)),
+            ])?;
+            format!("Both answered: {}", said.join("; "))
+        }
+        "test_tool_with_task" => {
+            let said = ask(vec![("user_name", ask_name())])?;
+            sleep_seconds(2.0);
+            format!("Hello, {}! (after two seconds of work)", said.join(""))
         }
         _ => return Err(CallError::InvalidArguments(format!("no tool named {name}"))),
     })

@@ -1,0 +1,865 @@
+//! Long calls as MCP tasks: the `io.modelcontextprotocol/tasks` extension
+//! (SEP-2663, the extension of MCP 2026-07-28). A client that declares the
+//! extension on a request may get a task handle (`CreateTaskResult`) instead
+//! of the call's result, then polls `tasks/get`, answers the call's questions
+//! with `tasks/update` and stops it with `tasks/cancel`.
+//!
+//! Which tools run as tasks is the operator's choice, per tool or plugin, in
+//! `[serve.tasks]` ([`TasksConfig`]); nothing is a task unless configured. A
+//! task runs the same `Host::call_observed` as any call (limits, grants,
+//! quotas, scrubbing), and its result is what the call would have returned:
+//! `completed` with the tool result (`isError` included), or `failed` with
+//! the JSON-RPC error the request would have got.
+//!
+//! Tasks live in the process that started them ([`Tasks`]: bounded, each
+//! kept for its TTL from creation). A task id names its replica and that
+//! replica's run, so a replica asked about a task it does not hold can say
+//! why: another replica started it (gone, or not reached through this load
+//! balancer), or this replica restarted since, or it expired.
+
+use crate::asking::missing;
+use rmcp::ErrorData;
+use rmcp::model::{ClientCapabilities, DetailedTask, InputRequests, InputResponses, JsonObject, TaskPayload};
+use serde::{Deserialize, Deserializer};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use toolhost_runtime::ask::{Answer, AskError, Asked, Asker, Question};
+use toolhost_runtime::limits::HumanDuration;
+
+/// The environment variable naming this replica in its task ids (e.g. the
+/// pod's name); without it each process picks a random name.
+pub const REPLICA_ENV: &str = "TOOLHOST_REPLICA";
+/// How long a task is kept from its creation unless configured otherwise.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(3600);
+/// The polling interval suggested to clients unless configured otherwise.
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
+/// Tasks kept at once (all clients together) unless configured otherwise.
+pub const DEFAULT_MAX_TASKS: usize = 1000;
+/// The longest task id looked at; longer ones are refused unread.
+const MAX_TASK_ID: usize = 256;
+/// The longest replica name.
+const MAX_REPLICA: usize = 64;
+
+/// Whether a tool's calls may run as tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskSupport {
+    /// Never a task (the default).
+    #[default]
+    Forbidden,
+    /// A task for clients that declare the extension, a plain call for the others.
+    Optional,
+    /// Only as a task: a client without the extension gets `-32021`.
+    Required,
+}
+
+impl TaskSupport {
+    /// The word the config and `tools/list` use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskSupport::Forbidden => "forbidden",
+            TaskSupport::Optional => "optional",
+            TaskSupport::Required => "required",
+        }
+    }
+}
+
+/// One tool's (or plugin's) entry in `[serve.tasks]`: `"optional"`, or
+/// `{ support = "required", after = "2s" }`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ToolTasks {
+    pub support: TaskSupport,
+    /// How long a call runs in its request before it becomes a task, over `[serve.tasks] after`.
+    pub after: Option<Duration>,
+}
+
+impl<'de> Deserialize<'de> for ToolTasks {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Table {
+            support: TaskSupport,
+            after: Option<HumanDuration>,
+        }
+        let value = Value::deserialize(deserializer)?;
+        let bad = |why: String| {
+            serde::de::Error::custom(format!(
+                "{why}: give \"optional\", \"required\" or \"forbidden\", or a table like \
+                 {{ support = \"optional\", after = \"2s\" }}"
+            ))
+        };
+        match value {
+            Value::String(_) => serde_json::from_value(value)
+                .map(|support| ToolTasks { support, after: None })
+                .map_err(|err| bad(err.to_string())),
+            Value::Object(_) => serde_json::from_value::<Table>(value)
+                .map(|table| ToolTasks { support: table.support, after: table.after.map(|after| after.0) })
+                .map_err(|err| bad(err.to_string())),
+            other => Err(bad(format!("`{other}` is not a task setting"))),
+        }
+    }
+}
+
+/// `[serve.tasks]` in `toolhost.toml`: which tools run as MCP tasks, and how
+/// long tasks are kept.
+///
+/// ```toml
+/// [serve.tasks]
+/// ttl = "1h"               # kept this long from creation, then dropped (a running one stopped)
+/// poll_interval = "1s"     # what clients are told to poll at
+/// max_tasks = 1000         # kept at once; past it, calls run in their request
+/// after = "0s"             # how long a call runs in its request before it becomes a task
+/// plugins = { batch = "optional" }
+/// tools = { render = "required", report = { support = "optional", after = "2s" } }
+/// ```
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TasksConfig {
+    pub after: Option<HumanDuration>,
+    pub ttl: Option<HumanDuration>,
+    pub poll_interval: Option<HumanDuration>,
+    pub max_tasks: Option<usize>,
+    /// Per tool, by its served name (over `plugins`).
+    #[serde(default)]
+    pub tools: BTreeMap<String, ToolTasks>,
+    /// Per plugin (file stem) or `[mcp_servers]` name.
+    #[serde(default)]
+    pub plugins: BTreeMap<String, ToolTasks>,
+}
+
+impl TasksConfig {
+    /// Whether any tool may run as a task (then the server declares the extension).
+    pub fn enabled(&self) -> bool {
+        self.tools.values().chain(self.plugins.values()).any(|tasks| tasks.support != TaskSupport::Forbidden)
+    }
+
+    /// The setting of tool `name` offered by `origin`, and how long its calls
+    /// run in their request first.
+    pub fn for_tool(&self, name: &str, origin: &str) -> (TaskSupport, Duration) {
+        let entry = self.tools.get(name).or_else(|| self.plugins.get(origin)).copied().unwrap_or_default();
+        let after = entry.after.or(self.after.map(|after| after.0)).unwrap_or(Duration::ZERO);
+        (entry.support, after)
+    }
+}
+
+/// The tasks of this process.
+pub struct Tasks {
+    config: TasksConfig,
+    ttl: Duration,
+    poll_interval: Duration,
+    max_tasks: usize,
+    /// This replica's name, and the random name of this run of it.
+    replica: String,
+    run: String,
+    entries: Mutex<HashMap<String, Arc<Task>>>,
+}
+
+impl Tasks {
+    /// The store `config` describes, named by [`REPLICA_ENV`] (or at random).
+    pub fn new(config: TasksConfig) -> anyhow::Result<Tasks> {
+        let replica = match std::env::var(REPLICA_ENV) {
+            Ok(name) => {
+                let fits = !name.is_empty()
+                    && name.len() <= MAX_REPLICA
+                    && name.bytes().all(|byte| byte.is_ascii_alphanumeric() || b"-_.".contains(&byte));
+                if !fits {
+                    anyhow::bail!(
+                        "{REPLICA_ENV} must be 1 to {MAX_REPLICA} letters, digits, `-`, `_` or `.` (it names this \
+                         replica in task ids), not `{}`",
+                        name.escape_debug()
+                    );
+                }
+                name
+            }
+            Err(_) => random_hex(3)?,
+        };
+        let ttl = config.ttl.map_or(DEFAULT_TTL, |ttl| ttl.0);
+        if ttl < Duration::from_secs(1) || ttl > Duration::from_secs(7 * 24 * 3600) {
+            anyhow::bail!("[serve.tasks] ttl must be between 1s and 7 days, not {}", HumanDuration(ttl));
+        }
+        let poll_interval = config.poll_interval.map_or(DEFAULT_POLL_INTERVAL, |poll| poll.0);
+        if poll_interval < Duration::from_millis(10) || poll_interval > ttl {
+            anyhow::bail!(
+                "[serve.tasks] poll_interval must be between 10ms and the ttl, not {}",
+                HumanDuration(poll_interval)
+            );
+        }
+        let max_tasks = config.max_tasks.unwrap_or(DEFAULT_MAX_TASKS);
+        if max_tasks == 0 {
+            anyhow::bail!("[serve.tasks] max_tasks must be at least 1 (leave out [serve.tasks] for no tasks)");
+        }
+        Ok(Tasks { config, ttl, poll_interval, max_tasks, replica, run: random_hex(4)?, entries: Mutex::default() })
+    }
+
+    /// What `[serve.tasks]` says.
+    pub fn config(&self) -> &TasksConfig {
+        &self.config
+    }
+
+    /// This replica's name in task ids.
+    pub fn replica(&self) -> &str {
+        &self.replica
+    }
+
+    fn entries(&self) -> MutexGuard<'_, HashMap<String, Arc<Task>>> {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A new task for a call of `tool` (offered by `origin`), not yet kept.
+    pub fn create(&self, tool: &str, origin: &str) -> Arc<Task> {
+        let secret = random_hex(16).unwrap_or_else(|_| format!("{:032x}", rand_fallback()));
+        let now = SystemTime::now();
+        Arc::new(Task {
+            id: format!("{}.{}.{secret}", self.replica, self.run),
+            tool: tool.to_owned(),
+            origin: origin.to_owned(),
+            created_at: iso8601(now),
+            expires: Instant::now() + self.ttl,
+            ttl: self.ttl,
+            poll_interval: self.poll_interval,
+            cancel: CancellationToken::new(),
+            wake: Notify::new(),
+            state: Mutex::new(State { updated_at: iso8601(now), ..State::default() }),
+        })
+    }
+
+    /// Keeps `task` (before its handle is given out, so that `tasks/get`
+    /// finds it at once). False when `max_tasks` are kept and none expired.
+    pub fn keep(&self, task: &Arc<Task>) -> bool {
+        let mut entries = self.entries();
+        if entries.len() >= self.max_tasks {
+            let now = Instant::now();
+            entries.retain(|_, task| {
+                let keep = task.expires > now;
+                if !keep {
+                    task.expire();
+                }
+                keep
+            });
+        }
+        if entries.len() >= self.max_tasks {
+            return false;
+        }
+        entries.insert(task.id.clone(), task.clone());
+        true
+    }
+
+    /// The task `id`, or the JSON-RPC error (-32602) saying why there is none.
+    pub fn find(&self, id: &str) -> Result<Arc<Task>, ErrorData> {
+        if id.len() > MAX_TASK_ID {
+            return Err(not_found(id, "unknown", "is not a task id toolhost gave out (it is far too long)".into()));
+        }
+        {
+            let mut entries = self.entries();
+            if let Some(task) = entries.get(id) {
+                if task.expires > Instant::now() {
+                    return Ok(task.clone());
+                }
+                let task = entries.remove(id);
+                drop(entries);
+                if let Some(task) = task {
+                    task.expire();
+                }
+                let why = format!("has expired: tasks are kept {} from their creation", HumanDuration(self.ttl));
+                return Err(not_found(id, "expired", why));
+            }
+        }
+        let mut parts = id.rsplitn(3, '.');
+        let (secret, run, replica) = (parts.next(), parts.next(), parts.next());
+        let ours = matches!((secret, run, replica), (Some(secret), Some(run), Some(replica))
+            if secret.len() == 32 && is_hex(secret) && run.len() == 8 && is_hex(run) && !replica.is_empty());
+        if !ours {
+            return Err(not_found(id, "unknown", "is not a task id toolhost gave out".into()));
+        }
+        let (run, replica) = (run.unwrap_or_default(), replica.unwrap_or_default());
+        if replica != self.replica {
+            let why = format!(
+                "was started by toolhost replica `{}`, not this one (`{}`): that replica is gone, or this load \
+                 balancer did not send the request to it. Tasks live in the replica that started them; route \
+                 tasks/* by their Mcp-Name header (docs/deploy.md), or call the tool again",
+                printable(replica),
+                self.replica
+            );
+            return Err(not_found(id, "other_replica", why));
+        }
+        if run != self.run {
+            let why = format!(
+                "was started by an earlier run of this replica (`{}`), which has restarted since: tasks live in \
+                 memory and end with the process. Call the tool again",
+                self.replica
+            );
+            return Err(not_found(id, "replica_restarted", why));
+        }
+        let why = format!(
+            "is not known here: it has expired (tasks are kept {} from their creation) or was never created",
+            HumanDuration(self.ttl)
+        );
+        Err(not_found(id, "unknown", why))
+    }
+
+    /// Tasks kept now.
+    pub fn len(&self) -> usize {
+        self.entries().len()
+    }
+
+    /// True when no task is kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+fn is_hex(text: &str) -> bool {
+    text.bytes().all(|byte| byte.is_ascii_hexdigit())
+}
+
+/// At most 64 characters of what a client sent, control characters and
+/// quotes replaced, for a message.
+fn printable(text: &str) -> String {
+    let shown: String =
+        text.chars().take(64).map(|c| if c.is_control() || c == '`' || c == '"' { '?' } else { c }).collect();
+    if text.chars().count() > 64 { format!("{shown}…") } else { shown }
+}
+
+fn not_found(id: &str, reason: &str, why: String) -> ErrorData {
+    ErrorData::invalid_params(
+        format!("task `{}` {why}", printable(id)),
+        Some(json!({ "taskId": printable(id), "reason": reason })),
+    )
+}
+
+fn random_hex(bytes: usize) -> anyhow::Result<String> {
+    let mut buffer = vec![0u8; bytes];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut buffer)
+        .map_err(|_| anyhow::anyhow!("the system has no random numbers for task ids"))?;
+    Ok(buffer.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
+/// Never used in practice (the system's random numbers do not fail once
+/// the process started); keeps task creation infallible.
+fn rand_fallback() -> u128 {
+    let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_nanos();
+    nanos ^ (std::process::id() as u128) << 64
+}
+
+/// `2026-11-24T10:30:00.123Z`.
+fn iso8601(time: SystemTime) -> String {
+    let since = time.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+    let seconds = since.as_secs();
+    let (days, rest) = (seconds / 86_400, seconds % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60,
+        since.subsec_millis()
+    )
+}
+
+/// One task: a call running (or done) in this process.
+pub struct Task {
+    pub id: String,
+    /// The tool called, and its plugin or server (for the OAuth scope check).
+    pub tool: String,
+    pub origin: String,
+    created_at: String,
+    expires: Instant,
+    ttl: Duration,
+    poll_interval: Duration,
+    /// Cancelled by `tasks/cancel` or expiry: the call's future is dropped, so the guest stops.
+    pub cancel: CancellationToken,
+    /// Woken when answers arrive.
+    wake: Notify,
+    state: Mutex<State>,
+}
+
+impl std::fmt::Debug for Task {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Task").field("id", &self.id).field("tool", &self.tool).finish_non_exhaustive()
+    }
+}
+
+#[derive(Default)]
+struct State {
+    status: Status,
+    updated_at: String,
+    message: Option<String>,
+    /// Questions the client is to answer, by key.
+    pending: BTreeMap<String, Pending>,
+    /// Answers given and not yet passed to the call.
+    answers: BTreeMap<String, Value>,
+    /// Every key ever asked: a key is never used twice in a task.
+    keys: BTreeSet<String>,
+}
+
+struct Pending {
+    request: Value,
+    question: Question,
+}
+
+#[derive(Default)]
+enum Status {
+    #[default]
+    Working,
+    InputRequired,
+    Completed(JsonObject),
+    Failed(JsonObject),
+    Cancelled,
+}
+
+impl Status {
+    fn terminal(&self) -> bool {
+        matches!(self, Status::Completed(_) | Status::Failed(_) | Status::Cancelled)
+    }
+}
+
+/// How a task ended.
+pub enum Outcome {
+    /// The tool's result (`isError` included).
+    Completed(JsonObject),
+    /// The JSON-RPC error the request would have got.
+    Failed(ErrorData),
+}
+
+impl Task {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn touch(state: &mut State) {
+        state.updated_at = iso8601(SystemTime::now());
+    }
+
+    /// The task as `tasks/get` (and `CreateTaskResult`) show it.
+    pub fn detailed(&self) -> DetailedTask {
+        let state = self.state();
+        let mut task = rmcp::model::Task::new(
+            self.id.clone(),
+            rmcp::model::TaskStatus::Working,
+            self.created_at.clone(),
+            state.updated_at.clone(),
+        )
+        .with_ttl_ms(u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX))
+        .with_poll_interval_ms(u64::try_from(self.poll_interval.as_millis()).unwrap_or(u64::MAX).max(1));
+        if let Some(message) = &state.message {
+            task = task.with_status_message(message.clone());
+        }
+        let payload = match &state.status {
+            Status::InputRequired if !state.pending.is_empty() => {
+                let requests: Value =
+                    state.pending.iter().map(|(key, pending)| (key.clone(), pending.request.clone())).collect();
+                match serde_json::from_value::<InputRequests>(requests) {
+                    Ok(input_requests) => TaskPayload::InputRequired { input_requests },
+                    Err(_) => TaskPayload::Working,
+                }
+            }
+            Status::Working | Status::InputRequired => TaskPayload::Working,
+            Status::Completed(result) => TaskPayload::Completed { result: result.clone() },
+            Status::Failed(error) => TaskPayload::Failed { error: error.clone() },
+            Status::Cancelled => TaskPayload::Cancelled,
+        };
+        DetailedTask::new(task, payload)
+    }
+
+    /// The task's handle, for the `CreateTaskResult`.
+    pub fn handle(&self) -> rmcp::model::Task {
+        self.detailed().task
+    }
+
+    /// Ends the task with `outcome`, unless it already ended (cancelled).
+    pub fn finish(&self, outcome: Outcome) {
+        let mut state = self.state();
+        if state.status.terminal() {
+            return;
+        }
+        state.pending.clear();
+        state.status = match outcome {
+            Outcome::Completed(result) => {
+                state.message = None;
+                Status::Completed(result)
+            }
+            Outcome::Failed(error) => {
+                state.message = Some(error.message.to_string());
+                let error = serde_json::to_value(&error)
+                    .ok()
+                    .and_then(|error| error.as_object().cloned())
+                    .unwrap_or_else(|| {
+                        json!({ "code": -32603, "message": "internal error" }).as_object().cloned().unwrap_or_default()
+                    });
+                Status::Failed(error)
+            }
+        };
+        Task::touch(&mut state);
+    }
+
+    /// `tasks/cancel`: stops the call, unless the task already ended.
+    pub fn cancel(&self) {
+        self.end_as_cancelled("cancelled by the client");
+    }
+
+    /// The task outlived its TTL: a call still running is stopped.
+    fn expire(&self) {
+        self.end_as_cancelled("cancelled: the task outlived its time to live");
+    }
+
+    fn end_as_cancelled(&self, why: &str) {
+        {
+            let mut state = self.state();
+            if !state.status.terminal() {
+                state.status = Status::Cancelled;
+                state.message = Some(why.to_owned());
+                state.pending.clear();
+                Task::touch(&mut state);
+            }
+        }
+        self.cancel.cancel();
+        self.wake.notify_waiters();
+    }
+
+    /// A progress report of the running call, shown as `statusMessage`.
+    pub fn progress(&self, done: f64, total: Option<f64>, message: Option<&str>) {
+        let mut state = self.state();
+        if state.status.terminal() {
+            return;
+        }
+        let amount = match total {
+            Some(total) => format!("{done}/{total}"),
+            None => format!("{done}"),
+        };
+        state.message = Some(match message {
+            Some(message) => format!("{amount}: {message}"),
+            None => amount,
+        });
+        Task::touch(&mut state);
+    }
+
+    /// `tasks/update`: answers to questions the task asked. An answer under
+    /// a key not outstanding is ignored (the spec's SHOULD); one that does not
+    /// answer its question refuses the whole update (-32602), nothing taken.
+    pub fn update(&self, responses: InputResponses) -> Result<(), ErrorData> {
+        let mut state = self.state();
+        let mut taken = Vec::new();
+        for (key, value) in responses {
+            let Some(pending) = state.pending.get(&key) else { continue };
+            Answer::from_mcp(&pending.question, &value).map_err(|why| {
+                ErrorData::invalid_params(
+                    format!("inputResponses: the answer under `{}` was refused: {why}", printable(&key)),
+                    None,
+                )
+            })?;
+            taken.push((key, value));
+        }
+        if taken.is_empty() {
+            return Ok(());
+        }
+        for (key, value) in taken {
+            state.pending.remove(&key);
+            state.answers.insert(key, value);
+        }
+        Task::touch(&mut state);
+        drop(state);
+        self.wake.notify_waiters();
+        Ok(())
+    }
+}
+
+/// Answers a task's questions through `tasks/get` (`inputRequests`) and
+/// `tasks/update`: the call waits for them, as with a session's client.
+pub struct TaskAsker {
+    task: Arc<Task>,
+    capabilities: ClientCapabilities,
+    /// Capabilities the call asked for and the client lacks.
+    missing: Mutex<BTreeSet<&'static str>>,
+}
+
+impl TaskAsker {
+    pub fn new(task: Arc<Task>, capabilities: ClientCapabilities) -> TaskAsker {
+        TaskAsker { task, capabilities, missing: Mutex::default() }
+    }
+
+    /// The capabilities the call needed and the client lacked.
+    pub fn missing(&self) -> BTreeSet<&'static str> {
+        self.missing.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+impl Asker for TaskAsker {
+    fn ask<'a>(&'a self, questions: &'a [(String, Question)]) -> Pin<Box<dyn Future<Output = Asked> + Send + 'a>> {
+        Box::pin(async move {
+            let mut answers: Vec<Option<Result<Answer, AskError>>> = questions.iter().map(|_| None).collect();
+            let mut waiting: Vec<(usize, String)> = Vec::new();
+            {
+                let mut state = self.task.state();
+                for (index, (key, question)) in questions.iter().enumerate() {
+                    if let Some(capability) = missing(&self.capabilities, question) {
+                        self.missing.lock().unwrap_or_else(|p| p.into_inner()).insert(capability);
+                        answers[index] = Some(Err(crate::asking::undeclared(capability)));
+                        continue;
+                    }
+                    // A key is never used twice in a task (the spec's MUST): a
+                    // question asked again under its key gets a fresh one.
+                    let mut wire = key.clone();
+                    let mut n = 1;
+                    while state.keys.contains(&wire) {
+                        n += 1;
+                        wire = format!("{key}.{n}");
+                    }
+                    state.keys.insert(wire.clone());
+                    let request = json!({ "method": question.method(), "params": question.to_mcp(&wire) });
+                    state.pending.insert(wire.clone(), Pending { request, question: question.clone() });
+                    waiting.push((index, wire));
+                }
+                if !waiting.is_empty() && !state.status.terminal() {
+                    state.status = Status::InputRequired;
+                    Task::touch(&mut state);
+                }
+            }
+            while !waiting.is_empty() {
+                let notified = self.task.wake.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                {
+                    let mut state = self.task.state();
+                    if state.status.terminal() {
+                        for (index, _) in &waiting {
+                            answers[*index] = Some(Err(AskError::Failed("the task ended".into())));
+                        }
+                        break;
+                    }
+                    if waiting.iter().all(|(_, wire)| state.answers.contains_key(wire)) {
+                        for (index, wire) in waiting.drain(..) {
+                            let value = state.answers.remove(&wire).unwrap_or_default();
+                            let answer = Answer::from_mcp(&questions[index].1, &value)
+                                .map_err(|why| AskError::Failed(format!("the client's answer was refused: {why}")));
+                            answers[index] = Some(answer);
+                        }
+                        if state.pending.is_empty() {
+                            state.status = Status::Working;
+                            Task::touch(&mut state);
+                        }
+                        break;
+                    }
+                }
+                notified.await;
+            }
+            Asked::Answers(
+                answers
+                    .into_iter()
+                    .map(|answer| answer.unwrap_or_else(|| Err(AskError::Failed("no answer".into()))))
+                    .collect(),
+            )
+        })
+    }
+}
+
+/// The asker of a call that may become a task: until it does, questions go
+/// to the request's own asker (a session's client, or a 2026-07-28 round,
+/// which answers by calling again); after, to the task's. The switch waits
+/// while a question is out to the request's asker, and never happens once
+/// the call stopped to ask by calling again, or finished.
+pub struct PhasedAsker {
+    before: Arc<dyn Asker>,
+    phase: Mutex<Phase>,
+    changed: Notify,
+}
+
+#[derive(Default)]
+struct Phase {
+    task: Option<(Arc<Task>, Arc<TaskAsker>)>,
+    /// Questions out to the request's asker now.
+    busy: usize,
+    /// The request's asker suspended the call (its client answers by calling again).
+    suspended: bool,
+    /// The call ended before it became a task.
+    finished: bool,
+}
+
+impl PhasedAsker {
+    pub fn new(before: Arc<dyn Asker>) -> PhasedAsker {
+        PhasedAsker { before, phase: Mutex::default(), changed: Notify::new() }
+    }
+
+    fn phase(&self) -> MutexGuard<'_, Phase> {
+        self.phase.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The task the call became, if it did.
+    pub fn task(&self) -> Option<Arc<Task>> {
+        self.phase().task.as_ref().map(|(task, _)| task.clone())
+    }
+
+    /// Makes the call a task, if it may become one now and `keep` keeps the
+    /// task (false: the store is full).
+    pub fn escalate(&self, task: &Arc<Task>, asker: &Arc<TaskAsker>, keep: impl FnOnce() -> bool) -> bool {
+        let mut phase = self.phase();
+        if phase.task.is_some() || phase.busy > 0 || phase.suspended || phase.finished || !keep() {
+            return false;
+        }
+        phase.task = Some((task.clone(), asker.clone()));
+        true
+    }
+
+    /// Called once when the call ended: the task it became, or `None` (and
+    /// it can no longer become one).
+    pub fn end(&self) -> Option<Arc<Task>> {
+        let mut phase = self.phase();
+        phase.finished = true;
+        phase.task.as_ref().map(|(task, _)| task.clone())
+    }
+
+    /// Resolves at the next change (a question answered by the request's asker).
+    pub fn changed(&self) -> tokio::sync::futures::Notified<'_> {
+        self.changed.notified()
+    }
+}
+
+/// Counts a question out to the request's asker, until dropped.
+struct Busy<'a>(&'a PhasedAsker);
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.phase().busy -= 1;
+        self.0.changed.notify_waiters();
+    }
+}
+
+impl Asker for PhasedAsker {
+    fn ask<'a>(&'a self, questions: &'a [(String, Question)]) -> Pin<Box<dyn Future<Output = Asked> + Send + 'a>> {
+        Box::pin(async move {
+            let task_asker = {
+                let mut phase = self.phase();
+                match &phase.task {
+                    Some((_, asker)) => Some(asker.clone()),
+                    None => {
+                        phase.busy += 1;
+                        None
+                    }
+                }
+            };
+            if let Some(asker) = task_asker {
+                return asker.ask(questions).await;
+            }
+            let busy = Busy(self);
+            let asked = self.before.ask(questions).await;
+            if matches!(asked, Asked::Suspend) {
+                self.phase().suspended = true;
+            }
+            drop(busy);
+            asked
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> Tasks {
+        Tasks::new(TasksConfig::default()).unwrap()
+    }
+
+    #[test]
+    fn reads_per_tool_settings_in_both_forms() {
+        #[derive(Deserialize)]
+        struct Wrapper {
+            tasks: TasksConfig,
+        }
+        let config: Wrapper = serde_json::from_value(json!({"tasks": {
+            "after": "1s",
+            "tools": { "a": "optional", "b": { "support": "required", "after": "3s" } },
+            "plugins": { "p": "required" },
+        }}))
+        .unwrap();
+        let tasks = config.tasks;
+        assert!(tasks.enabled());
+        assert_eq!(tasks.for_tool("a", "p"), (TaskSupport::Optional, Duration::from_secs(1)));
+        assert_eq!(tasks.for_tool("b", "p"), (TaskSupport::Required, Duration::from_secs(3)));
+        assert_eq!(tasks.for_tool("c", "p"), (TaskSupport::Required, Duration::from_secs(1)));
+        assert_eq!(tasks.for_tool("c", "q").0, TaskSupport::Forbidden);
+        for bad in [
+            json!({"tools": {"a": "sometimes"}}),
+            json!({"tools": {"a": {"support": "optional", "x": 1}}}),
+            json!({"tools": {"a": 3}}),
+        ] {
+            let err = serde_json::from_value::<TasksConfig>(bad).unwrap_err().to_string();
+            assert!(err.contains("give \"optional\""), "{err}");
+        }
+        assert!(!TasksConfig::default().enabled());
+    }
+
+    #[test]
+    fn an_unknown_id_says_why_and_never_panics() {
+        let tasks = store();
+        let task = tasks.create("slow", "plugin");
+        assert!(tasks.keep(&task));
+        assert_eq!(tasks.find(&task.id).unwrap().id, task.id);
+        let other = format!("elsewhere.{}.{}", "0".repeat(8), "a".repeat(32));
+        let err = tasks.find(&other).unwrap_err();
+        assert_eq!(err.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+        assert!(err.message.contains("replica `elsewhere`") && err.message.contains("Mcp-Name"), "{}", err.message);
+        let restarted = format!("{}.{}.{}", tasks.replica, "0".repeat(8), "a".repeat(32));
+        let err = tasks.find(&restarted).unwrap_err();
+        assert!(err.message.contains("restarted"), "{}", err.message);
+        let err = tasks.find(&format!("{}.{}.{}", tasks.replica, tasks.run, "b".repeat(32))).unwrap_err();
+        assert!(err.message.contains("expired"), "{}", err.message);
+        for hostile in ["", ".", "..", "a.b.c", "\u{1b}[31m.x.y", &"x".repeat(100_000), "é.é.é"] {
+            let err = tasks.find(hostile).unwrap_err();
+            assert!(err.message.len() < 600 && !err.message.contains('\u{1b}'), "{}", err.message);
+        }
+    }
+
+    #[test]
+    fn cancel_is_idempotent_and_final() {
+        let tasks = store();
+        let task = tasks.create("slow", "plugin");
+        task.cancel();
+        task.cancel();
+        task.finish(Outcome::Completed(JsonObject::new()));
+        assert_eq!(task.detailed().status(), rmcp::model::TaskStatus::Cancelled);
+        assert!(task.cancel.is_cancelled());
+    }
+
+    #[test]
+    fn a_task_past_its_ttl_is_stopped_and_said_to_have_expired() {
+        let config = TasksConfig { ttl: Some(HumanDuration(Duration::from_secs(1))), ..TasksConfig::default() };
+        let tasks = Tasks::new(config).unwrap();
+        let task = tasks.create("slow", "plugin");
+        assert!(tasks.keep(&task));
+        std::thread::sleep(Duration::from_millis(1100));
+        let err = tasks.find(&task.id).unwrap_err();
+        assert_eq!(err.data.as_ref().unwrap()["reason"], "expired", "{err:?}");
+        assert!(task.cancel.is_cancelled(), "a running call past its TTL is stopped");
+        assert_eq!(task.detailed().status(), rmcp::model::TaskStatus::Cancelled);
+        assert!(tasks.is_empty());
+    }
+
+    #[test]
+    fn a_full_store_refuses_new_tasks() {
+        let tasks = Tasks::new(TasksConfig { max_tasks: Some(1), ..TasksConfig::default() }).unwrap();
+        assert!(tasks.keep(&tasks.create("a", "p")));
+        assert!(!tasks.keep(&tasks.create("b", "p")));
+        assert_eq!(tasks.len(), 1);
+    }
+
+    #[test]
+    fn timestamps_are_iso8601() {
+        assert_eq!(iso8601(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let leap = SystemTime::UNIX_EPOCH + Duration::from_millis(951_782_400_123);
+        assert_eq!(iso8601(leap), "2000-02-29T00:00:00.123Z");
+    }
+}
