@@ -171,6 +171,13 @@ fn haproxy_config(port: u16, replicas: &[&Replica], sticky: bool) -> String {
              \x20   stick store-response res.hdr(mcp-session-id)\n",
         );
     }
+    // MCP tasks live in the replica that started them (named as its server
+    // here, TOOLHOST_REPLICA): tasks/* go there by the id's prefix in Mcp-Name.
+    for index in 0..replicas.len() {
+        config.push_str(&format!(
+            "    use-server replica{index} if {{ req.hdr(mcp-method) -m beg tasks/ }} {{ req.hdr(mcp-name) -m beg replica{index}. }}\n"
+        ));
+    }
     for (index, replica) in replicas.iter().enumerate() {
         config.push_str(&format!("    server replica{index} {} check\n", replica.address));
     }
@@ -649,6 +656,83 @@ fn replicas_send_their_spans_to_one_collector_each_under_its_own_name() {
         "{call}"
     );
     assert!(spans.iter().all(|span| span["service"] == "toolhost"), "{spans:?}");
+}
+
+/// A 2026-07-28 request of the tasks extension (`tools/call` that may become
+/// a task, `tasks/get`, …), with `name` in `Mcp-Name`: the JSON-RPC answer.
+fn task_request(address: &str, method: &str, mut params: Value, name: &str) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "1" }
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", method),
+        ("Mcp-Name", name),
+    ];
+    let response = request(address, "POST", "/mcp", &headers, &body).expect("connect");
+    assert_eq!(response.status, 200, "{}{}", response.head, response.body);
+    message(&response)
+}
+
+/// Long calls as MCP tasks behind haproxy, configured as docs/deploy.md says:
+/// each replica named as its haproxy server (`TOOLHOST_REPLICA`), `tasks/*`
+/// routed by the task id in `Mcp-Name`. Every poll finds its task wherever
+/// the call that made it landed; a replica that goes takes its tasks with it,
+/// and the next poll is an error saying so, never a silent loss.
+#[test]
+fn tasks_are_polled_on_their_replica_through_haproxy_and_a_lost_one_is_an_error() {
+    let (dir, config) = replica_plugins();
+    std::fs::write(&config, "[serve.tasks]\ntools = { slow_echo = \"optional\" }\n").unwrap();
+    let start = |name: &str, replica: &str| {
+        Replica::start(name, dir.path(), &config, &shared_cache(), &[("TOOLHOST_REPLICA", replica)])
+    };
+    let (a, b) = (start("replica a", "replica0"), start("replica b", "replica1"));
+    a.wait_serving();
+    b.wait_serving();
+    let haproxy = Haproxy::start(&[&a, &b], true);
+
+    let ids: Vec<String> = (0..4)
+        .map(|call| {
+            let arguments = json!({ "name": "slow_echo", "arguments": { "text": format!("task {call}"), "ms": 800 } });
+            let created = task_request(&haproxy.address, "tools/call", arguments, "slow_echo");
+            assert_eq!(created["result"]["resultType"], "task", "{created}");
+            created["result"]["taskId"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    for replica in ["replica0.", "replica1."] {
+        assert!(ids.iter().any(|id| id.starts_with(replica)), "round robin: none on {replica} {ids:?}");
+    }
+    for (call, id) in ids.iter().enumerate() {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let polled = task_request(&haproxy.address, "tasks/get", json!({ "taskId": id }), id);
+            let status = polled["result"]["status"].as_str().unwrap_or_else(|| panic!("{id}: {polled}"));
+            if status == "completed" {
+                assert!(polled.to_string().contains(&format!("task {call}")), "{polled}");
+                break;
+            }
+            assert_eq!(status, "working", "{polled}");
+            assert!(Instant::now() < deadline, "{id} never completed");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    // A task in flight when its replica dies: the next poll goes to the
+    // survivor, which says whose task it was.
+    let arguments = json!({ "name": "slow_echo", "arguments": { "text": "lost", "ms": 10000 } });
+    let created = task_request(&haproxy.address, "tools/call", arguments, "slow_echo");
+    let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let (doomed, survivor) = if id.starts_with("replica0.") { (a, b) } else { (b, a) };
+    drop(doomed);
+    let polled = task_request(&haproxy.address, "tasks/get", json!({ "taskId": id }), &id);
+    assert_eq!(polled["error"]["code"], -32602, "{polled}");
+    assert_eq!(polled["error"]["data"]["reason"], "other_replica", "{polled}");
+    drop(survivor);
 }
 
 #[test]
