@@ -159,10 +159,10 @@ pub fn form_schema<T: JsonSchema>() -> Value {
 fn form_property(property: Value, definitions: &Value) -> Value {
     let Value::Object(mut property) = resolve(property, definitions) else { return Value::Object(Map::new()) };
     // `Option<T>`: schemars writes `"type": [T, "null"]`, or `anyOf: [T, null]`.
-    if let Some(Value::Array(kinds)) = property.get("type") {
-        if let Some(kind) = kinds.iter().find(|kind| kind.as_str() != Some("null")).cloned() {
-            property.insert("type".to_owned(), kind);
-        }
+    if let Some(Value::Array(kinds)) = property.get("type")
+        && let Some(kind) = kinds.iter().find(|kind| kind.as_str() != Some("null")).cloned()
+    {
+        property.insert("type".to_owned(), kind);
     }
     if let Some(Value::Array(choices)) = property.remove("anyOf") {
         match choices.into_iter().find(|choice| choice.get("type").and_then(Value::as_str) != Some("null")) {
@@ -195,13 +195,12 @@ fn form_property(property: Value, definitions: &Value) -> Value {
 /// `{"$ref": "#/$defs/X", …}` → X's schema, with the property's own keys kept.
 fn resolve(schema: Value, definitions: &Value) -> Value {
     let Value::Object(mut schema) = schema else { return schema };
-    if let Some(Value::String(reference)) = schema.remove("$ref") {
-        if let Some(Value::Object(defined)) =
+    if let Some(Value::String(reference)) = schema.remove("$ref")
+        && let Some(Value::Object(defined)) =
             reference.strip_prefix("#/$defs/").and_then(|name| definitions.get(name)).cloned()
-        {
-            for (key, value) in defined {
-                schema.entry(key).or_insert(value);
-            }
+    {
+        for (key, value) in defined {
+            schema.entry(key).or_insert(value);
         }
     }
     schema.remove("title");
@@ -289,7 +288,7 @@ impl Sampling {
             max_tokens: self.max_tokens,
             temperature: self.temperature,
             stop_sequences: self.stop_sequences,
-            preferences: (!self.hints.is_empty()).then(|| wit::ModelPreferences {
+            preferences: (!self.hints.is_empty()).then_some(wit::ModelPreferences {
                 hints: self.hints,
                 cost_priority: None,
                 speed_priority: None,
