@@ -277,47 +277,66 @@ fn serve_asks_the_mcp_client_what_plugins_ask_in_both_protocol_generations() {
     assert_eq!(result["asked"], json!([]), "{result}");
 }
 
-/// The Rust SDK's call context, in a plugin built with it (`sdk_asks`), through
-/// `serve` with the official Python client in both protocol generations: a
-/// typed form (its schema made flat from the struct, its answers read back into
-/// the struct), sampling, roots, a keyed batch, and a result of every block.
+/// What a running call may do, in a plugin built with each SDK or helper
+/// (`sdk_asks`: the Rust SDK; `py_asks`: the Python helper), whose tools
+/// answer alike, through `serve` with the official Python client in both
+/// protocol generations: a form (in Rust a typed one: its schema made flat
+/// from the struct, its answers read back into the struct), sampling, roots,
+/// a keyed batch, and a result of every block.
 #[test]
-fn the_rust_sdk_asks_and_answers_with_every_kind_of_block() {
-    let plugins = plugin_dir(&["sdk_asks"]);
+fn every_sdk_asks_and_answers_with_every_kind_of_block() {
+    for (plugin, prefix) in [("sdk_asks", "sdk"), ("py_asks", "py")] {
+        sdk_asks_and_answers(plugin, prefix);
+    }
+}
+
+fn sdk_asks_and_answers(plugin: &str, prefix: &str) {
+    let plugins = plugin_dir(&[plugin]);
     let config = plugins.path().join("toolhost.toml");
-    std::fs::write(&config, "[plugins.sdk_asks]\nelicitation = true\nsampling = { max_tokens = 300 }\nroots = true\n")
-        .unwrap();
+    std::fs::write(
+        &config,
+        format!("[plugins.{plugin}]\nelicitation = true\nsampling = {{ max_tokens = 300 }}\nroots = true\n"),
+    )
+    .unwrap();
+    let options = ["--prefix", prefix];
     for mode in ["legacy", "2026-07-28"] {
-        let result = common::mcp_client_scenario("sdk", mode, plugins.path(), &config);
+        let result = common::mcp_client_scenario_with("sdk", mode, &options, plugins.path(), &config);
         let text = |key: &str| result[key]["text"].as_str().unwrap_or_default().to_owned();
-        assert_eq!(text("elicit"), "accepted: ada likes Blue (ok: true, nickname: none)", "{mode}: {result}");
-        assert_eq!(text("sample"), "scripted-model said: sampled: What is 2+2? (endTurn)", "{mode}: {result}");
-        assert_eq!(text("roots"), "roots: file:///work/project (project)", "{mode}: {result}");
-        assert_eq!(text("batch"), "who: ada likes Blue (ok: true, nickname: none)\nwhere: 1 roots", "{mode}: {result}");
+        assert_eq!(text("elicit"), "accepted: ada likes Blue (ok: true, nickname: none)", "{plugin} {mode}: {result}");
+        assert_eq!(text("sample"), "scripted-model said: sampled: What is 2+2? (endTurn)", "{plugin} {mode}: {result}");
+        assert_eq!(text("roots"), "roots: file:///work/project (project)", "{plugin} {mode}: {result}");
+        assert_eq!(
+            text("batch"),
+            "who: ada likes Blue (ok: true, nickname: none)\nwhere: 1 roots",
+            "{plugin} {mode}: {result}"
+        );
         let asked = result["asked"].as_array().unwrap();
         let sampled = asked.iter().find(|asked| asked["method"] == "sampling/createMessage").unwrap();
-        assert_eq!(sampled["max_tokens"], 100, "{mode}: {result}");
+        assert_eq!(sampled["max_tokens"], 100, "{plugin} {mode}: {result}");
 
         let media = result["media"].as_array().unwrap();
         let kinds: Vec<&str> = media.iter().map(|block| block["type"].as_str().unwrap()).collect();
         assert_eq!(
             kinds,
             ["text", "image", "resource_link", "resource", "resource", "text", "text"],
-            "{mode}: {result}"
+            "{plugin}: {result}"
         );
-        assert_eq!(media[1]["mimeType"], "image/png", "{mode}: {result}");
-        assert_eq!(media[1]["annotations"]["audience"], json!(["user"]), "{mode}: {result}");
-        assert_eq!(media[3]["resource"]["text"], "the second note", "{mode}: {result}");
-        assert_eq!(media[4]["resource"]["blob"], "AAEC", "{mode}: {result}");
-        assert_eq!(media[6]["annotations"], json!({"priority": 0.9}), "{mode}: {result}");
-        assert_eq!(result["media_structured"], json!({"blocks": 7}), "{mode}: {result}");
+        assert_eq!(media[1]["mimeType"], "image/png", "{plugin} {mode}: {result}");
+        assert_eq!(media[1]["annotations"]["audience"], json!(["user"]), "{plugin} {mode}: {result}");
+        assert_eq!(media[3]["resource"]["text"], "the second note", "{plugin} {mode}: {result}");
+        assert_eq!(media[4]["resource"]["blob"], "AAEC", "{plugin} {mode}: {result}");
+        assert_eq!(media[6]["annotations"], json!({"priority": 0.9}), "{plugin} {mode}: {result}");
+        assert_eq!(result["media_structured"], json!({"blocks": 7}), "{plugin} {mode}: {result}");
     }
 
     // Ungranted, each request is a typed refusal the tool turns into `failed`, naming the grant.
     std::fs::write(&config, "").unwrap();
-    let result = common::mcp_client_scenario("sdk", "legacy", plugins.path(), &config);
-    assert_eq!(result["elicit"]["is_error"], true, "{result}");
+    let result = common::mcp_client_scenario_with("sdk", "legacy", &options, plugins.path(), &config);
+    assert_eq!(result["elicit"]["is_error"], true, "{plugin}: {result}");
     let said = result["elicit"]["text"].as_str().unwrap();
-    assert!(said.contains("denied: elicitation is not granted to this plugin: add `elicitation = true`"), "{said}");
-    assert_eq!(result["asked"], json!([]), "{result}");
+    assert!(
+        said.contains("denied: elicitation is not granted to this plugin: add `elicitation = true`"),
+        "{plugin}: {said}"
+    );
+    assert_eq!(result["asked"], json!([]), "{plugin}: {result}");
 }

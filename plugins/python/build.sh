@@ -9,12 +9,12 @@
 # missing or at another version; a second run skips the install.
 # A plugin with a wit/ folder of its own is built against the world in it (a
 # component of plain typed functions, not toolhost's contract).
-# A plugin whose manifest (NAME.toml) asks for `http` is built against the
-# world in sdk/wit-http (contract 0.2.0 plus wasi:http/outgoing-handler) with
-# sdk/python/ (toolhost.py, the 0.2.0 helper, and toolhost_http.py) bundled
-# beside it; its manifest travels beside its .wasm. The others stay on
+# A plugin written with the 0.2.0 helper (its app.py imports `toolhost`) is
+# built as `toolhost new` projects are: against the world in sdk/wit-http
+# (contract 0.2.0 plus wasi:http/outgoing-handler) with sdk/python/
+# (toolhost.py and toolhost_http.py) bundled beside it. The others stay on
 # contract 0.1.0, which proves that plugins built against it still build and
-# load.
+# load. A plugin's manifest (NAME.toml) travels beside its .wasm.
 # Usage: bash plugins/python/build.sh (plugins/build.sh calls it).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -53,7 +53,7 @@ for dir in "$here"/*/ "$here"/misbehaving/*/ "$here"/testing/*/; do
     paths=(-p "$dir")
     if [ -d "$dir/wit" ]; then
         world=(-d "$dir/wit" -w "$(sed -n 's/^world \([a-z0-9-]*\).*/\1/p' "$dir"/wit/*.wit | head -n 1)")
-    elif grep -qs '^http *=' "$dir/$name.toml"; then
+    elif grep -qsE '^(import toolhost( as [a-z_]+)?|from toolhost import .*)$' "$dir/app.py"; then
         world=(-d "$repo/sdk/wit-http" -w toolhost:plugin-with-http/plugin@0.2.0)
         paths+=(-p "$repo/sdk/python")
     fi

@@ -135,11 +135,24 @@ pub fn toolhost_with_env(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Out
 /// `toolhost serve` over stdio with `plugins` and `config`, and returns the
 /// JSON it prints.
 pub fn mcp_client_scenario(scenario: &str, mode: &str, plugins: &Path, config: &Path) -> serde_json::Value {
+    mcp_client_scenario_with(scenario, mode, &[], plugins, config)
+}
+
+/// [`mcp_client_scenario`] with more of client.py's options (`--prefix P`).
+pub fn mcp_client_scenario_with(
+    scenario: &str,
+    mode: &str,
+    options: &[&str],
+    plugins: &Path,
+    config: &Path,
+) -> serde_json::Value {
     install("mcp/setup.sh");
     let mcp = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp");
     let output = Command::new(mcp.join(".tools/venv/bin/python"))
         .arg(mcp.join("client.py"))
-        .args(["--mode", mode, scenario, "--", env!("CARGO_BIN_EXE_toolhost"), "--plugins"])
+        .args(["--mode", mode])
+        .args(options)
+        .args([scenario, "--", env!("CARGO_BIN_EXE_toolhost"), "--plugins"])
         .arg(plugins)
         .arg("--config")
         .arg(config)
