@@ -278,15 +278,15 @@ fn serve_asks_the_mcp_client_what_plugins_ask_in_both_protocol_generations() {
 }
 
 /// What a running call may do, in a plugin built with each SDK or helper
-/// (`sdk_asks`: the Rust SDK; `py_asks`, `js_asks`: the Python and JavaScript
-/// helpers), whose tools
+/// (`sdk_asks`: the Rust SDK; `py_asks`, `js_asks`, `c_asks`: the Python and
+/// JavaScript helpers and the C SDK), whose tools
 /// answer alike, through `serve` with the official Python client in both
 /// protocol generations: a form (in Rust a typed one: its schema made flat
 /// from the struct, its answers read back into the struct), sampling, roots,
 /// a keyed batch, and a result of every block.
 #[test]
 fn every_sdk_asks_and_answers_with_every_kind_of_block() {
-    for (plugin, prefix) in [("sdk_asks", "sdk"), ("py_asks", "py"), ("js_asks", "js")] {
+    for (plugin, prefix) in [("sdk_asks", "sdk"), ("py_asks", "py"), ("js_asks", "js"), ("c_asks", "c")] {
         sdk_asks_and_answers(plugin, prefix);
     }
 }

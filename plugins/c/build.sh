@@ -2,14 +2,15 @@
 # Builds the C plugins in this folder into components:
 #   plugins/c/NAME/*.c              -> plugins/dist/NAME.wasm
 #   plugins/c/misbehaving/NAME/*.c  -> plugins/dist-test/NAME.wasm
+#   plugins/c/testing/NAME/*.c      -> plugins/dist-test/NAME.wasm
 # Each is compiled with the C SDK and the bindings that wit-bindgen's C
-# generator writes. A plugin whose manifest (NAME.toml) asks for `http` is
-# compiled against the world in sdk/wit-http (contract 0.2.0 plus
-# wasi:http/outgoing-handler) with sdk/c/toolhost.c (the C SDK for 0.2.0) and
-# sdk/c/toolhost_http.c, and its manifest travels beside its .wasm. The others
-# stay on contract 0.1.0 (wit/v0.1.0, with the SDK of that version in
-# sdk/c/v0.1.0), which proves that plugins built against it still build and
-# load.
+# generator writes. A plugin written with the 0.2.0 SDK (its results are
+# `th_blocks`) is compiled as `toolhost new` projects are: against the world
+# in sdk/wit-http (contract 0.2.0 plus wasi:http/outgoing-handler) with
+# sdk/c/toolhost.c and sdk/c/toolhost_http.c. The others stay on contract
+# 0.1.0 (wit/v0.1.0, with the SDK of that version in sdk/c/v0.1.0), which
+# proves that plugins built against it still build and load. A plugin's
+# manifest (NAME.toml) travels beside its .wasm.
 #
 # Toolchain, installed here when missing (and skipped when present):
 #   clang, lld, wasi-libc, libclang-rt-N-dev-wasm32  Debian packages (apt-get); wasi-libc
@@ -89,10 +90,14 @@ compile() {
     local name="$1" dir="$2" out="$3" source
     local objects="$build/obj/$name" gen="$build/gen" sdk="$repo/sdk/c/v0.1.0"
     local sources=("$dir"/*.c)
-    if grep -qs '^http *=' "$dir/$name.toml"; then
+    # Written with the 0.2.0 SDK (its results are th_blocks): built as
+    # `toolhost new` projects are, against sdk/wit-http.
+    if grep -qs 'th_blocks' "$dir"/*.c; then
         gen="$build/gen-http"
         sdk="$repo/sdk/c"
         sources+=("$repo/sdk/c/toolhost_http.c")
+    fi
+    if [ -f "$dir/$name.toml" ]; then
         cp "$dir/$name.toml" "$out/"
     fi
     sources+=("$sdk/toolhost.c")
@@ -111,12 +116,12 @@ compile() {
 }
 
 count=0
-for dir in "$here"/*/ "$here"/misbehaving/*/; do
+for dir in "$here"/*/ "$here"/misbehaving/*/ "$here"/testing/*/; do
     dir="${dir%/}"
     compgen -G "$dir/*.c" >/dev/null || continue
     name="$(basename "$dir")"
     case "$dir" in
-        "$here"/misbehaving/*) compile "$name" "$dir" "$dist_test" ;;
+        "$here"/misbehaving/* | "$here"/testing/*) compile "$name" "$dir" "$dist_test" ;;
         *) compile "$name" "$dir" "$dist" ;;
     esac
     count=$((count + 1))
