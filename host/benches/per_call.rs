@@ -72,10 +72,14 @@ const ONE_CALL_EACH: &[(&str, &str)] = &[
     ("check_url", r#"{"url":"http://127.0.0.1:9/"}"#),
 ];
 
+use bare::toolhost::plugin::call::{
+    Answer, ElicitAnswer, Elicitation, Question, RequestError, Root, SamplingReply, SamplingRequest,
+};
+
 mod bare {
     wasmtime::component::bindgen!({
-        path: "../wit/v0.1.0",
-        world: "toolhost:plugin/plugin@0.1.0",
+        path: "../wit/v0.2.0",
+        world: "toolhost:plugin/plugin@0.2.0",
     });
 }
 
@@ -94,6 +98,27 @@ impl bare::toolhost::plugin::types::Host for BareState {}
 
 impl bare::toolhost::plugin::log::Host for BareState {
     fn log(&mut self, _: bare::toolhost::plugin::log::Level, _: String, _: Vec<bare::toolhost::plugin::log::Field>) {}
+}
+
+/// What a running call may ask: echo asks nothing, and the baseline answers nothing.
+impl bare::toolhost::plugin::call::Host for BareState {
+    fn progress(&mut self, _: f64, _: Option<f64>, _: Option<String>) {}
+
+    fn elicit(&mut self, _: Elicitation) -> Result<ElicitAnswer, RequestError> {
+        Err(RequestError::Unsupported("the bare baseline".to_owned()))
+    }
+
+    fn sample(&mut self, _: SamplingRequest) -> Result<SamplingReply, RequestError> {
+        Err(RequestError::Unsupported("the bare baseline".to_owned()))
+    }
+
+    fn roots(&mut self) -> Result<Vec<Root>, RequestError> {
+        Err(RequestError::Unsupported("the bare baseline".to_owned()))
+    }
+
+    fn ask(&mut self, questions: Vec<(String, Question)>) -> Vec<Result<Answer, RequestError>> {
+        questions.iter().map(|_| Err(RequestError::Unsupported("the bare baseline".to_owned()))).collect()
+    }
 }
 
 fn plugins_dir(name: &str) -> PathBuf {
@@ -171,7 +196,10 @@ fn bare_call(engine: &Engine, pre: &bare::PluginPre<BareState>) {
     let plugin = pre.instantiate(&mut store).unwrap();
     let out = plugin.toolhost_plugin_tools().call_call_tool(&mut store, "echo", ARGS).unwrap();
     drop(store);
-    assert!(matches!(out, Ok(bare::toolhost::plugin::types::ToolOutput::Text(ref text)) if text == "hello, world"));
+    let blocks = out.expect("echo answers");
+    assert!(
+        matches!(&blocks[..], [bare::toolhost::plugin::types::Block { content: bare::toolhost::plugin::types::Content::Text(text), .. }] if text == "hello, world")
+    );
 }
 
 fn bare_wasmtime(engine: &Engine, pre: &bare::PluginPre<BareState>) -> Stats {
