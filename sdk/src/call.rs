@@ -146,7 +146,7 @@ pub fn form_schema<T: JsonSchema>() -> Value {
     let mut properties = Map::new();
     if let Some(Value::Object(given)) = schema.get_mut("properties").map(Value::take) {
         for (name, property) in given {
-            properties.insert(name, form_property(property, &definitions));
+            properties.insert(name, Value::Object(form_property(property, &definitions)));
         }
     }
     form.insert("properties".to_owned(), Value::Object(properties));
@@ -156,8 +156,8 @@ pub fn form_schema<T: JsonSchema>() -> Value {
     Value::Object(form)
 }
 
-fn form_property(property: Value, definitions: &Value) -> Value {
-    let Value::Object(mut property) = resolve(property, definitions) else { return Value::Object(Map::new()) };
+fn form_property(property: Value, definitions: &Value) -> Map<String, Value> {
+    let Value::Object(mut property) = resolve(property, definitions) else { return Map::new() };
     // `Option<T>`: schemars writes `"type": [T, "null"]`, or `anyOf: [T, null]`.
     if let Some(Value::Array(kinds)) = property.get("type")
         && let Some(kind) = kinds.iter().find(|kind| kind.as_str() != Some("null")).cloned()
@@ -168,13 +168,12 @@ fn form_property(property: Value, definitions: &Value) -> Value {
         match choices.into_iter().find(|choice| choice.get("type").and_then(Value::as_str) != Some("null")) {
             Some(choice) => {
                 let description = property.remove("description");
-                let Value::Object(inner) = form_property(choice, definitions) else { unreachable!() };
-                property.extend(inner);
+                property.extend(form_property(choice, definitions));
                 if let Some(description) = description {
                     property.insert("description".to_owned(), description);
                 }
             }
-            None => return Value::Object(property),
+            None => return property,
         }
     }
     if let Some(items) = property.remove("items") {
@@ -189,7 +188,7 @@ fn form_property(property: Value, definitions: &Value) -> Value {
     if property.get("default").is_some_and(Value::is_null) {
         property.remove("default");
     }
-    Value::Object(property)
+    property
 }
 
 /// `{"$ref": "#/$defs/X", …}` → X's schema, with the property's own keys kept.
