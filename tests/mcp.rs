@@ -737,6 +737,124 @@ fn long_calls_run_as_tasks_for_the_official_python_client() {
     assert_eq!(out["plain_required"]["code"], -32021, "{out}");
 }
 
+/// Runs `tasks_2025.py` (the official Python SDK's 2025-11-25 line, with
+/// the experimental tasks API) and parses the JSON it prints.
+fn python_2025_client(args: &[String]) -> Value {
+    let output = Command::new(tools().join("venv-2025/bin/python"))
+        .arg(mcp_dir().join("tasks_2025.py"))
+        .args(args)
+        .env("TOOLHOST_CACHE_DIR", shared_cache())
+        .output()
+        .expect("run tasks_2025.py");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "tasks_2025.py {args:?} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|err| panic!("tasks_2025.py printed no JSON ({err}): {stdout}"))
+}
+
+/// What the 2025-11-25 client saw of its tasks, over either transport.
+fn check_2025_tasks(out: &Value) {
+    assert_eq!(out["protocol"], "2025-11-25", "{out}");
+    // The server declares the revision's tasks capability and each tool's support.
+    assert_eq!(out["capabilities"]["tasks"], json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}));
+    assert_eq!(out["listed"]["slow_compute"], "optional", "{out}");
+    assert_eq!(out["listed"]["failing_job"], "required", "{out}");
+    assert_eq!(out["listed"]["greet"], Value::Null, "{out}");
+
+    // A task's handle at once, then its result from tasks/result, tied to it.
+    let slow = &out["slow"];
+    let id = slow["created"]["task"]["taskId"].as_str().unwrap();
+    assert_eq!(slow["created"]["task"]["status"], "working", "{slow}");
+    // The client asked for 60 s; kept at least the call's timeout (5 s) and a minute more.
+    assert_eq!(slow["created"]["task"]["ttl"], 65_000, "{slow}");
+    assert_eq!(slow["created"]["task"]["pollInterval"], 1000, "{slow}");
+    assert_eq!(slow["statuses"], json!(["working", "completed"]), "{slow}");
+    assert!(slow["messages"][0].as_str().unwrap().contains("computing py"), "progress as statusMessage: {slow}");
+    assert_eq!(slow["result"]["content"][0]["text"], "computed py in 2.5s", "{slow}");
+    assert_eq!(slow["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id, "{slow}");
+    assert_eq!(slow["result"].get("resultType"), None, "this revision's result has no resultType: {slow}");
+    assert_eq!(slow["final"]["status"], "completed", "{slow}");
+    assert_eq!(out["long_ttl"]["created"]["task"]["ttl"], 3_600_000, "kept no longer than the server keeps tasks");
+
+    // A question: input_required, then sent on the tasks/result stream, tied to the task.
+    let confirm = &out["confirm"];
+    assert_eq!(confirm["statuses"], json!(["working", "input_required"]), "{confirm}");
+    assert_eq!(
+        confirm["result"]["content"][0]["text"],
+        r#"confirm_delete notes.txt: action=accept, content={"confirm":true}"#
+    );
+    assert_eq!(confirm["final"]["status"], "completed", "{confirm}");
+    let asked = &out["asked"][0];
+    assert_eq!(asked["message"], "Delete notes.txt?", "{out}");
+    assert_eq!(asked["meta"]["io.modelcontextprotocol/related-task"]["taskId"], confirm["created"]["task"]["taskId"]);
+
+    // A tool error makes the task failed (this revision's rule), its result the tool's.
+    let failing = &out["failing"];
+    assert_eq!(failing["statuses"].as_array().unwrap().last().unwrap(), "failed", "{failing}");
+    assert_eq!(failing["result"]["isError"], true, "{failing}");
+    assert!(failing["final"]["statusMessage"].as_str().unwrap().contains("always fails"), "{failing}");
+    // A protocol error: failed, and tasks/result is that JSON-RPC error.
+    assert_eq!(out["protocol_error"]["error"]["code"], -32021, "{out}");
+    assert_eq!(out["protocol_error"]["final"]["status"], "failed", "{out}");
+    // The plugin's timeout ends a task as it ends a call.
+    assert_eq!(out["timed_out"]["final"]["status"], "failed", "{out}");
+    let timed_out = out["timed_out"]["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(timed_out.contains("timed out after 5000ms"), "{out}");
+
+    // Cancelled while running: cancelled, the guest stopped; no second cancel, no result.
+    assert_eq!(out["cancelled"]["status"], "cancelled", "{out}");
+    let errors = &out["errors"];
+    assert_eq!(errors["cancel_again"]["code"], -32602, "{out}");
+    assert!(errors["cancel_again"]["message"].as_str().unwrap().contains("already cancelled"), "{out}");
+    assert_eq!(errors["result_of_cancelled"]["code"], -32602, "{out}");
+    assert!(out["greet_after_cancel_seconds"].as_f64().unwrap() < 3.0, "the cancelled guest was not stopped: {out}");
+
+    // tasks/list: the session's seven tasks, oldest first.
+    let tasks = out["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 7, "{out}");
+    assert_eq!(tasks[0]["taskId"], id, "{out}");
+    assert_eq!(tasks[6]["taskId"], out["mine"], "{out}");
+    assert_eq!(tasks[6]["status"], "cancelled", "{out}");
+    assert_eq!(out["next_cursor"], Value::Null, "{out}");
+
+    // The revision's errors: a forbidden tool as a task and a required one
+    // plainly are -32601; an unknown task and a bad cursor -32602.
+    for (case, code) in [("forbidden", -32601), ("required_plain", -32601), ("unknown", -32602), ("bad_cursor", -32602)]
+    {
+        assert_eq!(errors[case]["code"], code, "{case}: {out}");
+        assert!(errors[case]["message"].as_str().unwrap().len() < 600, "{case}: {out}");
+    }
+    assert_eq!(out["greet"]["content"][0]["text"], "Hello, Ada!", "a plain call still works: {out}");
+}
+
+#[test]
+fn long_calls_run_as_2025_11_25_tasks_for_that_revisions_python_client() {
+    let dir = plugin_dir(&["content_kinds"]);
+    let config = dir.path().join("toolhost.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "max_concurrent_calls = 1\n[plugins.content_kinds]\nelicitation = true\nroots = true\n\
+             [plugins.content_kinds.limits]\ntimeout = \"5s\"\n{TASK_FIXTURES}"
+        ),
+    )
+    .unwrap();
+    let (_server, url) = serve_http(dir.path(), &config, &[], &[]);
+    let over_http = python_2025_client(&["--url".to_owned(), url]);
+    check_2025_tasks(&over_http);
+    // A task is its session's: another session can neither see nor list it.
+    assert_eq!(over_http["other_session"]["code"], -32602, "{over_http}");
+    assert_eq!(over_http["other_session"]["data"]["reason"], "other_session", "{over_http}");
+    assert_eq!(over_http["other_session_tasks"], json!([]), "{over_http}");
+
+    let mut args = vec!["--".to_owned()];
+    args.extend(toolhost_args(dir.path(), &config));
+    check_2025_tasks(&python_2025_client(&args));
+}
+
 /// A 2026-07-28 request to `url` from a client that declared the tasks
 /// extension; `name` is the `Mcp-Name` header. The JSON-RPC message answered.
 async fn task_request(url: &str, method: &str, mut params: Value, name: &str) -> Value {

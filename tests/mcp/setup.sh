@@ -2,6 +2,7 @@
 # Installs the third-party MCP clients the MCP tests drive, into
 # tests/mcp/.tools (gitignored), the first time only:
 #   .tools/venv         the official Python SDK `mcp` (PyPI), pinned in requirements.txt
+#   .tools/venv-2025    the same SDK's 2025-11-25 line, pinned in requirements-2025.txt
 #   .tools/node22       Node 22 from the npm package `node@22` (the conformance suite needs
 #                       Node >= 22; a system Node 20 is not enough)
 #   .tools/conformance  @modelcontextprotocol/conformance (npm), pinned in package.json
@@ -24,6 +25,15 @@ if [ "$("$tools/venv/bin/python" -c 'import importlib.metadata as m; print(m.ver
     say "installing mcp $pinned_mcp into $tools/venv (pip)"
     python3 -m venv "$tools/venv"
     "$tools/venv/bin/pip" install --quiet --disable-pip-version-check -r "$here/requirements.txt"
+fi
+
+# The last SDK line of the 2025-11-25 revision, for its experimental tasks
+# API (`session.experimental`), which mcp 2.x no longer has.
+pinned_mcp_2025="$(sed -n 's/^mcp==//p' "$here/requirements-2025.txt")"
+if [ "$("$tools/venv-2025/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))' 2>/dev/null)" != "$pinned_mcp_2025" ]; then
+    say "installing mcp $pinned_mcp_2025 into $tools/venv-2025 (pip)"
+    python3 -m venv "$tools/venv-2025"
+    "$tools/venv-2025/bin/pip" install --quiet --disable-pip-version-check -r "$here/requirements-2025.txt"
 fi
 
 node22="$tools/node22/node_modules/.bin/node"

@@ -65,20 +65,22 @@ impl SessionAsker {
         if let Some(capability) = missing(&self.capabilities, question) {
             return Err(undeclared(capability));
         }
-        let request: ServerRequest =
-            serde_json::from_value(json!({ "method": question.method(), "params": question.to_mcp(key) }))
-                .map_err(|err| AskError::Failed(format!("the question cannot be sent over MCP: {err}")))?;
-        let result = self.peer.send_request(request).await.map_err(|err| match err {
-            rmcp::ServiceError::McpError(error) => {
-                AskError::Failed(format!("the client answered with an error: {}", error.message))
-            }
-            other => AskError::Failed(format!("the client did not answer: {other}")),
-        })?;
-        let result = serde_json::to_value(result)
-            .map_err(|err| AskError::Failed(format!("the client's answer could not be read: {err}")))?;
+        let result = send(&self.peer, question, question.to_mcp(key)).await.map_err(AskError::Failed)?;
         Answer::from_mcp(question, &result)
             .map_err(|why| AskError::Failed(format!("the client's answer was refused: {why}")))
     }
+}
+
+/// Sends `question` (its MCP `params`) to the client as a request; its
+/// answer as the client sent it, or why there is none.
+pub(crate) async fn send(peer: &Peer<RoleServer>, question: &Question, params: Value) -> Result<Value, String> {
+    let request: ServerRequest = serde_json::from_value(json!({ "method": question.method(), "params": params }))
+        .map_err(|err| format!("the question cannot be sent over MCP: {err}"))?;
+    let result = peer.send_request(request).await.map_err(|err| match err {
+        rmcp::ServiceError::McpError(error) => format!("the client answered with an error: {}", error.message),
+        other => format!("the client did not answer: {other}"),
+    })?;
+    serde_json::to_value(result).map_err(|err| format!("the client's answer could not be read: {err}"))
 }
 
 impl Asker for SessionAsker {

@@ -12,11 +12,17 @@
 //! none can. A request whose id is still in flight is refused the same way,
 //! so no two answers ever share an id. A batch (which MCP no longer has) is
 //! answered with one error per request in it. Everything else goes to rmcp
-//! unchanged, and everything rmcp writes goes out unchanged.
+//! unchanged, and everything rmcp writes goes out unchanged, but for MCP
+//! 2025-11-25's experimental tasks when the server runs tasks: a 2025-11-25
+//! session's task requests are renamed for toolhost's own handler, and the
+//! answers to its `initialize` and `tools/list` completed
+//! ([`crate::tasks2025`]).
 
+use crate::tasks2025::{self, Watch};
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::{Value, json};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::mpsc;
@@ -31,6 +37,7 @@ const ID_PREFIX: usize = 4 << 10;
 const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
 const INVALID_PARAMS: i64 = -32602;
+const METHOD_NOT_FOUND: i64 = -32601;
 
 /// The requests rmcp has not answered yet, by [`key`].
 pub(crate) type InFlight = Arc<Mutex<HashSet<String>>>;
@@ -44,8 +51,9 @@ fn key(scope: &str, id: &Value) -> String {
 /// Puts the layer between `input`/`output` (the client's side) and rmcp:
 /// returns the reader and writer rmcp is to use, and the task that writes
 /// to `output`, which ends once rmcp's writer is dropped and everything
-/// has been written.
-pub fn guard<R, W>(input: R, output: W) -> ((DuplexStream, DuplexStream), JoinHandle<()>)
+/// has been written. `tasks`: the server runs tasks, so a 2025-11-25
+/// session gets its experimental tasks ([`crate::tasks2025`]).
+pub fn guard<R, W>(input: R, output: W, tasks: bool) -> ((DuplexStream, DuplexStream), JoinHandle<()>)
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -53,18 +61,31 @@ where
     let (to_rmcp, rmcp_reads) = tokio::io::duplex(64 << 10);
     let (rmcp_writes, from_rmcp) = tokio::io::duplex(64 << 10);
     let in_flight = InFlight::default();
+    let session = Arc::new(Session { tasks, ..Session::default() });
     // Bounded: a client sending bad lines faster than it reads the answers
     // is slowed down rather than buffered without end.
     let (errors, answers) = mpsc::channel(256);
-    tokio::spawn(read_side(input, to_rmcp, in_flight.clone(), errors));
-    let writer = tokio::spawn(write_side(from_rmcp, output, in_flight, answers));
+    tokio::spawn(read_side(input, to_rmcp, in_flight.clone(), session.clone(), errors));
+    let writer = tokio::spawn(write_side(from_rmcp, output, in_flight, session, answers));
     ((rmcp_reads, rmcp_writes), writer)
+}
+
+/// What the stdio layer knows of its one session, for the 2025-11-25 tasks.
+#[derive(Default)]
+struct Session {
+    /// The server runs tasks.
+    tasks: bool,
+    /// The session negotiated 2025-11-25 (read off the `initialize` answer).
+    experimental: AtomicBool,
+    /// Requests whose answers are adjusted on the way out, by id.
+    watched: Mutex<HashMap<String, Watch>>,
 }
 
 async fn read_side<R: AsyncRead + Unpin>(
     input: R,
     mut to_rmcp: DuplexStream,
     in_flight: InFlight,
+    session: Arc<Session>,
     errors: mpsc::Sender<Vec<u8>>,
 ) {
     let mut input = BufReader::new(input);
@@ -85,9 +106,16 @@ async fn read_side<R: AsyncRead + Unpin>(
             let message = format!("the message is longer than {} MiB", MAX_LINE >> 20);
             vec![error(id_in(&line), INVALID_REQUEST, &message)]
         } else {
-            match check(&line, Some((&in_flight, ""))) {
-                Checked::Pass(..) => {
-                    if to_rmcp.write_all(&line).await.is_err()
+            let experimental = session.experimental.load(Ordering::Acquire);
+            match check(&line, Some((&in_flight, "")), experimental) {
+                Checked::Pass(passed) => {
+                    // `initialize` says which revision the session has; `tools/list` is adjusted for 2025-11-25.
+                    let watch = passed.watch.filter(|watch| *watch == Watch::Initialize || experimental);
+                    if let (true, Some(watch), Some(key)) = (session.tasks, watch, &passed.entered) {
+                        session.watched.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), watch);
+                    }
+                    let line = passed.rewritten.as_deref().unwrap_or(&line);
+                    if to_rmcp.write_all(line).await.is_err()
                         || (!line.ends_with(b"\n") && to_rmcp.write_all(b"\n").await.is_err())
                     {
                         break;
@@ -126,18 +154,32 @@ async fn skip_line<R: AsyncRead + Unpin>(input: &mut BufReader<R>) -> bool {
 }
 
 pub(crate) enum Checked {
-    /// For rmcp; with the in-flight key it was entered under, if it was, and
-    /// the tool a `tools/call` names (for the HTTP front's scope check).
-    Pass(Option<String>, Option<String>),
+    /// For rmcp.
+    Pass(Passed),
     /// A blank line.
     Skip,
     /// Answered here (one answer, or one per request of a batch).
     Answer(Vec<Value>),
 }
 
+/// A message for rmcp.
+#[derive(Default)]
+pub(crate) struct Passed {
+    /// The in-flight key it was entered under, if it was.
+    pub(crate) entered: Option<String>,
+    /// The tool a `tools/call` names (for the HTTP front's scope check).
+    pub(crate) called: Option<String>,
+    /// What rmcp is to get instead (a 2025-11-25 task request, renamed).
+    pub(crate) rewritten: Option<Vec<u8>>,
+    /// Its answer is adjusted on the way out when the server runs tasks.
+    pub(crate) watch: Option<Watch>,
+}
+
 /// Checks one message; a request with an id is entered in `in_flight`'s
-/// set under its scope (refused if it is there already).
-pub(crate) fn check(line: &[u8], in_flight: Option<(&InFlight, &str)>) -> Checked {
+/// set under its scope (refused if it is there already). `experimental`:
+/// the message comes from a 2025-11-25 session of a server that runs tasks,
+/// so its task requests are renamed for toolhost's own handler.
+pub(crate) fn check(line: &[u8], in_flight: Option<(&InFlight, &str)>, experimental: bool) -> Checked {
     let text = line.trim_ascii();
     if text.is_empty() {
         return Checked::Skip;
@@ -169,12 +211,12 @@ pub(crate) fn check(line: &[u8], in_flight: Option<(&InFlight, &str)>) -> Checke
                 .collect();
             if answers.is_empty() { Checked::Skip } else { Checked::Answer(answers) }
         }
-        Value::Object(_) => check_message(&message, in_flight),
+        Value::Object(_) => check_message(&message, in_flight, experimental),
         _ => Checked::Answer(vec![error(Value::Null, INVALID_REQUEST, "a JSON-RPC message is an object")]),
     }
 }
 
-fn check_message(message: &Value, in_flight: Option<(&InFlight, &str)>) -> Checked {
+fn check_message(message: &Value, in_flight: Option<(&InFlight, &str)>, experimental: bool) -> Checked {
     let raw_id = message.get("id");
     let id = usable_id(raw_id);
     let refuse = |code, why: &str| Checked::Answer(vec![error(id.clone(), code, why)]);
@@ -196,6 +238,11 @@ fn check_message(message: &Value, in_flight: Option<(&InFlight, &str)>) -> Check
     {
         return refuse(INVALID_PARAMS, "`params` must be an object");
     }
+    if let Some(method) = message.get("method").and_then(Value::as_str)
+        && method.starts_with(tasks2025::PREFIX)
+    {
+        return refuse(METHOD_NOT_FOUND, &format!("`{}` is not an MCP method", method.escape_debug()));
+    }
     if !is_request && raw_id.is_none() {
         return refuse(INVALID_REQUEST, "a message needs a `method`, or an `id` with a `result` or an `error`");
     }
@@ -214,7 +261,9 @@ fn check_message(message: &Value, in_flight: Option<(&InFlight, &str)>) -> Check
     let called = (message.get("method").and_then(Value::as_str) == Some("tools/call"))
         .then(|| message.pointer("/params/name").and_then(Value::as_str).map(str::to_owned))
         .flatten();
-    let Some((in_flight, scope)) = in_flight else { return Checked::Pass(None, called) };
+    let rewritten = experimental.then(|| tasks2025::renamed(message)).flatten();
+    let passed = Passed { entered: None, called, rewritten, watch: tasks2025::watch(message) };
+    let Some((in_flight, scope)) = in_flight else { return Checked::Pass(passed) };
     let mut entered = None;
     if is_request && !id.is_null() {
         let key = key(scope, &id);
@@ -229,13 +278,14 @@ fn check_message(message: &Value, in_flight: Option<(&InFlight, &str)>) -> Check
         // A cancelled request may go unanswered (as MCP says): its id is free.
         in_flight.lock().unwrap_or_else(|p| p.into_inner()).remove(&key(scope, cancelled));
     }
-    Checked::Pass(entered, called)
+    Checked::Pass(Passed { entered, ..passed })
 }
 
 async fn write_side<W: AsyncWrite + Unpin>(
     from_rmcp: DuplexStream,
     mut output: W,
     in_flight: InFlight,
+    session: Arc<Session>,
     mut answers: mpsc::Receiver<Vec<u8>>,
 ) {
     let mut from_rmcp = BufReader::new(from_rmcp);
@@ -254,10 +304,22 @@ async fn write_side<W: AsyncWrite + Unpin>(
                     continue;
                 }
                 // A response (it has no method) frees its id.
-                if let Some(id) = response_id(&partial) {
-                    in_flight.lock().unwrap_or_else(|p| p.into_inner()).remove(&key("", &id));
+                let watched = response_id(&partial).and_then(|id| {
+                    let key = key("", &id);
+                    in_flight.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
+                    session.tasks.then(|| session.watched.lock().unwrap_or_else(|p| p.into_inner()).remove(&key))?
+                });
+                match watched {
+                    Some(watch) => {
+                        let (adjusted, experimental) = tasks2025::adjust_line(watch, &partial);
+                        if experimental {
+                            session.experimental.store(true, Ordering::Release);
+                        }
+                        partial.clear();
+                        adjusted
+                    }
+                    None => std::mem::take(&mut partial),
                 }
-                std::mem::take(&mut partial)
             }
             answer = answers.recv(), if answers_open => match answer {
                 Some(mut answer) => {
@@ -372,7 +434,7 @@ mod tests {
     use super::*;
 
     fn answer(line: &str) -> Value {
-        match check(line.as_bytes(), Some((&InFlight::default(), ""))) {
+        match check(line.as_bytes(), Some((&InFlight::default(), "")), false) {
             Checked::Answer(mut answers) if answers.len() == 1 => answers.remove(0),
             Checked::Answer(answers) => Value::Array(answers),
             Checked::Pass(..) => json!("pass"),
@@ -417,25 +479,28 @@ mod tests {
         let in_flight = InFlight::default();
         let stdio = Some((&in_flight, ""));
         let ping = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
-        assert!(matches!(check(ping, stdio), Checked::Pass(Some(_), _)));
-        assert!(matches!(check(ping, stdio), Checked::Answer(_)));
-        assert!(matches!(check(ping, Some((&in_flight, "another session"))), Checked::Pass(Some(_), _)));
+        assert!(matches!(check(ping, stdio, false), Checked::Pass(Passed { entered: Some(_), .. })));
+        assert!(matches!(check(ping, stdio, false), Checked::Answer(_)));
+        assert!(matches!(
+            check(ping, Some((&in_flight, "another session")), false),
+            Checked::Pass(Passed { entered: Some(_), .. })
+        ));
         assert_eq!(response_id(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#), Some(json!(1)));
         assert_eq!(response_id(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#), None);
         // Only the head is read: a result need not even be whole.
         assert_eq!(response_id(br#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"text":"cut"#), Some(json!(7)));
         in_flight.lock().unwrap().remove(&key("", &json!(1)));
-        assert!(matches!(check(ping, stdio), Checked::Pass(Some(_), _)));
+        assert!(matches!(check(ping, stdio, false), Checked::Pass(Passed { entered: Some(_), .. })));
         let cancel = br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#;
-        assert!(matches!(check(cancel, stdio), Checked::Pass(None, _)));
-        assert!(matches!(check(ping, stdio), Checked::Pass(Some(_), _)));
+        assert!(matches!(check(cancel, stdio, false), Checked::Pass(Passed { entered: None, .. })));
+        assert!(matches!(check(ping, stdio, false), Checked::Pass(Passed { entered: Some(_), .. })));
     }
 
     #[tokio::test]
     async fn an_answer_never_lands_inside_a_line_rmcp_is_writing() {
         let (mut client, input) = tokio::io::duplex(1 << 16);
         let (output, mut received) = tokio::io::duplex(1 << 16);
-        let ((rmcp_reads, mut rmcp_writes), writer) = guard(input, output);
+        let ((rmcp_reads, mut rmcp_writes), writer) = guard(input, output, false);
         rmcp_writes.write_all(br#"{"jsonrpc":"2.0","id":1,"res"#).await.unwrap();
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         client.write_all(b"{not json\n").await.unwrap();
@@ -449,6 +514,17 @@ mod tests {
         assert_eq!(lines.len(), 2, "{text}");
         assert_eq!(lines[0]["error"]["code"], PARSE_ERROR, "{text}");
         assert_eq!(lines[1], json!({"jsonrpc": "2.0", "id": 1, "result": {}}));
+    }
+
+    #[test]
+    fn task_requests_are_renamed_only_for_a_2025_11_25_session_and_the_prefix_is_refused() {
+        let get = br#"{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"x"}}"#;
+        assert!(matches!(check(get, None, false), Checked::Pass(Passed { rewritten: None, .. })));
+        assert!(matches!(check(get, None, true), Checked::Pass(Passed { rewritten: Some(_), .. })));
+        let ours = r#"{"jsonrpc":"2.0","id":2,"method":"toolhost/2025-11-25/tasks/get","params":{"taskId":"x"}}"#;
+        assert_eq!(answer(ours)["error"]["code"], METHOD_NOT_FOUND);
+        let list = br#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#;
+        assert!(matches!(check(list, None, false), Checked::Pass(Passed { watch: Some(Watch::ToolsList), .. })));
     }
 
     #[test]

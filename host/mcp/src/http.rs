@@ -30,6 +30,7 @@ use super::framing::{self, Checked, InFlight as InFlightRequests};
 use super::metrics::{self, Endpoint, Metrics, Readiness, Snapshot};
 use super::oauth::{GrantedScopes, ResourceServer};
 use super::server::ToolServer;
+use super::tasks2025;
 use anyhow::Result;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode, header};
@@ -173,6 +174,7 @@ pub async fn serve_http(
         activity: Arc::new(Mutex::new(HashMap::new())),
         opening: tokio::sync::Mutex::new(()),
         requests: InFlightRequests::default(),
+        tasks: options.tasks.as_ref().is_some_and(crate::tasks::TasksConfig::enabled),
     });
     // Closes idle sessions even when no request comes to notice them.
     let sweeper = front.clone();
@@ -273,6 +275,8 @@ struct Front {
     opening: tokio::sync::Mutex<()>,
     /// The requests of each session not answered yet (see [`framing`]).
     requests: InFlightRequests,
+    /// Tools may run as tasks (`[serve.tasks]`).
+    tasks: bool,
 }
 
 /// How a session is being used: its requests still open (a streamed
@@ -463,18 +467,32 @@ impl Front {
         // without its id is answered here, and a request whose id is still in
         // flight in its session is refused (rmcp would answer only one of two).
         let mut entered = None;
+        let mut body = body;
+        // A 2025-11-25 session's requests, when tasks run: its task requests
+        // go to toolhost's own handler, and two answers are completed (tasks2025).
+        let experimental = self.tasks
+            && parts.headers.get("mcp-protocol-version").and_then(|value| value.to_str().ok())
+                == Some(tasks2025::VERSION);
+        let mut watch = None;
         if parts.method == http::Method::POST {
             let scope = session.as_deref().map(|session| (&self.requests, session));
-            match framing::check(&body, scope) {
-                Checked::Pass(key, called) => {
-                    entered = key.map(|key| framing::Entered { set: self.requests.clone(), key });
+            match framing::check(&body, scope, experimental) {
+                Checked::Pass(passed) => {
+                    entered = passed.entered.map(|key| framing::Entered { set: self.requests.clone(), key });
                     // A call to a tool that needs a scope the token lacks: 403
                     // naming it, so that the client can ask for it.
-                    if let (Some(oauth), Some(scopes), Some(tool)) = (&self.oauth, &scopes, called)
+                    if let (Some(oauth), Some(scopes), Some(tool)) = (&self.oauth, &scopes, passed.called)
                         && let Some(scope) = self.scope_wanted(oauth, &tool, scopes)
                     {
                         return refused(oauth.insufficient(&scope, &scopes.0));
                     }
+                    if let Some(rewritten) = passed.rewritten {
+                        body = Bytes::from(rewritten);
+                    }
+                    // `initialize` says which revision the session has; `tools/list` is adjusted for 2025-11-25.
+                    watch = passed
+                        .watch
+                        .filter(|watch| self.tasks && (*watch == tasks2025::Watch::Initialize || experimental));
                 }
                 Checked::Answer(answers) => {
                     let mut response = Response::new(Full::new(Bytes::from(framing::answer_body(answers))).boxed());
@@ -536,6 +554,10 @@ impl Front {
             }
             None => self.service.handle(Request::from_parts(parts, Full::new(body))).await,
         };
+        let response = match watch {
+            Some(watch) => adjusted(response, watch).await,
+            None => response,
+        };
         let response = match entered {
             Some(entered) => guard(response, entered),
             None => response,
@@ -596,6 +618,22 @@ impl Drop for InFlight {
 }
 
 /// `response` with its body holding `guard` until it is done.
+/// `response` with its JSON-RPC answer completed for a 2025-11-25 session
+/// ([`tasks2025::adjust`]). Such answers (`initialize`, `tools/list`) end
+/// at once, so the body is read whole.
+async fn adjusted(response: Response<Body>, watch: tasks2025::Watch) -> Response<Body> {
+    let (mut parts, body) = response.into_parts();
+    let Ok(collected) = body.collect().await;
+    let event_stream = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("text/event-stream"));
+    let body = tasks2025::adjust_body(watch, &collected.to_bytes(), event_stream);
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Full::new(Bytes::from(body)).boxed())
+}
+
 fn guard<G: Unpin + Send + Sync + 'static>(response: Response<Body>, guard: G) -> Response<Body> {
     response.map(|inner| Guarded { inner, _guard: guard }.boxed())
 }

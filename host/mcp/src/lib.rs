@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod oauth;
 pub mod server;
 pub mod tasks;
+pub mod tasks2025;
 
 use anyhow::Result;
 pub use http::{HttpOptions, serve_http};
@@ -62,7 +63,8 @@ pub struct ServeConfig {
 /// each one with an id is answered, whatever it holds.
 pub async fn serve_stdio(host: Arc<Host>, tasks: Option<tasks::TasksConfig>) -> Result<()> {
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
-    let (transport, written) = framing::guard(stdin, stdout);
+    let runs_tasks = tasks.as_ref().is_some_and(tasks::TasksConfig::enabled);
+    let (transport, written) = framing::guard(stdin, stdout, runs_tasks);
     let running = ToolServer::new(host)?
         .with_tasks(tasks)?
         .serve(transport)

@@ -106,15 +106,41 @@ impl ToolServer {
 
     /// Whether calls of `entry` may run as tasks, and how long they run in
     /// their request before they become one.
-    fn task_support(&self, entry: &Entry) -> (TaskSupport, std::time::Duration) {
+    pub(crate) fn task_support(&self, entry: &Entry) -> (TaskSupport, std::time::Duration) {
         match &self.shared.tasks {
             Some(tasks) => tasks.config().for_tool(entry.name(), entry.origin()),
             None => (TaskSupport::Forbidden, std::time::Duration::ZERO),
         }
     }
 
+    /// The tasks of this process, if it runs any.
+    pub(crate) fn tasks(&self) -> Option<Arc<Tasks>> {
+        self.shared.tasks.clone()
+    }
+
+    pub(crate) fn host_arc(&self) -> Arc<Host> {
+        self.shared.host.clone()
+    }
+
+    /// The SEP-2663 task `id`, if the request may see it (a 2025-11-25
+    /// task is its session's, seen through that revision's requests).
+    fn extension_task(&self, id: &str, context: &RequestContext<RoleServer>) -> Result<Arc<Task>, ErrorData> {
+        let task = self.task(id, context)?;
+        if task.owner().is_some() {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "task `{}` was started by a 2025-11-25 `tools/call` with `task`: only that session sees it, \
+                     through tasks/get, tasks/result and tasks/cancel",
+                    task.id
+                ),
+                Some(json!({ "taskId": task.id, "reason": "other_session" })),
+            ));
+        }
+        Ok(task)
+    }
+
     /// The task `id`, if the request may see it.
-    fn task(&self, id: &str, context: &RequestContext<RoleServer>) -> Result<Arc<Task>, ErrorData> {
+    pub(crate) fn task(&self, id: &str, context: &RequestContext<RoleServer>) -> Result<Arc<Task>, ErrorData> {
         let Some(tasks) = &self.shared.tasks else {
             return Err(ErrorData::invalid_params("this server runs no tasks ([serve.tasks] is not set)", None));
         };
@@ -129,7 +155,7 @@ impl ToolServer {
     }
 
     /// Whether the request's token (if `[serve.oauth]`) may see `entry`.
-    fn in_scope(&self, context: &RequestContext<RoleServer>, name: &str, origin: &str) -> bool {
+    pub(crate) fn in_scope(&self, context: &RequestContext<RoleServer>, name: &str, origin: &str) -> bool {
         let Some(oauth) = &self.shared.oauth else { return true };
         let Some(scope) = oauth.tool_scope(name, origin) else { return true };
         let granted = context
@@ -209,7 +235,7 @@ impl ToolServer {
                 return Err(error);
             }
         };
-        let task = tasks.create(&name, &origin);
+        let task = tasks.create(&name, &origin, crate::tasks::TaskKind::Extension, None);
         let before: Arc<dyn toolhost_runtime::ask::Asker> = match hooks.asker.take() {
             Some(asker) => asker,
             None => Arc::new(crate::asking::RoundAsker::new(&self.shared.seal, b"", None, None, None)?),
@@ -318,7 +344,14 @@ impl ToolServer {
 
     /// Ends `task` with what its call's request would have been answered:
     /// the tool result, or the JSON-RPC error.
-    fn settle_task(&self, task: &Task, report: CallReport, round: Option<Round>, asker: &TaskAsker, wrap: bool) {
+    pub(crate) fn settle_task(
+        &self,
+        task: &Task,
+        report: CallReport,
+        round: Option<Round>,
+        asker: &TaskAsker,
+        wrap: bool,
+    ) {
         let failed = report.outcome.as_ref().err();
         let missing = asker.missing();
         let outcome = if let Some(CallError::UnknownTool { .. }) = failed {
@@ -357,7 +390,7 @@ impl ToolServer {
     }
 
     /// True when `entry` may be listed and called: its policy is not `deny`.
-    fn served(&self, entry: &Entry) -> bool {
+    pub(crate) fn served(&self, entry: &Entry) -> bool {
         let approvals = &self.host().config().approvals;
         let policy = match entry.mcp_server() {
             Some(server) => approvals.policy_for_server(entry.name(), server.name()),
@@ -407,7 +440,7 @@ impl ToolServer {
 
 /// The span of an MCP request, continuing the client's trace: the
 /// `traceparent` in the request's `_meta`, else in its HTTP headers.
-fn request_span(method: &str, name: &str, context: &RequestContext<RoleServer>) -> tracing::Span {
+pub(crate) fn request_span(method: &str, name: &str, context: &RequestContext<RoleServer>) -> tracing::Span {
     let span = tracing::info_span!("mcp_request", method = %method, name = %name);
     if span.is_disabled() {
         return span;
@@ -425,7 +458,7 @@ fn request_span(method: &str, name: &str, context: &RequestContext<RoleServer>) 
 }
 
 /// A 2026-07-28 request's round: its asker, and what its state is bound to.
-struct Round {
+pub(crate) struct Round {
     asker: Arc<crate::asking::RoundAsker>,
     binding: Vec<u8>,
 }
@@ -475,7 +508,7 @@ fn describe(entry: &Entry, tasks: TaskSupport) -> Tool {
 const RESULT_KEY: &str = "result";
 
 /// Whether `entry`'s output is served wrapped as `{"result": …}`.
-fn wraps_output(entry: &Entry) -> bool {
+pub(crate) fn wraps_output(entry: &Entry) -> bool {
     entry.output_schema().is_some_and(|output| output.get("type").and_then(Value::as_str) != Some("object"))
 }
 
@@ -669,7 +702,7 @@ fn severity(level: LoggingLevel) -> u8 {
     }
 }
 
-fn unknown_tool(name: &str) -> ErrorData {
+pub(crate) fn unknown_tool(name: &str) -> ErrorData {
     ErrorData::invalid_params(format!("Unknown tool: {name}"), None)
 }
 
@@ -872,6 +905,19 @@ impl ServerHandler for ToolServer {
         };
         let declared = context.client_capabilities().is_some_and(|capabilities| capabilities.supports_tasks());
         match (support, &self.shared.tasks) {
+            (TaskSupport::Required, _)
+                if !declared && context.protocol_version().is_some_and(|v| v.as_str() == crate::tasks2025::VERSION) =>
+            {
+                // MCP 2025-11-25: a tool whose `execution.taskSupport` is `required` called without `task`.
+                return Err(ErrorData::new(
+                    rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                    format!(
+                        "`{name}` runs only as a task (its execution.taskSupport is \"required\"): call it with a \
+                         `task` param, like {{\"task\": {{\"ttl\": 60000}}}}"
+                    ),
+                    None,
+                ));
+            }
             (TaskSupport::Required, _) if !declared => {
                 let mut error =
                     ErrorData::missing_required_client_capability(ClientCapabilities::builder().enable_tasks().build());
@@ -963,7 +1009,7 @@ impl ServerHandler for ToolServer {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        Ok(GetTaskResult::new(self.task(&request.task_id, &context)?.detailed()))
+        Ok(GetTaskResult::new(self.extension_task(&request.task_id, &context)?.detailed()))
     }
 
     async fn update_task(
@@ -971,7 +1017,7 @@ impl ServerHandler for ToolServer {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.task(&request.task_id, &context)?.update(request.input_responses)
+        self.extension_task(&request.task_id, &context)?.update(request.input_responses)
     }
 
     async fn cancel_task(
@@ -979,8 +1025,16 @@ impl ServerHandler for ToolServer {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.task(&request.task_id, &context)?.cancel();
+        self.extension_task(&request.task_id, &context)?.cancel();
         Ok(())
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        self.experimental_request(request, context).await
     }
 
     async fn set_level(

@@ -212,16 +212,20 @@ impl Tasks {
     }
 
     /// A new task for a call of `tool` (offered by `origin`), not yet kept.
-    pub fn create(&self, tool: &str, origin: &str) -> Arc<Task> {
+    /// `ttl`: what the client asked for (2025-11-25), kept within the
+    /// configured one.
+    pub fn create(&self, tool: &str, origin: &str, kind: TaskKind, ttl: Option<Duration>) -> Arc<Task> {
         let secret = random_hex(16).unwrap_or_else(|_| format!("{:032x}", rand_fallback()));
         let now = SystemTime::now();
+        let ttl = ttl.map_or(self.ttl, |asked| asked.clamp(Duration::from_secs(1), self.ttl));
         Arc::new(Task {
             id: format!("{}.{}.{secret}", self.replica, self.run),
             tool: tool.to_owned(),
             origin: origin.to_owned(),
+            kind,
             created_at: iso8601(now),
-            expires: Instant::now() + self.ttl,
-            ttl: self.ttl,
+            expires: Instant::now() + ttl,
+            ttl,
             poll_interval: self.poll_interval,
             cancel: CancellationToken::new(),
             wake: Notify::new(),
@@ -303,6 +307,16 @@ impl Tasks {
         Err(not_found(id, "unknown", why))
     }
 
+    /// The 2025-11-25 tasks `owner` (a session) created and still kept,
+    /// oldest first.
+    pub fn owned_by(&self, owner: &str) -> Vec<Arc<Task>> {
+        let now = Instant::now();
+        let mut owned: Vec<Arc<Task>> =
+            self.entries().values().filter(|task| task.expires > now && task.owner() == Some(owner)).cloned().collect();
+        owned.sort_by(|a, b| (&a.created_at, &a.id).cmp(&(&b.created_at, &b.id)));
+        owned
+    }
+
     /// Tasks kept now.
     pub fn len(&self) -> usize {
         self.entries().len()
@@ -371,19 +385,32 @@ fn iso8601(time: SystemTime) -> String {
     )
 }
 
+/// Which protocol made a task, and so how it is shown and answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaskKind {
+    /// SEP-2663 (`io.modelcontextprotocol/tasks`): polled with `tasks/get`,
+    /// questions answered with `tasks/update`.
+    Extension,
+    /// MCP 2025-11-25's experimental tasks (a `task` param on `tools/call`):
+    /// the result comes from `tasks/result`, questions go to the client as
+    /// requests while one is open. Only the session `owner` may see it.
+    Experimental { owner: String },
+}
+
 /// One task: a call running (or done) in this process.
 pub struct Task {
     pub id: String,
     /// The tool called, and its plugin or server (for the OAuth scope check).
     pub tool: String,
     pub origin: String,
+    pub kind: TaskKind,
     created_at: String,
     expires: Instant,
     ttl: Duration,
     poll_interval: Duration,
     /// Cancelled by `tasks/cancel` or expiry: the call's future is dropped, so the guest stops.
     pub cancel: CancellationToken,
-    /// Woken when answers arrive.
+    /// Woken when answers arrive, questions are asked, or the task ends.
     wake: Notify,
     state: Mutex<State>,
 }
@@ -401,8 +428,11 @@ struct State {
     message: Option<String>,
     /// Questions the client is to answer, by key.
     pending: BTreeMap<String, Pending>,
-    /// Answers given and not yet passed to the call.
-    answers: BTreeMap<String, Value>,
+    /// Answers given (or the client's error) and not yet passed to the call.
+    answers: BTreeMap<String, Result<Value, String>>,
+    /// Pending questions out to the client now, as requests on a
+    /// `tasks/result` stream (2025-11-25).
+    sent: BTreeSet<String>,
     /// Every key ever asked: a key is never used twice in a task.
     keys: BTreeSet<String>,
 }
@@ -488,9 +518,11 @@ impl Task {
             return;
         }
         state.pending.clear();
+        state.sent.clear();
         state.status = match outcome {
             Outcome::Completed(result) => {
-                state.message = None;
+                // A tool's error is the task's message (2025-11-25 calls such a task failed).
+                state.message = is_error(&result).then(|| error_text(&result));
                 Status::Completed(result)
             }
             Outcome::Failed(error) => {
@@ -505,6 +537,8 @@ impl Task {
             }
         };
         Task::touch(&mut state);
+        drop(state);
+        self.wake.notify_waiters();
     }
 
     /// `tasks/cancel`: stops the call, unless the task already ended.
@@ -524,6 +558,7 @@ impl Task {
                 state.status = Status::Cancelled;
                 state.message = Some(why.to_owned());
                 state.pending.clear();
+                state.sent.clear();
                 Task::touch(&mut state);
             }
         }
@@ -569,13 +604,152 @@ impl Task {
         }
         for (key, value) in taken {
             state.pending.remove(&key);
-            state.answers.insert(key, value);
+            state.answers.insert(key, Ok(value));
         }
         Task::touch(&mut state);
         drop(state);
         self.wake.notify_waiters();
         Ok(())
     }
+}
+
+/// What `tasks/result` answers for an ended task.
+pub enum Ended {
+    /// The tool's result (`isError` included).
+    Result(JsonObject),
+    /// The JSON-RPC error the call's request would have got.
+    Error(ErrorData),
+    /// Cancelled (by the client, or at its TTL): there is no result.
+    Cancelled(String),
+}
+
+impl Task {
+    /// The session a 2025-11-25 task belongs to.
+    pub fn owner(&self) -> Option<&str> {
+        match &self.kind {
+            TaskKind::Experimental { owner } => Some(owner),
+            TaskKind::Extension => None,
+        }
+    }
+
+    /// The task as MCP 2025-11-25 shows it (`Task`: `ttl` and `pollInterval`
+    /// in milliseconds; a tool result with `isError` is `failed`).
+    pub fn experimental(&self) -> Value {
+        let state = self.state();
+        let status = match &state.status {
+            Status::Working => "working",
+            Status::InputRequired => "input_required",
+            Status::Completed(result) if is_error(result) => "failed",
+            Status::Completed(_) => "completed",
+            Status::Failed(_) => "failed",
+            Status::Cancelled => "cancelled",
+        };
+        let mut task = json!({
+            "taskId": self.id,
+            "status": status,
+            "createdAt": self.created_at,
+            "lastUpdatedAt": state.updated_at,
+            "ttl": u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX),
+            "pollInterval": u64::try_from(self.poll_interval.as_millis()).unwrap_or(u64::MAX).max(1),
+        });
+        if let Some(message) = &state.message {
+            task["statusMessage"] = json!(message);
+        }
+        task
+    }
+
+    /// How the task ended, once it has.
+    pub fn ended(&self) -> Option<Ended> {
+        let state = self.state();
+        match &state.status {
+            Status::Working | Status::InputRequired => None,
+            Status::Completed(result) => Some(Ended::Result(result.clone())),
+            Status::Failed(error) => Some(Ended::Error(
+                serde_json::from_value(Value::Object(error.clone()))
+                    .unwrap_or_else(|_| ErrorData::internal_error("the call failed", None)),
+            )),
+            Status::Cancelled => Some(Ended::Cancelled(state.message.clone().unwrap_or_default())),
+        }
+    }
+
+    /// The status of an ended task (`completed`, `failed`, `cancelled`), or
+    /// `None` while it runs.
+    pub fn terminal_status(&self) -> Option<&'static str> {
+        let state = self.state();
+        match &state.status {
+            Status::Working | Status::InputRequired => None,
+            Status::Completed(result) if is_error(result) => Some("failed"),
+            Status::Completed(_) => Some("completed"),
+            Status::Failed(_) => Some("failed"),
+            Status::Cancelled => Some("cancelled"),
+        }
+    }
+
+    /// Resolves at the task's next change (a question asked or answered, the
+    /// end). Enabled at once: a change after this call is not missed.
+    pub fn changed(&self) -> Pin<Box<tokio::sync::futures::Notified<'_>>> {
+        let mut notified = Box::pin(self.wake.notified());
+        notified.as_mut().enable();
+        notified
+    }
+
+    /// The questions waiting for the client and not out to it yet, now
+    /// marked as out (to be sent on a `tasks/result` stream).
+    pub fn take_unsent(&self) -> Vec<(String, Question)> {
+        let mut state = self.state();
+        let unsent: Vec<(String, Question)> = state
+            .pending
+            .iter()
+            .filter(|(key, _)| !state.sent.contains(*key))
+            .map(|(key, pending)| (key.clone(), pending.question.clone()))
+            .collect();
+        state.sent.extend(unsent.iter().map(|(key, _)| key.clone()));
+        unsent
+    }
+
+    /// The client's answer (or error) to the question sent under `key`.
+    pub fn answer(&self, key: &str, answer: Result<Value, String>) {
+        {
+            let mut state = self.state();
+            state.sent.remove(key);
+            if state.pending.remove(key).is_none() {
+                return;
+            }
+            state.answers.insert(key.to_owned(), answer);
+            Task::touch(&mut state);
+        }
+        self.wake.notify_waiters();
+    }
+
+    /// The question sent under `key` got no answer (its `tasks/result`
+    /// ended first): it is sent again on the next one.
+    pub fn unsend(&self, key: &str) {
+        self.state().sent.remove(key);
+        self.wake.notify_waiters();
+    }
+
+    /// When the task was created (ISO 8601).
+    pub fn created_at(&self) -> &str {
+        &self.created_at
+    }
+}
+
+/// Whether a tool result says the tool failed.
+fn is_error(result: &JsonObject) -> bool {
+    result.get("isError").and_then(Value::as_bool) == Some(true)
+}
+
+/// The text of a failed tool result, for a status message.
+fn error_text(result: &JsonObject) -> String {
+    let text: Vec<&str> = result
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|block| block.get("text").and_then(Value::as_str))
+        .collect();
+    let text = text.join(" ");
+    if text.chars().count() > 500 { format!("{}…", text.chars().take(500).collect::<String>()) } else { text }
 }
 
 /// Answers a task's questions through `tasks/get` (`inputRequests`) and
@@ -629,6 +803,10 @@ impl Asker for TaskAsker {
                     Task::touch(&mut state);
                 }
             }
+            if !waiting.is_empty() {
+                // A `tasks/result` waiting on the task sends them.
+                self.task.wake.notify_waiters();
+            }
             while !waiting.is_empty() {
                 let notified = self.task.wake.notified();
                 tokio::pin!(notified);
@@ -643,9 +821,12 @@ impl Asker for TaskAsker {
                     }
                     if waiting.iter().all(|(_, wire)| state.answers.contains_key(wire)) {
                         for (index, wire) in waiting.drain(..) {
-                            let value = state.answers.remove(&wire).unwrap_or_default();
-                            let answer = Answer::from_mcp(&questions[index].1, &value)
-                                .map_err(|why| AskError::Failed(format!("the client's answer was refused: {why}")));
+                            let answer = match state.answers.remove(&wire) {
+                                Some(Ok(value)) => Answer::from_mcp(&questions[index].1, &value)
+                                    .map_err(|why| AskError::Failed(format!("the client's answer was refused: {why}"))),
+                                Some(Err(why)) => Err(AskError::Failed(why)),
+                                None => Err(AskError::Failed("no answer".into())),
+                            };
                             answers[index] = Some(answer);
                         }
                         if state.pending.is_empty() {
@@ -805,7 +986,7 @@ mod tests {
     #[test]
     fn an_unknown_id_says_why_and_never_panics() {
         let tasks = store();
-        let task = tasks.create("slow", "plugin");
+        let task = tasks.create("slow", "plugin", TaskKind::Extension, None);
         assert!(tasks.keep(&task));
         assert_eq!(tasks.find(&task.id).unwrap().id, task.id);
         let other = format!("elsewhere.{}.{}", "0".repeat(8), "a".repeat(32));
@@ -826,7 +1007,7 @@ mod tests {
     #[test]
     fn cancel_is_idempotent_and_final() {
         let tasks = store();
-        let task = tasks.create("slow", "plugin");
+        let task = tasks.create("slow", "plugin", TaskKind::Extension, None);
         task.cancel();
         task.cancel();
         task.finish(Outcome::Completed(JsonObject::new()));
@@ -838,7 +1019,7 @@ mod tests {
     fn a_task_past_its_ttl_is_stopped_and_said_to_have_expired() {
         let config = TasksConfig { ttl: Some(HumanDuration(Duration::from_secs(1))), ..TasksConfig::default() };
         let tasks = Tasks::new(config).unwrap();
-        let task = tasks.create("slow", "plugin");
+        let task = tasks.create("slow", "plugin", TaskKind::Extension, None);
         assert!(tasks.keep(&task));
         std::thread::sleep(Duration::from_millis(1100));
         let err = tasks.find(&task.id).unwrap_err();
@@ -851,8 +1032,8 @@ mod tests {
     #[test]
     fn a_full_store_refuses_new_tasks() {
         let tasks = Tasks::new(TasksConfig { max_tasks: Some(1), ..TasksConfig::default() }).unwrap();
-        assert!(tasks.keep(&tasks.create("a", "p")));
-        assert!(!tasks.keep(&tasks.create("b", "p")));
+        assert!(tasks.keep(&tasks.create("a", "p", TaskKind::Extension, None)));
+        assert!(!tasks.keep(&tasks.create("b", "p", TaskKind::Extension, None)));
         assert_eq!(tasks.len(), 1);
     }
 

@@ -1,0 +1,550 @@
+//! MCP 2025-11-25's experimental tasks (SEP-1686), for the clients of that
+//! revision that use them: a `tools/call` with a `task` param is answered at
+//! once with `{"task": …}` and runs on; the client polls `tasks/get`, reads
+//! the result with `tasks/result` (which waits for the end), lists its tasks
+//! with `tasks/list` and stops one with `tasks/cancel`. The server declares
+//! `capabilities.tasks` and each tool's `execution.taskSupport`.
+//!
+//! The same tasks as SEP-2663's ([`crate::tasks`]): the same `[serve.tasks]`
+//! settings, store, ids, limits and call path; only the wire differs. rmcp
+//! models SEP-2663 alone, so this revision's messages go around it:
+//!
+//! - [`framing`](crate::framing) renames a 2025-11-25 session's `tools/call`
+//!   with `task`, `tasks/get` and `tasks/cancel` to [`PREFIX`]`…` so that
+//!   rmcp hands them (and `tasks/result`, `tasks/list`, which it does not
+//!   know) to [`ToolServer`]'s custom-request handler, which answers in this
+//!   revision's shapes; a client's own use of the prefix is refused;
+//! - the answers to `initialize` and `tools/list` are adjusted on their way
+//!   out ([`adjust`]): rmcp's types have no place for `capabilities.tasks`
+//!   or `execution`.
+//!
+//! A call's questions (elicitation, sampling, roots) make the task
+//! `input_required`; they are sent to the client as requests on the stream
+//! of a `tasks/result` it has open (the revision's pattern), with the
+//! `io.modelcontextprotocol/related-task` key in `_meta`. A task belongs to
+//! the session that created it: another session gets `-32602` for it, and
+//! `tasks/list` shows a session its own.
+
+use crate::server::{ToolServer, request_span, unknown_tool};
+use crate::tasks::{Ended, Task, TaskAsker, TaskKind, TaskSupport, Tasks};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, CustomRequest, CustomResult, ErrorCode, GetTaskResult,
+    ProgressNotificationParam, ProgressToken, ServerResult,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+use toolhost_runtime::limits::LimitOverrides;
+use toolhost_runtime::sandbox::{CallHooks, Progress, ProgressObserver};
+
+/// The protocol revision these tasks belong to.
+pub const VERSION: &str = "2025-11-25";
+/// The method prefix of the requests renamed for toolhost's handler.
+pub const PREFIX: &str = "toolhost/2025-11-25/";
+/// The `_meta` key tying a message to its task.
+pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+/// Tasks per `tasks/list` page.
+const PAGE: usize = 100;
+
+/// The renamed form of a 2025-11-25 session's task request, if `message`
+/// is one rmcp would otherwise take for something else.
+pub(crate) fn renamed(message: &Value) -> Option<Vec<u8>> {
+    let method = message.get("method")?.as_str()?;
+    let ours = match method {
+        "tasks/get" | "tasks/cancel" => true,
+        "tools/call" => message.pointer("/params/task").is_some(),
+        _ => false,
+    };
+    if !ours {
+        return None;
+    }
+    let mut message = message.clone();
+    message["method"] = json!(format!("{PREFIX}{method}"));
+    serde_json::to_vec(&message).ok()
+}
+
+/// A request whose answer [`adjust`] completes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Watch {
+    Initialize,
+    ToolsList,
+}
+
+/// Whether `message`'s answer is adjusted.
+pub(crate) fn watch(message: &Value) -> Option<Watch> {
+    match message.get("method")?.as_str()? {
+        "initialize" => Some(Watch::Initialize),
+        "tools/list" => Some(Watch::ToolsList),
+        _ => None,
+    }
+}
+
+/// Completes the answer to a watched request for a 2025-11-25 session:
+/// `capabilities.tasks` on an `initialize` result that negotiated this
+/// revision and declares the tasks extension (true then: the session uses
+/// these tasks), `execution.taskSupport` on each listed tool that may run as
+/// a task.
+pub(crate) fn adjust(watch: Watch, message: &mut Value) -> bool {
+    let Some(result) = message.get_mut("result") else { return false };
+    match watch {
+        Watch::Initialize => {
+            let ours = result.get("protocolVersion").and_then(Value::as_str) == Some(VERSION)
+                && result
+                    .pointer("/capabilities/extensions")
+                    .and_then(Value::as_object)
+                    .is_some_and(|extensions| extensions.contains_key(rmcp::model::TASKS_EXTENSION_ID));
+            if ours && let Some(capabilities) = result.get_mut("capabilities").and_then(Value::as_object_mut) {
+                capabilities.insert(
+                    "tasks".to_owned(),
+                    json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } }),
+                );
+            }
+            ours
+        }
+        Watch::ToolsList => {
+            let tools = result.get_mut("tools").and_then(Value::as_array_mut).into_iter().flatten();
+            for tool in tools {
+                let support = tool.pointer(&format!("/_meta/{}", crate::server::TASK_SUPPORT_META.replace('/', "~1")));
+                if let Some(support) = support.cloned() {
+                    tool["execution"] = json!({ "taskSupport": support });
+                }
+            }
+            false
+        }
+    }
+}
+
+/// [`adjust`] on one JSON-RPC line (stdio); the line to write (ending in a
+/// newline) and whether the session uses these tasks.
+pub(crate) fn adjust_line(watch: Watch, line: &[u8]) -> (Vec<u8>, bool) {
+    let Ok(mut message) = serde_json::from_slice::<Value>(line) else { return (line.to_vec(), false) };
+    let ours = adjust(watch, &mut message);
+    let mut out = serde_json::to_vec(&message).unwrap_or_else(|_| line.to_vec());
+    out.push(b'\n');
+    (out, ours)
+}
+
+/// [`adjust`] on an HTTP response body: one JSON message, or an event
+/// stream whose `data:` lines are messages.
+pub(crate) fn adjust_body(watch: Watch, body: &[u8], event_stream: bool) -> Vec<u8> {
+    if !event_stream {
+        return match serde_json::from_slice::<Value>(body) {
+            Ok(mut message) => {
+                adjust(watch, &mut message);
+                serde_json::to_vec(&message).unwrap_or_else(|_| body.to_vec())
+            }
+            Err(_) => body.to_vec(),
+        };
+    }
+    let mut out = Vec::with_capacity(body.len() + 128);
+    for line in body.split_inclusive(|&byte| byte == b'\n') {
+        let data = line.strip_prefix(b"data:").map(|data| data.strip_prefix(b" ").unwrap_or(data));
+        match data.and_then(|data| serde_json::from_slice::<Value>(data.trim_ascii_end()).ok()) {
+            Some(mut message) if message.get("result").is_some() => {
+                adjust(watch, &mut message);
+                out.extend_from_slice(b"data: ");
+                out.extend_from_slice(&serde_json::to_vec(&message).unwrap_or_default());
+                out.extend_from_slice(if line.ends_with(b"\r\n") { b"\r\n" } else { b"\n" });
+            }
+            _ => out.extend_from_slice(line),
+        }
+    }
+    out
+}
+
+/// Who a request comes from, for a task's owner: its HTTP session, or the
+/// one client of stdio.
+fn owner(context: &RequestContext<RoleServer>) -> String {
+    let session = context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.headers.get("mcp-session-id"))
+        .and_then(|value| value.to_str().ok());
+    match session {
+        Some(session) => format!("http:{session}"),
+        None => "stdio".to_owned(),
+    }
+}
+
+fn method_not_found(method: &str) -> ErrorData {
+    ErrorData::new(ErrorCode::METHOD_NOT_FOUND, method.to_owned(), None)
+}
+
+fn task_id(params: &Value) -> Result<&str, ErrorData> {
+    params
+        .get("taskId")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ErrorData::invalid_params("`taskId` (a string) is required", None))
+}
+
+/// Refuses a SEP-2663 request from a client that did not declare the
+/// extension (as rmcp does for the typed requests).
+fn extension_declared(context: &RequestContext<RoleServer>) -> Result<(), ErrorData> {
+    if context.client_capabilities().is_some_and(|capabilities| capabilities.supports_tasks()) {
+        return Ok(());
+    }
+    Err(ErrorData::missing_required_client_capability(
+        rmcp::model::ClientCapabilities::builder().enable_tasks().build(),
+    ))
+}
+
+fn to_json<T: serde::Serialize>(value: T) -> Result<Value, ErrorData> {
+    serde_json::to_value(value)
+        .map_err(|err| ErrorData::internal_error(format!("the answer could not be written: {err}"), None))
+}
+
+impl ToolServer {
+    /// A request rmcp passed on as custom: the 2025-11-25 task requests
+    /// (renamed by the framing layer, or `tasks/result` and `tasks/list`),
+    /// for a 2025-11-25 session of a server that runs tasks; anything else is
+    /// `-32601`.
+    pub(crate) async fn experimental_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let method = request.method.strip_prefix(PREFIX).unwrap_or(&request.method).to_owned();
+        let session = context.protocol_version().is_some_and(|version| version.as_str() == VERSION);
+        let Some(tasks) = self.tasks().filter(|_| session) else { return Err(method_not_found(&method)) };
+        let params = request.params.unwrap_or_else(|| json!({}));
+        let answer = match method.as_str() {
+            "tools/call" => self.call_as_experimental_task(params, &context, tasks)?,
+            "tasks/get" => {
+                let task = self.task(task_id(&params)?, &context)?;
+                match task.owner() {
+                    Some(_) => self.owned(task, &context)?.experimental(),
+                    None => {
+                        extension_declared(&context)?;
+                        to_json(ServerResult::GetTaskResult(GetTaskResult::new(task.detailed())))?
+                    }
+                }
+            }
+            "tasks/cancel" => {
+                let task = self.task(task_id(&params)?, &context)?;
+                match task.owner() {
+                    Some(_) => {
+                        let task = self.owned(task, &context)?;
+                        if let Some(status) = task.terminal_status() {
+                            return Err(ErrorData::invalid_params(
+                                format!("task `{}` cannot be cancelled: it is already {status}", task.id),
+                                Some(json!({ "taskId": task.id, "status": status })),
+                            ));
+                        }
+                        task.cancel();
+                        task.experimental()
+                    }
+                    None => {
+                        extension_declared(&context)?;
+                        task.cancel();
+                        to_json(ServerResult::task_ack(()))?
+                    }
+                }
+            }
+            "tasks/result" => {
+                let task = self.task(task_id(&params)?, &context)?;
+                if task.owner().is_none() {
+                    return Err(ErrorData::invalid_params(
+                        format!(
+                            "task `{}` is an `{}` task: its result comes with tasks/get",
+                            task.id,
+                            rmcp::model::TASKS_EXTENSION_ID
+                        ),
+                        None,
+                    ));
+                }
+                let task = self.owned(task, &context)?;
+                result(&task, &context).await?
+            }
+            "tasks/list" => self.list_experimental(&params, &context, &tasks)?,
+            _ => return Err(method_not_found(&method)),
+        };
+        Ok(CustomResult(answer))
+    }
+
+    /// `task`, if this request's session created it.
+    fn owned(&self, task: Arc<Task>, context: &RequestContext<RoleServer>) -> Result<Arc<Task>, ErrorData> {
+        if task.owner() == Some(owner(context).as_str()) {
+            return Ok(task);
+        }
+        Err(ErrorData::invalid_params(
+            format!("task `{}` belongs to another MCP session: only the session that created it may see it", task.id),
+            Some(json!({ "taskId": task.id, "reason": "other_session" })),
+        ))
+    }
+
+    /// `tools/call` with `task`: the call starts as a task, answered with its handle.
+    fn call_as_experimental_task(
+        &self,
+        mut params: Value,
+        context: &RequestContext<RoleServer>,
+        tasks: Arc<Tasks>,
+    ) -> Result<Value, ErrorData> {
+        let ttl =
+            match params.as_object_mut().and_then(|params| params.remove("task")) {
+                Some(Value::Object(task)) => match task.get("ttl") {
+                    None | Some(Value::Null) => None,
+                    Some(ttl) => Some(Duration::from_millis(ttl.as_u64().ok_or_else(|| {
+                        ErrorData::invalid_params("`task.ttl` is a whole number of milliseconds", None)
+                    })?)),
+                },
+                _ => return Err(ErrorData::invalid_params("`task` is an object, like {\"ttl\": 60000}", None)),
+            };
+        let progress_token = params.pointer("/_meta/progressToken").cloned();
+        let request: CallToolRequestParams = serde_json::from_value(params).map_err(|err| {
+            ErrorData::invalid_params(format!("the request does not match the shape of tools/call: {err}"), None)
+        })?;
+        let name = request.name.to_string();
+        let catalog = self.host_arc().catalog();
+        let (origin, wrap, support) = match catalog.find(&name) {
+            Some(entry) if self.served(entry) && self.in_scope(context, entry.name(), entry.origin()) => {
+                (entry.origin().to_owned(), crate::server::wraps_output(entry), self.task_support(entry).0)
+            }
+            _ => {
+                self.metrics().record_unknown_tool();
+                return Err(unknown_tool(&name));
+            }
+        };
+        if support == TaskSupport::Forbidden {
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!(
+                    "`{name}` does not run as a task (its execution.taskSupport is \"forbidden\"): call it without `task`"
+                ),
+                None,
+            ));
+        }
+        // Kept as long as the client asks, but never dropped before its call
+        // could have ended (its `timeout`) and a minute to read the result.
+        let floor = self.host_arc().limits_for(&origin).timeout.saturating_add(Duration::from_secs(60));
+        let ttl = ttl.map(|ttl| ttl.max(floor));
+        let task = tasks.create(&name, &origin, TaskKind::Experimental { owner: owner(context) }, ttl);
+        if !tasks.keep(&task) {
+            return Err(ErrorData::internal_error(
+                "toolhost keeps as many tasks as `[serve.tasks] max_tasks` allows: try again when some have \
+                 ended, or call the tool without `task`",
+                None,
+            ));
+        }
+        let asker = Arc::new(TaskAsker::new(task.clone(), context.client_capabilities().unwrap_or_default()));
+        // Progress is the task's `statusMessage`, and goes on to the client
+        // for the request's token all the task long.
+        let token = progress_token.and_then(|token| serde_json::from_value::<ProgressToken>(token).ok());
+        let (send, mut receive) = tokio::sync::mpsc::unbounded_channel::<Progress>();
+        if let Some(token) = token {
+            let peer = context.peer.clone();
+            tokio::spawn(async move {
+                while let Some(progress) = receive.recv().await {
+                    let mut param = ProgressNotificationParam::new(token.clone(), progress.done);
+                    param.total = progress.total;
+                    param.message = progress.message;
+                    if peer.notify_progress(param).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        let observer: ProgressObserver = {
+            let task = task.clone();
+            Arc::new(move |progress: Progress| {
+                task.progress(progress.done, progress.total, progress.message.as_deref());
+                let _ = send.send(progress);
+            })
+        };
+        let hooks = CallHooks { progress: Some(observer), asker: Some(asker.clone()) };
+        let arguments = match &request.arguments {
+            Some(arguments) => serde_json::to_string(arguments).unwrap_or_else(|_| "{}".to_owned()),
+            None => "{}".to_owned(),
+        };
+        let span = request_span("tools/call", &name, context);
+        let (server, host, running) = (self.clone(), self.host_arc(), task.clone());
+        tokio::spawn(async move {
+            let active = server.metrics().start_call(&name, &origin);
+            let overrides = LimitOverrides::default();
+            let call = tracing::Instrument::instrument(
+                host.call_observed(&catalog, &name, &arguments, &overrides, hooks),
+                span,
+            );
+            // Dropping the call's future drops its store: the guest stops at its next epoch tick.
+            let report = tokio::select! {
+                report = call => report,
+                () = running.cancel.cancelled() => return,
+            };
+            if let Err(toolhost_runtime::outcome::CallError::UnknownTool { .. }) = &report.outcome {
+                active.unknown_tool();
+            } else {
+                active.finish(&report);
+            }
+            server.settle_task(&running, report, None, &asker, wrap);
+        });
+        Ok(json!({ "task": task.experimental() }))
+    }
+
+    /// `tasks/list`: this session's tasks, oldest first, a page at a time.
+    fn list_experimental(
+        &self,
+        params: &Value,
+        context: &RequestContext<RoleServer>,
+        tasks: &Tasks,
+    ) -> Result<Value, ErrorData> {
+        let bad_cursor = || ErrorData::invalid_params("`cursor` is not one this server gave out", None);
+        // The cursor is the creation time and id of the last task shown.
+        let after = match params.get("cursor") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(cursor)) => Some(cursor.split_once(' ').ok_or_else(bad_cursor)?),
+            Some(_) => return Err(bad_cursor()),
+        };
+        let owned: Vec<Arc<Task>> = tasks
+            .owned_by(&owner(context))
+            .into_iter()
+            .filter(|task| self.in_scope(context, &task.tool, &task.origin))
+            .filter(|task| after.is_none_or(|(created, id)| (task.created_at(), task.id.as_str()) > (created, id)))
+            .collect();
+        let page: Vec<Value> = owned.iter().take(PAGE).map(|task| task.experimental()).collect();
+        let mut answer = json!({ "tasks": page });
+        if owned.len() > PAGE {
+            let last = &owned[PAGE - 1];
+            answer["nextCursor"] = json!(format!("{} {}", last.created_at(), last.id));
+        }
+        Ok(answer)
+    }
+}
+
+/// `tasks/result`: waits for the task's end, sending its questions to the
+/// client on this request's stream meanwhile; then what the call's request
+/// would have been answered (the tool result, or the JSON-RPC error).
+async fn result(task: &Arc<Task>, context: &RequestContext<RoleServer>) -> Result<Value, ErrorData> {
+    loop {
+        let changed = task.changed();
+        if let Some(ended) = task.ended() {
+            return match ended {
+                Ended::Result(result) => {
+                    // In this revision's shape, as rmcp answers a plain call of it.
+                    let mut answer = match serde_json::from_value::<CallToolResult>(Value::Object(result)) {
+                        Ok(result) => ServerResult::CallToolResult(result),
+                        Err(err) => {
+                            return Err(ErrorData::internal_error(format!("the result is unreadable: {err}"), None));
+                        }
+                    };
+                    answer.strip_result_type_for_legacy_peer();
+                    answer.strip_non_object_output_for_legacy_peer();
+                    let mut answer = to_json(answer)?;
+                    if let Some(answer) = answer.as_object_mut() {
+                        let meta = answer.entry("_meta").or_insert_with(|| json!({}));
+                        if let Some(meta) = meta.as_object_mut() {
+                            meta.insert(RELATED_TASK.to_owned(), json!({ "taskId": task.id }));
+                        }
+                    }
+                    Ok(answer)
+                }
+                Ended::Error(error) => Err(error),
+                Ended::Cancelled(why) => Err(ErrorData::invalid_params(
+                    format!("task `{}` has no result: {why}", task.id),
+                    Some(json!({ "taskId": task.id, "reason": "cancelled" })),
+                )),
+            };
+        }
+        for (key, question) in task.take_unsent() {
+            let mut params = question.to_mcp(&key);
+            if let Some(params) = params.as_object_mut() {
+                let meta = params.entry("_meta").or_insert_with(|| json!({}));
+                if let Some(meta) = meta.as_object_mut() {
+                    meta.insert(RELATED_TASK.to_owned(), json!({ "taskId": task.id }));
+                }
+            }
+            let out = Out { task, key: &key, answered: false };
+            let answer = tokio::select! {
+                answer = crate::asking::send(&context.peer, &question, params) => answer,
+                () = context.ct.cancelled() => return Err(cancelled(task)),
+                () = task.cancel.cancelled() => continue,
+            };
+            out.answered();
+            task.answer(&key, answer);
+        }
+        tokio::select! {
+            () = changed => {}
+            () = context.ct.cancelled() => return Err(cancelled(task)),
+        }
+    }
+}
+
+fn cancelled(task: &Task) -> ErrorData {
+    ErrorData::internal_error(format!("tasks/result for `{}` was cancelled; the task goes on", task.id), None)
+}
+
+/// A question out to the client on a `tasks/result` stream; unless
+/// answered, it is sent again on the next one.
+struct Out<'a> {
+    task: &'a Task,
+    key: &'a str,
+    answered: bool,
+}
+
+impl Out<'_> {
+    fn answered(mut self) {
+        self.answered = true;
+    }
+}
+
+impl Drop for Out<'_> {
+    fn drop(&mut self) {
+        if !self.answered {
+            self.task.unsend(self.key);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_task_requests_are_renamed() {
+        let renamed_method = |message: Value| {
+            renamed(&message).map(|bytes| serde_json::from_slice::<Value>(&bytes).unwrap()["method"].clone())
+        };
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "a", "task": {}}});
+        assert_eq!(renamed_method(call), Some(json!("toolhost/2025-11-25/tools/call")));
+        let get = json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": {"taskId": "x"}});
+        assert_eq!(renamed_method(get), Some(json!("toolhost/2025-11-25/tasks/get")));
+        for message in [
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "a"}}),
+            json!({"jsonrpc": "2.0", "id": 4, "method": "tasks/result", "params": {"taskId": "x"}}),
+            json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}),
+            json!({"jsonrpc": "2.0", "id": 6, "result": {}}),
+        ] {
+            assert_eq!(renamed_method(message.clone()), None, "{message}");
+        }
+    }
+
+    #[test]
+    fn the_capability_and_execution_are_added_for_this_revision_only() {
+        let initialize = |version: &str| {
+            json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": version,
+                "capabilities": {"tools": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}}})
+        };
+        let mut ours = initialize(VERSION);
+        assert!(adjust(Watch::Initialize, &mut ours));
+        assert_eq!(ours["result"]["capabilities"]["tasks"]["requests"]["tools"]["call"], json!({}));
+        let mut newer = initialize("2026-07-28");
+        assert!(!adjust(Watch::Initialize, &mut newer));
+        assert_eq!(newer, initialize("2026-07-28"));
+        let mut without_tasks = json!({"id": 0, "result": {"protocolVersion": VERSION, "capabilities": {}}});
+        assert!(!adjust(Watch::Initialize, &mut without_tasks));
+        assert_eq!(without_tasks["result"]["capabilities"].get("tasks"), None);
+
+        let list = json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [
+            {"name": "a", "_meta": {"toolhost/taskSupport": "optional"}}, {"name": "b"}]}});
+        let body = format!("id: 0\ndata: \nretry: 3000\n\nid: 1\ndata: {list}\n\n");
+        let adjusted = String::from_utf8(adjust_body(Watch::ToolsList, body.as_bytes(), true)).unwrap();
+        let data = adjusted.lines().find_map(|line| line.strip_prefix("data: {")).unwrap();
+        let message: Value = serde_json::from_str(&format!("{{{data}")).unwrap();
+        assert_eq!(message["result"]["tools"][0]["execution"], json!({"taskSupport": "optional"}));
+        assert_eq!(message["result"]["tools"][1].get("execution"), None);
+        assert!(adjusted.starts_with("id: 0\ndata: \nretry: 3000\n\nid: 1\n"), "{adjusted}");
+        let (line, ours) = adjust_line(Watch::ToolsList, list.to_string().as_bytes());
+        assert!(!ours && line.ends_with(b"\n"));
+        assert_eq!(adjust_body(Watch::ToolsList, b"not json", false), b"not json");
+    }
+}
