@@ -419,7 +419,7 @@ impl fmt::Display for RequestError {
         match self {
             RequestError::Denied(text) => write!(f, "denied: {text}"),
             RequestError::Unsupported(text) => write!(f, "unsupported: {text}"),
-            RequestError::Limit(text) => write!(f, "limit reached: {text}"),
+            RequestError::Limit(text) => write!(f, "limit: {text}"),
             RequestError::Failed(text) => write!(f, "failed: {text}"),
         }
     }
@@ -431,6 +431,19 @@ impl std::error::Error for RequestError {}
 mod tests {
     use super::*;
     use serde::Deserialize;
+
+    #[test]
+    fn a_request_error_reads_as_the_host_and_the_other_sdks_word_it() {
+        let kinds = [
+            (RequestError::Denied("x".into()), "denied: x"),
+            (RequestError::Unsupported("x".into()), "unsupported: x"),
+            (RequestError::Limit("x".into()), "limit: x"),
+            (RequestError::Failed("x".into()), "failed: x"),
+        ];
+        for (error, text) in kinds {
+            assert_eq!(error.to_string(), text);
+        }
+    }
 
     #[derive(Deserialize, JsonSchema)]
     #[allow(dead_code)]
