@@ -99,19 +99,20 @@ fn serve_http(dir: &Path, config: &Path, extra: &[&str], env: &[(&str, &str)]) -
 
 /// Runs `client.py` and parses the JSON it prints.
 fn python_client(args: &[String]) -> Value {
-    let output = Command::new(python())
-        .arg(mcp_dir().join("client.py"))
+    run_python(&python(), "client.py", args)
+}
+
+/// Runs the script `name` of tests/mcp with `python` and parses the JSON it prints.
+fn run_python(python: &Path, name: &str, args: &[String]) -> Value {
+    let output = Command::new(python)
+        .arg(mcp_dir().join(name))
         .args(args)
         .env("TOOLHOST_CACHE_DIR", shared_cache())
         .output()
-        .expect("run client.py");
+        .unwrap_or_else(|err| panic!("run {name}: {err}"));
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "client.py {args:?} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_str(stdout.trim()).unwrap_or_else(|err| panic!("client.py printed no JSON ({err}): {stdout}"))
+    assert!(output.status.success(), "{name} {args:?} failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|err| panic!("{name} printed no JSON ({err}): {stdout}"))
 }
 
 fn stdio_args(mode: &str, scenario: &str, dir: &Path, config: &Path) -> Vec<String> {
@@ -673,11 +674,12 @@ const TASK_FIXTURES: &str = "[serve.tasks]\n\
     failing_job = \"required\", protocol_error_job = \"required\", \
     test_tool_with_task = { support = \"required\", after = \"1s\" } }\n";
 
-#[test]
-fn long_calls_run_as_tasks_for_the_official_python_client() {
+/// `content_kinds` with its task fixtures, granted what they ask, a 5 s
+/// timeout, and one call at a time (a cancelled task's guest left running
+/// would hold up the next call).
+fn task_plugins() -> (tempfile::TempDir, PathBuf) {
     let dir = plugin_dir(&["content_kinds"]);
     let config = dir.path().join("toolhost.toml");
-    // One call at a time: a cancelled task's guest left running would hold up the next call.
     std::fs::write(
         &config,
         format!(
@@ -686,6 +688,12 @@ fn long_calls_run_as_tasks_for_the_official_python_client() {
         ),
     )
     .unwrap();
+    (dir, config)
+}
+
+#[test]
+fn long_calls_run_as_tasks_for_the_official_python_client() {
+    let (dir, config) = task_plugins();
     let (_server, url) = serve_http(dir.path(), &config, &[], &[]);
     let out = python_client(&["--url".to_owned(), url, "tasks".to_owned()]);
 
@@ -740,19 +748,7 @@ fn long_calls_run_as_tasks_for_the_official_python_client() {
 /// Runs `tasks_2025.py` (the official Python SDK's 2025-11-25 line, with
 /// the experimental tasks API) and parses the JSON it prints.
 fn python_2025_client(args: &[String]) -> Value {
-    let output = Command::new(tools().join("venv-2025/bin/python"))
-        .arg(mcp_dir().join("tasks_2025.py"))
-        .args(args)
-        .env("TOOLHOST_CACHE_DIR", shared_cache())
-        .output()
-        .expect("run tasks_2025.py");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "tasks_2025.py {args:?} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_str(stdout.trim()).unwrap_or_else(|err| panic!("tasks_2025.py printed no JSON ({err}): {stdout}"))
+    run_python(&tools().join("venv-2025/bin/python"), "tasks_2025.py", args)
 }
 
 /// What the 2025-11-25 client saw of its tasks, over either transport.
@@ -832,16 +828,7 @@ fn check_2025_tasks(out: &Value) {
 
 #[test]
 fn long_calls_run_as_2025_11_25_tasks_for_that_revisions_python_client() {
-    let dir = plugin_dir(&["content_kinds"]);
-    let config = dir.path().join("toolhost.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "max_concurrent_calls = 1\n[plugins.content_kinds]\nelicitation = true\nroots = true\n\
-             [plugins.content_kinds.limits]\ntimeout = \"5s\"\n{TASK_FIXTURES}"
-        ),
-    )
-    .unwrap();
+    let (dir, config) = task_plugins();
     let (_server, url) = serve_http(dir.path(), &config, &[], &[]);
     let over_http = python_2025_client(&["--url".to_owned(), url]);
     check_2025_tasks(&over_http);

@@ -241,7 +241,7 @@ fn check_message(message: &Value, in_flight: Option<(&InFlight, &str)>, experime
     if let Some(method) = message.get("method").and_then(Value::as_str)
         && method.starts_with(tasks2025::PREFIX)
     {
-        return refuse(METHOD_NOT_FOUND, &format!("`{}` is not an MCP method", method.escape_debug()));
+        return refuse(METHOD_NOT_FOUND, &format!("`{}` is not an MCP method", crate::tasks::printable(method)));
     }
     if !is_request && raw_id.is_none() {
         return refuse(INVALID_REQUEST, "a message needs a `method`, or an `id` with a `result` or an `error`");

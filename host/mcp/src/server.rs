@@ -245,27 +245,21 @@ impl ToolServer {
         let task_asker = Arc::new(TaskAsker::new(task.clone(), context.client_capabilities().unwrap_or_default()));
         // Progress goes to the client as `notifications/progress` while the
         // call runs in its request, and into the task's `statusMessage` after.
-        let (send, mut receive) = tokio::sync::mpsc::unbounded_channel::<Progress>();
-        let forwarding = context.meta.get_progress_token().map(|token| {
-            let peer = context.peer.clone();
-            tokio::spawn(async move {
-                while let Some(progress) = receive.recv().await {
-                    let mut param = ProgressNotificationParam::new(token.clone(), progress.done);
-                    param.total = progress.total;
-                    param.message = progress.message;
-                    if peer.notify_progress(param).await.is_err() {
-                        break;
-                    }
-                }
-            })
-        });
+        let (send, forwarding) = match context.meta.get_progress_token() {
+            Some(token) => {
+                let (send, forwarding) = forward_progress(context.peer.clone(), token);
+                (Some(send), Some(forwarding))
+            }
+            None => (None, None),
+        };
         let observer: ProgressObserver = {
             let phased = phased.clone();
-            Arc::new(move |progress: Progress| match phased.task() {
-                Some(task) => task.progress(progress.done, progress.total, progress.message.as_deref()),
-                None => {
+            Arc::new(move |progress: Progress| match (phased.task(), &send) {
+                (Some(task), _) => task.progress(progress.done, progress.total, progress.message.as_deref()),
+                (None, Some(send)) => {
                     let _ = send.send(progress);
                 }
+                (None, None) => {}
             })
         };
         hooks.progress = Some(observer);
@@ -276,25 +270,9 @@ impl ToolServer {
             let (name, origin) = (name.clone(), origin.clone());
             let span = request_span("tools/call", &name, &context);
             async move {
-                let metrics = server.shared.metrics.clone();
-                let active = metrics.start_call(&name, &origin);
-                let overrides = LimitOverrides::default();
-                let call = tracing::Instrument::instrument(
-                    host.call_observed(&catalog, &name, &arguments, &overrides, hooks),
-                    span,
-                );
-                // Dropping the call's future drops its store: the guest stops at its next epoch tick.
-                let report = tokio::select! {
-                    report = call => report,
-                    () = task.cancel.cancelled() => return,
-                };
-                let became = phased.end();
-                if let Err(CallError::UnknownTool { .. }) = &report.outcome {
-                    active.unknown_tool();
-                } else {
-                    active.finish(&report);
-                }
-                match became {
+                let call = server.task_call(&host, &catalog, (&name, &origin), &arguments, hooks, span);
+                let Some(report) = call.run(&task.cancel).await else { return };
+                match phased.end() {
                     Some(task) => server.settle_task(&task, report, round, &task_asker, wrap),
                     None => {
                         let _ = done.send((report, round));
@@ -340,6 +318,19 @@ impl ToolServer {
                 }
             }
         }
+    }
+
+    /// A task's call, to run in the background.
+    pub(crate) fn task_call<'a>(
+        &'a self,
+        host: &'a Host,
+        catalog: &'a Catalog,
+        (name, origin): (&'a str, &'a str),
+        arguments: &'a str,
+        hooks: CallHooks,
+        span: tracing::Span,
+    ) -> TaskCall<'a> {
+        TaskCall { server: self, host, catalog, name, origin, arguments, hooks, span }
     }
 
     /// Ends `task` with what its call's request would have been answered:
@@ -455,6 +446,63 @@ pub(crate) fn request_span(method: &str, name: &str, context: &RequestContext<Ro
         toolhost_runtime::trace::continue_from(&span, &traceparent);
     }
     span
+}
+
+/// The call of a task (see [`ToolServer::task_call`]).
+pub(crate) struct TaskCall<'a> {
+    server: &'a ToolServer,
+    host: &'a Host,
+    catalog: &'a Catalog,
+    name: &'a str,
+    origin: &'a str,
+    arguments: &'a str,
+    hooks: CallHooks,
+    span: tracing::Span,
+}
+
+impl TaskCall<'_> {
+    /// Runs the call, counted in the metrics, until it ends (its report) or
+    /// `cancel` (`None`: its future is dropped, so the guest stops at its
+    /// next epoch tick).
+    pub(crate) async fn run(self, cancel: &tokio_util::sync::CancellationToken) -> Option<CallReport> {
+        let active = self.server.shared.metrics.start_call(self.name, self.origin);
+        let overrides = LimitOverrides::default();
+        let call = tracing::Instrument::instrument(
+            self.host.call_observed(self.catalog, self.name, self.arguments, &overrides, self.hooks),
+            self.span,
+        );
+        let report = tokio::select! {
+            report = call => report,
+            () = cancel.cancelled() => return None,
+        };
+        if let Err(CallError::UnknownTool { .. }) = &report.outcome {
+            active.unknown_tool();
+        } else {
+            active.finish(&report);
+        }
+        Some(report)
+    }
+}
+
+/// Sends each progress report given to the returned sender to the client as
+/// `notifications/progress` for `token`, in order; the returned task ends
+/// once the sender is dropped (or the client is gone).
+pub(crate) fn forward_progress(
+    peer: rmcp::service::Peer<RoleServer>,
+    token: rmcp::model::ProgressToken,
+) -> (tokio::sync::mpsc::UnboundedSender<Progress>, tokio::task::JoinHandle<()>) {
+    let (send, mut receive) = tokio::sync::mpsc::unbounded_channel::<Progress>();
+    let forwarding = tokio::spawn(async move {
+        while let Some(progress) = receive.recv().await {
+            let mut param = ProgressNotificationParam::new(token.clone(), progress.done);
+            param.total = progress.total;
+            param.message = progress.message;
+            if peer.notify_progress(param).await.is_err() {
+                break;
+            }
+        }
+    });
+    (send, forwarding)
 }
 
 /// A 2026-07-28 request's round: its asker, and what its state is bound to.
@@ -948,18 +996,7 @@ impl ServerHandler for ToolServer {
         // the token it gave, in order, all before the result.
         let (observer, forwarding) = match context.meta.get_progress_token() {
             Some(token) => {
-                let (send, mut receive) = tokio::sync::mpsc::unbounded_channel::<Progress>();
-                let peer = context.peer.clone();
-                let forwarding = tokio::spawn(async move {
-                    while let Some(progress) = receive.recv().await {
-                        let mut param = ProgressNotificationParam::new(token.clone(), progress.done);
-                        param.total = progress.total;
-                        param.message = progress.message;
-                        if peer.notify_progress(param).await.is_err() {
-                            break;
-                        }
-                    }
-                });
+                let (send, forwarding) = forward_progress(context.peer.clone(), token);
                 let observer: ProgressObserver = Arc::new(move |progress| {
                     let _ = send.send(progress);
                 });

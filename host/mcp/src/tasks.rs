@@ -334,7 +334,7 @@ fn is_hex(text: &str) -> bool {
 
 /// At most 64 characters of what a client sent, control characters and
 /// quotes replaced, for a message.
-fn printable(text: &str) -> String {
+pub(crate) fn printable(text: &str) -> String {
     let shown: String =
         text.chars().take(64).map(|c| if c.is_control() || c == '`' || c == '"' { '?' } else { c }).collect();
     if text.chars().count() > 64 { format!("{shown}…") } else { shown }

@@ -25,18 +25,17 @@
 //! the session that created it: another session gets `-32602` for it, and
 //! `tasks/list` shows a session its own.
 
-use crate::server::{ToolServer, request_span, unknown_tool};
+use crate::server::{ToolServer, forward_progress, request_span, unknown_tool};
 use crate::tasks::{Ended, Task, TaskAsker, TaskKind, TaskSupport, Tasks};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, CustomRequest, CustomResult, ErrorCode, GetTaskResult,
-    ProgressNotificationParam, ProgressToken, ServerResult,
+    CallToolRequestParams, CallToolResult, CustomRequest, CustomResult, ErrorCode, GetTaskResult, ProgressToken,
+    ServerResult,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
-use toolhost_runtime::limits::LimitOverrides;
 use toolhost_runtime::sandbox::{CallHooks, Progress, ProgressObserver};
 
 /// The protocol revision these tasks belong to.
@@ -169,7 +168,7 @@ fn owner(context: &RequestContext<RoleServer>) -> String {
 }
 
 fn method_not_found(method: &str) -> ErrorData {
-    ErrorData::new(ErrorCode::METHOD_NOT_FOUND, method.to_owned(), None)
+    ErrorData::new(ErrorCode::METHOD_NOT_FOUND, format!("method not found: {}", crate::tasks::printable(method)), None)
 }
 
 fn task_id(params: &Value) -> Result<&str, ErrorData> {
@@ -330,26 +329,16 @@ impl ToolServer {
         let asker = Arc::new(TaskAsker::new(task.clone(), context.client_capabilities().unwrap_or_default()));
         // Progress is the task's `statusMessage`, and goes on to the client
         // for the request's token all the task long.
-        let token = progress_token.and_then(|token| serde_json::from_value::<ProgressToken>(token).ok());
-        let (send, mut receive) = tokio::sync::mpsc::unbounded_channel::<Progress>();
-        if let Some(token) = token {
-            let peer = context.peer.clone();
-            tokio::spawn(async move {
-                while let Some(progress) = receive.recv().await {
-                    let mut param = ProgressNotificationParam::new(token.clone(), progress.done);
-                    param.total = progress.total;
-                    param.message = progress.message;
-                    if peer.notify_progress(param).await.is_err() {
-                        break;
-                    }
-                }
-            });
-        }
+        let send = progress_token
+            .and_then(|token| serde_json::from_value::<ProgressToken>(token).ok())
+            .map(|token| forward_progress(context.peer.clone(), token).0);
         let observer: ProgressObserver = {
             let task = task.clone();
             Arc::new(move |progress: Progress| {
                 task.progress(progress.done, progress.total, progress.message.as_deref());
-                let _ = send.send(progress);
+                if let Some(send) = &send {
+                    let _ = send.send(progress);
+                }
             })
         };
         let hooks = CallHooks { progress: Some(observer), asker: Some(asker.clone()) };
@@ -360,23 +349,10 @@ impl ToolServer {
         let span = request_span("tools/call", &name, context);
         let (server, host, running) = (self.clone(), self.host_arc(), task.clone());
         tokio::spawn(async move {
-            let active = server.metrics().start_call(&name, &origin);
-            let overrides = LimitOverrides::default();
-            let call = tracing::Instrument::instrument(
-                host.call_observed(&catalog, &name, &arguments, &overrides, hooks),
-                span,
-            );
-            // Dropping the call's future drops its store: the guest stops at its next epoch tick.
-            let report = tokio::select! {
-                report = call => report,
-                () = running.cancel.cancelled() => return,
-            };
-            if let Err(toolhost_runtime::outcome::CallError::UnknownTool { .. }) = &report.outcome {
-                active.unknown_tool();
-            } else {
-                active.finish(&report);
+            let call = server.task_call(&host, &catalog, (&name, &origin), &arguments, hooks, span);
+            if let Some(report) = call.run(&running.cancel).await {
+                server.settle_task(&running, report, None, &asker, wrap);
             }
-            server.settle_task(&running, report, None, &asker, wrap);
         });
         Ok(json!({ "task": task.experimental() }))
     }
