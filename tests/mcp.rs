@@ -836,6 +836,12 @@ fn long_calls_run_as_2025_11_25_tasks_for_that_revisions_python_client() {
     assert_eq!(over_http["other_session"]["code"], -32602, "{over_http}");
     assert_eq!(over_http["other_session"]["data"]["reason"], "other_session", "{over_http}");
     assert_eq!(over_http["other_session_tasks"], json!([]), "{over_http}");
+    // A session's end ends its tasks: a running one's guest stops at once
+    // (the next call, one at a time, does not wait out its 5 s timeout).
+    assert_eq!(over_http["greet_after_session"]["content"][0]["text"], "Hello, later!", "{over_http}");
+    assert!(over_http["greet_after_session_seconds"].as_f64().unwrap() < 3.0, "{over_http}");
+    assert_eq!(over_http["orphan_after_session"]["code"], -32602, "{over_http}");
+    assert_eq!(over_http["orphan_after_session"]["data"]["reason"], "unknown", "{over_http}");
 
     let mut args = vec!["--".to_owned()];
     args.extend(toolhost_args(dir.path(), &config));

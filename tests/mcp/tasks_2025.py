@@ -137,15 +137,32 @@ async def scenario(args):
         out["greet"] = dump(await client.call_tool("greet", {"name": "Ada"}))
         out["mine"] = task_id
 
+        if args.url:
+            # Another session sees none of them.
+            async with session(args) as (other, _):
+                try:
+                    await other.experimental.get_task(out["mine"])
+                    out["other_session"] = "no error"
+                except McpError as err:
+                    out["other_session"] = error(err)
+                out["other_session_tasks"] = [dump(task) for task in (await other.experimental.list_tasks()).tasks]
+            # A task left running when the session ends (the client DELETEs it).
+            orphan = await client.experimental.call_tool_as_task("slow_compute", {"seconds": 60, "label": "orphan"})
+            out["orphan"] = orphan.task.taskId
+            await asyncio.sleep(1)
+
     if args.url:
-        # Another session sees none of them.
-        async with session(args) as (other, _):
+        # The session's end ended its task: the guest stopped (the next call,
+        # one at a time, does not wait for it), and its id is no more.
+        async with session(args) as (later, _):
+            started = time.monotonic()
+            out["greet_after_session"] = dump(await later.call_tool("greet", {"name": "later"}))
+            out["greet_after_session_seconds"] = time.monotonic() - started
             try:
-                await other.experimental.get_task(out["mine"])
-                out["other_session"] = "no error"
+                await later.experimental.get_task(out["orphan"])
+                out["orphan_after_session"] = "no error"
             except McpError as err:
-                out["other_session"] = error(err)
-            out["other_session_tasks"] = [dump(task) for task in (await other.experimental.list_tasks()).tasks]
+                out["orphan_after_session"] = error(err)
     return out
 
 

@@ -135,6 +135,7 @@ pub async fn serve_http(
 ) -> Result<()> {
     let server = ToolServer::new(host.clone())?.with_oauth(options.oauth.clone()).with_tasks(options.tasks.clone())?;
     let metrics = server.metrics().clone();
+    let server_tasks = server.tasks();
     let mut allowed_hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec();
     allowed_hosts.extend(options.allowed_hosts.iter().cloned());
     let mut allowed_origins: Vec<String> =
@@ -174,7 +175,7 @@ pub async fn serve_http(
         activity: Arc::new(Mutex::new(HashMap::new())),
         opening: tokio::sync::Mutex::new(()),
         requests: InFlightRequests::default(),
-        tasks: options.tasks.as_ref().is_some_and(crate::tasks::TasksConfig::enabled),
+        tasks: server_tasks,
     });
     // Closes idle sessions even when no request comes to notice them.
     let sweeper = front.clone();
@@ -275,8 +276,8 @@ struct Front {
     opening: tokio::sync::Mutex<()>,
     /// The requests of each session not answered yet (see [`framing`]).
     requests: InFlightRequests,
-    /// Tools may run as tasks (`[serve.tasks]`).
-    tasks: bool,
+    /// The tasks of this process, when tools may run as tasks (`[serve.tasks]`).
+    tasks: Option<Arc<crate::tasks::Tasks>>,
 }
 
 /// How a session is being used: its requests still open (a streamed
@@ -470,7 +471,7 @@ impl Front {
         let mut body = body;
         // A 2025-11-25 session's requests, when tasks run: its task requests
         // go to toolhost's own handler, and two answers are completed (tasks2025).
-        let experimental = self.tasks
+        let experimental = self.tasks.is_some()
             && parts.headers.get("mcp-protocol-version").and_then(|value| value.to_str().ok())
                 == Some(tasks2025::VERSION);
         let mut watch = None;
@@ -490,9 +491,9 @@ impl Front {
                         body = Bytes::from(rewritten);
                     }
                     // `initialize` says which revision the session has; `tools/list` is adjusted for 2025-11-25.
-                    watch = passed
-                        .watch
-                        .filter(|watch| self.tasks && (*watch == tasks2025::Watch::Initialize || experimental));
+                    watch = passed.watch.filter(|watch| {
+                        self.tasks.is_some() && (*watch == tasks2025::Watch::Initialize || experimental)
+                    });
                 }
                 Checked::Answer(answers) => {
                     let mut response = Response::new(Full::new(Bytes::from(framing::answer_body(answers))).boxed());
@@ -522,8 +523,12 @@ impl Front {
                     .read()
                     .await
                     .contains_key(&session)
-                    .then(|| InUse::begin(&self.activity, session));
+                    .then(|| InUse::begin(&self.activity, session.clone()));
+                let ending = parts.method == http::Method::DELETE;
                 let response = self.service.handle(Request::from_parts(parts, Full::new(body))).await;
+                if ending && response.status().is_success() {
+                    self.end_tasks_of(&session);
+                }
                 match in_use {
                     Some(in_use) => guard(response, in_use),
                     None => response,
@@ -581,7 +586,13 @@ impl Front {
         let expired: Vec<Arc<str>> = {
             let live = self.sessions.sessions.read().await;
             let mut seen = self.activity.lock().unwrap_or_else(|p| p.into_inner());
-            seen.retain(|session, _| live.contains_key(session));
+            seen.retain(|session, _| {
+                let live = live.contains_key(session);
+                if !live {
+                    self.end_tasks_of(session);
+                }
+                live
+            });
             seen.iter()
                 .filter(|(_, usage)| usage.open == 0 && usage.last.elapsed() >= self.idle)
                 .map(|(session, _)| session.clone())
@@ -598,6 +609,15 @@ impl Front {
             tracing::debug!("closing MCP session {session}: {err}");
         }
         self.activity.lock().unwrap_or_else(|p| p.into_inner()).remove(session);
+        self.end_tasks_of(session);
+    }
+
+    /// A session ended: its 2025-11-25 tasks, which only it could see, end
+    /// with it (a running call is stopped).
+    fn end_tasks_of(&self, session: &str) {
+        if let Some(tasks) = &self.tasks {
+            tasks.end_owned_by(&format!("http:{session}"));
+        }
     }
 }
 
@@ -617,7 +637,6 @@ impl Drop for InFlight {
     }
 }
 
-/// `response` with its body holding `guard` until it is done.
 /// `response` with its JSON-RPC answer completed for a 2025-11-25 session
 /// ([`tasks2025::adjust`]). Such answers (`initialize`, `tools/list`) end
 /// at once, so the body is read whole.
@@ -634,6 +653,7 @@ async fn adjusted(response: Response<Body>, watch: tasks2025::Watch) -> Response
     Response::from_parts(parts, Full::new(Bytes::from(body)).boxed())
 }
 
+/// `response` with its body holding `guard` until it is done.
 fn guard<G: Unpin + Send + Sync + 'static>(response: Response<Body>, guard: G) -> Response<Body> {
     response.map(|inner| Guarded { inner, _guard: guard }.boxed())
 }

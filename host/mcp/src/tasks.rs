@@ -317,6 +317,20 @@ impl Tasks {
         owned
     }
 
+    /// Ends the 2025-11-25 tasks of `owner`, a session that ended: they are
+    /// dropped, and a running call is stopped.
+    pub fn end_owned_by(&self, owner: &str) {
+        let ended: Vec<Arc<Task>> = {
+            let mut entries = self.entries();
+            let ids: Vec<String> =
+                entries.values().filter(|task| task.owner() == Some(owner)).map(|task| task.id.clone()).collect();
+            ids.iter().filter_map(|id| entries.remove(id)).collect()
+        };
+        for task in ended {
+            task.end_as_cancelled("cancelled: its MCP session ended");
+        }
+    }
+
     /// Tasks kept now.
     pub fn len(&self) -> usize {
         self.entries().len()
@@ -1035,6 +1049,24 @@ mod tests {
         assert!(tasks.keep(&tasks.create("a", "p", TaskKind::Extension, None)));
         assert!(!tasks.keep(&tasks.create("b", "p", TaskKind::Extension, None)));
         assert_eq!(tasks.len(), 1);
+    }
+
+    #[test]
+    fn a_sessions_end_ends_its_tasks_only() {
+        let tasks = store();
+        let owned = |owner: &str| TaskKind::Experimental { owner: owner.to_owned() };
+        let (mine, other) =
+            (tasks.create("a", "p", owned("http:1"), None), tasks.create("b", "p", owned("http:2"), None));
+        let extension = tasks.create("c", "p", TaskKind::Extension, None);
+        for task in [&mine, &other, &extension] {
+            assert!(tasks.keep(task));
+        }
+        assert_eq!(tasks.owned_by("http:1").len(), 1);
+        tasks.end_owned_by("http:1");
+        assert!(mine.cancel.is_cancelled() && tasks.find(&mine.id).is_err());
+        assert_eq!(mine.terminal_status(), Some("cancelled"));
+        assert!(!other.cancel.is_cancelled() && !extension.cancel.is_cancelled());
+        assert_eq!(tasks.len(), 2);
     }
 
     #[test]
