@@ -756,6 +756,14 @@ const char *th_request_kind(th_request result) {
     }
 }
 
+/* The kind of a request error. */
+static th_request refusal_kind(const toolhost_plugin_call_request_error_t *refusal) {
+    return refusal->tag == TOOLHOST_PLUGIN_CALL_REQUEST_ERROR_DENIED        ? TH_REQUEST_DENIED
+           : refusal->tag == TOOLHOST_PLUGIN_CALL_REQUEST_ERROR_UNSUPPORTED ? TH_REQUEST_UNSUPPORTED
+           : refusal->tag == TOOLHOST_PLUGIN_CALL_REQUEST_ERROR_LIMIT       ? TH_REQUEST_LIMIT
+                                                                            : TH_REQUEST_FAILED;
+}
+
 /* The request error as a th_request, its text into `error`; frees it. */
 static th_request refused(toolhost_plugin_call_request_error_t *refusal, char *error, size_t error_size) {
     /* Every case carries a string in the same place of the union. */
@@ -765,10 +773,7 @@ static th_request refused(toolhost_plugin_call_request_error_t *refusal, char *e
         memcpy(error, text->ptr, n);
         error[n] = '\0';
     }
-    th_request result = refusal->tag == TOOLHOST_PLUGIN_CALL_REQUEST_ERROR_DENIED        ? TH_REQUEST_DENIED
-                        : refusal->tag == TOOLHOST_PLUGIN_CALL_REQUEST_ERROR_UNSUPPORTED ? TH_REQUEST_UNSUPPORTED
-                        : refusal->tag == TOOLHOST_PLUGIN_CALL_REQUEST_ERROR_LIMIT       ? TH_REQUEST_LIMIT
-                                                                                         : TH_REQUEST_FAILED;
+    th_request result = refusal_kind(refusal);
     toolhost_plugin_call_request_error_free(refusal);
     return result;
 }
@@ -777,19 +782,18 @@ static void say(char *error, size_t error_size, const char *text) {
     if (error && error_size) snprintf(error, error_size, "%s", text);
 }
 
-static th_request elicit(toolhost_plugin_call_elicitation_t *request, th_elicited *answer, th_json **answers,
-                         char *error, size_t error_size) {
-    toolhost_plugin_call_elicit_answer_t got;
-    toolhost_plugin_call_request_error_t refusal;
-    if (answers) *answers = NULL;
-    if (!toolhost_plugin_call_elicit(request, &got, &refusal)) return refused(&refusal, error, error_size);
+/* The user's answer `got` into `answer` (and, for an accepted form, the
+ * object into `answers` when not NULL). */
+static th_request elicited(const toolhost_plugin_call_elicit_answer_t *got, th_elicited *answer, th_json **answers,
+                           char *error, size_t error_size) {
     th_request result = TH_REQUEST_OK;
-    switch (got.tag) {
+    if (answers) *answers = NULL;
+    switch (got->tag) {
     case TOOLHOST_PLUGIN_CALL_ELICIT_ANSWER_ACCEPTED:
         *answer = TH_ACCEPTED;
         if (answers) {
             char why[128];
-            th_json *parsed = th_json_parse((const char *)got.val.accepted.ptr, got.val.accepted.len, why, sizeof why);
+            th_json *parsed = th_json_parse((const char *)got->val.accepted.ptr, got->val.accepted.len, why, sizeof why);
             if (!parsed || parsed->kind != TH_JSON_OBJECT) {
                 th_json_free(parsed);
                 say(error, error_size, "the host sent answers that are not a JSON object");
@@ -802,6 +806,16 @@ static th_request elicit(toolhost_plugin_call_elicitation_t *request, th_elicite
     case TOOLHOST_PLUGIN_CALL_ELICIT_ANSWER_DECLINED: *answer = TH_DECLINED; break;
     default: *answer = TH_CANCELLED; break;
     }
+    return result;
+}
+
+static th_request elicit(toolhost_plugin_call_elicitation_t *request, th_elicited *answer, th_json **answers,
+                         char *error, size_t error_size) {
+    toolhost_plugin_call_elicit_answer_t got;
+    toolhost_plugin_call_request_error_t refusal;
+    if (answers) *answers = NULL;
+    if (!toolhost_plugin_call_elicit(request, &got, &refusal)) return refused(&refusal, error, error_size);
+    th_request result = elicited(&got, answer, answers, error, error_size);
     toolhost_plugin_call_elicit_answer_free(&got);
     return result;
 }
@@ -826,45 +840,69 @@ static char *option_string(const plugin_option_string_t *option) {
     return option->is_some ? th_string(&option->val) : NULL;
 }
 
-th_request th_sample_messages(const th_message *messages, size_t count, const th_sampling *options,
-                              th_sampled *reply, char *error, size_t error_size) {
+/* What a sampling request allocated (it borrows the rest). */
+typedef struct sampling_scratch {
+    toolhost_plugin_call_message_t *messages;
+    plugin_string_t *stop;
+    plugin_string_t *hints;
+} sampling_scratch;
+
+/* The WIT sampling request for `messages` and `options` (NULL: defaults);
+ * free `scratch` with sampling_done once the host has it. */
+static void sampling_request(const th_message *messages, size_t count, const th_sampling *options,
+                             toolhost_plugin_call_sampling_request_t *request, sampling_scratch *scratch) {
     static const th_sampling defaults = {0};
     if (!options) options = &defaults;
-    memset(reply, 0, sizeof *reply);
     /* Borrowed: the host copies what it is given during the call. */
-    toolhost_plugin_call_message_t *wit_messages = th_alloc(count * sizeof *wit_messages);
+    scratch->messages = th_alloc(count * sizeof *scratch->messages);
     for (size_t i = 0; i < count; i++) {
-        wit_messages[i].role = (toolhost_plugin_call_role_t)messages[i].role;
-        wit_messages[i].content.tag = TOOLHOST_PLUGIN_TYPES_CONTENT_TEXT;
-        plugin_string_set(&wit_messages[i].content.val.text, messages[i].text);
+        scratch->messages[i].role = (toolhost_plugin_call_role_t)messages[i].role;
+        scratch->messages[i].content.tag = TOOLHOST_PLUGIN_TYPES_CONTENT_TEXT;
+        plugin_string_set(&scratch->messages[i].content.val.text, messages[i].text);
     }
-    plugin_string_t *stop = th_alloc(options->stop_len * sizeof *stop);
-    for (size_t i = 0; i < options->stop_len; i++) plugin_string_set(&stop[i], options->stop[i]);
-    plugin_string_t *hints = th_alloc(options->model_hints_len * sizeof *hints);
-    for (size_t i = 0; i < options->model_hints_len; i++) plugin_string_set(&hints[i], options->model_hints[i]);
+    scratch->stop = th_alloc(options->stop_len * sizeof *scratch->stop);
+    for (size_t i = 0; i < options->stop_len; i++) plugin_string_set(&scratch->stop[i], options->stop[i]);
+    scratch->hints = th_alloc(options->model_hints_len * sizeof *scratch->hints);
+    for (size_t i = 0; i < options->model_hints_len; i++) plugin_string_set(&scratch->hints[i], options->model_hints[i]);
 
+    memset(request, 0, sizeof *request);
+    request->messages = (toolhost_plugin_call_list_message_t){scratch->messages, count};
+    request->system_prompt.is_some = options->system_prompt != NULL;
+    if (options->system_prompt) plugin_string_set(&request->system_prompt.val, options->system_prompt);
+    request->max_tokens = options->max_tokens ? options->max_tokens : 1000;
+    request->temperature.is_some = options->has_temperature;
+    request->temperature.val = options->temperature;
+    request->stop_sequences = (plugin_list_string_t){scratch->stop, options->stop_len};
+    request->preferences.is_some = options->model_hints_len > 0;
+    request->preferences.val.hints = (plugin_list_string_t){scratch->hints, options->model_hints_len};
+}
+
+static void sampling_done(sampling_scratch *scratch) {
+    free(scratch->messages);
+    free(scratch->stop);
+    free(scratch->hints);
+}
+
+/* The model's reply `got` as a th_sampled (copied). */
+static void sampled(const toolhost_plugin_call_sampling_reply_t *got, th_sampled *reply) {
+    memset(reply, 0, sizeof *reply);
+    if (got->content.tag == TOOLHOST_PLUGIN_TYPES_CONTENT_TEXT) reply->text = th_string(&got->content.val.text);
+    reply->model = th_string(&got->model);
+    reply->stop_reason = option_string(&got->stop_reason);
+}
+
+th_request th_sample_messages(const th_message *messages, size_t count, const th_sampling *options,
+                              th_sampled *reply, char *error, size_t error_size) {
+    memset(reply, 0, sizeof *reply);
     toolhost_plugin_call_sampling_request_t request;
-    memset(&request, 0, sizeof request);
-    request.messages = (toolhost_plugin_call_list_message_t){wit_messages, count};
-    request.system_prompt.is_some = options->system_prompt != NULL;
-    if (options->system_prompt) plugin_string_set(&request.system_prompt.val, options->system_prompt);
-    request.max_tokens = options->max_tokens ? options->max_tokens : 1000;
-    request.temperature.is_some = options->has_temperature;
-    request.temperature.val = options->temperature;
-    request.stop_sequences = (plugin_list_string_t){stop, options->stop_len};
-    request.preferences.is_some = options->model_hints_len > 0;
-    request.preferences.val.hints = (plugin_list_string_t){hints, options->model_hints_len};
-
+    sampling_scratch scratch;
+    sampling_request(messages, count, options, &request, &scratch);
     toolhost_plugin_call_sampling_reply_t got;
     toolhost_plugin_call_request_error_t refusal;
     bool ok = toolhost_plugin_call_sample(&request, &got, &refusal);
-    free(wit_messages);
-    free(stop);
-    free(hints);
+    sampling_done(&scratch);
     if (!ok) return refused(&refusal, error, error_size);
-    if (got.content.tag == TOOLHOST_PLUGIN_TYPES_CONTENT_TEXT) reply->text = th_string(&got.content.val.text);
-    reply->model = th_string(&got.model);
-    reply->stop_reason = option_string(&got.stop_reason);
+    sampled(&got, reply);
     toolhost_plugin_call_sampling_reply_free(&got);
     return TH_REQUEST_OK;
 }
@@ -882,18 +920,23 @@ void th_sampled_free(th_sampled *reply) {
     memset(reply, 0, sizeof *reply);
 }
 
+/* The client's roots `got` as th_roots (copied). */
+static void rooted(const toolhost_plugin_call_list_root_t *got, th_root **roots, size_t *count) {
+    *roots = th_alloc(got->len * sizeof **roots);
+    for (size_t i = 0; i < got->len; i++) {
+        (*roots)[i].uri = th_string(&got->ptr[i].uri);
+        (*roots)[i].name = option_string(&got->ptr[i].name);
+    }
+    *count = got->len;
+}
+
 th_request th_roots(th_root **roots, size_t *count, char *error, size_t error_size) {
     toolhost_plugin_call_list_root_t got;
     toolhost_plugin_call_request_error_t refusal;
     *roots = NULL;
     *count = 0;
     if (!toolhost_plugin_call_roots(&got, &refusal)) return refused(&refusal, error, error_size);
-    *roots = th_alloc(got.len * sizeof **roots);
-    for (size_t i = 0; i < got.len; i++) {
-        (*roots)[i].uri = th_string(&got.ptr[i].uri);
-        (*roots)[i].name = option_string(&got.ptr[i].name);
-    }
-    *count = got.len;
+    rooted(&got, roots, count);
     toolhost_plugin_call_list_root_free(&got);
     return TH_REQUEST_OK;
 }
@@ -904,4 +947,84 @@ void th_roots_free(th_root *roots, size_t count) {
         free(roots[i].name);
     }
     free(roots);
+}
+
+static char *copy_text(const char *text) {
+    plugin_string_t string = {(uint8_t *)text, strlen(text)};
+    return th_string(&string);
+}
+
+void th_ask(const th_question *questions, size_t count, th_answer *answers) {
+    toolhost_plugin_call_tuple2_string_question_t *asked = th_alloc(count * sizeof *asked);
+    sampling_scratch *scratch = th_alloc(count * sizeof *scratch);
+    memset(asked, 0, count * sizeof *asked);
+    memset(scratch, 0, count * sizeof *scratch);
+    /* Borrowed: the host copies what it is given during the call. */
+    for (size_t i = 0; i < count; i++) {
+        const th_question *question = &questions[i];
+        toolhost_plugin_call_question_t *wit = &asked[i].f1;
+        plugin_string_set(&asked[i].f0, question->key ? question->key : "");
+        switch (question->kind) {
+        case TH_ASK_FORM:
+        case TH_ASK_URL: {
+            bool form = question->kind == TH_ASK_FORM;
+            wit->tag = TOOLHOST_PLUGIN_CALL_QUESTION_ELICIT;
+            wit->val.elicit.tag = form ? TOOLHOST_PLUGIN_CALL_ELICITATION_FORM : TOOLHOST_PLUGIN_CALL_ELICITATION_URL;
+            /* Form and URL hold (message, text) alike. */
+            plugin_string_set(&wit->val.elicit.val.form.f0, question->message ? question->message : "");
+            const char *text = form ? question->schema : question->url;
+            plugin_string_set(&wit->val.elicit.val.form.f1, text ? text : "");
+            break;
+        }
+        case TH_ASK_SAMPLE:
+            wit->tag = TOOLHOST_PLUGIN_CALL_QUESTION_SAMPLE;
+            sampling_request(question->messages, question->messages_len, question->options, &wit->val.sample,
+                             &scratch[i]);
+            break;
+        default: wit->tag = TOOLHOST_PLUGIN_CALL_QUESTION_ROOTS; break;
+        }
+    }
+    toolhost_plugin_call_list_tuple2_string_question_t list = {asked, count};
+    toolhost_plugin_call_list_result_answer_request_error_t got;
+    toolhost_plugin_call_ask(&list, &got);
+    for (size_t i = 0; i < count; i++) sampling_done(&scratch[i]);
+    free(scratch);
+    free(asked);
+
+    memset(answers, 0, count * sizeof *answers);
+    for (size_t i = 0; i < count; i++) {
+        th_answer *answer = &answers[i];
+        if (i >= got.len) {
+            answer->result = TH_REQUEST_FAILED;
+            answer->error = copy_text("the host gave no answer to this question");
+            continue;
+        }
+        toolhost_plugin_call_result_answer_request_error_t *one = &got.ptr[i];
+        if (one->is_err) {
+            answer->result = refusal_kind(&one->val.err);
+            answer->error = th_string(&one->val.err.val.denied); /* every case holds a string */
+            continue;
+        }
+        char error[128] = "";
+        switch (one->val.ok.tag) {
+        case TOOLHOST_PLUGIN_CALL_ANSWER_ELICITED:
+            answer->result = elicited(&one->val.ok.val.elicited, &answer->elicited,
+                                      questions[i].kind == TH_ASK_FORM ? &answer->answers : NULL, error, sizeof error);
+            break;
+        case TOOLHOST_PLUGIN_CALL_ANSWER_SAMPLED: sampled(&one->val.ok.val.sampled, &answer->sampled); break;
+        default: rooted(&one->val.ok.val.roots, &answer->roots, &answer->roots_len); break;
+        }
+        if (answer->result != TH_REQUEST_OK) answer->error = copy_text(error);
+    }
+    toolhost_plugin_call_list_result_answer_request_error_free(&got);
+}
+
+void th_answers_free(th_answer *answers, size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        free(answers[i].error);
+        th_json_free(answers[i].answers);
+        th_sampled_free(&answers[i].sampled);
+        th_roots_free(answers[i].roots, answers[i].roots_len);
+    }
+    memset(answers, 0, count * sizeof *answers);
 }

@@ -17,8 +17,9 @@
  * logging through the host's `log` import (th_log), and what a running call
  * may ask through the `call` import: progress (th_progress), the user
  * (th_elicit, th_elicit_url), the model (th_sample) and the client's roots
- * (th_roots). Those requests are refused (TH_REQUEST_DENIED) unless the
- * operator grants them under [plugins.NAME] in toolhost.toml
+ * (th_roots), or several of those at once (th_ask). Those requests are
+ * refused (TH_REQUEST_DENIED) unless the operator grants them under
+ * [plugins.NAME] in toolhost.toml
  * (`elicitation = true`, `sampling = true`, `roots = true`).
  *
  * Memory: strings handed to the host (tool list, blocks, error text) are
@@ -290,6 +291,51 @@ typedef struct th_root {
  * th_roots_free. */
 th_request th_roots(th_root **roots, size_t *count, char *error, size_t error_size);
 void th_roots_free(th_root *roots, size_t count);
+
+/* ---- Several questions at once ------------------------------------------ */
+
+/* What a question of a batch asks, as the function of the same name does. */
+typedef enum th_question_kind {
+    TH_ASK_FORM,   /* th_elicit: `message`, `schema` */
+    TH_ASK_URL,    /* th_elicit_url: `message`, `url` */
+    TH_ASK_SAMPLE, /* th_sample_messages: `messages`, `messages_len`, `options` */
+    TH_ASK_ROOTS,  /* th_roots */
+} th_question_kind;
+
+/* One question of a batch: zero-initialise, then set a `key` unique in the
+ * batch (a client that answers by calling again answers by it), the `kind`
+ * and that kind's fields. */
+typedef struct th_question {
+    const char *key;
+    th_question_kind kind;
+    const char *message;
+    const char *schema;
+    const char *url;
+    const th_message *messages;
+    size_t messages_len;
+    const th_sampling *options; /* NULL: defaults */
+} th_question;
+
+/* The answer to one question: `result` is TH_REQUEST_OK or why not (then
+ * `error` holds the host's reason); on TH_REQUEST_OK, the fields of the
+ * question's kind: `elicited` (and for an accepted form `answers`, the
+ * object), `sampled`, or `roots` and `roots_len`. */
+typedef struct th_answer {
+    th_request result;
+    char *error;
+    th_elicited elicited;
+    th_json *answers;
+    th_sampled sampled;
+    th_root *roots;
+    size_t roots_len;
+} th_answer;
+
+/* Asks `count` questions at once, so that a client that answers by calling
+ * again gets them all in one round: `answers` (room for `count`) gets the
+ * answer to each, in order. Each is granted, refused and answered as its own
+ * function's would be. Free them with th_answers_free. */
+void th_ask(const th_question *questions, size_t count, th_answer *answers);
+void th_answers_free(th_answer *answers, size_t count);
 
 #ifdef __cplusplus
 }

@@ -1,8 +1,7 @@
 /*
  * c_asks: what a running call may do through the C SDK (sdk/c/toolhost.h),
  * for the tests: a form, a sampling request, the client's roots, a keyed batch
- * of them (through the generated `toolhost_plugin_call_ask`, which the SDK
- * does not wrap), and a result of every kind of block. Its tools answer
+ * of them (th_ask), and a result of every kind of block. Its tools answer
  * exactly as sdk_asks (the Rust SDK's) do, so one test checks both
  * (tests/contract_v0_2.rs).
  */
@@ -112,60 +111,35 @@ static bool roots(th_blocks *ret, exports_toolhost_plugin_tools_call_error_t *er
     return done(ret, &out);
 }
 
-static const char *KINDS[] = {"denied", "unsupported", "limit", "failed"};
-
 static bool batch(th_blocks *ret, exports_toolhost_plugin_tools_call_error_t *err) {
-    toolhost_plugin_call_tuple2_string_question_t questions[2];
-    memset(questions, 0, sizeof questions);
-    plugin_string_set(&questions[0].f0, "who");
-    questions[0].f1.tag = TOOLHOST_PLUGIN_CALL_QUESTION_ELICIT;
-    questions[0].f1.val.elicit.tag = TOOLHOST_PLUGIN_CALL_ELICITATION_FORM;
-    plugin_string_set(&questions[0].f1.val.elicit.val.form.f0, "Who are you, again?");
-    plugin_string_set(&questions[0].f1.val.elicit.val.form.f1, PERSON);
-    plugin_string_set(&questions[1].f0, "where");
-    questions[1].f1.tag = TOOLHOST_PLUGIN_CALL_QUESTION_ROOTS;
-    toolhost_plugin_call_list_tuple2_string_question_t asked = {questions, 2};
-    toolhost_plugin_call_list_result_answer_request_error_t answers;
-    toolhost_plugin_call_ask(&asked, &answers);
+    th_question questions[2] = {
+        {.key = "who", .kind = TH_ASK_FORM, .message = "Who are you, again?", .schema = PERSON},
+        {.key = "where", .kind = TH_ASK_ROOTS},
+    };
+    th_answer answers[2];
+    th_ask(questions, 2, answers);
 
     bool ok = true;
     th_buf out = {0};
-    for (size_t i = 0; i < answers.len && ok; i++) {
-        toolhost_plugin_call_result_answer_request_error_t *answer = &answers.ptr[i];
+    for (size_t i = 0; i < 2 && ok; i++) {
+        const th_answer *answer = &answers[i];
         if (i) th_buf_puts(&out, "\n");
-        if (answer->is_err) {
-            const toolhost_plugin_call_request_error_t *refusal = &answer->val.err;
-            char *why = th_string(&refusal->val.denied); /* every case holds a string */
-            if (refusal->tag == 1) {
-                th_buf_printf(&out, "unsupported: %s", why);
-            } else {
-                ok = th_failed(err, "%s: %s", KINDS[refusal->tag < 4 ? refusal->tag : 3], why);
-            }
-            free(why);
-        } else if (answer->val.ok.tag == TOOLHOST_PLUGIN_CALL_ANSWER_ELICITED) {
-            const toolhost_plugin_call_elicit_answer_t *elicited = &answer->val.ok.val.elicited;
-            if (elicited->tag == TOOLHOST_PLUGIN_CALL_ELICIT_ANSWER_ACCEPTED) {
-                char error[128];
-                th_json *person = th_json_parse((const char *)elicited->val.accepted.ptr, elicited->val.accepted.len,
-                                                error, sizeof error);
-                if (!person) {
-                    ok = th_failed(err, "the host sent answers that are not JSON: %s", error);
-                    break;
-                }
+        if (answer->result == TH_REQUEST_UNSUPPORTED) {
+            th_buf_printf(&out, "unsupported: %s", answer->error);
+        } else if (answer->result != TH_REQUEST_OK) {
+            ok = refused(err, answer->result, answer->error);
+        } else if (questions[i].kind == TH_ASK_FORM) {
+            if (answer->elicited == TH_ACCEPTED) {
                 th_buf_puts(&out, "who: ");
-                said(&out, person);
-                th_json_free(person);
+                said(&out, answer->answers);
             } else {
-                th_buf_puts(&out, elicited->tag == TOOLHOST_PLUGIN_CALL_ELICIT_ANSWER_DECLINED ? "who: declined"
-                                                                                            : "who: cancelled");
+                th_buf_puts(&out, answer->elicited == TH_DECLINED ? "who: declined" : "who: cancelled");
             }
-        } else if (answer->val.ok.tag == TOOLHOST_PLUGIN_CALL_ANSWER_ROOTS) {
-            th_buf_printf(&out, "where: %zu roots", answer->val.ok.val.roots.len);
         } else {
-            th_buf_puts(&out, "a sampled reply nobody asked for");
+            th_buf_printf(&out, "where: %zu roots", answer->roots_len);
         }
     }
-    toolhost_plugin_call_list_result_answer_request_error_free(&answers);
+    th_answers_free(answers, 2);
     if (!ok) {
         th_buf_free(&out);
         return false;
