@@ -118,10 +118,6 @@ impl ToolServer {
         self.shared.tasks.clone()
     }
 
-    pub(crate) fn host_arc(&self) -> Arc<Host> {
-        self.shared.host.clone()
-    }
-
     /// The SEP-2663 task `id`, if the request may see it (a 2025-11-25
     /// task is its session's, seen through that revision's requests).
     fn extension_task(&self, id: &str, context: &RequestContext<RoleServer>) -> Result<Arc<Task>, ErrorData> {
@@ -222,10 +218,7 @@ impl ToolServer {
     ) -> Result<CallToolResponse, ErrorData> {
         use crate::tasks::PhasedAsker;
         let name = request.name.to_string();
-        let arguments = match &request.arguments {
-            Some(arguments) => serde_json::to_string(arguments).unwrap_or_else(|_| "{}".to_owned()),
-            None => "{}".to_owned(),
-        };
+        let arguments = arguments_text(&request.arguments);
         let binding = crate::asking::binding("tools/call", &name, &request.arguments);
         let state = request.request_state.as_deref();
         let (mut hooks, round) = match self.asker(&context, binding, request.input_responses.clone(), state) {
@@ -265,13 +258,14 @@ impl ToolServer {
         hooks.progress = Some(observer);
         let (done, finished) = tokio::sync::oneshot::channel::<(CallReport, Option<Round>)>();
         let job = {
-            let (server, host, task, phased, task_asker) =
-                (self.clone(), self.shared.host.clone(), task.clone(), phased.clone(), task_asker.clone());
+            let (server, task, phased, task_asker) = (self.clone(), task.clone(), phased.clone(), task_asker.clone());
             let (name, origin) = (name.clone(), origin.clone());
             let span = request_span("tools/call", &name, &context);
             async move {
-                let call = server.task_call(&host, &catalog, (&name, &origin), &arguments, hooks, span);
-                let Some(report) = call.run(&task.cancel).await else { return };
+                let call = (&name[..], &origin[..], &arguments[..]);
+                let Some(report) = server.run_task_call(&catalog, call, hooks, span, &task.cancel).await else {
+                    return;
+                };
                 match phased.end() {
                     Some(task) => server.settle_task(&task, report, round, &task_asker, wrap),
                     None => {
@@ -320,17 +314,34 @@ impl ToolServer {
         }
     }
 
-    /// A task's call, to run in the background.
-    pub(crate) fn task_call<'a>(
-        &'a self,
-        host: &'a Host,
-        catalog: &'a Catalog,
-        (name, origin): (&'a str, &'a str),
-        arguments: &'a str,
+    /// Runs a task's call (tool `name` of `origin` with `arguments`),
+    /// counted in the metrics, until it ends (its report) or `cancel`
+    /// (`None`: its future is dropped, so the guest stops at its next epoch
+    /// tick).
+    pub(crate) async fn run_task_call(
+        &self,
+        catalog: &Catalog,
+        (name, origin, arguments): (&str, &str, &str),
         hooks: CallHooks,
         span: tracing::Span,
-    ) -> TaskCall<'a> {
-        TaskCall { server: self, host, catalog, name, origin, arguments, hooks, span }
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Option<CallReport> {
+        let active = self.shared.metrics.start_call(name, origin);
+        let overrides = LimitOverrides::default();
+        let call = tracing::Instrument::instrument(
+            self.host().call_observed(catalog, name, arguments, &overrides, hooks),
+            span,
+        );
+        let report = tokio::select! {
+            report = call => report,
+            () = cancel.cancelled() => return None,
+        };
+        if let Err(CallError::UnknownTool { .. }) = &report.outcome {
+            active.unknown_tool();
+        } else {
+            active.finish(&report);
+        }
+        Some(report)
     }
 
     /// Ends `task` with what its call's request would have been answered:
@@ -376,7 +387,7 @@ impl ToolServer {
         ToolServer { shared: self.shared.clone(), level: Arc::new(Mutex::new(None)) }
     }
 
-    fn host(&self) -> &Host {
+    pub(crate) fn host(&self) -> &Host {
         &self.shared.host
     }
 
@@ -448,39 +459,11 @@ pub(crate) fn request_span(method: &str, name: &str, context: &RequestContext<Ro
     span
 }
 
-/// The call of a task (see [`ToolServer::task_call`]).
-pub(crate) struct TaskCall<'a> {
-    server: &'a ToolServer,
-    host: &'a Host,
-    catalog: &'a Catalog,
-    name: &'a str,
-    origin: &'a str,
-    arguments: &'a str,
-    hooks: CallHooks,
-    span: tracing::Span,
-}
-
-impl TaskCall<'_> {
-    /// Runs the call, counted in the metrics, until it ends (its report) or
-    /// `cancel` (`None`: its future is dropped, so the guest stops at its
-    /// next epoch tick).
-    pub(crate) async fn run(self, cancel: &tokio_util::sync::CancellationToken) -> Option<CallReport> {
-        let active = self.server.shared.metrics.start_call(self.name, self.origin);
-        let overrides = LimitOverrides::default();
-        let call = tracing::Instrument::instrument(
-            self.host.call_observed(self.catalog, self.name, self.arguments, &overrides, self.hooks),
-            self.span,
-        );
-        let report = tokio::select! {
-            report = call => report,
-            () = cancel.cancelled() => return None,
-        };
-        if let Err(CallError::UnknownTool { .. }) = &report.outcome {
-            active.unknown_tool();
-        } else {
-            active.finish(&report);
-        }
-        Some(report)
+/// A call's arguments as the host takes them: JSON text (`{}` when none).
+pub(crate) fn arguments_text(arguments: &Option<JsonObject>) -> String {
+    match arguments {
+        Some(arguments) => serde_json::to_string(arguments).unwrap_or_else(|_| "{}".to_owned()),
+        None => "{}".to_owned(),
     }
 }
 
@@ -984,10 +967,7 @@ impl ServerHandler for ToolServer {
             }
             _ => {}
         }
-        let arguments = match &request.arguments {
-            Some(arguments) => serde_json::to_string(arguments).unwrap_or_else(|_| "{}".to_owned()),
-            None => "{}".to_owned(),
-        };
+        let arguments = arguments_text(&request.arguments);
         let overrides = LimitOverrides::default();
         // Counted as running, and as cancelled unless it finishes (this
         // future may also be dropped when the client goes away).

@@ -470,6 +470,18 @@ impl Status {
     fn terminal(&self) -> bool {
         matches!(self, Status::Completed(_) | Status::Failed(_) | Status::Cancelled)
     }
+
+    /// The word MCP 2025-11-25 uses (a tool result with `isError` is `failed`).
+    fn experimental(&self) -> &'static str {
+        match self {
+            Status::Working => "working",
+            Status::InputRequired => "input_required",
+            Status::Completed(result) if is_error(result) => "failed",
+            Status::Completed(_) => "completed",
+            Status::Failed(_) => "failed",
+            Status::Cancelled => "cancelled",
+        }
+    }
 }
 
 /// How a task ended.
@@ -650,17 +662,9 @@ impl Task {
     /// in milliseconds; a tool result with `isError` is `failed`).
     pub fn experimental(&self) -> Value {
         let state = self.state();
-        let status = match &state.status {
-            Status::Working => "working",
-            Status::InputRequired => "input_required",
-            Status::Completed(result) if is_error(result) => "failed",
-            Status::Completed(_) => "completed",
-            Status::Failed(_) => "failed",
-            Status::Cancelled => "cancelled",
-        };
         let mut task = json!({
             "taskId": self.id,
-            "status": status,
+            "status": state.status.experimental(),
             "createdAt": self.created_at,
             "lastUpdatedAt": state.updated_at,
             "ttl": u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX),
@@ -690,13 +694,7 @@ impl Task {
     /// `None` while it runs.
     pub fn terminal_status(&self) -> Option<&'static str> {
         let state = self.state();
-        match &state.status {
-            Status::Working | Status::InputRequired => None,
-            Status::Completed(result) if is_error(result) => Some("failed"),
-            Status::Completed(_) => Some("completed"),
-            Status::Failed(_) => Some("failed"),
-            Status::Cancelled => Some("cancelled"),
-        }
+        state.status.terminal().then(|| state.status.experimental())
     }
 
     /// Resolves at the task's next change (a question asked or answered, the

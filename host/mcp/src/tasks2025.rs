@@ -25,7 +25,7 @@
 //! the session that created it: another session gets `-32602` for it, and
 //! `tasks/list` shows a session its own.
 
-use crate::server::{ToolServer, forward_progress, request_span, unknown_tool};
+use crate::server::{ToolServer, arguments_text, forward_progress, request_span, unknown_tool};
 use crate::tasks::{Ended, Task, TaskAsker, TaskKind, TaskSupport, Tasks};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, CustomRequest, CustomResult, ErrorCode, GetTaskResult, ProgressToken,
@@ -295,7 +295,7 @@ impl ToolServer {
             ErrorData::invalid_params(format!("the request does not match the shape of tools/call: {err}"), None)
         })?;
         let name = request.name.to_string();
-        let catalog = self.host_arc().catalog();
+        let catalog = self.host().catalog();
         let (origin, wrap, support) = match catalog.find(&name) {
             Some(entry) if self.served(entry) && self.in_scope(context, entry.name(), entry.origin()) => {
                 (entry.origin().to_owned(), crate::server::wraps_output(entry), self.task_support(entry).0)
@@ -316,7 +316,7 @@ impl ToolServer {
         }
         // Kept as long as the client asks, but never dropped before its call
         // could have ended (its `timeout`) and a minute to read the result.
-        let floor = self.host_arc().limits_for(&origin).timeout.saturating_add(Duration::from_secs(60));
+        let floor = self.host().limits_for(&origin).timeout.saturating_add(Duration::from_secs(60));
         let ttl = ttl.map(|ttl| ttl.max(floor));
         let task = tasks.create(&name, &origin, TaskKind::Experimental { owner: owner(context) }, ttl);
         if !tasks.keep(&task) {
@@ -342,15 +342,12 @@ impl ToolServer {
             })
         };
         let hooks = CallHooks { progress: Some(observer), asker: Some(asker.clone()) };
-        let arguments = match &request.arguments {
-            Some(arguments) => serde_json::to_string(arguments).unwrap_or_else(|_| "{}".to_owned()),
-            None => "{}".to_owned(),
-        };
+        let arguments = arguments_text(&request.arguments);
         let span = request_span("tools/call", &name, context);
-        let (server, host, running) = (self.clone(), self.host_arc(), task.clone());
+        let (server, running) = (self.clone(), task.clone());
         tokio::spawn(async move {
-            let call = server.task_call(&host, &catalog, (&name, &origin), &arguments, hooks, span);
-            if let Some(report) = call.run(&running.cancel).await {
+            let call = (&name[..], &origin[..], &arguments[..]);
+            if let Some(report) = server.run_task_call(&catalog, call, hooks, span, &running.cancel).await {
                 server.settle_task(&running, report, None, &asker, wrap);
             }
         });
