@@ -150,7 +150,9 @@ impl Drop for TestServer {
 fn serve<S: Read + Write>(stream: S, port: u16, scheme: &str, shared: &Shared) {
     let mut reader = BufReader::new(stream);
     let mut request_line = String::new();
-    if reader.read_line(&mut request_line).is_err() {
+    // A connection closed before its request line (a client that gave up
+    // before sending anything) is no request.
+    if !matches!(reader.read_line(&mut request_line), Ok(n) if n > 0) {
         return;
     }
     let mut length = 0u64;
