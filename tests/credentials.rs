@@ -269,3 +269,125 @@ fn a_long_running_serve_keeps_an_oauth_token_until_it_expires_then_fetches_anoth
     assert_eq!(tokens.seen(), ["/token?expires_in=2", "/token?expires_in=2"], "one token, kept, then one more");
     assert_eq!(api.seen().len(), 3);
 }
+
+/// What toolhost encodes itself (HTTP Basic's base64 of `USER:PASSWORD`) is
+/// masked like the value: an endpoint that echoes the request's headers
+/// shows the plugin only stars.
+#[test]
+fn a_basic_credential_echoed_back_is_masked_in_its_encoded_form() {
+    use base64::Engine as _;
+    let api = TestServer::start();
+    let config = format!(
+        "[[plugins.fetch.credentials]]\nto = \"{}\"\nbasic = {{ user = \"alice\", password = {{ env = \"API_TOKEN\" }} }}\n",
+        api.origin()
+    );
+    let (dir, _plugins) = setup(&config);
+    let (fetched, report, everything) = fetch(dir.path(), &api.url("/echo"), &[("API_TOKEN", CREDENTIAL)]);
+    assert_eq!(fetched["status"], 200, "{report}");
+    let text = fetched["text"].as_str().unwrap();
+    assert!(text.contains("authorization: Basic ****"), "{text}");
+    let encoded = base64::engine::general_purpose::STANDARD.encode(format!("alice:{CREDENTIAL}"));
+    let unpadded = encoded.trim_end_matches('=');
+    assert!(!everything.contains(unpadded), "the encoded credential shows in:\n{everything}");
+    assert_hidden(CREDENTIAL, &everything);
+    let sent = api.headers();
+    assert_eq!(header(sent.last().unwrap(), "authorization"), Some(format!("Basic {encoded}").as_str()));
+}
+
+/// A server that compresses its echo although toolhost asked for `identity`:
+/// gzip and deflate are decoded and then masked; a coding toolhost cannot
+/// undo is withheld, with the reason in `refused`.
+#[test]
+fn a_compressed_echo_is_decoded_before_masking_or_withheld() {
+    let api = TestServer::start();
+    let config =
+        format!("[[plugins.fetch.credentials]]\nto = \"{}\"\nbearer = {{ env = \"API_TOKEN\" }}\n", api.origin());
+    let (dir, _plugins) = setup(&config);
+    let env = [("API_TOKEN", CREDENTIAL)];
+    for path in ["/echo-gzip", "/echo-deflate"] {
+        let (fetched, report, everything) = fetch(dir.path(), &api.url(path), &env);
+        assert_eq!(fetched["status"], 200, "{path}: {report}");
+        let text = fetched["text"].as_str().unwrap_or_default();
+        assert!(text.contains("authorization: Bearer ****"), "{path}: the plugin reads the decoded body: {text}");
+        let headers = fetched["headers"].to_string();
+        assert!(!headers.contains("content-encoding"), "{path}: {headers}");
+        assert_hidden(CREDENTIAL, &everything);
+    }
+    let (fetched, report, everything) = fetch(dir.path(), &api.url("/echo-br"), &env);
+    assert_ne!(fetched["status"], 200, "{report}");
+    let refusal = &report["refused"][0];
+    assert_eq!(refusal["kind"], "unreadable_response", "{report}");
+    assert!(refusal["message"].as_str().unwrap().contains("content coding `br`"), "{report}");
+    assert_hidden(CREDENTIAL, &everything);
+}
+
+/// A query credential replaces every parameter that decodes to its name,
+/// so no twin the plugin wrote (`api%5Fkey`, `API_KEY`, `api_key+`) reaches
+/// the server beside it.
+#[test]
+fn a_query_credential_replaces_every_spelling_of_its_name() {
+    let api = TestServer::start();
+    let config = format!(
+        "[[plugins.fetch.credentials]]\nto = \"{}\"\nquery = \"api_key\"\nvalue = {{ env = \"KEY\" }}\n",
+        api.origin()
+    );
+    let (dir, _plugins) = setup(&config);
+    let twins = "/echo?api%5Fkey=evil1&API_KEY=evil2&api_key+=evil3&x=1;api_key=evil4&page=2";
+    let (fetched, report, everything) = fetch(dir.path(), &api.url(twins), &[("KEY", CREDENTIAL)]);
+    assert_eq!(fetched["status"], 200, "{report}");
+    let sent = api.seen().last().unwrap().clone();
+    assert!(!sent.contains("evil"), "a twin reached the server: {sent}");
+    assert!(sent.ends_with("page=2&api_key=t0ken%2FABC%2Bxyz-4321"), "{sent}");
+    assert_hidden(CREDENTIAL, &everything);
+}
+
+/// A token endpoint that echoes the request's `Authorization` (the client id
+/// and secret, encoded) in its error: the refusal says what went wrong, masked.
+#[test]
+fn a_token_endpoint_echoing_the_client_secret_is_masked_in_the_refusal() {
+    let api = TestServer::start();
+    let config = format!(
+        "[[plugins.fetch.credentials]]\nto = \"{}\"\noauth2 = {{ token_url = \"{}\", client_id = {{ env = \"CLIENT_ID\" }}, \
+         client_secret = {{ env = \"CLIENT_SECRET\" }} }}\n",
+        api.origin(),
+        api.url("/token-echo")
+    );
+    let (dir, _plugins) = setup(&config);
+    let env = [("CLIENT_ID", "client-1"), ("CLIENT_SECRET", OAUTH_SECRET)];
+    let (_, report, everything) = fetch(dir.path(), &api.url("/private"), &env);
+    let refusal = &report["refused"][0];
+    assert_eq!(refusal["kind"], "credential_unavailable", "{report}");
+    let message = refusal["message"].as_str().unwrap();
+    assert!(message.contains("HTTP 401 (invalid_client: you sent Basic ****"), "{message}");
+    assert!(!everything.contains("Y2xpZW50LTE6Y2wxZW50LXMzY3JldA"), "the encoded secret shows in:\n{everything}");
+    assert_hidden(OAUTH_SECRET, &everything);
+}
+
+/// `token_url` is read by a URL parser: user information that hides the real
+/// host, or plain HTTP to another machine in any spelling, is a config error.
+#[test]
+fn a_token_url_is_judged_by_the_host_it_really_names() {
+    for (token_url, says) in [
+        ("http://127.0.0.1:1@remote.example/token", "user information"),
+        ("http://127.0.0.1.remote.example/token", "a token endpoint must be `https://…`"),
+        ("http://localhost.evil.example/token", "a token endpoint must be `https://…`"),
+    ] {
+        let credential = format!(
+            "to = \"https://a.example\"\noauth2 = {{ token_url = \"{token_url}\", client_id = {{ env = \"I\" }}, \
+             client_secret = {{ env = \"S\" }} }}"
+        );
+        let (dir, _plugins) = setup(&format!("[[plugins.fetch.credentials]]\n{credential}\n"));
+        let output = toolhost_with_env(dir.path(), &["tools"], &[]);
+        assert_eq!(output.status.code(), Some(2), "{token_url}");
+        assert!(stderr(&output).contains(says), "{token_url}: {}", stderr(&output));
+    }
+    for token_url in ["http://LOCALHOST:9/token", "http://127.1:9/token", "http://[::1]:9/token"] {
+        let credential = format!(
+            "to = \"https://a.example\"\noauth2 = {{ token_url = \"{token_url}\", client_id = {{ env = \"I\" }}, \
+             client_secret = {{ env = \"S\" }} }}"
+        );
+        let (dir, _plugins) = setup(&format!("[[plugins.fetch.credentials]]\n{credential}\n"));
+        let output = toolhost_with_env(dir.path(), &["tools"], &[("I", "i"), ("S", "s")]);
+        assert!(output.status.success(), "{token_url}: {}", stderr(&output));
+    }
+}

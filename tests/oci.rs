@@ -1086,6 +1086,26 @@ fn unsigned_wrongly_signed_and_tampered_plugins_are_refused_leaving_the_folder_a
     let unsigned = push(work.path(), &plugin("text"), &format!("{}:2", repository("hash")));
     let err = refused(&format!("{}:2", repository("hash")), "not signed");
     assert!(err.contains("requires one") && err.contains("--sign"), "{err}");
+    // Every other spelling of the registry falls under the same scope.
+    let port = registry.addr().rsplit(':').next().unwrap().to_owned();
+    let spelled = |reference: &str| {
+        let output = run(work.path(), &["pull", reference], &[]);
+        let err = assert_refused(&output, "not signed");
+        assert!(err.contains("nothing was written"), "{reference}: {err}");
+        assert_eq!(snapshot(&folder), before, "{reference}: the folder and its lock are as they were");
+    };
+    for host in ["127.1", "2130706433", "0x7f000001", "0177.0.0.1"] {
+        spelled(&format!("{host}:{port}/plugins/hash:2"));
+    }
+    // A scope written for `localhost` covers `LOCALHOST` too.
+    let config = std::fs::read_to_string(work.path().join("toolhost.toml")).unwrap();
+    std::fs::write(
+        work.path().join("toolhost.toml"),
+        format!("{config}[[trust]]\nscope = \"localhost:{port}/plugins/*\"\nkeys = [\"publisher/cosign.pub\"]\n"),
+    )
+    .unwrap();
+    spelled(&format!("LOCALHOST:{port}/plugins/hash:2"));
+    std::fs::write(work.path().join("toolhost.toml"), config).unwrap();
 
     // Signed, with a key the config does not trust.
     let other = push(work.path(), &plugin("echo"), &format!("{}:3", repository("hash")));

@@ -16,7 +16,12 @@
 //! - `/page`: 200, a small HTML page with a title and links (relative,
 //!   absolute, duplicated, `mailto:`) for the `webpage` plugin
 //! - `/echo…`: 200, the request's path and headers as text, and its
-//!   `authorization` echoed in the `x-seen-authorization` response header
+//!   `authorization` echoed in the `x-seen-authorization` response header;
+//!   `/echo-gzip…`, `/echo-deflate…` and `/echo-br…` the same, sent with that
+//!   `content-encoding` whatever the request accepted (gzip and deflate
+//!   really compressed; `br` not, as a coding toolhost cannot undo)
+//! - `/token-echo`: a token endpoint that refuses every client and echoes
+//!   the request's `authorization` in its `error_description`
 //! - `/private…`: 200 `welcome` when the request carries [`CREDENTIAL`] as a
 //!   bearer token, an `x-api-key` or an `api_key` query parameter, or
 //!   [`OAUTH_TOKEN`] as a bearer token; else 401
@@ -198,7 +203,11 @@ fn serve<S: Read + Write>(stream: S, port: u16, scheme: &str, shared: &Shared) {
     } else {
         route(&path, port, scheme)
     };
+    let (coding, body) = encoded(&path, body);
     let mut head = format!("HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n", body.len());
+    if let Some(coding) = coding {
+        head.push_str(&format!("content-encoding: {coding}\r\n"));
+    }
     let header = |name: &str| headers.iter().find(|(key, _)| key == name).map(|(_, value)| value.clone());
     if path.starts_with("/echo")
         && let Some(authorization) = header("authorization")
@@ -212,6 +221,25 @@ fn serve<S: Read + Write>(stream: S, port: u16, scheme: &str, shared: &Shared) {
     let _ = stream.write_all(head.as_bytes());
     let _ = stream.write_all(&body);
     let _ = stream.flush();
+}
+
+/// The body in the content coding `/echo-CODING…` asks for, ignoring the
+/// request's `accept-encoding` as a misbehaving server would.
+fn encoded(path: &str, body: Vec<u8>) -> (Option<&'static str>, Vec<u8>) {
+    use std::io::Write as _;
+    if path.starts_with("/echo-gzip") {
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        encoder.write_all(&body).unwrap();
+        (Some("gzip"), encoder.finish().unwrap())
+    } else if path.starts_with("/echo-deflate") {
+        let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        encoder.write_all(&body).unwrap();
+        (Some("deflate"), encoder.finish().unwrap())
+    } else if path.starts_with("/echo-br") {
+        (Some("br"), body)
+    } else {
+        (None, body)
+    }
 }
 
 /// Reads a body of `length` bytes, counting them as they arrive; `None` when
@@ -273,6 +301,11 @@ fn with_headers(path: &str, headers: &[(String, String)]) -> Option<(&'static st
         } else {
             ("401 Unauthorized", None, b"who are you?".to_vec())
         });
+    }
+    if path == "/token-echo" {
+        let said = header("authorization").unwrap_or_default();
+        let refusal = format!(r#"{{"error":"invalid_client","error_description":"you sent {said}"}}"#);
+        return Some(("401 Unauthorized", None, refusal.into_bytes()));
     }
     if path == "/token" || path.starts_with("/token?") {
         // `/token?expires_in=N` hands out tokens that expire after N seconds.

@@ -95,33 +95,38 @@ pub struct OAuth2 {
     pub scopes: Vec<String>,
 }
 
-/// A token endpoint: `https://…`, or `http://` to this machine.
+/// A token endpoint: `https://…`, or `http://` to this machine, read by the
+/// URL parser ([`crate::names::Endpoint`]), so the host checked is the host
+/// the request goes to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenUrl(String);
 
 impl TokenUrl {
-    /// The URL.
+    /// The URL, as the parser normalized it.
     pub fn as_str(&self) -> &str {
         &self.0
     }
 }
 
-impl<'de> Deserialize<'de> for TokenUrl {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        let url = text.trim();
-        let local = ["http://127.0.0.1", "http://localhost", "http://[::1]"]
-            .iter()
-            .any(|start| url.strip_prefix(start).is_some_and(|rest| rest.is_empty() || rest.starts_with([':', '/'])));
-        if url.starts_with("https://") || local {
-            Ok(TokenUrl(url.to_owned()))
-        } else {
-            Err(serde::de::Error::custom(format!(
+impl std::str::FromStr for TokenUrl {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<TokenUrl, String> {
+        let endpoint = crate::names::Endpoint::parse(text).map_err(|why| format!("`token_url`: {why}"))?;
+        if !endpoint.is_private_channel() {
+            return Err(format!(
                 "`token_url = \"{}\"`: a token endpoint must be `https://…` (or plain `http://` to this \
                  machine), since the client secret is sent to it",
-                url.escape_debug()
-            )))
+                text.trim().escape_debug()
+            ));
         }
+        Ok(TokenUrl(endpoint.url))
+    }
+}
+
+impl<'de> Deserialize<'de> for TokenUrl {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer)?.parse().map_err(serde::de::Error::custom)
     }
 }
 
@@ -255,11 +260,12 @@ impl TryFrom<Table> for Credential {
     }
 }
 
-/// Whether `pattern` names only this machine.
+/// Whether `pattern` names only this machine (its host is canonical, so
+/// every spelling of a loopback address is one).
 fn local(pattern: &HostPattern) -> bool {
     match &pattern.host {
-        Host::Ip(ip) => ip.is_loopback(),
-        Host::Name(name) => name == "localhost",
+        Host::Ip(ip) => crate::names::CanonicalHost::Ip(*ip).is_loopback(),
+        Host::Name(name) => crate::names::CanonicalHost::Name(name.clone()).is_loopback(),
         Host::Any | Host::Subdomains(_) => false,
     }
 }
@@ -349,6 +355,24 @@ pub enum Add {
 }
 
 impl Credential {
+    /// The files its values are read from.
+    pub fn files(&self) -> Vec<&std::path::Path> {
+        let sources: Vec<&Source> = match &self.kind {
+            Kind::Bearer(source) => vec![source],
+            Kind::Basic { user: User::From(user), password } => vec![user, password],
+            Kind::Basic { password, .. } => vec![password],
+            Kind::Header { value, .. } | Kind::Query { value, .. } => vec![value],
+            Kind::OAuth2(oauth) => vec![&oauth.client_id, &oauth.client_secret],
+        };
+        sources
+            .into_iter()
+            .filter_map(|source| match source {
+                Source::File(path) => Some(path.as_path()),
+                Source::Env(_) => None,
+            })
+            .collect()
+    }
+
     /// Reads the credential's values (environment from `lookup`, files from
     /// disk). Also returns the raw values, named, for the plugin's scrubber.
     pub fn resolve(&self, lookup: &dyn Fn(&str) -> Option<String>) -> (Injection, Vec<(String, Secret)>) {
@@ -358,6 +382,14 @@ impl Credential {
             let value = source.read(lookup)?;
             raw.push((source.label(), value.clone()));
             Ok::<Secret, String>(value)
+        };
+        // What toolhost itself encodes from the values (HTTP Basic's base64
+        // of `USER:PASSWORD`) is as secret as they are: a server that echoes
+        // the request's `Authorization` must not hand it back readable.
+        let mut basic = |label: String, user: &str, password: &str| {
+            for form in basic_forms(user, password) {
+                encoded_forms.push((label.clone(), Secret::new(form)));
+            }
         };
         let add = (|| -> Result<Add, String> {
             Ok(match &self.kind {
@@ -370,24 +402,61 @@ impl Credential {
                         User::Plain(name) => name.clone(),
                         User::From(source) => read(source)?.expose().to_owned(),
                     };
-                    let pair = format!("{user}:{}", read(password)?.expose());
-                    let encoded = base64::engine::general_purpose::STANDARD.encode(pair.as_bytes());
-                    encoded_forms.push(("credential".to_owned(), Secret::new(encoded.clone())));
+                    let secret = read(password)?;
+                    basic(password.label(), &user, secret.expose());
+                    let encoded =
+                        base64::engine::general_purpose::STANDARD.encode(format!("{user}:{}", secret.expose()));
                     Add::Header { name: "Authorization".into(), value: Secret::new(format!("Basic {encoded}")) }
                 }
                 Kind::Header { name, value } => Add::Header { name: name.clone(), value: read(value)? },
                 Kind::Query { name, value } => Add::Query { name: name.clone(), value: read(value)? },
-                Kind::OAuth2(oauth) => Add::OAuth2 {
-                    token_url: oauth.token_url.as_str().to_owned(),
-                    client_id: read(&oauth.client_id)?,
-                    client_secret: read(&oauth.client_secret)?,
-                    scopes: oauth.scopes.clone(),
-                    token: Arc::default(),
-                },
+                Kind::OAuth2(oauth) => {
+                    let client_id = read(&oauth.client_id)?;
+                    let client_secret = read(&oauth.client_secret)?;
+                    // RFC 6749 §2.3.1: both form-encoded, then HTTP Basic.
+                    basic(
+                        oauth.client_secret.label(),
+                        &percent_encode(client_id.expose()),
+                        &percent_encode(client_secret.expose()),
+                    );
+                    Add::OAuth2 {
+                        token_url: oauth.token_url.as_str().to_owned(),
+                        client_id,
+                        client_secret,
+                        scopes: oauth.scopes.clone(),
+                        token: Arc::default(),
+                    }
+                }
             })
         })();
+        raw.extend(encoded_forms);
         let add =
             add.unwrap_or_else(|why| Add::Unavailable(format!("the credential for {} is unavailable: {why}", self.to)));
         (Injection { to: self.to.clone(), add }, raw)
     }
+}
+
+/// The base64 forms of HTTP Basic's `USER:PASSWORD` a response could echo:
+/// standard and URL-safe alphabets, without padding (so each also masks the
+/// padded form, which it begins).
+pub fn basic_forms(user: &str, password: &str) -> Vec<String> {
+    use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+    let pair = format!("{user}:{password}");
+    let mut forms = vec![STANDARD_NO_PAD.encode(&pair), URL_SAFE_NO_PAD.encode(&pair)];
+    forms.dedup();
+    forms
+}
+
+/// `value` with everything but unreserved characters percent-encoded
+/// (upper-case hex, RFC 3986): how a credential goes into a query or a form.
+pub fn percent_encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
 }

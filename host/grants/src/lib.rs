@@ -18,6 +18,7 @@ pub mod credentials;
 pub mod env;
 pub mod files;
 pub mod manifest;
+pub mod names;
 pub mod network;
 pub mod readfile;
 pub mod requests;

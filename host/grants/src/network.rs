@@ -10,6 +10,7 @@
 //! is the second check, on the address the host name resolved to, which keeps
 //! loopback and private networks out of reach unless an entry names them.
 
+use crate::names::CanonicalHost;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -27,10 +28,9 @@ pub struct NetworkGrant {
 
 impl NetworkGrant {
     /// The entry that lets a request to `scheme://host:port` through, if any.
-    /// `host` is as in a URI: a name, an IPv4 address or a bracketed IPv6 one.
-    pub fn allows(&self, scheme: Scheme, host: &str, port: u16) -> Option<&HostPattern> {
-        let host = RequestHost::parse(host)?;
-        self.hosts.iter().find(|pattern| pattern.matches(scheme, &host, port))
+    /// `host` is canonical ([`CanonicalHost::parse`] of what the URI holds).
+    pub fn allows(&self, scheme: Scheme, host: &CanonicalHost, port: u16) -> Option<&HostPattern> {
+        self.hosts.iter().find(|pattern| pattern.admits(scheme, host, port))
     }
 
     /// True when nothing is granted.
@@ -61,7 +61,9 @@ impl NetworkGrant {
                 continue;
             }
             match &pattern.host {
-                Host::Ip(ip) if *ip == addr.ip() => return SocketCheck::Allowed,
+                Host::Ip(ip) if CanonicalHost::Ip(*ip) == CanonicalHost::from_ip(addr.ip()) => {
+                    return SocketCheck::Allowed;
+                }
                 Host::Name(name) if resolve(name.clone(), addr.port()).await.contains(&addr.ip()) => {
                     if pattern.may_reach(addr.ip()) {
                         return SocketCheck::Allowed;
@@ -156,36 +158,15 @@ pub struct HostPattern {
     pub port: Port,
 }
 
-/// A request's host, parsed once for matching.
-enum RequestHost {
-    Name(String),
-    Ip(IpAddr),
-}
-
-impl RequestHost {
-    fn parse(host: &str) -> Option<RequestHost> {
-        let host = host.trim_end_matches('.');
-        if host.is_empty() {
-            return None;
-        }
-        if let Some(inner) = host.strip_prefix('[').and_then(|rest| rest.strip_suffix(']')) {
-            return inner.parse::<Ipv6Addr>().ok().map(|ip| RequestHost::Ip(IpAddr::V6(ip)));
-        }
-        if let Ok(ip) = host.parse::<Ipv4Addr>() {
-            return Some(RequestHost::Ip(IpAddr::V4(ip)));
-        }
-        Some(RequestHost::Name(host.to_ascii_lowercase()))
-    }
-}
-
 impl HostPattern {
     /// Whether a request to `scheme://host:port` matches this entry; `host`
-    /// as in a URI (a name, an IPv4 address or a bracketed IPv6 one).
-    pub fn admits(&self, scheme: Scheme, host: &str, port: u16) -> bool {
-        RequestHost::parse(host).is_some_and(|host| self.matches(scheme, &host, port))
+    /// canonical ([`CanonicalHost::parse`]), so every spelling of a name or
+    /// an address is judged alike.
+    pub fn admits(&self, scheme: Scheme, host: &CanonicalHost, port: u16) -> bool {
+        self.matches(scheme, host, port)
     }
 
-    fn matches(&self, scheme: Scheme, host: &RequestHost, port: u16) -> bool {
+    fn matches(&self, scheme: Scheme, host: &CanonicalHost, port: u16) -> bool {
         if self.scheme != scheme {
             return false;
         }
@@ -196,13 +177,13 @@ impl HostPattern {
         }
         match (&self.host, host) {
             (Host::Any, _) => true,
-            (Host::Name(allowed), RequestHost::Name(name)) => allowed == name,
-            (Host::Subdomains(suffix), RequestHost::Name(name)) => {
+            (Host::Name(allowed), CanonicalHost::Name(name)) => allowed == name,
+            (Host::Subdomains(suffix), CanonicalHost::Name(name)) => {
                 name.len() > suffix.len() + 1
                     && name.ends_with(suffix.as_str())
                     && name.as_bytes()[name.len() - suffix.len() - 1] == b'.'
             }
-            (Host::Ip(allowed), RequestHost::Ip(ip)) => allowed == ip,
+            (Host::Ip(allowed), CanonicalHost::Ip(ip)) => allowed == ip,
             _ => false,
         }
     }
@@ -215,7 +196,7 @@ impl HostPattern {
     /// internal address cannot reach it.
     pub fn may_reach(&self, ip: IpAddr) -> bool {
         match &self.host {
-            Host::Ip(allowed) => *allowed == ip,
+            Host::Ip(allowed) => CanonicalHost::Ip(*allowed) == CanonicalHost::from_ip(ip),
             Host::Name(name) if name == "localhost" => ip.is_loopback() || is_public(ip),
             _ => is_public(ip),
         }
@@ -224,6 +205,10 @@ impl HostPattern {
     /// This entry with its host replaced by `ip` and its port by `port`: the
     /// entry an operator writes to let a connection reach that very address.
     pub fn naming(&self, ip: IpAddr, port: u16) -> HostPattern {
+        let ip = match CanonicalHost::from_ip(ip) {
+            CanonicalHost::Ip(ip) => ip,
+            CanonicalHost::Name(_) => ip,
+        };
         HostPattern { scheme: self.scheme, host: Host::Ip(ip), port: Port::Number(port) }
     }
 
@@ -359,25 +344,20 @@ fn split_host_port<'a>(entry: &str, authority: &'a str) -> Result<(&'a str, Opti
 }
 
 fn parse_host(entry: &str, scheme: Scheme, host: &str) -> Result<Host, String> {
-    let host = host.to_ascii_lowercase();
-    let host = host.strip_suffix('.').unwrap_or(&host);
-    if host.is_empty() {
+    if host.is_empty() || host == "." {
         return Err(format!("`{entry}` has no host: {ACCEPTED}"));
     }
     if host == "*" {
         return Ok(Host::Any);
     }
-    if let Some(inner) = host.strip_prefix('[').and_then(|rest| rest.strip_suffix(']')) {
-        return inner
-            .parse::<Ipv6Addr>()
-            .map(|ip| Host::Ip(IpAddr::V6(ip)))
-            .map_err(|_| format!("`{entry}`: `{inner}` is not an IPv6 address"));
-    }
-    if let Ok(ip) = host.parse::<Ipv4Addr>() {
-        return Ok(Host::Ip(IpAddr::V4(ip)));
-    }
     if let Some(suffix) = host.strip_prefix("*.") {
-        check_name(entry, suffix)?;
+        let suffix = match CanonicalHost::parse(suffix).map_err(|why| format!("`{entry}`: {why}"))? {
+            CanonicalHost::Name(name) => name,
+            CanonicalHost::Ip(_) => {
+                return Err(format!("`{entry}`: a `*.` wildcard stands for names below a domain, not an address"));
+            }
+        };
+        check_name(entry, &suffix)?;
         if !suffix.contains('.') {
             return Err(format!(
                 "`{entry}`: `*.{suffix}` is too broad; name a domain, as in `{}://*.example.{suffix}`, \
@@ -386,7 +366,7 @@ fn parse_host(entry: &str, scheme: Scheme, host: &str) -> Result<Host, String> {
                 scheme.as_str()
             ));
         }
-        return Ok(Host::Subdomains(suffix.to_owned()));
+        return Ok(Host::Subdomains(suffix));
     }
     if host.contains('*') {
         let guess = if let Some(rest) = host.strip_prefix('*') {
@@ -399,8 +379,18 @@ fn parse_host(entry: &str, scheme: Scheme, host: &str) -> Result<Host, String> {
              `https://*.example.com`, or for every host, as in `https://*`{guess}"
         ));
     }
-    check_name(entry, host)?;
-    Ok(Host::Name(host.to_owned()))
+    if let Some(inner) = host.strip_prefix('[').and_then(|rest| rest.strip_suffix(']'))
+        && inner.parse::<Ipv6Addr>().is_err()
+    {
+        return Err(format!("`{entry}`: `{inner}` is not an IPv6 address"));
+    }
+    match CanonicalHost::parse(host).map_err(|why| format!("`{entry}`: {why}"))? {
+        CanonicalHost::Ip(ip) => Ok(Host::Ip(ip)),
+        CanonicalHost::Name(name) => {
+            check_name(entry, &name)?;
+            Ok(Host::Name(name))
+        }
+    }
 }
 
 /// Letters, digits, `-` and `_` in dot-separated labels of 1 to 63 characters.
@@ -599,9 +589,20 @@ mod tests {
             (Scheme::Https, "a.b.example.org", 443),
             (Scheme::Http, "127.0.0.1", 8080),
             (Scheme::Http, "[::1]", 9000),
+            // Other spellings of the same names and addresses.
+            (Scheme::Https, "ＡＰＩ.example.com", 443),
+            (Scheme::Https, "api%2Eexample.com", 443),
+            (Scheme::Http, "127.1", 8080),
+            (Scheme::Http, "2130706433", 8080),
+            (Scheme::Http, "0x7f.0.0.1", 8080),
+            (Scheme::Http, "[::ffff:127.0.0.1]", 8080),
+            (Scheme::Http, "[0:0:0:0:0:0:0:1]", 9000),
         ];
+        let allows = |grant: &NetworkGrant, scheme, host: &str, port| {
+            CanonicalHost::parse(host).is_ok_and(|host| grant.allows(scheme, &host, port).is_some())
+        };
         for (scheme, host, port) in allowed {
-            assert!(grant.allows(scheme, host, port).is_some(), "{scheme:?} {host} {port}");
+            assert!(allows(&grant, scheme, host, port), "{scheme:?} {host} {port}");
         }
         let denied = [
             (Scheme::Http, "api.example.com", 80),    // other scheme
@@ -618,9 +619,9 @@ mod tests {
             (Scheme::Http, "", 8080),
         ];
         for (scheme, host, port) in denied {
-            assert!(grant.allows(scheme, host, port).is_none(), "{scheme:?} {host} {port}");
+            assert!(!allows(&grant, scheme, host, port), "{scheme:?} {host} {port}");
         }
-        assert!(NetworkGrant::default().allows(Scheme::Https, "api.example.com", 443).is_none(), "the default denies");
+        assert!(!allows(&NetworkGrant::default(), Scheme::Https, "api.example.com", 443), "the default denies");
     }
 
     /// Checks `addr` with the system resolver (blocking, which is fine here).
@@ -639,12 +640,20 @@ mod tests {
 
     #[test]
     fn a_socket_goes_only_where_an_entry_names_and_a_private_one_names_the_fix() {
-        let mut grant = grant(&["http://127.1:8080", "http://127.0.0.1:9000", "http://*:7000"]);
+        let mut grant = grant(&["http://127.0.0.1:9000", "http://*:7000", "http://127.1:6000"]);
+        // A name that resolves to a loopback address (an entry cannot be
+        // written so: `127.1` is read as the address it is).
+        grant.hosts.push(HostPattern {
+            scheme: Scheme::Http,
+            host: Host::Name("127.1".into()),
+            port: Port::Number(8080),
+        });
         assert_eq!(check(&grant, "127.0.0.1:8080"), SocketCheck::SocketsOff);
         grant.sockets = true;
-        // `127.1` is a name to the grant, and 127.0.0.1 to the resolver.
         assert_eq!(check(&grant, "127.0.0.1:8080"), SocketCheck::Private { allow: pattern("http://127.0.0.1:8080") });
         assert_eq!(check(&grant, "127.0.0.1:9000"), SocketCheck::Allowed);
+        assert_eq!(check(&grant, "127.0.0.1:6000"), SocketCheck::Allowed, "`127.1` is 127.0.0.1");
+        assert_eq!(check(&grant, "[::ffff:127.0.0.1]:9000"), SocketCheck::Allowed, "a mapped address is its IPv4 one");
         assert_eq!(check(&grant, "10.0.0.1:9000"), SocketCheck::NotGranted);
         assert_eq!(check(&grant, "93.184.216.34:7000"), SocketCheck::NotGranted);
     }

@@ -777,7 +777,9 @@ pub fn check_sources(
             ));
             continue;
         };
-        if locked.source != source.to_string() {
+        // Compared in canonical form: a lock written with another spelling of
+        // the same reference is the same source.
+        if locked.source.parse::<Source>().ok().as_ref() != Some(source) {
             notices.push(format!(
                 "{name}: {} holds what was pulled from {}, but the config's source is {source} (run `toolhost pull`)",
                 dir.display(),

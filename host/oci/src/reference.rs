@@ -5,6 +5,7 @@ use oci_client::Reference;
 use serde::Deserialize;
 use std::fmt;
 use std::str::FromStr;
+use toolhost_grants::names::Authority;
 
 /// A checked registry reference.
 #[derive(Clone)]
@@ -93,13 +94,49 @@ impl FromStr for Source {
                 bare.escape_debug()
             ));
         }
-        let reference = Reference::from_str(text)
+        let parsed = Reference::from_str(text)
             .map_err(|err| format!("`{}` is not a registry reference: {err} ({FORM})", text.escape_debug()))?;
-        if let Some(digest) = reference.digest() {
+        if let Some(digest) = parsed.digest() {
             check_digest(digest).map_err(|why| format!("`{}`: {why}", text.escape_debug()))?;
         }
-        Ok(Source { text: text.to_owned(), reference })
+        // Every later decision (trust scope, lock, credentials, plain HTTP)
+        // sees the registry in its one canonical spelling.
+        let registry = canonical_registry(parsed.registry())
+            .map_err(|why| format!("`{}` is not a registry reference: {why} ({FORM})", text.escape_debug()))?;
+        let (repository, tag, digest) =
+            (parsed.repository().to_owned(), parsed.tag().map(str::to_owned), parsed.digest().map(str::to_owned));
+        let reference = match (tag, digest) {
+            (Some(tag), Some(digest)) => Reference::with_tag_and_digest(registry, repository, tag, digest),
+            (None, Some(digest)) => Reference::with_digest(registry, repository, digest),
+            (Some(tag), None) => Reference::with_tag(registry, repository, tag),
+            (None, None) => Reference::with_tag(registry, repository, "latest".to_owned()),
+        };
+        Ok(Source { text: reference.whole(), reference })
     }
+}
+
+impl PartialEq for Source {
+    /// Two references are the same when their canonical forms are.
+    fn eq(&self, other: &Source) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for Source {}
+
+/// A registry's one canonical spelling (`host[:port]`, see
+/// [`toolhost_grants::names`]): every spelling of its host alike, `:443` left
+/// out where it is the default, Docker Hub's other names as `docker.io`.
+pub fn canonical_registry(registry: &str) -> Result<String, String> {
+    let mut authority = Authority::parse(registry)?;
+    if authority.port == Some(443) && !authority.host.is_loopback() {
+        authority.port = None;
+    }
+    let text = authority.to_string();
+    Ok(match text.as_str() {
+        "index.docker.io" | "registry-1.docker.io" => "docker.io".to_owned(),
+        _ => text,
+    })
 }
 
 impl<'de> Deserialize<'de> for Source {
@@ -145,16 +182,11 @@ pub fn check_plugin_name(name: &str) -> Result<(), String> {
     }
 }
 
-/// True when `registry` (`host[:port]`) is this machine: `localhost`, a
-/// loopback IPv4 address or `[::1]`. Only these are reached over plain HTTP
+/// True when `registry` (`host[:port]`) is this machine: `localhost` or a
+/// loopback address, in any spelling. Only these are reached over plain HTTP
 /// without `--insecure`.
 pub fn is_loopback(registry: &str) -> bool {
-    let host = if let Some(rest) = registry.strip_prefix('[') {
-        rest.split(']').next().unwrap_or_default()
-    } else {
-        registry.rsplit_once(':').map_or(registry, |(host, _)| host)
-    };
-    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    Authority::parse(registry).is_ok_and(|authority| authority.host.is_loopback())
 }
 
 #[cfg(test)]
@@ -199,6 +231,33 @@ mod tests {
     }
 
     #[test]
+    fn every_spelling_of_a_registry_is_one_reference() {
+        for spelling in [
+            "127.0.0.1:5000/tools/x:1",
+            "127.1:5000/tools/x:1",
+            "2130706433:5000/tools/x:1",
+            "0x7f000001:5000/tools/x:1",
+        ] {
+            let source: Source = spelling.parse().unwrap();
+            assert_eq!(source.to_string(), "127.0.0.1:5000/tools/x:1", "{spelling}");
+        }
+        for spelling in ["localhost:5000/tools/x:1", "LOCALHOST:5000/tools/x:1", "LocalHost:5000/tools/x:1"] {
+            assert_eq!(spelling.parse::<Source>().unwrap().to_string(), "localhost:5000/tools/x:1", "{spelling}");
+        }
+        for spelling in ["GHCR.IO/acme/x:1", "ghcr.io:443/acme/x:1"] {
+            assert_eq!(spelling.parse::<Source>().unwrap().to_string(), "ghcr.io/acme/x:1", "{spelling}");
+        }
+        for spelling in ["hash:1", "docker.io/library/hash:1", "index.docker.io/library/hash:1"] {
+            assert_eq!(spelling.parse::<Source>().unwrap().to_string(), "docker.io/library/hash:1", "{spelling}");
+        }
+        assert_eq!("127.0.0.1:5000/x".parse::<Source>().unwrap().to_string(), "127.0.0.1:5000/x:latest");
+        // Spellings the reference grammar itself refuses are refused, never taken unchecked.
+        for refused in ["[::ffff:127.0.0.1]:5000/tools/x:1", "localhost.:5000/tools/x:1", "ghcr.io./acme/x:1"] {
+            assert!(refused.parse::<Source>().is_err(), "{refused}");
+        }
+    }
+
+    #[test]
     fn rejects_bad_plugin_names() {
         assert!(check_plugin_name("hash").is_ok());
         assert!(check_plugin_name("py_misbehaves-2").is_ok());
@@ -209,7 +268,9 @@ mod tests {
 
     #[test]
     fn only_this_machine_is_loopback() {
-        for yes in ["127.0.0.1:5000", "localhost:5000", "localhost", "[::1]:5000", "127.1.2.3"] {
+        for yes in
+            ["127.0.0.1:5000", "localhost:5000", "localhost", "[::1]:5000", "127.1.2.3", "LOCALHOST:5000", "127.1:5000"]
+        {
             assert!(is_loopback(yes), "{yes}");
         }
         for no in ["ghcr.io", "10.0.0.1:5000", "registry.local:5000", "[::2]:5000", "localhost.evil.com"] {

@@ -176,7 +176,8 @@ impl FromStr for Scope {
         let mut parts = body.split('/');
         let registry = parts.next().unwrap_or_default();
         let path: Vec<&str> = parts.collect();
-        let registry_ok = !registry.is_empty()
+        let canonical = crate::reference::canonical_registry(registry).ok();
+        let registry_ok = canonical.is_some()
             && registry.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'));
         let path_ok = path.iter().all(|segment| {
             !segment.is_empty()
@@ -192,7 +193,13 @@ impl FromStr for Scope {
             };
             return Err(format!("`{shown}` is not a scope{hint} ({FORM})"));
         }
-        let body = body.to_ascii_lowercase();
+        // The registry in the canonical spelling `Source` gives references,
+        // so the two compare whatever either was written as.
+        let mut body = canonical.unwrap_or_default();
+        for segment in path {
+            body.push('/');
+            body.push_str(segment);
+        }
         Ok(if under { Scope::Under(body) } else { Scope::Repository(body) })
     }
 }
@@ -216,10 +223,36 @@ mod tests {
             ("127.0.0.1:5000/tools/*", Scope::Under("127.0.0.1:5000/tools".into())),
             ("GHCR.io/acme/hash", Scope::Repository("ghcr.io/acme/hash".into())),
             ("[::1]:5000/a/b/c", Scope::Repository("[::1]:5000/a/b/c".into())),
+            ("127.1:5000/tools/*", Scope::Under("127.0.0.1:5000/tools".into())),
+            ("LOCALHOST.:5000/tools/*", Scope::Under("localhost:5000/tools".into())),
+            ("ghcr.io:443/acme/*", Scope::Under("ghcr.io/acme".into())),
+            ("index.docker.io/library/*", Scope::Under("docker.io/library".into())),
         ];
         for (text, expected) in cases {
             assert_eq!(text.parse::<Scope>().unwrap(), expected, "{text}");
-            assert_eq!(expected.to_string(), text.to_ascii_lowercase());
+        }
+    }
+
+    #[test]
+    fn a_scope_covers_every_spelling_of_its_registry() {
+        let trust = Trust::new(vec![
+            entry("localhost:5000/tools/*", &["local.pub"], true),
+            entry("127.0.0.1:5001/tools/*", &["ip.pub"], true),
+            entry("ghcr.io/acme/*", &["acme.pub"], true),
+        ])
+        .unwrap();
+        let cases = [
+            ("LOCALHOST:5000/tools/x:1", "localhost:5000/tools/*"),
+            ("127.1:5001/tools/x:1", "127.0.0.1:5001/tools/*"),
+            ("2130706433:5001/tools/x:1", "127.0.0.1:5001/tools/*"),
+            ("0x7f.1:5001/tools/x:1", "127.0.0.1:5001/tools/*"),
+            ("GHCR.IO/acme/x:1", "ghcr.io/acme/*"),
+            ("ghcr.io:443/acme/x:1", "ghcr.io/acme/*"),
+        ];
+        for (reference, scope) in cases {
+            let source: Source = reference.parse().unwrap();
+            let entry = trust.for_source(&source).unwrap_or_else(|| panic!("{reference} escaped every scope"));
+            assert_eq!(entry.scope.to_string(), scope, "{reference}");
         }
     }
 

@@ -5,9 +5,13 @@
 //! reads it, so the plugin never holds the value.
 //!
 //! - A header replaces any the plugin set under the same name; a query
-//!   parameter replaces any of the same name.
+//!   parameter replaces every parameter whose name decodes to the same name
+//!   (`app%69d`, `APPID`), so no twin reaches a server that reads either.
 //! - `Accept-Encoding: identity` is asked for, so a server that echoes the
-//!   request cannot hand the value back compressed, past the mask.
+//!   request cannot hand the value back compressed, past the mask; a server
+//!   that compresses all the same (`Content-Encoding: gzip` or `deflate`) has
+//!   its body decoded before it is masked (the decoded bytes count against
+//!   `http_response`), and one in any other coding is refused.
 //! - An OAuth 2.0 token is fetched with the client-credentials grant (client
 //!   id and secret in HTTP Basic auth, RFC 6749 §2.3.1), kept until shortly
 //!   before it expires, and fetched again then.
@@ -18,7 +22,7 @@
 use crate::limits::ByteSize;
 use http::{HeaderName, HeaderValue};
 use std::time::{Duration, Instant};
-use toolhost_grants::credentials::{Add, Injection};
+use toolhost_grants::credentials::{Add, Injection, basic_forms, percent_encode};
 use toolhost_grants::env::Secret;
 
 /// The longest a token endpoint's answer may be.
@@ -53,14 +57,42 @@ pub(crate) async fn add<B>(
     Ok(masks)
 }
 
-/// The forms of `value` a response could show: as it is, URL-encoded, and
-/// with `/` escaped as JSON may write it.
+/// The forms of `value` a response could show: as it is, URL-encoded (either
+/// case of hex, `+` for spaces), and as a JSON string writes it (with `/`
+/// escaped or not).
 fn forms(value: &str) -> Vec<Vec<u8>> {
-    let mut forms = vec![value.as_bytes().to_vec(), percent_encode(value).into_bytes()];
-    if value.contains('/') {
-        forms.push(value.replace('/', "\\/").into_bytes());
-    }
+    let encoded = percent_encode(value);
+    let quoted = serde_json::to_string(value).unwrap_or_default();
+    let json = quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or_default().to_owned();
+    let mut forms = vec![
+        value.as_bytes().to_vec(),
+        encoded.clone().into_bytes(),
+        lower_hex(&encoded).into_bytes(),
+        encoded.replace("%20", "+").into_bytes(),
+        json.replace('/', "\\/").into_bytes(),
+        json.into_bytes(),
+    ];
+    forms.sort();
+    forms.dedup();
     forms
+}
+
+/// `%2F` as `%2f`.
+fn lower_hex(encoded: &str) -> String {
+    let mut out = String::with_capacity(encoded.len());
+    let mut after_percent = 0;
+    for c in encoded.chars() {
+        if c == '%' {
+            after_percent = 2;
+            out.push(c);
+        } else if after_percent > 0 {
+            after_percent -= 1;
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn set_header<B>(request: &mut http::Request<B>, name: &str, value: &str) -> Result<(), String> {
@@ -76,12 +108,15 @@ fn set_header<B>(request: &mut http::Request<B>, name: &str, value: &str) -> Res
 
 fn set_query<B>(request: &mut http::Request<B>, name: &str, value: &str) -> Result<(), String> {
     let uri = request.uri().clone();
-    let kept: Vec<&str> = uri
-        .query()
-        .unwrap_or("")
-        .split('&')
-        .filter(|pair| !pair.is_empty() && pair.split('=').next() != Some(name))
-        .collect();
+    // A pair goes when any of its `;`-separated parts (some servers split
+    // there too) names the parameter once decoded, in any case.
+    let twin = |pair: &str| {
+        pair.split(';').any(|part| {
+            let key = part.split('=').next().unwrap_or_default();
+            form_decoded(key).is_some_and(|key| key.trim().eq_ignore_ascii_case(name))
+        })
+    };
+    let kept: Vec<&str> = uri.query().unwrap_or("").split('&').filter(|pair| !pair.is_empty() && !twin(pair)).collect();
     let mut query = kept.join("&");
     if !query.is_empty() {
         query.push('&');
@@ -96,17 +131,30 @@ fn set_query<B>(request: &mut http::Request<B>, name: &str, value: &str) -> Resu
     Ok(())
 }
 
-/// `value` with everything but unreserved characters percent-encoded.
-fn percent_encode(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for byte in value.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
-            out.push(byte as char);
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
+/// A query or form key decoded as a server reads it (`%XX`, `+` as a
+/// space); `None` when the decoded bytes are not text.
+fn form_decoded(key: &str) -> Option<String> {
+    let bytes = key.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let escaped = (bytes[at] == b'%')
+            .then(|| bytes.get(at + 1..at + 3))
+            .flatten()
+            .and_then(|hex| std::str::from_utf8(hex).ok())
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        match (escaped, bytes[at]) {
+            (Some(byte), _) => {
+                out.push(byte);
+                at += 3;
+                continue;
+            }
+            (None, b'+') => out.push(b' '),
+            (None, byte) => out.push(byte),
         }
+        at += 1;
     }
-    out
+    String::from_utf8(out).ok()
 }
 
 /// The OAuth token of `injection`: the one kept, while it is good, else a new one.
@@ -153,13 +201,28 @@ async fn token(injection: &Injection, tls: &std::sync::Arc<rustls::ClientConfig>
             return Err(failed(format!("its answer is over {}", ByteSize(TOKEN_RESPONSE_LIMIT as u64))));
         }
     }
+    // A token endpoint may echo what it was sent (the client id and secret,
+    // or the whole `Authorization` header) in an error: masked like any body.
+    let mut secrets: Vec<Vec<u8>> = forms(client_id.expose());
+    secrets.extend(forms(client_secret.expose()));
+    secrets.extend(
+        basic_forms(&percent_encode(client_id.expose()), &percent_encode(client_secret.expose()))
+            .into_iter()
+            .map(String::into_bytes),
+    );
+    mask(&mut bytes, &secrets);
     let answer: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
     if !status.is_success() {
         // RFC 6749 §5.2: `error` and `error_description`.
         let said = ["error", "error_description"]
             .iter()
             .filter_map(|key| answer.get(key).and_then(|value| value.as_str()))
-            .map(|text| text.chars().filter(|c| !c.is_control()).take(200).collect::<String>())
+            .map(|text| {
+                // Masked again once JSON-decoded (`\u0073ecret` is `secret`), before it is cut.
+                let mut text = text.as_bytes().to_vec();
+                mask(&mut text, &secrets);
+                String::from_utf8_lossy(&text).chars().filter(|c| !c.is_control()).take(200).collect::<String>()
+            })
             .collect::<Vec<_>>()
             .join(": ");
         let said = if said.is_empty() { String::new() } else { format!(" ({said})") };
@@ -229,32 +292,142 @@ fn mask(bytes: &mut [u8], masks: &[Vec<u8>]) -> bool {
     found
 }
 
-/// Masks values in a body that arrives in chunks: a value split between two
-/// chunks is held back until it is whole.
+/// A response body's content coding, undone so the masker sees the bytes
+/// the plugin will read.
+pub(crate) enum Decoder {
+    /// `gzip` (and its alias `x-gzip`).
+    Gzip(flate2::write::GzDecoder<Vec<u8>>),
+    /// `deflate`: the zlib format (RFC 9110 §8.4.1.2).
+    Deflate(flate2::write::ZlibDecoder<Vec<u8>>),
+}
+
+/// How much compressed input is decoded at a time, so that one chunk cannot
+/// expand past the response limit in memory before it is counted (deflate
+/// expands at most about 1,032 times).
+const DECODE_STEP: usize = 256;
+
+impl Decoder {
+    /// The decoder a response's `Content-Encoding` needs: `None` for none
+    /// (or `identity`), or why toolhost cannot undo it.
+    pub(crate) fn for_response(headers: &http::HeaderMap) -> Result<Option<Decoder>, String> {
+        let mut codings = Vec::new();
+        for value in headers.get_all(http::header::CONTENT_ENCODING) {
+            let text = value.to_str().map_err(|_| "an unreadable Content-Encoding".to_owned())?;
+            codings.extend(
+                text.split(',')
+                    .map(|coding| coding.trim().to_ascii_lowercase())
+                    .filter(|coding| !coding.is_empty() && coding != "identity"),
+            );
+        }
+        let coding = match codings.as_slice() {
+            [] => return Ok(None),
+            [one] => one.as_str(),
+            _ => {
+                return Err(format!(
+                    "it answered in several content codings ({}) although toolhost asked for none; a response \
+                     to a request that carried a credential is passed on only once its body can be masked",
+                    codings.join(", ")
+                ));
+            }
+        };
+        Ok(Some(match coding {
+            "gzip" | "x-gzip" => Decoder::Gzip(flate2::write::GzDecoder::new(Vec::new())),
+            "deflate" => Decoder::Deflate(flate2::write::ZlibDecoder::new(Vec::new())),
+            other => {
+                return Err(format!(
+                    "it answered in the content coding `{}` although toolhost asked for none (`Accept-Encoding: \
+                     identity`); a response to a request that carried a credential is passed on only once its \
+                     body can be masked, and toolhost decodes only gzip and deflate",
+                    other.chars().take(40).collect::<String>().escape_debug()
+                ));
+            }
+        }))
+    }
+
+    /// Decodes `chunk`, appending to `out` until `out` holds more than `room` bytes.
+    fn write(&mut self, chunk: &[u8], out: &mut Vec<u8>, room: usize) -> Result<(), String> {
+        use std::io::Write;
+        for piece in chunk.chunks(DECODE_STEP) {
+            if out.len() > room {
+                break;
+            }
+            match self {
+                Decoder::Gzip(decoder) => decoder.write_all(piece).map_err(|err| format!("gzip: {err}"))?,
+                Decoder::Deflate(decoder) => decoder.write_all(piece).map_err(|err| format!("deflate: {err}"))?,
+            }
+            out.append(self.decoded());
+        }
+        Ok(())
+    }
+
+    /// Decodes what is left at the end of the body.
+    fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), String> {
+        match self {
+            Decoder::Gzip(decoder) => decoder.try_finish().map_err(|err| format!("gzip: {err}"))?,
+            Decoder::Deflate(decoder) => decoder.try_finish().map_err(|err| format!("deflate: {err}"))?,
+        }
+        out.append(self.decoded());
+        Ok(())
+    }
+
+    fn decoded(&mut self) -> &mut Vec<u8> {
+        match self {
+            Decoder::Gzip(decoder) => decoder.get_mut(),
+            Decoder::Deflate(decoder) => decoder.get_mut(),
+        }
+    }
+}
+
+/// Masks values in a body that arrives in chunks (decoding it first when it
+/// came compressed): a value split between two chunks is held back until it
+/// is whole.
 pub(crate) struct Masker {
     masks: Vec<Vec<u8>>,
     /// Bytes held back: one less than the longest value.
     keep: usize,
     held: Vec<u8>,
+    decoder: Option<Decoder>,
+    /// How many decoded bytes are worth producing: past the response limit
+    /// the exchange fails or is cut anyway.
+    room: usize,
+    produced: usize,
 }
 
 impl Masker {
-    pub(crate) fn new(masks: Vec<Vec<u8>>) -> Masker {
+    pub(crate) fn new(masks: Vec<Vec<u8>>, decoder: Option<Decoder>, limit: u64) -> Masker {
         let keep = masks.iter().map(Vec::len).max().unwrap_or(1).saturating_sub(1);
-        Masker { masks, keep, held: Vec::new() }
+        let room = usize::try_from(limit).unwrap_or(usize::MAX).saturating_add(keep + 1);
+        Masker { masks, keep, held: Vec::new(), decoder, room, produced: 0 }
     }
 
-    /// Takes a chunk; gives back what can be passed on now (maybe nothing).
-    pub(crate) fn push(&mut self, chunk: &[u8]) -> bytes::Bytes {
-        self.held.extend_from_slice(chunk);
+    /// Takes a chunk; gives back what can be passed on now (maybe nothing),
+    /// or why a compressed body cannot be read.
+    pub(crate) fn push(&mut self, chunk: &[u8]) -> Result<bytes::Bytes, String> {
+        match self.decoder.as_mut() {
+            // Past the limit, nothing more is worth decoding.
+            Some(_) if self.produced > self.room => {}
+            Some(decoder) => {
+                let before = self.held.len();
+                let room = self.room.saturating_sub(self.produced) + before;
+                decoder.write(chunk, &mut self.held, room)?;
+                self.produced += self.held.len() - before;
+            }
+            None => self.held.extend_from_slice(chunk),
+        }
         mask(&mut self.held, &self.masks);
         let ready = self.held.len().saturating_sub(self.keep);
-        bytes::Bytes::from(self.held.drain(..ready).collect::<Vec<u8>>())
+        Ok(bytes::Bytes::from(self.held.drain(..ready).collect::<Vec<u8>>()))
     }
 
-    /// What is still held, at the end of the body.
-    pub(crate) fn finish(&mut self) -> Option<bytes::Bytes> {
-        (!self.held.is_empty()).then(|| bytes::Bytes::from(std::mem::take(&mut self.held)))
+    /// What is still held (and still to decode), at the end of the body.
+    pub(crate) fn finish(&mut self) -> Result<Option<bytes::Bytes>, String> {
+        if let Some(mut decoder) = self.decoder.take()
+            && self.produced <= self.room
+        {
+            decoder.finish(&mut self.held)?;
+            mask(&mut self.held, &self.masks);
+        }
+        Ok((!self.held.is_empty()).then(|| bytes::Bytes::from(std::mem::take(&mut self.held))))
     }
 
     /// Masks the values in `headers` (a response's trailers).
@@ -264,7 +437,7 @@ impl Masker {
 
     /// True when nothing is held.
     pub(crate) fn is_empty(&self) -> bool {
-        self.held.is_empty()
+        self.held.is_empty() && self.decoder.is_none()
     }
 }
 
@@ -274,20 +447,85 @@ mod tests {
 
     #[test]
     fn a_value_split_across_chunks_is_masked_whole() {
-        let mut masker = Masker::new(vec![b"s3cr3t-value".to_vec()]);
+        let mut masker = Masker::new(vec![b"s3cr3t-value".to_vec()], None, 1 << 20);
         let mut out = Vec::new();
         for chunk in [&b"echo: s3c"[..], b"r3t-", b"value and s3cr3t-value", b"!"] {
-            out.extend_from_slice(&masker.push(chunk));
+            out.extend_from_slice(&masker.push(chunk).unwrap());
         }
-        out.extend_from_slice(&masker.finish().unwrap_or_default());
+        out.extend_from_slice(&masker.finish().unwrap().unwrap_or_default());
         assert_eq!(String::from_utf8(out).unwrap(), "echo: ************ and ************!");
     }
 
     #[test]
     fn forms_cover_url_and_json_escapes() {
-        let forms = forms("a/b c");
-        assert!(forms.contains(&b"a/b c".to_vec()));
-        assert!(forms.contains(&b"a%2Fb%20c".to_vec()));
-        assert!(forms.contains(&b"a\\/b c".to_vec()));
+        let forms = forms("a/b c\"");
+        for form in ["a/b c\"", "a%2Fb%20c%22", "a%2fb%20c%22", "a%2Fb+c%22", "a\\/b c\\\"", "a/b c\\\""] {
+            assert!(forms.contains(&form.as_bytes().to_vec()), "{form}");
+        }
+    }
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        encoder.write_all(bytes).unwrap();
+        encoder.finish().unwrap()
+    }
+
+    fn coded(coding: &str) -> http::HeaderMap {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(http::header::CONTENT_ENCODING, coding.parse().unwrap());
+        headers
+    }
+
+    #[test]
+    fn a_compressed_echo_is_decoded_then_masked_whatever_its_chunks() {
+        let body = gzip(b"{\"Authorization\": \"Bearer s3cr3t-value\"}");
+        for size in [1, 3, 17, body.len()] {
+            let decoder = Decoder::for_response(&coded("GZIP")).unwrap();
+            let mut masker = Masker::new(vec![b"s3cr3t-value".to_vec()], decoder, 1 << 20);
+            let mut out = Vec::new();
+            for chunk in body.chunks(size) {
+                out.extend_from_slice(&masker.push(chunk).unwrap());
+            }
+            out.extend_from_slice(&masker.finish().unwrap().unwrap_or_default());
+            assert_eq!(String::from_utf8(out).unwrap(), "{\"Authorization\": \"Bearer ************\"}", "{size}");
+        }
+    }
+
+    #[test]
+    fn a_compression_bomb_stops_at_the_limit() {
+        let body = gzip(&vec![b'a'; 64 << 20]);
+        let decoder = Decoder::for_response(&coded("gzip")).unwrap();
+        let mut masker = Masker::new(vec![b"s3cr3t".to_vec()], decoder, 1 << 20);
+        let mut total = 0;
+        for chunk in body.chunks(64 << 10) {
+            total += masker.push(chunk).unwrap().len();
+        }
+        total += masker.finish().unwrap().map_or(0, |rest| rest.len());
+        assert!(total > 1 << 20 && total < 2 << 20, "{total}");
+    }
+
+    #[test]
+    fn only_codings_toolhost_can_undo_are_accepted() {
+        assert!(Decoder::for_response(&http::HeaderMap::new()).unwrap().is_none());
+        assert!(Decoder::for_response(&coded("identity")).unwrap().is_none());
+        assert!(matches!(Decoder::for_response(&coded("x-gzip")), Ok(Some(Decoder::Gzip(_)))));
+        assert!(matches!(Decoder::for_response(&coded("deflate")), Ok(Some(Decoder::Deflate(_)))));
+        for refused in ["br", "zstd", "gzip, gzip", "compress"] {
+            let err = Decoder::for_response(&coded(refused)).err().unwrap();
+            assert!(err.contains("toolhost asked for none"), "{refused}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_query_credential_replaces_every_twin_of_its_name() {
+        for query in ["appid=evil", "app%69d=evil", "APPID=evil", "a=1;appid=evil", "app%2564=x&appid+=evil"] {
+            let mut request =
+                http::Request::builder().uri(format!("https://api.example/v1?{query}&q=1")).body(()).unwrap();
+            set_query(&mut request, "appid", "good").unwrap();
+            let query = request.uri().query().unwrap().to_owned();
+            assert_eq!(query.matches("appid").count() + query.matches("%69d").count(), 1, "{query}");
+            assert!(query.ends_with("appid=good") && query.contains("q=1"), "{query}");
+        }
     }
 }

@@ -42,6 +42,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use toolhost_grants::Granted;
+use toolhost_grants::names::CanonicalHost;
 use toolhost_grants::network::{HostPattern, NetworkGrant, Scheme, SocketCheck};
 use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::sockets::SocketAddrUse;
@@ -146,10 +147,20 @@ impl Outbound {
             Some("https") => Scheme::Https,
             _ => return Err(Error::HttpProtocolError),
         };
-        let host = uri.host().unwrap_or_default();
         let port = uri.port_u16().unwrap_or(scheme.default_port());
+        // The host in its one canonical form (grants::names): the grant, the
+        // credential and the connection all see the same name.
+        let written = uri.host().unwrap_or_default();
+        let host = match CanonicalHost::parse(written) {
+            Ok(host) => host,
+            Err(_) => {
+                let shown = format!("{}://{}:{port}", scheme.as_str(), crate::text::printable(written));
+                self.ledger.refuse(shown, RefusalReason::NotGranted);
+                return Err(Error::HttpRequestDenied);
+            }
+        };
         let shown = format!("{}://{host}:{port}", scheme.as_str());
-        let Some(pattern) = self.grant.allows(scheme, host, port) else {
+        let Some(pattern) = self.grant.allows(scheme, &host, port) else {
             self.ledger.refuse(shown, RefusalReason::NotGranted);
             return Err(Error::HttpRequestDenied);
         };
@@ -173,9 +184,9 @@ impl Outbound {
             }
             ledger.requests += 1;
         }
-        let name = host.trim_start_matches('[').trim_end_matches(']').to_owned();
+        let name = host.bare();
         let credential =
-            self.ledger.granted.credentials.iter().position(|credential| credential.to.admits(scheme, host, port));
+            self.ledger.granted.credentials.iter().position(|credential| credential.to.admits(scheme, &host, port));
         Ok(Target { scheme, name, port, shown, pattern: pattern.clone(), credential })
     }
 }
@@ -392,10 +403,27 @@ impl Exchange {
             Ok(())
         });
         let mut head = head;
-        let masker = (!masks.is_empty()).then(|| {
+        let masker = if masks.is_empty() {
+            None
+        } else {
+            let decoder = match crate::inject::Decoder::for_response(head.headers()) {
+                Ok(decoder) => decoder,
+                Err(why) => {
+                    self.ledger.refuse(self.target.shown.clone(), RefusalReason::UnreadableResponse { why });
+                    let coding = head.headers().get(http::header::CONTENT_ENCODING);
+                    let coding =
+                        coding.and_then(|value| value.to_str().ok()).map(|text| text.chars().take(40).collect());
+                    return Err(Error::HttpResponseContentCoding(coding));
+                }
+            };
+            if decoder.is_some() {
+                // The plugin reads the decoded body.
+                head.headers_mut().remove(http::header::CONTENT_ENCODING);
+                head.headers_mut().remove(http::header::CONTENT_LENGTH);
+            }
             crate::inject::mask_headers(head.headers_mut(), &masks);
-            crate::inject::Masker::new(masks)
-        });
+            Some(crate::inject::Masker::new(masks, decoder, self.limit.bytes()))
+        };
         let response = head.map(|incoming| {
             Bounded {
                 inner: incoming,
@@ -473,6 +501,15 @@ struct Bounded {
 }
 
 impl Bounded {
+    /// A compressed body that cannot be decoded (so cannot be masked): the
+    /// read fails, and the refusal says why.
+    fn unreadable(&mut self, why: String) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
+        self.done = true;
+        let why = format!("its compressed body could not be decoded ({why}), so it was not passed on");
+        self.exchange.ledger.refuse(self.exchange.target.shown.clone(), RefusalReason::UnreadableResponse { why });
+        Poll::Ready(Some(Err(Error::HttpResponseContentCoding(None))))
+    }
+
     fn count(&mut self, data: Bytes) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
         let exchange = &self.exchange;
         let limit = exchange.limit.bytes();
@@ -518,8 +555,10 @@ impl Body for Bounded {
         loop {
             return match Pin::new(&mut this.inner).poll_frame(cx) {
                 Poll::Ready(None) => {
-                    if let Some(rest) = this.masker.as_mut().and_then(crate::inject::Masker::finish) {
-                        return this.count(rest);
+                    match this.masker.as_mut().map(crate::inject::Masker::finish) {
+                        Some(Ok(Some(rest))) => return this.count(rest),
+                        Some(Err(why)) => return this.unreadable(why),
+                        Some(Ok(None)) | None => {}
                     }
                     this.done = true;
                     Poll::Ready(None)
@@ -536,8 +575,9 @@ impl Body for Bounded {
                 }
                 Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
                     Ok(data) => {
-                        let data = match this.masker.as_mut() {
-                            Some(masker) => masker.push(&data),
+                        let data = match this.masker.as_mut().map(|masker| masker.push(&data)) {
+                            Some(Ok(masked)) => masked,
+                            Some(Err(why)) => return this.unreadable(why),
                             None => data,
                         };
                         if data.is_empty() {
@@ -552,9 +592,13 @@ impl Body for Bounded {
                         if let Some(masker) = this.masker.as_mut() {
                             masker.mask_headers(&mut trailers);
                             // What the masker held goes before the trailers.
-                            if let Some(rest) = masker.finish() {
-                                this.trailers = Some(trailers);
-                                return this.count(rest);
+                            match masker.finish() {
+                                Ok(Some(rest)) => {
+                                    this.trailers = Some(trailers);
+                                    return this.count(rest);
+                                }
+                                Ok(None) => {}
+                                Err(why) => return this.unreadable(why),
                             }
                         }
                         Poll::Ready(Some(Ok(Frame::trailers(trailers))))

@@ -299,6 +299,14 @@ pub enum RefusalReason {
         /// Why, in one line (never a value).
         why: String,
     },
+    /// A response to a request that carried a credential came in a form
+    /// toolhost cannot mask (a content coding it did not ask for and cannot
+    /// undo, or a compressed body that does not decode), so it was not
+    /// passed on.
+    UnreadableResponse {
+        /// Why, in one line.
+        why: String,
+    },
 }
 
 impl fmt::Display for Refusal {
@@ -345,6 +353,7 @@ impl fmt::Display for Refusal {
                 )
             }
             RefusalReason::CredentialUnavailable { why } => write!(f, "{target}: not sent: {why}"),
+            RefusalReason::UnreadableResponse { why } => write!(f, "{target}: the response was withheld: {why}"),
         }
     }
 }
@@ -362,6 +371,7 @@ impl RefusalReason {
             RefusalReason::ResponseTooLarge { .. } => "response_too_large",
             RefusalReason::TimedOut { .. } => "timed_out",
             RefusalReason::CredentialUnavailable { .. } => "credential_unavailable",
+            RefusalReason::UnreadableResponse { .. } => "unreadable_response",
         }
     }
 }
