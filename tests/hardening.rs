@@ -691,7 +691,7 @@ fn a_compile_past_compile_timeout_is_stopped_and_the_plugin_skipped_naming_the_s
     let (out, err) = (stdout(&output), stderr(&output));
     assert!(output.status.success(), "{err}");
     assert!(
-        err.contains("units.wasm: compiling it took longer than compile_timeout (300ms)")
+        err.contains("units.wasm: compiling it took more than compile_timeout (300ms) of processor time")
             && err.contains("raise `compile_timeout`"),
         "{err}"
     );
@@ -709,6 +709,105 @@ fn a_compile_past_compile_timeout_is_stopped_and_the_plugin_skipped_naming_the_s
     let (output, whole, _) = toolhost_compiling(cache.path(), config.path(), &["--plugins", dir, "tools"]);
     assert!(output.status.success() && stdout(&output).contains("convert_units"), "{}", stderr(&output));
     assert!(bounded * 2 < whole, "the bounded start took {bounded:?}, the whole compile {whole:?}");
+}
+
+/// `toolhost ARGS…` with `cache` and `config`; once its first compile worker
+/// shows, `act` is done to it (by pid). Returns the output, and whether the
+/// worker was caught.
+fn toolhost_with_worker(cache: &Path, config: &Path, args: &[&str], act: impl FnOnce(libc::pid_t)) -> (Output, bool) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .env("TOOLHOST_CACHE_DIR", cache)
+        .env_remove("TOOLHOST_PLUGINS")
+        .env_remove("TOOLHOST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run toolhost");
+    let tasks = format!("/proc/{}/task", child.id());
+    let started = Instant::now();
+    let mut act = Some(act);
+    while act.is_some() && started.elapsed() < Duration::from_secs(60) && child.try_wait().unwrap().is_none() {
+        let worker = std::fs::read_dir(&tasks).ok().and_then(|tasks| {
+            tasks
+                .flatten()
+                .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+                .find_map(|list| list.split_whitespace().next().and_then(|pid| pid.parse().ok()))
+        });
+        match worker {
+            Some(pid) => (act.take().unwrap())(pid),
+            None => std::thread::sleep(Duration::from_millis(1)),
+        }
+    }
+    (child.wait_with_output().unwrap(), act.is_none())
+}
+
+/// Only what a plugin's bytes cause is held against it: a compile worker
+/// ended by a signal someone else sent (`docker stop`, systemd, an operator's
+/// `kill`) skips the plugin for this start only, and the next start compiles
+/// it. Signals to toolhost's process group never reach the worker, which
+/// runs in a group of its own.
+#[test]
+fn a_compile_ended_by_a_signal_is_tried_again_at_the_next_start() {
+    let plugins = common::plugin_dir(&["markup", "hash"]);
+    let dir = plugins.path().to_str().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let config = tempfile::NamedTempFile::new().unwrap();
+    compile_beforehand(cache.path(), config.path(), "hash");
+
+    let terminate = |pid| {
+        // SAFETY: a signal to a child process of the toolhost under test.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+    };
+    let (output, caught) = toolhost_with_worker(cache.path(), config.path(), &["--plugins", dir, "tools"], terminate);
+    assert!(caught, "the compile worker was never seen");
+    let err = stderr(&output);
+    assert!(output.status.success(), "{err}");
+    assert!(err.contains("markup.wasm") && err.contains("ended by signal 15") && err.contains("tried again"), "{err}");
+
+    // The worker's group is not toolhost's: a signal to toolhost's group
+    // (what a terminal's Ctrl-C or `docker stop` sends) is toolhost's to handle.
+    let in_own_group = |pid: libc::pid_t| {
+        // SAFETY: reading process groups.
+        let (worker, ours) = unsafe { (libc::getpgid(pid), libc::getpgid(0)) };
+        assert!(worker > 0 && worker != ours, "the worker runs in a process group of its own");
+        // SAFETY: as above.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    };
+    let (output, caught) =
+        toolhost_with_worker(cache.path(), config.path(), &["--plugins", dir, "tools"], in_own_group);
+    assert!(caught && output.status.success(), "{}", stderr(&output));
+    assert!(stderr(&output).contains("ended by signal 9"), "{}", stderr(&output));
+
+    // Nothing was remembered: the next start compiles markup and lists its tool.
+    let (output, _, workers) = toolhost_compiling(cache.path(), config.path(), &["--plugins", dir, "tools"]);
+    assert!(output.status.success() && stdout(&output).contains("markdown_table"), "{}", stderr(&output));
+    assert_eq!(workers, 1, "markup compiled again");
+}
+
+/// `compile_timeout` counts processor time, not wall time: a worker held up
+/// (here stopped outright, as on a machine too busy to run it) longer than
+/// the bound, then let go, still compiles its plugin.
+#[test]
+fn a_busy_machine_never_costs_a_plugin_its_compile() {
+    let plugins = common::plugin_dir(&["hash"]);
+    let dir = plugins.path().to_str().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let config = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(config.path(), "compile_timeout = \"2s\"\n").unwrap();
+    let stall = |pid| {
+        // SAFETY: signals to a child process of the toolhost under test.
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        std::thread::sleep(Duration::from_secs(4));
+        // SAFETY: as above.
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+    };
+    let (output, caught) = toolhost_with_worker(cache.path(), config.path(), &["--plugins", dir, "tools"], stall);
+    assert!(caught, "the compile worker was never seen");
+    assert!(output.status.success() && stdout(&output).contains("sha256"), "{}", stderr(&output));
 }
 
 #[test]

@@ -192,12 +192,135 @@ async fn unreadable_cache_entries_are_ignored_and_rewritten() {
         assert_eq!(report.outcome, Ok(ToolOutput::Text("still".to_owned())));
         let kind = std::fs::symlink_metadata(&listings[0]).map(|meta| meta.file_type().is_file());
         if kind.is_ok_and(|is_file| is_file) {
-            let text = std::fs::read_to_string(&listings[0]).unwrap();
+            let text = String::from_utf8_lossy(&std::fs::read(&listings[0]).unwrap()).into_owned();
             assert!(text.contains("\"echo\""), "rewritten: {text:.100}");
         } else {
             std::fs::remove_file(&listings[0]).unwrap();
         }
     }
+}
+
+/// The cache files (artifact, tool list) of the plugin file `wasm`, by its SHA-256.
+fn cache_files(cache: &Path, wasm: &Path, ending: &str) -> Vec<std::path::PathBuf> {
+    let sha256 = toolhost::runtime::cache::sha256_hex(&std::fs::read(wasm).unwrap());
+    let mut files: Vec<_> = std::fs::read_dir(cache)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| {
+            let name = path.file_name().unwrap().to_string_lossy();
+            name.starts_with(&sha256) && name.ends_with(ending)
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// An artifact is native code the host runs: one that is swapped for another
+/// plugin's, patched, or planted unsealed is never loaded; the plugin is
+/// compiled again from its own file, and its own code answers. The same for
+/// a tool list or an identity-index entry moved under another plugin's name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_swapped_patched_or_planted_cache_file_is_never_run() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = plugin_dir(&["echo", "keeps_state"]);
+    let (echo, other) = (dir.path().join("echo.wasm"), dir.path().join("keeps_state.wasm"));
+    drop(load(dir.path(), fresh_cache_config(cache.path())).await);
+    let (echo_artifact, other_artifact) =
+        (cache_files(cache.path(), &echo, ".cwasm"), cache_files(cache.path(), &other, ".cwasm"));
+    assert_eq!((echo_artifact.len(), other_artifact.len()), (1, 1), "one artifact each");
+    let (echo_artifact, other_artifact) = (&echo_artifact[0], &other_artifact[0]);
+    let sealed = std::fs::read(echo_artifact).unwrap();
+
+    // A plain wasmtime artifact of another component, planted without a seal.
+    let planted = {
+        let host = Host::new(fresh_cache_config(cache.path())).unwrap();
+        host.engine().precompile_component(&std::fs::read(&other).unwrap()).unwrap()
+    };
+    let mut patched = sealed.clone();
+    let at = patched.len() / 2;
+    patched[at] ^= 0x40;
+    let swaps: [(&str, Vec<u8>); 3] =
+        [("swapped", std::fs::read(other_artifact).unwrap()), ("patched", patched), ("planted", planted)];
+    for (how, bytes) in swaps {
+        std::fs::write(echo_artifact, &bytes).unwrap();
+        let host = load(dir.path(), fresh_cache_config(cache.path())).await;
+        let report = host.call("echo", r#"{"text":"mine"}"#, &LimitOverrides::default()).await;
+        assert_eq!(report.outcome, Ok(ToolOutput::Text("mine".to_owned())), "{how}: echo's own code answers");
+        let rewritten = std::fs::read(echo_artifact).unwrap();
+        assert_ne!(rewritten, bytes, "{how}: the file is compiled again and replaced");
+    }
+
+    // Another plugin's tool list under echo's name: echo's tools are listed
+    // from its own code again, not the other's.
+    let (echo_listing, other_listing) =
+        (cache_files(cache.path(), &echo, ".tools.json"), cache_files(cache.path(), &other, ".tools.json"));
+    std::fs::copy(&other_listing[0], &echo_listing[0]).unwrap();
+    let host = load(dir.path(), fresh_cache_config(cache.path())).await;
+    let tools: Vec<String> = host.catalog().tools().iter().map(|entry| entry.name().to_owned()).collect();
+    assert!(host.problems().is_empty(), "{:?}", host.problems());
+    assert_eq!(tools.len(), 2, "echo's tool and keeps_state's, each once: {tools:?}");
+    assert!(tools.contains(&"echo".to_owned()), "{tools:?}");
+
+    // An identity-index entry saying echo's file holds the other's bytes.
+    let other_sha256 = toolhost::runtime::cache::sha256_hex(&std::fs::read(&other).unwrap());
+    for entry in std::fs::read_dir(cache.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().unwrap().to_string_lossy().starts_with("stat-") {
+            std::fs::write(&path, &other_sha256).unwrap();
+        }
+    }
+    let host = load(dir.path(), fresh_cache_config(cache.path())).await;
+    assert!(host.problems().is_empty(), "{:?}", host.problems());
+    let report = host.call("echo", r#"{"text":"still mine"}"#, &LimitOverrides::default()).await;
+    assert_eq!(report.outcome, Ok(ToolOutput::Text("still mine".to_owned())));
+}
+
+/// A plugin granted a folder that holds the compile cache, the config, the
+/// lock (the plugins folder) or a credential file could read or change what
+/// toolhost trusts: such a config is refused at start, saying why.
+#[test]
+fn a_grant_of_a_folder_holding_toolhosts_own_files_is_refused_at_start() {
+    let home = tempfile::tempdir().unwrap();
+    let plugins = plugin_dir(&["echo"]);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let cache = elsewhere.path().join("cache");
+    std::fs::create_dir_all(home.path().join("etc/secrets")).unwrap();
+    std::fs::write(home.path().join("etc/secrets/token"), "s3cret-value-123").unwrap();
+    let config = home.path().join("etc/toolhost.toml");
+    let plugins_dir = plugins.path().to_str().unwrap();
+    let cases = [
+        (elsewhere.path().to_str().unwrap().to_owned(), "the compile cache"),
+        (home.path().to_str().unwrap().to_owned(), "the config file"),
+        (format!("{}/./etc/..", home.path().display()), "the config file"),
+        (home.path().join("etc").display().to_string(), "the config file"),
+        (home.path().join("etc/secrets").display().to_string(), "a credential's file"),
+        (plugins_dir.to_owned(), "the plugins folder"),
+    ];
+    for (folder, what) in cases {
+        let text = format!(
+            "[plugins.echo]\ndirs = [\"{folder}:/data:ro\"]\n\
+             [[plugins.echo.credentials]]\nto = \"https://api.example.com\"\nbearer = {{ file = \"secrets/token\" }}\n"
+        );
+        std::fs::write(&config, text).unwrap();
+        let output = toolhost_with_env(
+            Path::new("."),
+            &["--config", config.to_str().unwrap(), "--plugins", plugins_dir, "tools"],
+            &[("TOOLHOST_CACHE_DIR", cache.to_str().unwrap())],
+        );
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{folder}: {err}");
+        assert!(err.contains("grants the folder") && err.contains(what) && !err.contains("s3cret"), "{folder}: {err}");
+    }
+    // A folder that holds none of them is granted as before.
+    std::fs::create_dir_all(home.path().join("data")).unwrap();
+    let text = format!("[plugins.echo]\ndirs = [\"{}:/data:ro\"]\n", home.path().join("data").display());
+    std::fs::write(&config, text).unwrap();
+    let output = toolhost_with_env(
+        Path::new("."),
+        &["--config", config.to_str().unwrap(), "--plugins", plugins_dir, "tools"],
+        &[("TOOLHOST_CACHE_DIR", cache.to_str().unwrap())],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

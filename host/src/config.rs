@@ -128,6 +128,9 @@ pub struct Config {
     /// OpenTelemetry traces over OTLP (off unless set, or the `OTEL_*` variables).
     #[serde(default)]
     pub telemetry: crate::telemetry::TelemetryConfig,
+    /// The file this config was read from (none for a config parsed from text).
+    #[serde(skip)]
+    pub file: Option<PathBuf>,
 }
 
 /// Settings for one plugin.
@@ -233,6 +236,7 @@ impl Config {
                 *key = base.join(&*key);
             }
         }
+        config.file = Some(path.to_owned());
         Ok(config)
     }
 
@@ -299,6 +303,17 @@ impl From<Config> for HostConfig {
             approvals: config.approvals,
             quotas: config.quotas,
             mcp_servers: config.mcp_servers,
+            protected: config
+                .file
+                .iter()
+                .map(|file| (file.clone(), "the config file".to_owned()))
+                .chain(config.trust.entries().iter().flat_map(|entry| {
+                    entry
+                        .keys
+                        .iter()
+                        .map(|key| (key.clone(), "a `[[trust]]` key (whose signatures pulls accept)".to_owned()))
+                }))
+                .collect(),
         }
     }
 }

@@ -49,6 +49,11 @@ pub struct HostConfig {
     pub quotas: QuotaConfig,
     /// External MCP servers whose tools join the catalog, by name.
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// Files of toolhost's own that no plugin may be granted a folder
+    /// holding (the config file, trusted keys), each with what it is. The
+    /// host adds its own: the compile cache and its key, `ca_file`, credential
+    /// files and the plugins folder.
+    pub protected: Vec<(PathBuf, String)>,
 }
 
 /// What the host needs of one plugin's `[plugins.NAME]`.

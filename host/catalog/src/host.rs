@@ -10,6 +10,7 @@ use std::sync::Arc;
 use tokio::sync::Semaphore;
 use toolhost_grants as grants;
 use toolhost_runtime::cache::{Cache, Listing, Origin};
+use toolhost_runtime::compiler::Remembered;
 use toolhost_runtime::compiler::{self, CompileBounds, Compiler};
 use toolhost_runtime::content::{Content, ContentBlock};
 use toolhost_runtime::engine::{self, EpochTicker};
@@ -96,6 +97,21 @@ impl Host {
         }));
         let ticker = EpochTicker::start(&engine).context("could not start the timeout clock")?;
         let quotas = crate::quota::Quotas::new(&config.quotas);
+        let mut protected = config.protected.clone();
+        for path in cache.iter().flat_map(Cache::protected) {
+            protected.push((path, "the compile cache (native code toolhost runs) or its key".to_owned()));
+        }
+        if let Some(file) = &config.ca_file {
+            protected.push((file.clone(), "`ca_file` (the certificates toolhost trusts)".to_owned()));
+        }
+        for settings in config.plugins.values() {
+            for credential in &settings.grants.credentials {
+                for file in credential.files() {
+                    protected.push((file.to_owned(), "a credential's file".to_owned()));
+                }
+            }
+        }
+        check_grants(&config, &protected)?;
         Ok(Host {
             engine,
             pagemap,
@@ -165,6 +181,8 @@ impl Host {
     /// the others still load; the error case is only for a folder that
     /// cannot be read.
     pub async fn load_dir(&self, dir: &Path) -> Result<()> {
+        let folder = "the plugins folder (its plugins and toolhost.lock)".to_owned();
+        check_grants(&self.config, &[(dir.to_owned(), folder)])?;
         let paths = plugin_files(dir)?;
         let mut loaded = Vec::new();
         let mut problems = Vec::new();
@@ -294,9 +312,16 @@ impl Host {
                 let code = lazy(contract).with(sandbox);
                 Ok(Loaded { size, contract, tools, notes, offers, origin, code, sha256 })
             }
-            Err((reason, under)) => {
-                if let Some(cache) = cache {
-                    cache.store_listing(&sha256, &Listing::Failed { reason: reason.clone(), limits: under });
+            Err((reason, remembered)) => {
+                // Only what the plugin's bytes caused is remembered: a compile
+                // cut short by the machine or a signal is tried again next time.
+                let under = match remembered {
+                    Remembered::Always => Some(None),
+                    Remembered::Under(settings) => Some(Some(settings)),
+                    Remembered::Never => None,
+                };
+                if let (Some(cache), Some(limits)) = (cache, under) {
+                    cache.store_listing(&sha256, &Listing::Failed { reason: reason.clone(), limits });
                 }
                 Err(reason)
             }
@@ -306,19 +331,20 @@ impl Host {
     /// Compiles (through the artifact cache), links and lists the tools of
     /// `wasm`. A failure says why, and the settings it happened under when
     /// other settings could change it: the limits (listing the tools) or the
-    /// compile bounds; `None` when it is the bytes themselves.
+    /// compile bounds; always when it is the bytes themselves; never when it
+    /// is not the plugin's doing.
     async fn load_fresh(
         &self,
         name: &Arc<str>,
         wasm: &plugin::WasmFile,
         limits: &Limits,
-    ) -> Result<Fresh, (String, Option<String>)> {
-        let fixed = |reason| (reason, None);
+    ) -> Result<Fresh, (String, Remembered)> {
+        let fixed = |reason| (reason, Remembered::Always);
         plugin::check_header(&wasm.bytes).map_err(fixed)?;
         let (component, origin) =
             plugin::compile(&self.engine, self.cache.as_ref(), &self.compiler, wasm).await.map_err(|err| {
-                let under = err.is_bound().then(|| self.compiler.bounds().key());
-                (err.to_string(), under)
+                let remembered = err.remembered(&self.compiler.bounds());
+                (err.to_string(), remembered)
             })?;
         let contract = plugin::contract_of(&self.engine, &component).map_err(fixed)?;
         let sandbox = plugin::prepare(&self.linker, &component, contract).map_err(fixed)?;
@@ -327,7 +353,7 @@ impl Host {
             let (listed, notes) = plugin::typed_listing(&self.engine, &component, &wasm.bytes);
             return Ok((contract, listed, notes, Offers::default(), sandbox, origin));
         }
-        let under_limits = |reason| (reason, Some(format!("{limits:?}")));
+        let under_limits = |reason| (reason, Remembered::Under(format!("{limits:?}")));
         let (listed, offers) = {
             let _permit = self.permits.acquire().await;
             let listed = plugin::call_list_tools(&sandbox, &self.ticker, name, limits, &self.tls).await;
@@ -866,5 +892,50 @@ mod tests {
         // Anything else keeps the validator's own words.
         let message = mismatch(&json!({ "type": "object", "required": ["a"] }), json!({}));
         assert!(message.contains("\"a\" is a required property"), "{message}");
+    }
+}
+
+/// Refuses a config that grants a plugin a folder holding one of `protected`
+/// (each with what it is): a plugin that could read or change toolhost's own
+/// files (its compile cache, config, lock, keys or credentials) would hold
+/// what its grants do not give it. Paths are compared resolved, so no
+/// spelling or link of a folder gets past.
+fn check_grants(config: &HostConfig, protected: &[(std::path::PathBuf, String)]) -> Result<()> {
+    let protected: Vec<(std::path::PathBuf, &str)> =
+        protected.iter().map(|(path, what)| (resolved(path), what.as_str())).collect();
+    for (plugin, settings) in &config.plugins {
+        for dir in &settings.grants.files.dirs {
+            let Ok(granted) = std::fs::canonicalize(&dir.host) else { continue };
+            if let Some((path, what)) = protected.iter().find(|(path, _)| path.starts_with(&granted)) {
+                anyhow::bail!(
+                    "`[plugins.{plugin}]` grants the folder {} (as {}), which holds {what} ({}); a plugin there could \
+                     read or change it. Grant a folder that does not hold toolhost's own files",
+                    dir.host.display(),
+                    dir.guest,
+                    path.display()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `path` with every link and `..` resolved, as far as it exists (a file
+/// toolhost has not written yet is resolved through its nearest folder).
+fn resolved(path: &Path) -> std::path::PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let mut rest = Vec::new();
+    let mut at = absolute.as_path();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(at) {
+            return rest.iter().rev().fold(real, |path, part| path.join(part));
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                at = parent;
+            }
+            _ => return absolute,
+        }
     }
 }

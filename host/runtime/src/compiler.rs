@@ -1,4 +1,4 @@
-//! Compiling a component, bounded in time and memory.
+//! Compiling a component, bounded in processor time and memory.
 //!
 //! Cranelift's time and memory grow with what a component holds, and a
 //! hostile file can make them grow without end: one function of 6 MiB of
@@ -7,17 +7,30 @@
 //! in a child process, the same program started again as a *compile worker*:
 //!
 //! - the worker limits its own data memory (`RLIMIT_DATA`, which counts the
-//!   heap and every private writable mapping) to `compile_memory` and dies
-//!   with its parent;
-//! - the parent kills it once `compile_timeout` has passed;
+//!   heap and every private writable mapping) to `compile_memory`, its
+//!   processor time (`RLIMIT_CPU`) to a little over `compile_timeout`, and
+//!   dies with its parent; it runs in a process group of its own, so a
+//!   signal sent to the host's group (Ctrl-C, `docker stop`, systemd) is the
+//!   host's to handle, not the worker's;
+//! - the parent stops it once it has used `compile_timeout` of processor time
+//!   (all its threads together): a busy machine stretches a compile's wall
+//!   time, not its processor time, so it never costs a plugin its place. A
+//!   worker that makes no progress for ten times that long in wall time is
+//!   stopped too, but that failure is the machine's, never remembered;
 //! - one worker runs at a time per [`Compiler`], so several large plugins
 //!   compiling at once cannot add up past `compile_memory` (each compile
 //!   already uses every core);
-//! - the worker writes its artifact to a file the parent chose (a temporary
-//!   name in the compile cache), which the parent renames into place and
-//!   memory-maps, so the artifact is never copied through a pipe;
+//! - the worker hands the artifact back on its standard output, to the
+//!   parent alone: nothing another process can write stands between the
+//!   compiler and the bytes the parent seals into the cache and loads;
 //! - what Cranelift allocated goes away with the worker, so a long-running
 //!   host keeps none of the compiler's memory.
+//!
+//! Only what the plugin's own bytes cause is its fault: a component wasmtime
+//! rejects, one over the processor time or memory bound. A worker ended by a
+//! signal toolhost did not send for a bound, one that could not start, or the
+//! wall-clock backstop is a [`CompileError::Worker`], which the cache never
+//! remembers ([`CompileError::remembered`]).
 //!
 //! A program that does not call [`serve_workers`] (a library user who has
 //! not opted in) compiles in its own process, unbounded, as before.
@@ -33,10 +46,10 @@ use wasmtime::{Engine, InstanceAllocationStrategy};
 
 use crate::limits::{ByteSize, HumanDuration};
 
-/// How long one compile may take by default. The largest bundled plugins
-/// (18–19 MB Python components) compile in 4–7 s on a 2-core machine
-/// that is busy with another build, so this leaves room for a slower
-/// machine and a larger interpreter, and still ends a compile bomb.
+/// How much processor time one compile may take by default. The largest
+/// bundled plugins (18–19 MB Python components) take 8–11 s of processor
+/// time to compile (BENCHMARKS.md), so this is five times that, and still
+/// ends a compile bomb.
 pub const DEFAULT_COMPILE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How much data memory one compile may use by default. Compiling the
@@ -45,11 +58,21 @@ pub const DEFAULT_COMPILE_TIMEOUT: Duration = Duration::from_secs(60);
 /// and stops a compile bomb (3.7 GiB) long before it hurts the machine.
 pub const DEFAULT_COMPILE_MEMORY: u64 = 2 << 30;
 
-/// The environment variable that makes a process a compile worker: the
-/// path its artifact is written to.
-const WORKER_OUTPUT: &str = "TOOLHOST_COMPILE_WORKER";
+/// The largest artifact a worker may hand back (compiled code is a few
+/// times the size of the component).
+pub const ARTIFACT_LIMIT: u64 = 4 * toolhost_grants::readfile::limits::WASM;
+
+/// How many times `compile_timeout` in wall-clock time a worker may take
+/// before it is taken to be stuck (stopped, or starved by the machine).
+const WALL_FACTOR: u32 = 10;
+
+/// The environment variable that makes a process a compile worker.
+const WORKER: &str = "TOOLHOST_COMPILE_WORKER";
 /// The worker's memory bound, in bytes.
 const WORKER_MEMORY: &str = "TOOLHOST_COMPILE_MEMORY";
+/// The worker's processor-time bound, in whole seconds (a backstop: the
+/// parent measures it more finely).
+const WORKER_CPU: &str = "TOOLHOST_COMPILE_CPU";
 /// What a worker reports of its own failure at most.
 const MAX_REPORT: u64 = 16 << 10;
 /// A worker that fails to compile exits with this code, its reason on stderr.
@@ -60,16 +83,17 @@ const EXIT_SETUP: i32 = 3;
 static WORKERS: AtomicBool = AtomicBool::new(false);
 
 /// Call first thing in `main`. In a process started as a compile worker it
-/// compiles the component on standard input and exits; in any other it
-/// marks the program as able to serve as one, so that every [`Compiler`]
-/// compiles in a bounded child process from then on.
+/// compiles the component on standard input, writes the artifact to standard
+/// output and exits; in any other it marks the program as able to serve as
+/// one, so that every [`Compiler`] compiles in a bounded child process from
+/// then on.
 pub fn serve_workers() {
-    let Some(output) = std::env::var_os(WORKER_OUTPUT) else {
+    if std::env::var_os(WORKER).is_none() {
         WORKERS.store(true, Ordering::Release);
         return;
-    };
-    let memory = std::env::var(WORKER_MEMORY).ok().and_then(|text| text.parse().ok());
-    std::process::exit(match worker(Path::new(&output), memory) {
+    }
+    let number = |name| std::env::var(name).ok().and_then(|text| text.parse().ok());
+    std::process::exit(match worker(number(WORKER_MEMORY), number(WORKER_CPU)) {
         Ok(()) => 0,
         Err(Failure::Invalid(reason)) => {
             eprint!("{reason}");
@@ -88,10 +112,10 @@ enum Failure {
 }
 
 /// The worker: bounds itself, reads the component, compiles it with the
-/// engine settings every host uses, and writes the artifact to `output`.
-fn worker(output: &Path, memory: Option<u64>) -> Result<(), Failure> {
+/// engine settings every host uses, and writes the artifact to standard output.
+fn worker(memory: Option<u64>, cpu: Option<u64>) -> Result<(), Failure> {
     let setup = |err: anyhow::Error| Failure::Setup(format!("{err:#}"));
-    bound_self(memory).map_err(setup)?;
+    bound_self(memory, cpu).map_err(setup)?;
     let mut wasm = Vec::new();
     std::io::stdin()
         .take(toolhost_grants::readfile::limits::WASM + 1)
@@ -104,12 +128,14 @@ fn worker(output: &Path, memory: Option<u64>) -> Result<(), Failure> {
         Engine::new(&config).map_err(|err| setup(anyhow::Error::from(err).context("setting up the compiler")))?;
     let artifact = engine.precompile_component(&wasm).map_err(|err| Failure::Invalid(format!("{err:#}")))?;
     drop(wasm);
-    write_new(output, &artifact).map_err(setup)
+    let mut out = std::io::stdout().lock();
+    out.write_all(&artifact).and_then(|()| out.flush()).context("handing the artifact back").map_err(setup)
 }
 
-/// Limits this process's data memory to `memory`, turns core dumps off and
-/// has the kernel kill it when its parent goes.
-fn bound_self(memory: Option<u64>) -> Result<()> {
+/// Limits this process's data memory to `memory` and its processor time to
+/// `cpu` seconds, turns core dumps off and has the kernel kill it when its
+/// parent goes.
+fn bound_self(memory: Option<u64>, cpu: Option<u64>) -> Result<()> {
     #[cfg(target_os = "linux")]
     // SAFETY: plain system calls on this process's own settings.
     unsafe {
@@ -123,28 +149,32 @@ fn bound_self(memory: Option<u64>) -> Result<()> {
     }
     #[cfg(unix)]
     {
-        let set = |resource, value: u64| {
-            let limit = libc::rlimit { rlim_cur: value as libc::rlim_t, rlim_max: value as libc::rlim_t };
+        let set = |resource, soft: u64, hard: u64| {
+            let limit = libc::rlimit { rlim_cur: soft as libc::rlim_t, rlim_max: hard as libc::rlim_t };
             // SAFETY: `setrlimit` reads the struct and changes this process's limit.
             if unsafe { libc::setrlimit(resource, &limit) } != 0 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
         };
-        set(libc::RLIMIT_CORE, 0).context("turning core dumps off")?;
+        set(libc::RLIMIT_CORE, 0, 0).context("turning core dumps off")?;
         if let Some(memory) = memory {
-            set(libc::RLIMIT_DATA, memory).context("limiting the compile's memory")?;
+            set(libc::RLIMIT_DATA, memory, memory).context("limiting the compile's memory")?;
+        }
+        if let Some(cpu) = cpu {
+            // SIGXCPU at the soft limit, SIGKILL at the hard one.
+            set(libc::RLIMIT_CPU, cpu, cpu + 2).context("limiting the compile's processor time")?;
         }
     }
     #[cfg(not(unix))]
-    let _ = memory;
+    let _ = (memory, cpu);
     Ok(())
 }
 
 /// The bounds a compile runs under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CompileBounds {
-    /// Wall-clock time one compile may take.
+    /// Processor time one compile may take (all its threads together).
     pub timeout: Duration,
     /// Data memory one compile may use, in bytes.
     pub memory: u64,
@@ -169,18 +199,35 @@ impl CompileBounds {
 pub enum CompileError {
     /// The bytes are not a component wasmtime accepts (wasmtime's reason).
     Invalid(String),
-    /// It ran past `compile_timeout`.
+    /// It used more than `compile_timeout` of processor time.
     TimedOut(Duration),
     /// It needed more than `compile_memory`.
     OverMemory(u64),
-    /// The worker could not be run, or ended some other way.
+    /// The worker could not be run, was stopped by something else than its
+    /// bounds, or ended some other way: not the plugin's doing.
     Worker(String),
 }
 
+/// Whether, and under which settings, a compile failure is remembered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Remembered {
+    /// Always: the bytes themselves are at fault.
+    Always,
+    /// While these compile bounds ([`CompileBounds::key`]) hold.
+    Under(String),
+    /// Never: the machine or a signal is at fault, and the next start tries again.
+    Never,
+}
+
 impl CompileError {
-    /// Whether the failure comes from the bounds (and may pass under others).
-    pub fn is_bound(&self) -> bool {
-        matches!(self, CompileError::TimedOut(_) | CompileError::OverMemory(_))
+    /// Whether a cache may remember this failure for the plugin's bytes, and
+    /// under which bounds: only what the plugin's own bytes caused.
+    pub fn remembered(&self, bounds: &CompileBounds) -> Remembered {
+        match self {
+            CompileError::Invalid(_) => Remembered::Always,
+            CompileError::TimedOut(_) | CompileError::OverMemory(_) => Remembered::Under(bounds.key()),
+            CompileError::Worker(_) => Remembered::Never,
+        }
     }
 }
 
@@ -190,8 +237,8 @@ impl std::fmt::Display for CompileError {
             CompileError::Invalid(reason) => write!(f, "not a valid component: {reason}"),
             CompileError::TimedOut(timeout) => write!(
                 f,
-                "compiling it took longer than compile_timeout ({}); if you trust this plugin, raise \
-                 `compile_timeout` in toolhost.toml",
+                "compiling it took more than compile_timeout ({}) of processor time; if you trust this plugin, \
+                 raise `compile_timeout` in toolhost.toml",
                 HumanDuration(*timeout)
             ),
             CompileError::OverMemory(memory) => write!(
@@ -232,33 +279,33 @@ impl Compiler {
         WORKERS.load(Ordering::Acquire)
     }
 
-    /// Compiles `wasm` for `engine` into the file `output` (which must not
-    /// exist yet; it is removed again on failure).
-    pub fn compile_to(&self, engine: &Engine, wasm: &[u8], output: &Path) -> Result<(), CompileError> {
+    /// Compiles `wasm` for `engine`: the artifact's bytes, as
+    /// `Engine::precompile_component` makes them.
+    pub fn compile(&self, engine: &Engine, wasm: &[u8]) -> Result<Vec<u8>, CompileError> {
         if !self.bounded() {
-            let artifact = precompile_here(engine, wasm).map_err(|err| CompileError::Invalid(format!("{err:#}")))?;
-            return write_new(output, &artifact).map_err(|err| CompileError::Worker(format!("{err:#}")));
+            return precompile_here(engine, wasm).map_err(|err| CompileError::Invalid(format!("{err:#}")));
         }
         let _turn = self.turn.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let result = self.run_worker(wasm, output);
-        if result.is_err() {
-            let _ = std::fs::remove_file(output);
-        }
-        result
+        self.run_worker(wasm)
     }
 
-    fn run_worker(&self, wasm: &[u8], output: &Path) -> Result<(), CompileError> {
+    fn run_worker(&self, wasm: &[u8]) -> Result<Vec<u8>, CompileError> {
         let program =
             this_program().map_err(|err| CompileError::Worker(format!("finding toolhost's program: {err}")))?;
-        let mut child = Command::new(program)
+        let cpu_seconds = self.bounds.timeout.as_secs() + 1;
+        let mut command = Command::new(program);
+        command
             .env_clear()
-            .env(WORKER_OUTPUT, output)
+            .env(WORKER, "1")
             .env(WORKER_MEMORY, self.bounds.memory.to_string())
+            .env(WORKER_CPU, cpu_seconds.to_string())
             .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|err| CompileError::Worker(format!("starting the compile worker: {err}")))?;
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let mut child =
+            command.spawn().map_err(|err| CompileError::Worker(format!("starting the compile worker: {err}")))?;
         let started = Instant::now();
         let mut stderr = child.stderr.take().expect("piped");
         let report = std::thread::spawn(move || {
@@ -268,17 +315,41 @@ impl Compiler {
             let _ = std::io::copy(&mut stderr, &mut std::io::sink());
             String::from_utf8_lossy(&text).into_owned()
         });
+        let mut stdout = child.stdout.take().expect("piped");
+        let artifact = std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let read = (&mut stdout).take(ARTIFACT_LIMIT + 1).read_to_end(&mut bytes);
+            let _ = std::io::copy(&mut stdout, &mut std::io::sink());
+            read.map(|_| bytes)
+        });
         // A worker that died early (over its memory while reading) closes
         // the pipe: its exit status says why, not the write error.
         if let Some(mut stdin) = child.stdin.take() {
             let _ = stdin.write_all(wasm);
         }
-        let status = wait(&mut child, started + self.bounds.timeout);
+        let ended = watch(&mut child, self.bounds.timeout, started + self.bounds.timeout * WALL_FACTOR);
         let report = report.join().unwrap_or_default();
-        match status {
-            None => Err(CompileError::TimedOut(self.bounds.timeout)),
-            Some(Err(err)) => Err(CompileError::Worker(format!("waiting for the compile worker: {err}"))),
-            Some(Ok(status)) => self.judge(status, report.trim()),
+        let artifact = artifact.join();
+        match ended {
+            Ended::OverTime => Err(CompileError::TimedOut(self.bounds.timeout)),
+            Ended::Stuck => Err(CompileError::Worker(format!(
+                "the compile worker made no progress for {} of wall-clock time (the machine may be very busy, or \
+                 the worker was stopped); it is tried again at the next start",
+                HumanDuration(self.bounds.timeout * WALL_FACTOR)
+            ))),
+            Ended::Failed(err) => Err(CompileError::Worker(format!("waiting for the compile worker: {err}"))),
+            Ended::Exited(status) => {
+                self.judge(status, report.trim())?;
+                match artifact {
+                    Ok(Ok(bytes)) if bytes.len() as u64 <= ARTIFACT_LIMIT => Ok(bytes),
+                    Ok(Ok(_)) => Err(CompileError::Worker(format!(
+                        "the compiled plugin is larger than {}",
+                        ByteSize(ARTIFACT_LIMIT)
+                    ))),
+                    Ok(Err(err)) => Err(CompileError::Worker(format!("reading the compiled plugin: {err}"))),
+                    Err(_) => Err(CompileError::Worker("reading the compiled plugin failed".to_owned())),
+                }
+            }
         }
     }
 
@@ -296,13 +367,16 @@ impl Compiler {
                 #[cfg(unix)]
                 {
                     use std::os::unix::process::ExitStatusExt;
-                    // Killed by the kernel's OOM killer: out of memory too.
-                    if status.signal() == Some(libc::SIGKILL) {
-                        return Err(CompileError::OverMemory(self.bounds.memory));
+                    let signal = status.signal().unwrap_or_default();
+                    // Its own processor-time limit, the backstop of the parent's.
+                    if signal == libc::SIGXCPU {
+                        return Err(CompileError::TimedOut(self.bounds.timeout));
                     }
+                    // Anything else (SIGTERM from a `docker stop`, SIGKILL from
+                    // the machine's out-of-memory killer) is not the plugin's doing.
                     Err(CompileError::Worker(format!(
-                        "the compile worker crashed (signal {})",
-                        status.signal().unwrap_or_default()
+                        "the compile worker was ended by signal {signal} (not by a bound of its own); it is tried \
+                         again at the next start"
                     )))
                 }
                 #[cfg(not(unix))]
@@ -312,23 +386,56 @@ impl Compiler {
     }
 }
 
-/// Waits for `child` until `deadline`; past it kills the child and returns `None`.
-fn wait(child: &mut std::process::Child, deadline: Instant) -> Option<std::io::Result<ExitStatus>> {
+/// How a watched worker ended.
+enum Ended {
+    Exited(ExitStatus),
+    /// It used up its processor time: stopped.
+    OverTime,
+    /// Past the wall-clock backstop: stopped.
+    Stuck,
+    Failed(std::io::Error),
+}
+
+/// Waits for `child`, stopping it once it has used `cpu` of processor time,
+/// or at `deadline` in wall-clock time.
+fn watch(child: &mut std::process::Child, cpu: Duration, deadline: Instant) -> Ended {
     let mut pause = Duration::from_millis(1);
     loop {
         match child.try_wait() {
-            Ok(Some(status)) => return Some(Ok(status)),
+            Ok(Some(status)) => return Ended::Exited(status),
             Ok(None) => {}
-            Err(err) => return Some(Err(err)),
+            Err(err) => return Ended::Failed(err),
         }
+        let over_time = processor_time(child.id()).is_some_and(|used| used > cpu);
         let now = Instant::now();
-        if now >= deadline {
+        if over_time || now >= deadline {
             let _ = child.kill();
             let _ = child.wait();
-            return None;
+            return if over_time { Ended::OverTime } else { Ended::Stuck };
         }
         std::thread::sleep(pause.min(deadline - now));
         pause = (pause * 2).min(Duration::from_millis(20));
+    }
+}
+
+/// The processor time process `pid` has used, all its threads together
+/// (Linux: `/proc/PID/stat`); `None` where it cannot be read.
+fn processor_time(pid: u32) -> Option<Duration> {
+    #[cfg(target_os = "linux")]
+    {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // The command name may hold spaces: fields are counted after its `)`.
+        let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+        let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+        // SAFETY: `sysconf` only reads a system setting.
+        let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        let per_second = u64::try_from(per_second).ok().filter(|&rate| rate > 0)?;
+        Some(Duration::from_millis(ticks * 1000 / per_second))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        None
     }
 }
 
@@ -352,15 +459,28 @@ pub(crate) fn precompile_here(engine: &Engine, wasm: &[u8]) -> Result<Vec<u8>> {
     artifact
 }
 
-/// Writes `bytes` to a new file `path`, synced.
-fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .with_context(|| format!("creating {}", path.display()))?;
-    file.write_all(bytes).and_then(|()| file.sync_all()).with_context(|| {
-        let _ = std::fs::remove_file(path);
-        format!("writing {}", path.display())
-    })
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_plugins_own_failures_are_remembered() {
+        let bounds = CompileBounds::default();
+        assert_eq!(CompileError::Invalid("bad".into()).remembered(&bounds), Remembered::Always);
+        assert_eq!(CompileError::TimedOut(bounds.timeout).remembered(&bounds), Remembered::Under(bounds.key()));
+        assert_eq!(CompileError::OverMemory(bounds.memory).remembered(&bounds), Remembered::Under(bounds.key()));
+        assert_eq!(CompileError::Worker("signal 15".into()).remembered(&bounds), Remembered::Never);
+    }
+
+    #[test]
+    fn a_process_processor_time_is_read() {
+        let spent = Instant::now();
+        let mut x = 0u64;
+        while spent.elapsed() < Duration::from_millis(300) {
+            x = x.wrapping_mul(31).wrapping_add(7);
+        }
+        std::hint::black_box(x);
+        let used = processor_time(std::process::id()).unwrap();
+        assert!(used >= Duration::from_millis(200), "{used:?}");
+    }
 }
