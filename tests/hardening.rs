@@ -765,7 +765,7 @@ fn a_compile_ended_by_a_signal_is_tried_again_at_the_next_start() {
     let (output, caught) = toolhost_with_worker(cache.path(), config.path(), &["--plugins", dir, "tools"], terminate);
     assert!(caught, "the compile worker was never seen");
     let err = stderr(&output);
-    assert!(output.status.success(), "{err}");
+    assert!(output.status.success(), "{:?}: {err}", output.status);
     assert!(err.contains("markup.wasm") && err.contains("ended by signal 15") && err.contains("tried again"), "{err}");
 
     // The worker's group is not toolhost's: a signal to toolhost's group

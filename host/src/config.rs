@@ -4,7 +4,7 @@
 //! plugins_dir = "plugins/dist"      # relative to this file
 //! cache_dir = "/var/cache/toolhost" # compiled plugins; default: the user cache dir
 //! max_concurrent_calls = 16
-//! compile_timeout = "60s"           # compiling one plugin; over it, the plugin is skipped
+//! compile_timeout = "120s"          # processor time compiling one plugin may take; over it, skipped
 //! compile_memory = "2GiB"           # the same for memory
 //! ca_file = "certs/corp-ca.pem"     # extra trusted roots (PEM) for plugin HTTPS and models
 //!
@@ -88,8 +88,9 @@ pub struct Config {
     /// default; at most 256MiB): less lowers a busy host's resident memory,
     /// and costs Python and JavaScript calls their heap's page faults again.
     pub keep_resident: Option<ByteSize>,
-    /// How long compiling one plugin may take (`60s` by default); a plugin
-    /// that takes longer is skipped with a reason naming this setting.
+    /// How much processor time compiling one plugin may take (`120s` by
+    /// default); a plugin that takes more is skipped with a reason naming
+    /// this setting.
     pub compile_timeout: Option<HumanDuration>,
     /// How much memory compiling one plugin may use (`2GiB` by default);
     /// plugins compile one at a time, so this bounds them all together.

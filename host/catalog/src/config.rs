@@ -29,7 +29,7 @@ pub struct HostConfig {
     /// Bytes of each memory slot kept resident between calls
     /// ([`MEMORY_KEEP_RESIDENT`](toolhost_runtime::engine::MEMORY_KEEP_RESIDENT) when unset).
     pub keep_resident: Option<u64>,
-    /// How long compiling one plugin may take
+    /// How much processor time compiling one plugin may take
     /// ([`DEFAULT_COMPILE_TIMEOUT`](toolhost_runtime::compiler::DEFAULT_COMPILE_TIMEOUT) when unset).
     /// Bounds compiles only in a program that serves compile workers
     /// ([`serve_workers`](toolhost_runtime::compiler::serve_workers)).

@@ -15,8 +15,9 @@
 //! - the parent stops it once it has used `compile_timeout` of processor time
 //!   (all its threads together): a busy machine stretches a compile's wall
 //!   time, not its processor time, so it never costs a plugin its place. A
-//!   worker that makes no progress for ten times that long in wall time is
-//!   stopped too, but that failure is the machine's, never remembered;
+//!   worker still running after four times that long in wall time (five
+//!   minutes at least) is stopped too, but that failure is the machine's,
+//!   never remembered;
 //! - one worker runs at a time per [`Compiler`], so several large plugins
 //!   compiling at once cannot add up past `compile_memory` (each compile
 //!   already uses every core);
@@ -47,10 +48,11 @@ use wasmtime::{Engine, InstanceAllocationStrategy};
 use crate::limits::{ByteSize, HumanDuration};
 
 /// How much processor time one compile may take by default. The largest
-/// bundled plugins (18–19 MB Python components) take 8–11 s of processor
-/// time to compile (BENCHMARKS.md), so this is five times that, and still
-/// ends a compile bomb.
-pub const DEFAULT_COMPILE_TIMEOUT: Duration = Duration::from_secs(60);
+/// bundled plugins (12–19 MB JavaScript and Python components) take 14–19 s
+/// of processor time to compile on 2 cores (BENCHMARKS.md; more cores add
+/// some threads' overhead), so this is six times that, and still ends a
+/// compile bomb.
+pub const DEFAULT_COMPILE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// How much data memory one compile may use by default. Compiling the
 /// largest bundled plugins needs 0.4–0.6 GiB of data memory, so this is about
@@ -62,9 +64,12 @@ pub const DEFAULT_COMPILE_MEMORY: u64 = 2 << 30;
 /// times the size of the component).
 pub const ARTIFACT_LIMIT: u64 = 4 * toolhost_grants::readfile::limits::WASM;
 
-/// How many times `compile_timeout` in wall-clock time a worker may take
-/// before it is taken to be stuck (stopped, or starved by the machine).
-const WALL_FACTOR: u32 = 10;
+/// How long in wall-clock time a worker may take before it is taken to be
+/// stuck (stopped, or starved by the machine): four times `compile_timeout`,
+/// and never less than five minutes.
+fn wall_backstop(timeout: Duration) -> Duration {
+    (timeout * 4).max(Duration::from_secs(300))
+}
 
 /// The environment variable that makes a process a compile worker.
 const WORKER: &str = "TOOLHOST_COMPILE_WORKER";
@@ -322,20 +327,21 @@ impl Compiler {
             let _ = std::io::copy(&mut stdout, &mut std::io::sink());
             read.map(|_| bytes)
         });
-        // A worker that died early (over its memory while reading) closes
-        // the pipe: its exit status says why, not the write error.
-        if let Some(mut stdin) = child.stdin.take() {
-            let _ = stdin.write_all(wasm);
+        // A worker that died early (over its memory while reading, or a
+        // signal) closes the pipe: its exit status says why, not the write error.
+        if let Some(stdin) = child.stdin.take() {
+            write_without_sigpipe(stdin, wasm);
         }
-        let ended = watch(&mut child, self.bounds.timeout, started + self.bounds.timeout * WALL_FACTOR);
+        let backstop = wall_backstop(self.bounds.timeout);
+        let ended = watch(&mut child, self.bounds.timeout, started + backstop);
         let report = report.join().unwrap_or_default();
         let artifact = artifact.join();
         match ended {
             Ended::OverTime => Err(CompileError::TimedOut(self.bounds.timeout)),
             Ended::Stuck => Err(CompileError::Worker(format!(
-                "the compile worker made no progress for {} of wall-clock time (the machine may be very busy, or \
+                "the compile worker was still running after {} of wall-clock time (the machine may be very busy, or \
                  the worker was stopped); it is tried again at the next start",
-                HumanDuration(self.bounds.timeout * WALL_FACTOR)
+                HumanDuration(backstop)
             ))),
             Ended::Failed(err) => Err(CompileError::Worker(format!("waiting for the compile worker: {err}"))),
             Ended::Exited(status) => {
@@ -383,6 +389,32 @@ impl Compiler {
                 Err(CompileError::Worker("the compile worker crashed".to_owned()))
             }
         }
+    }
+}
+
+/// Writes `bytes` to a worker's standard input and closes it. A program
+/// that restores SIGPIPE's default action (the `toolhost` CLI does, to end
+/// quietly under `| head`) would be killed by a write to a worker that has
+/// already died, so the signal is held back in this thread for the write, and
+/// one it raised is taken off again: the write just fails.
+fn write_without_sigpipe(mut stdin: std::process::ChildStdin, bytes: &[u8]) {
+    #[cfg(unix)]
+    // SAFETY: signal masks of this thread only, set and restored around the write.
+    unsafe {
+        let mut pipe: libc::sigset_t = std::mem::zeroed();
+        let mut before: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut pipe);
+        libc::sigaddset(&mut pipe, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &pipe, &mut before);
+        let _ = stdin.write_all(bytes);
+        drop(stdin);
+        let zero = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        while libc::sigtimedwait(&pipe, std::ptr::null_mut(), &zero) == libc::SIGPIPE {}
+        libc::pthread_sigmask(libc::SIG_SETMASK, &before, std::ptr::null_mut());
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = stdin.write_all(bytes);
     }
 }
 
