@@ -771,8 +771,16 @@ fn a_compile_ended_by_a_signal_is_tried_again_at_the_next_start() {
     // The worker's group is not toolhost's: a signal to toolhost's group
     // (what a terminal's Ctrl-C or `docker stop` sends) is toolhost's to handle.
     let in_own_group = |pid: libc::pid_t| {
+        // Caught between fork and exec, the worker may not have its group yet.
+        let until = Instant::now() + Duration::from_secs(2);
         // SAFETY: reading process groups.
-        let (worker, ours) = unsafe { (libc::getpgid(pid), libc::getpgid(0)) };
+        let ours = unsafe { libc::getpgid(0) };
+        let mut worker = ours;
+        while worker == ours && Instant::now() < until {
+            // SAFETY: as above.
+            worker = unsafe { libc::getpgid(pid) };
+            std::thread::sleep(Duration::from_millis(1));
+        }
         assert!(worker > 0 && worker != ours, "the worker runs in a process group of its own");
         // SAFETY: as above.
         unsafe { libc::kill(pid, libc::SIGKILL) };

@@ -535,7 +535,9 @@ fn conformance_suite_passes_both_revisions_except_the_baselined_features() {
     let tools = tools();
     // `content_kinds` (contract 0.2.0) offers the suite's content tools.
     let dir = plugin_dir(&["hash", "mcp_conformance", "content_kinds"]);
-    let config = dir.path().join("toolhost.toml");
+    // Outside the folder the plugin is granted: no grant may hold the config.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let config = elsewhere.path().join("toolhost.toml");
     // Its tools that ask the client may (the suite answers), and
     // `test_trigger_tool_change` changes its tool list by rewriting its
     // manifest in the plugins folder, which `serve` watches.

@@ -159,43 +159,82 @@ async fn every_refused_socket_is_recorded_with_what_to_change() {
     assert!(report.refused[3].to_string().contains("may not listen"), "{}", report.refused[3]);
     assert_eq!(server.seen(), ["/hello"], "only the granted connection reached the server");
 
-    // A granted *name* that resolves to loopback (`127.1` is 127.0.0.1 to the
-    // resolver) is refused, saying so and naming the entry that would allow it.
+    // `127.1` is another spelling of 127.0.0.1, not a name: its entry admits
+    // the address itself.
     let config = format!("{}sockets = true\n", grant("opens_sockets", &[format!("http://127.1:{port}")]));
-    let (found, report) = open_sockets(&config, &probes[..1], &[]).await;
+    let (found, _) = open_sockets(&config, &probes[..1], &[]).await;
+    assert_eq!(found[0].1, "connected: HTTP/1.1 200 OK", "{found:?}");
+
+    // A granted *name* that resolves to a loopback or private address is
+    // refused, saying so and naming the entry that would allow it.
+    let (name, address) = name_resolving_inward();
+    let config = format!("{}sockets = true\n", grant("opens_sockets", &[format!("http://{name}:{port}")]));
+    let (found, report) = open_sockets(&config, &[format!("{address}:{port}")], &[]).await;
     assert!(found[0].1.starts_with("error:"), "{found:?}");
-    let allow = format!("http://127.0.0.1:{port}");
+    let allow = format!("http://{address}:{port}");
     assert_eq!(
         report.refused,
         [Refusal {
-            target: format!("tcp 127.0.0.1:{port}"),
-            reason: RefusalReason::PrivateAddress { address: "127.0.0.1".parse().unwrap(), allow: allow.clone() }
+            target: format!("tcp {address}:{port}"),
+            reason: RefusalReason::PrivateAddress { address, allow: allow.clone() }
         }]
     );
     let message = report.refused[0].to_string();
     assert!(message.contains("a loopback or private address") && message.contains(&format!("`{allow}`")), "{message}");
     assert!(!message.contains("`http` list"), "{message}");
-    assert_eq!(server.seen(), ["/hello"], "nothing more reached the server");
+    assert_eq!(server.seen(), ["/hello", "/hello"], "nothing more reached the server");
+}
+
+/// This machine's host name and the loopback or private IPv4 address it
+/// resolves to (`/etc/hosts` maps it so on Debian and in containers): a name,
+/// not a spelling of an address, that leads inward.
+fn name_resolving_inward() -> (String, std::net::IpAddr) {
+    use std::net::ToSocketAddrs;
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").expect("the host name").trim().to_owned();
+    assert!(name != "localhost" && !name.is_empty(), "this test needs a host name other than localhost, not `{name}`");
+    let address = (name.as_str(), 80)
+        .to_socket_addrs()
+        .unwrap_or_else(|err| panic!("this test needs the host name `{name}` to resolve (/etc/hosts): {err}"))
+        .map(|found| found.ip())
+        .find(std::net::IpAddr::is_ipv4)
+        .unwrap_or_else(|| panic!("`{name}` has no IPv4 address"));
+    assert!(
+        !toolhost::grants::network::is_public(address),
+        "this test needs the host name `{name}` to resolve to a loopback or private address, not {address}"
+    );
+    (name, address)
 }
 
 #[test]
 fn http_to_a_name_resolving_to_loopback_says_to_name_the_address() {
     let server = TestServer::start();
     let port = server.port;
-    let (dir, _plugins) = setup(&["fetch"], &grant("fetch", &[format!("http://127.1:{port}")]));
-    let url = format!("http://127.1:{port}/hello");
+    let (name, address) = name_resolving_inward();
+    let (dir, _plugins) = setup(&["fetch"], &grant("fetch", &[format!("http://{name}:{port}")]));
+    let url = format!("http://{name}:{port}/hello");
     let output = toolhost(dir.path(), &["call", "fetch", &json!({ "url": url }).to_string()]);
     assert_eq!(output.status.code(), Some(1));
     let text = stderr(&output);
     assert!(text.contains("resolves to a loopback or private address"), "what the plugin was told: {text}");
+    let name = name.to_ascii_lowercase();
     assert!(
         text.contains(&format!(
-            "refused: http://127.1:{port}: resolves to 127.0.0.1, a loopback or private address, which a granted \
-             host name may not reach (to allow it, name the address itself in the grant: `http://127.0.0.1:{port}`)"
+            "refused: http://{name}:{port}: resolves to {address}, a loopback or private address, which a granted \
+             host name may not reach (to allow it, name the address itself in the grant: `http://{address}:{port}`)"
         )),
         "{text}"
     );
     assert!(server.seen().is_empty());
+
+    // Other spellings of an address are that address: `127.1`, `2130706433`
+    // and `[::ffff:127.0.0.1]` reach what `http://127.0.0.1:PORT` grants.
+    let (dir, _plugins) = setup(&["fetch"], &grant("fetch", &[server.origin()]));
+    for host in ["127.1", "2130706433", "0x7f.0.0.1", "[::ffff:127.0.0.1]"] {
+        let url = format!("http://{host}:{port}/hello");
+        let output = toolhost(dir.path(), &["call", "fetch", &json!({ "url": url }).to_string()]);
+        assert!(output.status.success(), "{host}: {}", stderr(&output));
+    }
+    assert_eq!(server.seen().len(), 4);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -799,9 +799,10 @@ fn sigterm_drains_the_call_in_flight_then_exits() {
     let (sender, answer) = mpsc::channel();
     let caller = address.clone();
     std::thread::spawn(move || {
-        let _ = sender.send(raw_call(&caller, "slow_echo", serde_json::json!({"text": "drained", "ms": 1500}), &[]));
+        let _ = sender.send(raw_call(&caller, "slow_echo", serde_json::json!({"text": "drained", "ms": 4000}), &[]));
     });
-    let deadline = Instant::now() + Duration::from_secs(10);
+    // Long enough a call to be seen running on a loaded 2-core machine.
+    let deadline = Instant::now() + Duration::from_secs(30);
     while Exposition::read(&address, &[]).value("toolhost_active_calls", &[]) < 1.0 {
         assert!(Instant::now() < deadline, "the call never started");
         std::thread::sleep(Duration::from_millis(20));

@@ -276,7 +276,7 @@ async fn a_swapped_patched_or_planted_cache_file_is_never_run() {
 }
 
 /// A plugin granted a folder that holds the compile cache, the config, the
-/// lock (the plugins folder) or a credential file could read or change what
+/// lock (`toolhost.lock`) or a credential file could read or change what
 /// toolhost trusts: such a config is refused at start, saying why.
 #[test]
 fn a_grant_of_a_folder_holding_toolhosts_own_files_is_refused_at_start() {
@@ -294,8 +294,9 @@ fn a_grant_of_a_folder_holding_toolhosts_own_files_is_refused_at_start() {
         (format!("{}/./etc/..", home.path().display()), "the config file"),
         (home.path().join("etc").display().to_string(), "the config file"),
         (home.path().join("etc/secrets").display().to_string(), "a credential's file"),
-        (plugins_dir.to_owned(), "the plugins folder"),
+        (plugins_dir.to_owned(), "toolhost.lock"),
     ];
+    std::fs::write(plugins.path().join("toolhost.lock"), "version = 1\n").unwrap();
     for (folder, what) in cases {
         let text = format!(
             "[plugins.echo]\ndirs = [\"{folder}:/data:ro\"]\n\

@@ -181,8 +181,10 @@ impl Host {
     /// the others still load; the error case is only for a folder that
     /// cannot be read.
     pub async fn load_dir(&self, dir: &Path) -> Result<()> {
-        let folder = "the plugins folder (its plugins and toolhost.lock)".to_owned();
-        check_grants(&self.config, &[(dir.to_owned(), folder)])?;
+        let lock = dir.join("toolhost.lock");
+        if lock.exists() {
+            check_grants(&self.config, &[(lock, "toolhost.lock (what was pulled, and who signed it)".to_owned())])?;
+        }
         let paths = plugin_files(dir)?;
         let mut loaded = Vec::new();
         let mut problems = Vec::new();
