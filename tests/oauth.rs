@@ -593,7 +593,7 @@ async fn a_plugins_scope_covers_its_resources_templates_prompts_and_completions(
 async fn no_client_holds_the_servers_call_slots_with_calls_or_unanswered_questions() {
     let plugins = plugin_dir(&["content_kinds", "echo"]);
     let (_authorization, issuer) = authorization_server();
-    let top = "max_concurrent_calls = 2\n[serve]\nmax_calls_per_requestor = 1\n";
+    let top = "max_concurrent_calls = 2\n[serve]\nmax_calls_per_requestor = 1\nmax_sessions_per_requestor = 2\n";
     let (_server, url) = serve_with(plugins.path(), &issuer, top, &kinds("timeout = \"3s\"", ""));
     let users = Users::new(&url, &issuer);
     let (alice, bob) = (users.token("alice", "mcp tools:kinds").await, users.token("bob", "mcp tools:kinds").await);
@@ -630,6 +630,24 @@ async fn no_client_holds_the_servers_call_slots_with_calls_or_unanswered_questio
     assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
     assert_eq!(answer["result"]["isError"], true, "{answer}");
     assert!(answer.to_string().contains("no answer came within the call's timeout (3s)"), "{answer}");
+
+    // Nor can she take every session: her third is refused, Bob still opens one.
+    users.open(&alice, json!({})).await;
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let third = users
+        .http
+        .post(&url)
+        .bearer_auth(&alice)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(initialize.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(third.status(), 503);
+    assert!(third.text().await.unwrap().contains("max_sessions_per_requestor = 2"));
+    users.open(&bob, json!({})).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

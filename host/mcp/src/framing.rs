@@ -224,6 +224,11 @@ pub(crate) fn check(line: &[u8], in_flight: Option<(&InFlight, &str)>, experimen
     }
     let message: Value = match strict(text) {
         Ok(message) => message,
+        // A response of the client's (no method) that names a member twice:
+        // responses get no answer.
+        Err(err) if err.classify() == serde_json::error::Category::Data && is_response(text) => {
+            return Checked::Skip;
+        }
         Err(err) => {
             let (code, why) = match err.classify() {
                 serde_json::error::Category::Syntax | serde_json::error::Category::Eof
@@ -445,6 +450,14 @@ fn mistyped(method: &str, message: &Value) -> Option<String> {
         _ => None,
     }?;
     Some(format!("the params of `{method}` do not have its shape: {why}"))
+}
+
+/// Whether `text` is a JSON-RPC response (read leniently: an object with
+/// `result` or `error` and no `method`).
+fn is_response(text: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(text).is_ok_and(|message| {
+        message.get("method").is_none() && (message.get("result").is_some() || message.get("error").is_some())
+    })
 }
 
 /// Parses JSON as `serde_json` does (the same depth limit), but refuses an
@@ -720,6 +733,8 @@ mod tests {
             ),
             (r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}"#, Value::Null),
         ];
+        // A response of the client's gets no answer, whatever it holds.
+        assert_eq!(answer(r#"{"jsonrpc":"2.0","id":9,"result":{"action":"accept"},"result":{}}"#), "skip");
         for (line, id) in cases {
             let answered = answer(line);
             assert_eq!(answered["id"], id, "{line}: {answered}");

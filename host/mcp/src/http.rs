@@ -17,7 +17,7 @@
 //! session listening on its GET stream is in use, not idle.
 //!
 //! With `[serve.oauth]` a session belongs to the principal whose token
-//! opened it: a request carrying another principal's token with its
+//! opened it (who may have at most `max_sessions_per_requestor` open): a request carrying another principal's token with its
 //! `Mcp-Session-Id` is handed to rmcp as a request for a session that does
 //! not exist, so it gets exactly the answer (404) of an unknown session, and
 //! never touches the session (no in-flight id, no use, no end). A request
@@ -65,6 +65,9 @@ use toolhost_catalog::{Host, ProblemKind};
 pub const DEFAULT_MAX_BODY: u64 = 4 << 20;
 /// Sessions open at once unless configured otherwise.
 pub const DEFAULT_MAX_SESSIONS: usize = 64;
+/// The share of `max_sessions` one principal may hold unless configured
+/// otherwise: a quarter (at least one).
+pub const DEFAULT_SESSIONS_PER_REQUESTOR_SHARE: usize = 4;
 /// An idle session is closed after this long unless configured otherwise.
 pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
 /// How long tool calls in flight may take to finish at shutdown unless configured otherwise.
@@ -81,6 +84,8 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// Sessions open at once.
     pub max_sessions: usize,
+    /// Sessions one principal may have open (`None`: a quarter of `max_sessions`).
+    pub max_sessions_per_requestor: Option<usize>,
     /// Idle time after which a session is closed.
     pub session_idle: Duration,
     /// The largest request body.
@@ -106,6 +111,7 @@ impl Default for HttpOptions {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             max_sessions: DEFAULT_MAX_SESSIONS,
+            max_sessions_per_requestor: None,
             session_idle: DEFAULT_SESSION_IDLE,
             max_body: DEFAULT_MAX_BODY,
             readiness: Arc::new(Readiness::ready()),
@@ -127,6 +133,7 @@ impl HttpOptions {
             allowed_hosts: config.allowed_hosts.clone(),
             allowed_origins: config.allowed_origins.clone(),
             max_sessions: config.max_sessions.unwrap_or(defaults.max_sessions),
+            max_sessions_per_requestor: config.max_sessions_per_requestor,
             session_idle: config.session_idle.map(|idle| idle.0).unwrap_or(defaults.session_idle),
             max_body: config.max_body.map(|size| size.bytes()).unwrap_or(defaults.max_body),
             readiness: defaults.readiness,
@@ -190,6 +197,10 @@ pub async fn serve_http(
         oauth: options.oauth.clone(),
         max_body: options.max_body,
         max_sessions: options.max_sessions,
+        max_sessions_per_requestor: options
+            .max_sessions_per_requestor
+            .unwrap_or(options.max_sessions / DEFAULT_SESSIONS_PER_REQUESTOR_SHARE)
+            .max(1),
         idle: options.session_idle,
         activity: Arc::new(Mutex::new(HashMap::new())),
         owners: Mutex::new(HashMap::new()),
@@ -288,6 +299,8 @@ struct Front {
     oauth: Option<Arc<ResourceServer>>,
     max_body: u64,
     max_sessions: usize,
+    /// Sessions one principal may have open (`[serve.oauth]`).
+    max_sessions_per_requestor: usize,
     /// A session unused for this long is closed.
     idle: Duration,
     /// The use of every session opened here.
@@ -588,6 +601,27 @@ impl Front {
                             self.max_sessions
                         ),
                     );
+                }
+                // One principal cannot take every session (`[serve.oauth]`; without it there is one principal).
+                if let Some(principal) = &principal {
+                    let held = self
+                        .owners
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .values()
+                        .filter(|owner| owner.as_ref() == Some(principal))
+                        .count();
+                    if held >= self.max_sessions_per_requestor {
+                        return plain_owned(
+                            StatusCode::SERVICE_UNAVAILABLE,
+                            format!(
+                                "Service Unavailable: this client has {held} MCP sessions open, the most this server \
+                                 allows one client (`max_sessions_per_requestor = {}` in [serve] of toolhost.toml); \
+                                 end one (DELETE) or wait for one to go idle",
+                                self.max_sessions_per_requestor
+                            ),
+                        );
+                    }
                 }
                 let response = self.service.handle(Request::from_parts(parts, Full::new(body))).await;
                 let opened: Option<Arc<str>> =

@@ -44,6 +44,9 @@ pub struct ServeConfig {
     pub allowed_origins: Vec<String>,
     /// Sessions open at once (2025-11-25 clients); more are refused until one ends.
     pub max_sessions: Option<usize>,
+    /// Sessions one token subject may have open at once (`[serve.oauth]`);
+    /// a quarter of `max_sessions` unless set.
+    pub max_sessions_per_requestor: Option<usize>,
     /// A session unused for this long is closed.
     pub session_idle: Option<HumanDuration>,
     /// Calls one requestor (a token's subject, else a session) may run at
