@@ -1150,6 +1150,11 @@ impl ServerHandler for ToolServer {
             }
             _ => {}
         }
+        let caller = Caller::of(&context);
+        // One of the requestor's call slots first, then one of the server's (in the host).
+        let Ok(_slot) = self.admit(&caller, &context.ct).await else {
+            return Err(ErrorData::internal_error(format!("the call to `{name}` was cancelled"), None));
+        };
         let arguments = arguments_text(&request.arguments);
         let overrides = LimitOverrides::default();
         // Counted as running, and as cancelled unless it finishes (this
@@ -1167,7 +1172,6 @@ impl ServerHandler for ToolServer {
             }
             None => (None, None),
         };
-        let caller = Caller::of(&context);
         let binding = crate::asking::binding("tools/call", name, &request.arguments, &caller.binding());
         let state = request.request_state.as_deref();
         let (mut hooks, round) = match self.asker(&context, binding, request.input_responses.clone(), state) {
@@ -1179,10 +1183,6 @@ impl ServerHandler for ToolServer {
         };
         hooks.progress = observer;
         hooks.asker = hooks.asker.map(|asker| self.fair(asker, &caller, self.timeout_of(origin)));
-        // One of the requestor's call slots first, then one of the server's (in the host).
-        let Ok(_slot) = self.admit(&caller, &context.ct).await else {
-            return Err(ErrorData::internal_error(format!("the call to `{name}` was cancelled"), None));
-        };
         let span = request_span("tools/call", name, &context);
         let call = tracing::Instrument::instrument(
             self.host().call_observed(&catalog, name, &arguments, &overrides, hooks),
