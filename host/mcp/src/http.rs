@@ -459,15 +459,18 @@ impl Front {
     }
 
     async fn mcp(&self, request: Request<Incoming>) -> Response<Body> {
+        // A refusal before the body is read ends the connection: the client
+        // must not send its next request on it while the rest of this body
+        // is still in the way (it would find the connection closed).
         if let Some(token) = &self.token
             && !authorized(&request, token)
         {
-            return unauthorized();
+            return unread(unauthorized());
         }
         let (scopes, principal) = match &self.oauth {
             Some(oauth) => match oauth.check(request.headers()).await {
                 Ok(grant) => (Some(grant.scopes), Some(grant.principal)),
-                Err(refusal) => return refused(refusal),
+                Err(refusal) => return unread(refused(refusal)),
             },
             None => (None, None),
         };
@@ -477,7 +480,7 @@ impl Front {
                 format!("Service Unavailable: not ready ({reason}); retry shortly"),
             );
             response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
-            return response;
+            return unread(response);
         }
         let declared = request
             .headers()
@@ -485,7 +488,10 @@ impl Front {
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.parse::<u64>().ok());
         if declared.is_some_and(|length| length > self.max_body) {
-            return plain(StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large: the request body is over the limit");
+            return unread(plain(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "Payload Too Large: the request body is over the limit",
+            ));
         }
         // The body is read here, bounded, so that a new session can be refused
         // before rmcp starts one; rmcp then parses it.
@@ -493,9 +499,14 @@ impl Front {
         let body = match Limited::new(body, self.max_body as usize).collect().await {
             Ok(collected) => collected.to_bytes(),
             Err(err) if err.is::<LengthLimitError>() => {
-                return plain(StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large: the request body is over the limit");
+                return unread(plain(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "Payload Too Large: the request body is over the limit",
+                ));
             }
-            Err(_) => return plain(StatusCode::BAD_REQUEST, "Bad Request: the request body could not be read"),
+            Err(_) => {
+                return unread(plain(StatusCode::BAD_REQUEST, "Bad Request: the request body could not be read"));
+            }
         };
         let mut parts = parts;
         // Counted until the response is sent in full, for the drain at shutdown.
@@ -828,6 +839,13 @@ fn authorized<B>(request: &Request<B>, token: &str) -> bool {
     let Some(value) = request.headers().get(header::AUTHORIZATION) else { return false };
     let Some(given) = value.as_bytes().strip_prefix(b"Bearer ") else { return false };
     given.ct_eq(token.as_bytes()).into()
+}
+
+/// `response`, sent before the request's body was read in full: the
+/// connection closes after it (`Connection: close`).
+fn unread(mut response: Response<Body>) -> Response<Body> {
+    response.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+    response
 }
 
 fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
