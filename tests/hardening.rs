@@ -568,6 +568,11 @@ fn serve_on_stdio_answers_every_message_with_an_id_whatever_it_holds() {
         (r#"{"jsonrpc":"2.0","id":true,"method":"ping"}"#.into(), Value::Null, -32600),
         (r#"{"jsonrpc":"2.0","id":"params","method":"tools/list","params":[1,2]}"#.into(), json!("params"), -32602),
         (r#"{"jsonrpc":"2.0","id":"cut"#.into(), Value::Null, -32700),
+        // A member named twice, which parsers read differently: refused, with the id.
+        (r#"{"id":701,"id":701,"jsonrpc":"2.0","method":"ping"}"#.into(), json!(701), -32600),
+        (r#"{"jsonrpc":"2.0","id":"twice","method":"ping","params":{"a":1,"a":2}}"#.into(), json!("twice"), -32600),
+        // MCP's own method with params not of its shape: invalid params, not method not found.
+        (r#"{"jsonrpc":"2.0","id":"shape","method":"tools/call","params":{"name":5}}"#.into(), json!("shape"), -32602),
         (
             r#"[{"jsonrpc":"2.0","id":"b1","method":"ping"},{"jsonrpc":"2.0","id":"b2","method":"ping"}]"#.into(),
             json!("b1"),

@@ -835,8 +835,9 @@ fn long_calls_run_as_2025_11_25_tasks_for_that_revisions_python_client() {
     let over_http = python_2025_client(&["--url".to_owned(), url]);
     check_2025_tasks(&over_http);
     // A task is its session's: another session can neither see nor list it.
+    // Another session is answered as for an id never given out.
     assert_eq!(over_http["other_session"]["code"], -32602, "{over_http}");
-    assert_eq!(over_http["other_session"]["data"]["reason"], "other_session", "{over_http}");
+    assert_eq!(over_http["other_session"]["data"]["reason"], "unknown", "{over_http}");
     assert_eq!(over_http["other_session_tasks"], json!([]), "{over_http}");
     // A session's end ends its tasks: a running one's guest stops at once
     // (the next call, one at a time, does not wait out its 5 s timeout).
@@ -981,6 +982,13 @@ async fn serve_over_http_answers_every_request_and_refuses_an_id_already_in_flig
         (r#"{"jsonrpc":"2.0","id":"p","method":"tools/list","params":"all"}"#.into(), "p".into(), -32602),
         (r#"{"jsonrpc":"2.0","id":"cut","#.into(), "cut".into(), -32700),
         (r#"{"jsonrpc":"2.0","id":"#.into(), Value::Null, -32700),
+        (r#"{"jsonrpc":"2.0","id":701,"id":701,"method":"ping"}"#.into(), 701.into(), -32600),
+        (
+            r#"{"jsonrpc":"2.0","id":"d","method":"tools/call","params":{"name":"echo","name":"x"}}"#.into(),
+            "d".into(),
+            -32600,
+        ),
+        (r#"{"jsonrpc":"2.0","id":"t","method":"tools/call","params":{"arguments":{}}}"#.into(), "t".into(), -32602),
     ];
     for (body, id, code) in hostile {
         let (status, _, text) = post(body.clone(), Some(session.clone())).await;

@@ -172,11 +172,15 @@ fn haproxy_config(port: u16, replicas: &[&Replica], sticky: bool) -> String {
         );
     }
     // MCP tasks live in the replica that started them (named as its server
-    // here, TOOLHOST_REPLICA): tasks/* go there by the id's prefix in Mcp-Name.
+    // here, TOOLHOST_REPLICA): tasks/* go there by the replica name, the task
+    // id in Mcp-Name without its `.RUN.SECRET` end. Only that name (which
+    // grants nothing) is matched; the header is not captured in any log.
+    config.push_str(
+        "    http-request set-var(txn.replica) req.hdr(mcp-name),regsub('\\.[0-9a-f]{8}\\.[0-9a-f]{32}$','') \
+         if { req.hdr(mcp-method) -m beg tasks/ }\n",
+    );
     for index in 0..replicas.len() {
-        config.push_str(&format!(
-            "    use-server replica{index} if {{ req.hdr(mcp-method) -m beg tasks/ }} {{ req.hdr(mcp-name) -m beg replica{index}. }}\n"
-        ));
+        config.push_str(&format!("    use-server replica{index} if {{ var(txn.replica) -m str replica{index} }}\n"));
     }
     for (index, replica) in replicas.iter().enumerate() {
         config.push_str(&format!("    server replica{index} {} check\n", replica.address));
@@ -957,7 +961,7 @@ fn oauth_and_input_rounds_work_across_replicas_behind_haproxy() {
     // Both replicas ran rounds of it (each replica's /metrics, with a token).
     let minted = {
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-        let claims = json!({"iss": issuer, "aud": url, "exp": now + 600, "scope": "mcp"});
+        let claims = json!({"iss": issuer, "aud": url, "exp": now + 600, "scope": "mcp", "sub": "operator"});
         let body = json!({"claims": claims}).to_string();
         let issuer_address = issuer.trim_start_matches("http://");
         let response =

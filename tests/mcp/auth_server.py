@@ -4,7 +4,9 @@ Issues RS256 JWT access tokens by the client credentials grant (client_secret_ba
 or client_secret_post), with the audience the client names (`resource`, RFC 8707),
 and publishes its metadata (RFC 8414) and signing keys (JWKS). For tests of
 refusals, POST /mint signs any claims given, with its own key or (`"foreign": true`)
-with a key it never published.
+with a key it never published, under its key id or the `"kid"` given. For tests of key
+fetching, GET /stats says how many times /jwks was fetched, and POST /control sets
+`{"jwks_delay": SECONDS, "jwks_status": CODE}` for the fetches that follow.
 
 Usage (run with the venv tests/mcp/setup.sh makes: PyJWT and cryptography come
 with the `mcp` package):
@@ -29,6 +31,9 @@ CLIENTS = json.loads(sys.argv[1])
 KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
 FOREIGN = rsa.generate_private_key(public_exponent=65537, key_size=2048)
 KID = "test-key-1"
+STATS = {"jwks": 0}
+CONTROL = {"jwks_delay": 0.0, "jwks_status": 200}
+LOCK = threading.Lock()
 
 
 def b64(number):
@@ -69,20 +74,32 @@ class Handler(BaseHTTPRequestHandler):
                 "response_types_supported": ["code"],
             })
         elif self.path == "/jwks":
-            self.send(200, jwks())
+            with LOCK:
+                STATS["jwks"] += 1
+                delay, status = CONTROL["jwks_delay"], CONTROL["jwks_status"]
+            time.sleep(delay)
+            self.send(status, jwks() if status == 200 else {"error": "unavailable"})
+        elif self.path == "/stats":
+            with LOCK:
+                self.send(200, dict(STATS))
         else:
             self.send(404, {"error": "not_found"})
 
-    def sign(self, claims, foreign=False):
+    def sign(self, claims, foreign=False, kid=KID):
         key = FOREIGN if foreign else KEY
-        return jwt.encode(claims, key, algorithm="RS256", headers={"kid": KID})
+        return jwt.encode(claims, key, algorithm="RS256", headers={"kid": kid})
 
     def do_POST(self):
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length).decode()
         if self.path == "/mint":
             asked = json.loads(raw)
-            self.send(200, {"token": self.sign(asked["claims"], asked.get("foreign", False))})
+            self.send(200, {"token": self.sign(asked["claims"], asked.get("foreign", False), asked.get("kid", KID))})
+            return
+        if self.path == "/control":
+            with LOCK:
+                CONTROL.update(json.loads(raw))
+            self.send(200, dict(CONTROL))
             return
         if self.path != "/token":
             self.send(404, {"error": "not_found"})

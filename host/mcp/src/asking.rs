@@ -50,6 +50,21 @@ pub(crate) fn missing(capabilities: &ClientCapabilities, question: &Question) ->
     (!declared).then(|| question.capability())
 }
 
+/// A client's answer to `question`, checked: [`Answer::from_mcp`], except
+/// that the answer to a page to open (URL-mode elicitation) carries no
+/// `content` to the plugin, whatever the client put there: the user's
+/// input went to the page, not through the client.
+pub fn answer_from_mcp(question: &Question, answer: &Value) -> Result<Answer, String> {
+    if let Question::Elicit(Elicitation::Url { .. }) = question {
+        let mut answer = answer.clone();
+        if let Some(answer) = answer.as_object_mut() {
+            answer.remove("content");
+        }
+        return Answer::from_mcp(question, &answer);
+    }
+    Answer::from_mcp(question, answer)
+}
+
 pub(crate) fn undeclared(capability: &str) -> AskError {
     AskError::Unsupported(format!("the MCP client did not declare the `{capability}` capability"))
 }
@@ -66,7 +81,7 @@ impl SessionAsker {
             return Err(undeclared(capability));
         }
         let result = send(&self.peer, question, question.to_mcp(key)).await.map_err(AskError::Failed)?;
-        Answer::from_mcp(question, &result)
+        answer_from_mcp(question, &result)
             .map_err(|why| AskError::Failed(format!("the client's answer was refused: {why}")))
     }
 }
@@ -145,6 +160,20 @@ impl StateSeal {
             }
         };
         Ok(StateSeal(RequestStateCodec::try_new(key)?))
+    }
+}
+
+impl StateSeal {
+    /// `value` sealed (HMAC) and bound to `binding`, good for `ttl`: what
+    /// toolhost gives a client to hand back unchanged (a cursor).
+    pub(crate) fn seal<T: serde::Serialize>(&self, value: &T, binding: &[u8], ttl: Duration) -> Option<String> {
+        let options = SealOptions::new().associated_data(binding).ttl(ttl);
+        self.0.seal_json_with(value, &options).ok()
+    }
+
+    /// What [`StateSeal::seal`] sealed for `binding`, if `sealed` is that, unchanged and not expired.
+    pub(crate) fn open<T: serde::de::DeserializeOwned>(&self, sealed: &str, binding: &[u8]) -> Option<T> {
+        self.0.open_json_with(sealed, binding).ok()
     }
 }
 
@@ -240,9 +269,15 @@ impl Asker for RoundAsker {
                     continue;
                 }
                 match self.given.get(key) {
-                    Some(given) => match Answer::from_mcp(question, given) {
+                    Some(given) => match answer_from_mcp(question, given) {
                         Ok(answer) => {
-                            round.used.insert(key.clone(), given.clone());
+                            let mut kept = given.clone();
+                            if let (Question::Elicit(Elicitation::Url { .. }), Some(kept)) =
+                                (question, kept.as_object_mut())
+                            {
+                                kept.remove("content");
+                            }
+                            round.used.insert(key.clone(), kept);
                             answers.push(Ok(answer));
                         }
                         Err(why) => {
@@ -263,9 +298,32 @@ impl Asker for RoundAsker {
     }
 }
 
-/// The bytes a `requestState` is bound to: the method, the name (or URI) and
-/// the arguments, so a state cannot be replayed against another request.
-pub fn binding(method: &str, name: &str, arguments: &impl serde::Serialize) -> Vec<u8> {
+/// The bytes a `requestState` is bound to: the method, the name (or URI),
+/// the arguments and who asked ([`crate::caller::Caller::binding`]), so a
+/// state cannot be replayed against another request, nor by another user.
+pub fn binding(method: &str, name: &str, arguments: &impl serde::Serialize, caller: &str) -> Vec<u8> {
     let arguments = serde_json::to_string(arguments).unwrap_or_default();
-    format!("{method}\n{name}\n{arguments}").into_bytes()
+    format!("{method}\n{name}\n{arguments}\n{caller}").into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost_runtime::ask::Elicited;
+
+    #[test]
+    fn a_url_answer_carries_no_content_to_the_plugin() {
+        let url = Question::Elicit(Elicitation::Url { message: "open".into(), url: "https://example.com/".into() });
+        let answer = json!({"action": "accept", "content": {"password": "hunter2", "admin": true}});
+        assert_eq!(answer_from_mcp(&url, &answer), Ok(Answer::Elicited(Elicited::Accepted(Map::new()))));
+        let form = Question::Elicit(Elicitation::Form {
+            message: "name?".into(),
+            schema: json!({"type": "object", "properties": {"name": {"type": "string"}}}),
+        });
+        let named = json!({"action": "accept", "content": {"name": "Ada"}});
+        let Ok(Answer::Elicited(Elicited::Accepted(content))) = answer_from_mcp(&form, &named) else {
+            panic!("a form's answer is refused")
+        };
+        assert_eq!(content["name"], "Ada");
+    }
 }

@@ -9,7 +9,12 @@
 //! spec's error (`-32700` parse error, `-32600` invalid request, `-32602`
 //! invalid params), carrying the message's id when one can be read (even
 //! from the start of a line too long or too deep to parse) and `null` where
-//! none can. A request whose id is still in flight is refused the same way,
+//! none can. The message is parsed once, strictly: an object that names a
+//! member twice (`{"id":1,"id":1,…}`, which JSON parsers read differently)
+//! is refused, and what goes on to rmcp is that parsed value written out
+//! again, so rmcp reads exactly what was checked. A request to one of MCP's
+//! own methods whose params do not have that method's shape is `-32602`
+//! (rmcp would take it for a custom request). A request whose id is still in flight is refused the same way,
 //! so no two answers ever share an id. A batch (which MCP no longer has) is
 //! answered with one error per request in it. Everything else goes to rmcp
 //! unchanged, and everything rmcp writes goes out unchanged, but for MCP
@@ -19,7 +24,7 @@
 //! ([`crate::tasks2025`]).
 
 use crate::tasks2025::{self, Watch};
-use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, Error as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -114,10 +119,8 @@ async fn read_side<R: AsyncRead + Unpin>(
                     if let (true, Some(watch), Some(key)) = (session.tasks, watch, &passed.entered) {
                         session.watched.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), watch);
                     }
-                    let line = passed.rewritten.as_deref().unwrap_or(&line);
-                    if to_rmcp.write_all(line).await.is_err()
-                        || (!line.ends_with(b"\n") && to_rmcp.write_all(b"\n").await.is_err())
-                    {
+                    // Written out again as one line: serde_json escapes every newline in it.
+                    if to_rmcp.write_all(&passed.bytes).await.is_err() || to_rmcp.write_all(b"\n").await.is_err() {
                         break;
                     }
                     continue;
@@ -167,12 +170,47 @@ pub(crate) enum Checked {
 pub(crate) struct Passed {
     /// The in-flight key it was entered under, if it was.
     pub(crate) entered: Option<String>,
-    /// The tool a `tools/call` names (for the HTTP front's scope check).
-    pub(crate) called: Option<String>,
-    /// What rmcp is to get instead (a 2025-11-25 task request, renamed).
-    pub(crate) rewritten: Option<Vec<u8>>,
+    /// What a request runs plugin code for (for the HTTP front's scope check).
+    pub(crate) target: Option<Target>,
+    /// What rmcp is to get: the message as parsed here, written out again
+    /// (a 2025-11-25 task request renamed). One line, without the newline.
+    pub(crate) bytes: Vec<u8>,
     /// Its answer is adjusted on the way out when the server runs tasks.
     pub(crate) watch: Option<Watch>,
+}
+
+/// What a request asks a plugin to run, by the name the client gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// `tools/call`
+    Tool(String),
+    /// `resources/read`
+    Resource(String),
+    /// `prompts/get`, or `completion/complete` of a prompt's argument
+    Prompt(String),
+    /// `completion/complete` of a resource template's argument
+    Template(String),
+}
+
+impl Target {
+    fn of(message: &Value) -> Option<Target> {
+        let params = message.get("params")?;
+        let text = |value: Option<&Value>| value.and_then(Value::as_str).map(str::to_owned);
+        match message.get("method")?.as_str()? {
+            "tools/call" => text(params.get("name")).map(Target::Tool),
+            "resources/read" => text(params.get("uri")).map(Target::Resource),
+            "prompts/get" => text(params.get("name")).map(Target::Prompt),
+            "completion/complete" => {
+                let reference = params.get("ref")?;
+                match reference.get("type")?.as_str()? {
+                    "ref/prompt" => text(reference.get("name")).map(Target::Prompt),
+                    "ref/resource" => text(reference.get("uri")).map(Target::Template),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Checks one message; a request with an id is entered in `in_flight`'s
@@ -184,8 +222,13 @@ pub(crate) fn check(line: &[u8], in_flight: Option<(&InFlight, &str)>, experimen
     if text.is_empty() {
         return Checked::Skip;
     }
-    let message: Value = match serde_json::from_slice(text) {
+    let message: Value = match strict(text) {
         Ok(message) => message,
+        // A response of the client's (no method) that names a member twice:
+        // responses get no answer.
+        Err(err) if err.classify() == serde_json::error::Category::Data && is_response(text) => {
+            return Checked::Skip;
+        }
         Err(err) => {
             let (code, why) = match err.classify() {
                 serde_json::error::Category::Syntax | serde_json::error::Category::Eof
@@ -248,21 +291,36 @@ fn check_message(message: &Value, in_flight: Option<(&InFlight, &str)>, experime
     }
     // What rmcp cannot read it would drop, or answer without the id.
     // Read from the parsed value: the line is not tokenized again.
-    if let Err(err) = <rmcp::model::ClientJsonRpcMessage as serde::Deserialize>::deserialize(message) {
-        if is_request {
-            return refuse(INVALID_PARAMS, &format!("the request does not match its method's shape: {err}"));
+    match <rmcp::model::ClientJsonRpcMessage as serde::Deserialize>::deserialize(message) {
+        Err(err) => {
+            if is_request {
+                return refuse(INVALID_PARAMS, &format!("the request does not match its method's shape: {err}"));
+            }
+            if message.get("result").is_some() || message.get("error").is_some() {
+                // A response of the client's that cannot be read: responses get no answer.
+                return Checked::Skip;
+            }
+            return refuse(INVALID_REQUEST, "a message needs a `method`, or an `id` with a `result` or an `error`");
         }
-        if message.get("result").is_some() || message.get("error").is_some() {
-            // A response of the client's that cannot be read: responses get no answer.
-            return Checked::Skip;
+        // One of MCP's own methods that rmcp could read only as a custom
+        // request: its params are not that method's.
+        Ok(rmcp::model::ClientJsonRpcMessage::Request(request))
+            if matches!(request.request, rmcp::model::ClientRequest::CustomRequest(_)) =>
+        {
+            if let Some(why) = message.get("method").and_then(Value::as_str).and_then(|m| mistyped(m, message)) {
+                return refuse(INVALID_PARAMS, &why);
+            }
         }
-        return refuse(INVALID_REQUEST, "a message needs a `method`, or an `id` with a `result` or an `error`");
+        Ok(_) => {}
     }
-    let called = (message.get("method").and_then(Value::as_str) == Some("tools/call"))
-        .then(|| message.pointer("/params/name").and_then(Value::as_str).map(str::to_owned))
-        .flatten();
-    let rewritten = experimental.then(|| tasks2025::renamed(message)).flatten();
-    let passed = Passed { entered: None, called, rewritten, watch: tasks2025::watch(message) };
+    let bytes = match experimental.then(|| tasks2025::renamed(message)).flatten() {
+        Some(renamed) => renamed,
+        None => match serde_json::to_vec(message) {
+            Ok(bytes) => bytes,
+            Err(err) => return refuse(INVALID_REQUEST, &format!("the message cannot be read: {err}")),
+        },
+    };
+    let passed = Passed { entered: None, target: Target::of(message), bytes, watch: tasks2025::watch(message) };
     let Some((in_flight, scope)) = in_flight else { return Checked::Pass(passed) };
     let mut entered = None;
     if is_request && !id.is_null() {
@@ -361,6 +419,133 @@ impl Drop for Entered {
     }
 }
 
+/// Why `message`, a request of MCP's method `method`, does not have that
+/// method's shape; `None` when it does, or `method` is not one rmcp types
+/// in every protocol revision (a method a revision removed, such as
+/// `initialize` or `logging/setLevel` in 2026-07-28, is rmcp's to refuse
+/// as not found there).
+fn mistyped(method: &str, message: &Value) -> Option<String> {
+    use rmcp::model as m;
+    fn shape<T: serde::de::DeserializeOwned>(request: Value) -> Option<String> {
+        serde_json::from_value::<T>(request).err().map(|err| err.to_string())
+    }
+    let mut request = serde_json::Map::new();
+    request.insert("method".to_owned(), json!(method));
+    if let Some(params) = message.get("params") {
+        request.insert("params".to_owned(), params.clone());
+    }
+    let request = Value::Object(request);
+    let why = match method {
+        "completion/complete" => shape::<m::CompleteRequest>(request),
+        "prompts/get" => shape::<m::GetPromptRequest>(request),
+        "prompts/list" => shape::<m::ListPromptsRequest>(request),
+        "resources/list" => shape::<m::ListResourcesRequest>(request),
+        "resources/templates/list" => shape::<m::ListResourceTemplatesRequest>(request),
+        "resources/read" => shape::<m::ReadResourceRequest>(request),
+        "tools/call" => shape::<m::CallToolRequest>(request),
+        "tools/list" => shape::<m::ListToolsRequest>(request),
+        "tasks/get" => shape::<m::GetTaskRequest>(request),
+        "tasks/update" => shape::<m::UpdateTaskRequest>(request),
+        "tasks/cancel" => shape::<m::CancelTaskRequest>(request),
+        _ => None,
+    }?;
+    Some(format!("the params of `{method}` do not have its shape: {why}"))
+}
+
+/// Whether `text` is a JSON-RPC response (read leniently: an object with
+/// `result` or `error` and no `method`).
+fn is_response(text: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(text).is_ok_and(|message| {
+        message.get("method").is_none() && (message.get("result").is_some() || message.get("error").is_some())
+    })
+}
+
+/// Parses JSON as `serde_json` does (the same depth limit), but refuses an
+/// object that names a member twice.
+fn strict(text: &[u8]) -> Result<Value, serde_json::Error> {
+    let mut deserializer = serde_json::Deserializer::from_slice(text);
+    let value = Strict.deserialize(&mut deserializer)?;
+    deserializer.end()?;
+    Ok(value)
+}
+
+/// A JSON value read with no member named twice in any object.
+#[derive(Clone, Copy)]
+struct Strict;
+
+impl<'de> DeserializeSeed<'de> for Strict {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Strict {
+    type Value = Value;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+        formatter.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, value: bool) -> Result<Value, E> {
+        Ok(Value::Bool(value))
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<Value, E> {
+        Ok(Value::from(value))
+    }
+
+    fn visit_u64<E>(self, value: u64) -> Result<Value, E> {
+        Ok(Value::from(value))
+    }
+
+    fn visit_f64<E>(self, value: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(value).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, value: &str) -> Result<Value, E> {
+        Ok(Value::String(value.to_owned()))
+    }
+
+    fn visit_string<E>(self, value: String) -> Result<Value, E> {
+        Ok(Value::String(value))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(Strict)? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                let key = crate::tasks::printable(&key);
+                return Err(A::Error::custom(format!("the member `{key}` appears twice in one object")));
+            }
+            let value = map.next_value_seed(Strict)?;
+            object.insert(key, value);
+        }
+        Ok(Value::Object(object))
+    }
+}
+
 /// A JSON-RPC error response.
 fn error(id: Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
@@ -413,7 +598,12 @@ impl<'de> Visitor<'de> for KeyFinder<'_> {
         // right after the id), and a result of megabytes is never scanned.
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             if key == "id" {
-                *self.id = Some(map.next_value()?);
+                let id: Value = map.next_value()?;
+                // An id given twice, differently, is no id a response can carry.
+                *self.id = match self.id.take() {
+                    Some(before) if before != id => Some(Value::Null),
+                    _ => Some(id),
+                };
             } else {
                 *self.method |= key == "method";
                 if self.id.is_some() {
@@ -519,12 +709,84 @@ mod tests {
     #[test]
     fn task_requests_are_renamed_only_for_a_2025_11_25_session_and_the_prefix_is_refused() {
         let get = br#"{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"x"}}"#;
-        assert!(matches!(check(get, None, false), Checked::Pass(Passed { rewritten: None, .. })));
-        assert!(matches!(check(get, None, true), Checked::Pass(Passed { rewritten: Some(_), .. })));
+        let method = |experimental| match check(get, None, experimental) {
+            Checked::Pass(passed) => serde_json::from_slice::<Value>(&passed.bytes).unwrap()["method"].clone(),
+            _ => json!("refused"),
+        };
+        assert_eq!(method(false), "tasks/get");
+        assert_eq!(method(true), "toolhost/2025-11-25/tasks/get");
         let ours = r#"{"jsonrpc":"2.0","id":2,"method":"toolhost/2025-11-25/tasks/get","params":{"taskId":"x"}}"#;
         assert_eq!(answer(ours)["error"]["code"], METHOD_NOT_FOUND);
         let list = br#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#;
         assert!(matches!(check(list, None, false), Checked::Pass(Passed { watch: Some(Watch::ToolsList), .. })));
+    }
+
+    #[test]
+    fn a_member_named_twice_is_refused_with_the_requests_id_at_any_depth() {
+        let cases = [
+            (r#"{"id":701,"id":701,"jsonrpc":"2.0","method":"ping"}"#, json!(701)),
+            (r#"{"jsonrpc":"2.0","id":"a","method":"ping","method":"tools/list"}"#, json!("a")),
+            (r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"a","name":"b"}}"#, json!(3)),
+            (
+                r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"a","arguments":{"x":1,"x":2}}}"#,
+                json!(4),
+            ),
+            (r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}"#, Value::Null),
+        ];
+        // A response of the client's gets no answer, whatever it holds.
+        assert_eq!(answer(r#"{"jsonrpc":"2.0","id":9,"result":{"action":"accept"},"result":{}}"#), "skip");
+        for (line, id) in cases {
+            let answered = answer(line);
+            assert_eq!(answered["id"], id, "{line}: {answered}");
+            assert_eq!(answered["error"]["code"], INVALID_REQUEST, "{line}: {answered}");
+            assert!(answered["error"]["message"].as_str().unwrap().contains("appears twice"), "{answered}");
+        }
+        // The same members once each pass, and rmcp gets the parsed value written out again.
+        let line = br#"{ "jsonrpc" : "2.0", "id" : 5, "method" : "tools/call", "params" : {"name":"a","arguments":{"x":[1,2.5,"\u00e9"]}} }"#;
+        let Checked::Pass(passed) = check(line, None, false) else { panic!("refused") };
+        let sent: Value = serde_json::from_slice(&passed.bytes).unwrap();
+        assert_eq!(sent, serde_json::from_slice::<Value>(line).unwrap());
+        assert!(!passed.bytes.contains(&b'\n'));
+        assert_eq!(passed.target, Some(Target::Tool("a".to_owned())));
+    }
+
+    #[test]
+    fn a_request_of_an_mcp_method_with_params_of_the_wrong_shape_is_invalid_params() {
+        for (line, id) in [
+            (r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}"#, json!(1)),
+            (r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"arguments":{}}}"#, json!(2)),
+            (r#"{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":[]}}"#, json!(3)),
+            (r#"{"jsonrpc":"2.0","id":4,"method":"prompts/get","params":{}}"#, json!(4)),
+            (r#"{"jsonrpc":"2.0","id":5,"method":"tasks/get","params":{"taskId":7}}"#, json!(5)),
+        ] {
+            let answered = answer(line);
+            assert_eq!(
+                (answered["id"].clone(), answered["error"]["code"].clone()),
+                (id, json!(INVALID_PARAMS)),
+                "{line}"
+            );
+        }
+        // A method MCP does not have is still rmcp's (-32601 there), and so is
+        // one a revision removed (2026-07-28 has no initialize: 404 and -32601).
+        assert_eq!(answer(r#"{"jsonrpc":"2.0","id":6,"method":"x/y","params":{}}"#), "pass");
+        assert_eq!(answer(r#"{"jsonrpc":"2.0","id":8,"method":"initialize","params":{}}"#), "pass");
+        assert_eq!(answer(r#"{"jsonrpc":"2.0","id":9,"method":"logging/setLevel","params":{}}"#), "pass");
+        assert_eq!(answer(r#"{"jsonrpc":"2.0","id":7,"method":"tasks/result","params":{"taskId":"t"}}"#), "pass");
+    }
+
+    #[test]
+    fn the_target_of_each_kind_of_request_is_read() {
+        let target = |message: Value| Target::of(&message);
+        let request =
+            |method: &str, params: Value| json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        assert_eq!(target(request("resources/read", json!({"uri": "x://a"}))), Some(Target::Resource("x://a".into())));
+        assert_eq!(target(request("prompts/get", json!({"name": "p"}))), Some(Target::Prompt("p".into())));
+        let prompt = json!({"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "a", "value": ""}});
+        assert_eq!(target(request("completion/complete", prompt)), Some(Target::Prompt("p".into())));
+        let template =
+            json!({"ref": {"type": "ref/resource", "uri": "x://{id}"}, "argument": {"name": "id", "value": ""}});
+        assert_eq!(target(request("completion/complete", template)), Some(Target::Template("x://{id}".into())));
+        assert_eq!(target(request("tools/list", json!({}))), None);
     }
 
     #[test]

@@ -16,6 +16,14 @@
 //! spec's 404 for an unknown session, so the client initializes again). A
 //! session listening on its GET stream is in use, not idle.
 //!
+//! With `[serve.oauth]` a session belongs to the principal whose token
+//! opened it (who may have at most `max_sessions_per_requestor` open): a request carrying another principal's token with its
+//! `Mcp-Session-Id` is handed to rmcp as a request for a session that does
+//! not exist, so it gets exactly the answer (404) of an unknown session, and
+//! never touches the session (no in-flight id, no use, no end). A request
+//! that asks a plugin to run something its token lacks the scope for (a
+//! tool, a resource, a prompt, a completion) is 403 naming the scope.
+//!
 //! The operator endpoints answer `GET` (and `HEAD`) after the same `Host`
 //! check (403): `/healthz` is 200 while the process serves, `/readyz` 200
 //! once ready and 503 with the reason before (and while shutting down), both
@@ -28,7 +36,7 @@
 use super::ServeConfig;
 use super::framing::{self, Checked, InFlight as InFlightRequests};
 use super::metrics::{self, Endpoint, Metrics, Readiness, Snapshot};
-use super::oauth::{GrantedScopes, ResourceServer};
+use super::oauth::{GrantedScopes, Principal, ResourceServer};
 use super::server::ToolServer;
 use super::tasks2025;
 use anyhow::Result;
@@ -44,7 +52,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -57,6 +65,9 @@ use toolhost_catalog::{Host, ProblemKind};
 pub const DEFAULT_MAX_BODY: u64 = 4 << 20;
 /// Sessions open at once unless configured otherwise.
 pub const DEFAULT_MAX_SESSIONS: usize = 64;
+/// The share of `max_sessions` one principal may hold unless configured
+/// otherwise: a quarter (at least one).
+pub const DEFAULT_SESSIONS_PER_REQUESTOR_SHARE: usize = 4;
 /// An idle session is closed after this long unless configured otherwise.
 pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
 /// How long tool calls in flight may take to finish at shutdown unless configured otherwise.
@@ -73,6 +84,8 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// Sessions open at once.
     pub max_sessions: usize,
+    /// Sessions one principal may have open (`None`: a quarter of `max_sessions`).
+    pub max_sessions_per_requestor: Option<usize>,
     /// Idle time after which a session is closed.
     pub session_idle: Duration,
     /// The largest request body.
@@ -85,6 +98,10 @@ pub struct HttpOptions {
     pub oauth: Option<Arc<ResourceServer>>,
     /// Which tools run as MCP tasks (`[serve.tasks]`).
     pub tasks: Option<crate::tasks::TasksConfig>,
+    /// Calls one requestor may run at once (`None`: half of `max_concurrent_calls`).
+    pub max_calls_per_requestor: Option<usize>,
+    /// Questions one requestor may have waiting at once (`None`: 16).
+    pub max_questions_per_requestor: Option<usize>,
 }
 
 impl Default for HttpOptions {
@@ -94,12 +111,15 @@ impl Default for HttpOptions {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             max_sessions: DEFAULT_MAX_SESSIONS,
+            max_sessions_per_requestor: None,
             session_idle: DEFAULT_SESSION_IDLE,
             max_body: DEFAULT_MAX_BODY,
             readiness: Arc::new(Readiness::ready()),
             drain: DEFAULT_DRAIN,
             oauth: None,
             tasks: None,
+            max_calls_per_requestor: None,
+            max_questions_per_requestor: None,
         }
     }
 }
@@ -113,12 +133,15 @@ impl HttpOptions {
             allowed_hosts: config.allowed_hosts.clone(),
             allowed_origins: config.allowed_origins.clone(),
             max_sessions: config.max_sessions.unwrap_or(defaults.max_sessions),
+            max_sessions_per_requestor: config.max_sessions_per_requestor,
             session_idle: config.session_idle.map(|idle| idle.0).unwrap_or(defaults.session_idle),
             max_body: config.max_body.map(|size| size.bytes()).unwrap_or(defaults.max_body),
             readiness: defaults.readiness,
             drain: config.drain.map(|drain| drain.0).unwrap_or(defaults.drain),
             oauth: None,
             tasks: config.tasks.clone(),
+            max_calls_per_requestor: config.max_calls_per_requestor,
+            max_questions_per_requestor: config.max_questions_per_requestor,
         }
     }
 }
@@ -133,7 +156,10 @@ pub async fn serve_http(
     options: HttpOptions,
     stop: CancellationToken,
 ) -> Result<()> {
-    let server = ToolServer::new(host.clone())?.with_oauth(options.oauth.clone()).with_tasks(options.tasks.clone())?;
+    let server = ToolServer::new(host.clone())?
+        .with_oauth(options.oauth.clone())
+        .with_tasks(options.tasks.clone())?
+        .with_requestor_limits(options.max_calls_per_requestor, options.max_questions_per_requestor)?;
     let metrics = server.metrics().clone();
     let server_tasks = server.tasks();
     let mut allowed_hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec();
@@ -171,8 +197,14 @@ pub async fn serve_http(
         oauth: options.oauth.clone(),
         max_body: options.max_body,
         max_sessions: options.max_sessions,
+        max_sessions_per_requestor: options
+            .max_sessions_per_requestor
+            .unwrap_or(options.max_sessions / DEFAULT_SESSIONS_PER_REQUESTOR_SHARE)
+            .max(1),
         idle: options.session_idle,
         activity: Arc::new(Mutex::new(HashMap::new())),
+        owners: Mutex::new(HashMap::new()),
+        foreign: AtomicU64::new(0),
         opening: tokio::sync::Mutex::new(()),
         requests: InFlightRequests::default(),
         tasks: server_tasks,
@@ -267,10 +299,16 @@ struct Front {
     oauth: Option<Arc<ResourceServer>>,
     max_body: u64,
     max_sessions: usize,
+    /// Sessions one principal may have open (`[serve.oauth]`).
+    max_sessions_per_requestor: usize,
     /// A session unused for this long is closed.
     idle: Duration,
     /// The use of every session opened here.
     activity: Arc<Mutex<HashMap<Arc<str>, Use>>>,
+    /// The principal every session opened here belongs to (`None` without `[serve.oauth]`).
+    owners: Mutex<HashMap<Arc<str>, Option<Principal>>>,
+    /// Numbers the session ids that stand for another principal's session.
+    foreign: AtomicU64,
     /// Held from the session count to the new session's creation, so that
     /// concurrent `initialize`s cannot open more than `max_sessions`.
     opening: tokio::sync::Mutex<()>,
@@ -421,17 +459,20 @@ impl Front {
     }
 
     async fn mcp(&self, request: Request<Incoming>) -> Response<Body> {
+        // A refusal before the body is read ends the connection: the client
+        // must not send its next request on it while the rest of this body
+        // is still in the way (it would find the connection closed).
         if let Some(token) = &self.token
             && !authorized(&request, token)
         {
-            return unauthorized();
+            return unread(unauthorized());
         }
-        let scopes = match &self.oauth {
+        let (scopes, principal) = match &self.oauth {
             Some(oauth) => match oauth.check(request.headers()).await {
-                Ok(scopes) => Some(scopes),
-                Err(refusal) => return refused(refusal),
+                Ok(grant) => (Some(grant.scopes), Some(grant.principal)),
+                Err(refusal) => return unread(refused(refusal)),
             },
-            None => None,
+            None => (None, None),
         };
         if let Some(reason) = self.readiness.reason() {
             let mut response = plain_owned(
@@ -439,7 +480,7 @@ impl Front {
                 format!("Service Unavailable: not ready ({reason}); retry shortly"),
             );
             response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
-            return response;
+            return unread(response);
         }
         let declared = request
             .headers()
@@ -447,7 +488,10 @@ impl Front {
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.parse::<u64>().ok());
         if declared.is_some_and(|length| length > self.max_body) {
-            return plain(StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large: the request body is over the limit");
+            return unread(plain(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "Payload Too Large: the request body is over the limit",
+            ));
         }
         // The body is read here, bounded, so that a new session can be refused
         // before rmcp starts one; rmcp then parses it.
@@ -455,15 +499,31 @@ impl Front {
         let body = match Limited::new(body, self.max_body as usize).collect().await {
             Ok(collected) => collected.to_bytes(),
             Err(err) if err.is::<LengthLimitError>() => {
-                return plain(StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large: the request body is over the limit");
+                return unread(plain(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "Payload Too Large: the request body is over the limit",
+                ));
             }
-            Err(_) => return plain(StatusCode::BAD_REQUEST, "Bad Request: the request body could not be read"),
+            Err(_) => {
+                return unread(plain(StatusCode::BAD_REQUEST, "Bad Request: the request body could not be read"));
+            }
         };
         let mut parts = parts;
         // Counted until the response is sent in full, for the drain at shutdown.
         let in_flight = (parts.method == http::Method::POST).then(|| InFlight::enter(&self.in_flight));
-        let session: Option<Arc<str>> =
+        let mut session: Option<Arc<str>> =
             parts.headers.get("mcp-session-id").and_then(|value| value.to_str().ok()).map(Arc::from);
+        if let Some(id) = &session
+            && !self.session_admits(id, principal.as_ref())
+        {
+            // Another principal's session is, to this one, a session that does
+            // not exist: rmcp answers as it does for any unknown id.
+            let foreign = format!("toolhost-no-such-session-{}", self.foreign.fetch_add(1, Ordering::Relaxed));
+            if let Ok(value) = header::HeaderValue::from_str(&foreign) {
+                parts.headers.insert("mcp-session-id", value);
+            }
+            session = Some(Arc::from(foreign));
+        }
         // Every message with an id is answered: what rmcp would drop or answer
         // without its id is answered here, and a request whose id is still in
         // flight in its session is refused (rmcp would answer only one of two).
@@ -480,16 +540,16 @@ impl Front {
             match framing::check(&body, scope, experimental) {
                 Checked::Pass(passed) => {
                     entered = passed.entered.map(|key| framing::Entered { set: self.requests.clone(), key });
-                    // A call to a tool that needs a scope the token lacks: 403
+                    // A request to run something (a tool, a resource, a prompt,
+                    // a completion) that needs a scope the token lacks: 403
                     // naming it, so that the client can ask for it.
-                    if let (Some(oauth), Some(scopes), Some(tool)) = (&self.oauth, &scopes, passed.called)
-                        && let Some(scope) = self.scope_wanted(oauth, &tool, scopes)
+                    if let (Some(oauth), Some(scopes), Some(target)) = (&self.oauth, &scopes, &passed.target)
+                        && let Some(scope) = self.scope_wanted(oauth, target, scopes)
                     {
                         return refused(oauth.insufficient(&scope, &scopes.0));
                     }
-                    if let Some(rewritten) = passed.rewritten {
-                        body = Bytes::from(rewritten);
-                    }
+                    // rmcp reads exactly what was checked here.
+                    body = Bytes::from(passed.bytes);
                     // `initialize` says which revision the session has; `tools/list` is adjusted for 2025-11-25.
                     watch = passed.watch.filter(|watch| {
                         self.tasks.is_some() && (*watch == tasks2025::Watch::Initialize || experimental)
@@ -511,6 +571,9 @@ impl Front {
         if let Some(scopes) = scopes {
             parts.extensions.insert(scopes);
         }
+        if let Some(principal) = principal.clone() {
+            parts.extensions.insert(principal);
+        }
         let response = match session {
             Some(session) => {
                 if self.idle_for(&session).is_some_and(|idle| idle >= self.idle) {
@@ -528,6 +591,7 @@ impl Front {
                 let response = self.service.handle(Request::from_parts(parts, Full::new(body))).await;
                 if ending && response.status().is_success() {
                     self.end_tasks_of(&session);
+                    self.owners.lock().unwrap_or_else(|p| p.into_inner()).remove(&session);
                 }
                 match in_use {
                     Some(in_use) => guard(response, in_use),
@@ -549,11 +613,35 @@ impl Front {
                         ),
                     );
                 }
+                // One principal cannot take every session (`[serve.oauth]`; without it there is one principal).
+                if let Some(principal) = &principal {
+                    let held = self
+                        .owners
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .values()
+                        .filter(|owner| owner.as_ref() == Some(principal))
+                        .count();
+                    if held >= self.max_sessions_per_requestor {
+                        return plain_owned(
+                            StatusCode::SERVICE_UNAVAILABLE,
+                            format!(
+                                "Service Unavailable: this client has {held} MCP sessions open, the most this server \
+                                 allows one client (`max_sessions_per_requestor = {}` in [serve] of toolhost.toml); \
+                                 end one (DELETE) or wait for one to go idle",
+                                self.max_sessions_per_requestor
+                            ),
+                        );
+                    }
+                }
                 let response = self.service.handle(Request::from_parts(parts, Full::new(body))).await;
                 let opened: Option<Arc<str>> =
                     response.headers().get("mcp-session-id").and_then(|value| value.to_str().ok()).map(Arc::from);
                 match opened {
-                    Some(session) => guard(response, InUse::begin(&self.activity, session)),
+                    Some(session) => {
+                        self.owners.lock().unwrap_or_else(|p| p.into_inner()).insert(session.clone(), principal);
+                        guard(response, InUse::begin(&self.activity, session))
+                    }
                     None => response,
                 }
             }
@@ -593,6 +681,7 @@ impl Front {
                 }
                 live
             });
+            self.owners.lock().unwrap_or_else(|p| p.into_inner()).retain(|session, _| live.contains_key(session));
             seen.iter()
                 .filter(|(_, usage)| usage.open == 0 && usage.last.elapsed() >= self.idle)
                 .map(|(session, _)| session.clone())
@@ -609,7 +698,16 @@ impl Front {
             tracing::debug!("closing MCP session {session}: {err}");
         }
         self.activity.lock().unwrap_or_else(|p| p.into_inner()).remove(session);
+        self.owners.lock().unwrap_or_else(|p| p.into_inner()).remove(session);
         self.end_tasks_of(session);
+    }
+
+    /// Whether a request of `principal` may use the session `id`: it
+    /// belongs to that principal, or it is not one opened here (rmcp then
+    /// answers as for any unknown session).
+    fn session_admits(&self, id: &str, principal: Option<&Principal>) -> bool {
+        let owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
+        owners.get(id).is_none_or(|owner| owner.as_ref() == principal)
     }
 
     /// A session ended: its 2025-11-25 tasks, which only it could see, end
@@ -718,11 +816,20 @@ fn refused(refusal: crate::oauth::Refusal) -> Response<Body> {
 }
 
 impl Front {
-    /// The scope a call of `tool` needs that `scopes` lacks, if any.
-    fn scope_wanted(&self, oauth: &ResourceServer, tool: &str, scopes: &GrantedScopes) -> Option<String> {
+    /// The scope `target` needs that `scopes` lacks, if any: a tool's own
+    /// (or its plugin's), else the scope of the plugin that would run it.
+    fn scope_wanted(&self, oauth: &ResourceServer, target: &framing::Target, scopes: &GrantedScopes) -> Option<String> {
+        use crate::server::{prompt_plugin, resource_plugin, template_plugin};
         let catalog = self.host.catalog();
-        let entry = catalog.find(tool)?;
-        let scope = oauth.tool_scope(entry.name(), entry.origin())?;
+        let scope = match target {
+            framing::Target::Tool(tool) => {
+                let entry = catalog.find(tool)?;
+                oauth.tool_scope(entry.name(), entry.origin())?
+            }
+            framing::Target::Resource(uri) => oauth.plugin_scope(resource_plugin(&catalog, uri)?)?,
+            framing::Target::Prompt(name) => oauth.plugin_scope(prompt_plugin(&catalog, name)?)?,
+            framing::Target::Template(template) => oauth.plugin_scope(template_plugin(&catalog, template)?)?,
+        };
         (!scopes.0.contains(scope)).then(|| scope.to_owned())
     }
 }
@@ -732,6 +839,13 @@ fn authorized<B>(request: &Request<B>, token: &str) -> bool {
     let Some(value) = request.headers().get(header::AUTHORIZATION) else { return false };
     let Some(given) = value.as_bytes().strip_prefix(b"Bearer ") else { return false };
     given.ct_eq(token.as_bytes()).into()
+}
+
+/// `response`, sent before the request's body was read in full: the
+/// connection closes after it (`Connection: close`).
+fn unread(mut response: Response<Body>) -> Response<Body> {
+    response.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+    response
 }
 
 fn plain(status: StatusCode, text: &'static str) -> Response<Body> {

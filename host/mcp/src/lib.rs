@@ -12,6 +12,7 @@
 //! sessions with idle expiry).
 
 pub mod asking;
+pub mod caller;
 pub mod framing;
 pub mod http;
 pub mod metrics;
@@ -43,8 +44,16 @@ pub struct ServeConfig {
     pub allowed_origins: Vec<String>,
     /// Sessions open at once (2025-11-25 clients); more are refused until one ends.
     pub max_sessions: Option<usize>,
+    /// Sessions one token subject may have open at once (`[serve.oauth]`);
+    /// a quarter of `max_sessions` unless set.
+    pub max_sessions_per_requestor: Option<usize>,
     /// A session unused for this long is closed.
     pub session_idle: Option<HumanDuration>,
+    /// Calls one requestor (a token's subject, else a session) may run at
+    /// once; half of `max_concurrent_calls` unless set.
+    pub max_calls_per_requestor: Option<usize>,
+    /// Questions one requestor may have waiting for an answer at once (16 unless set).
+    pub max_questions_per_requestor: Option<usize>,
     /// The largest request body accepted.
     pub max_body: Option<ByteSize>,
     /// At shutdown (SIGTERM, Ctrl-C), how long tool calls in flight may take to finish.

@@ -19,6 +19,19 @@
 //!
 //! Only asymmetric algorithms are accepted (RS, PS, ES, EdDSA): a shared
 //! secret would let anyone holding it mint tokens for every resource.
+//!
+//! What a token proves goes on with the request: its scopes
+//! ([`GrantedScopes`]) and who it is for ([`Principal`]: the `sub` claim and
+//! the client, `client_id` or `azp`), which the handler binds sessions,
+//! tasks and questions to. A token that names no subject is refused.
+//!
+//! The keys are fetched outside every lock a request with a known key
+//! waits on: such a request reads the key set (a snapshot behind a
+//! read lock held for a clone) and goes on; keys older than an hour are
+//! refreshed in the background. Only a request whose key is missing waits,
+//! for the one fetch in flight (single-flight), and a fetch is attempted at
+//! most once every 30 seconds, whether the last one succeeded or failed, so
+//! tokens naming unknown keys cost the issuer at most one fetch per 30 s.
 
 use http::header;
 use jsonwebtoken::jwk::JwkSet;
@@ -52,6 +65,38 @@ pub struct OAuthConfig {
 #[derive(Debug, Clone)]
 pub struct GrantedScopes(pub Arc<BTreeSet<String>>);
 
+/// Who a request's token is for: its subject (`sub`) and, where the token
+/// names one, the client (`client_id`, else `azp`). Sessions, tasks and
+/// questions are bound to it. Compared whole; never printed.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Principal(Arc<str>);
+
+impl Principal {
+    /// The principal of `subject` using `client`.
+    pub fn new(subject: &str, client: Option<&str>) -> Principal {
+        // Length-prefixed, so that no subject and client run into another pair.
+        Principal(Arc::from(format!("{}:{subject}{}", subject.len(), client.unwrap_or_default())))
+    }
+
+    /// A key identifying the principal (for maps and bindings).
+    pub fn key(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Principal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Principal(..)")
+    }
+}
+
+/// What a good token grants a request.
+#[derive(Debug, Clone)]
+pub struct Grant {
+    pub scopes: GrantedScopes,
+    pub principal: Principal,
+}
+
 /// How long fetched keys are kept.
 const KEYS_TTL: Duration = Duration::from_secs(3600);
 /// The least time between two fetches of the keys.
@@ -62,14 +107,43 @@ const MAX_DOCUMENT: usize = 256 * 1024;
 /// Checks access tokens for one resource.
 pub struct ResourceServer {
     config: OAuthConfig,
+    jwks: Arc<Jwks>,
+}
+
+/// The issuer's keys, and their fetching.
+struct Jwks {
+    config: OAuthConfig,
     http: reqwest::Client,
-    keys: tokio::sync::Mutex<Keys>,
+    /// The keys last fetched: read (cloned) under the lock, never held across a wait.
+    keys: std::sync::RwLock<Arc<Keys>>,
+    /// Held by the one fetch in flight; awaited only by requests whose key is missing.
+    flight: tokio::sync::Mutex<()>,
+    /// When the last fetch was attempted.
+    schedule: std::sync::Mutex<Schedule>,
 }
 
 #[derive(Default)]
 struct Keys {
     set: Option<JwkSet>,
     fetched: Option<Instant>,
+}
+
+/// When the keys may be fetched: at most once every [`REFETCH_AFTER`],
+/// counted from the last attempt, successful or not.
+#[derive(Debug, Default)]
+struct Schedule {
+    attempted: Option<Instant>,
+}
+
+impl Schedule {
+    /// Records an attempt at `now` and says true, if one may start then.
+    fn begin(&mut self, now: Instant) -> bool {
+        if self.attempted.is_some_and(|at| now.saturating_duration_since(at) < REFETCH_AFTER) {
+            return false;
+        }
+        self.attempted = Some(now);
+        true
+    }
 }
 
 /// Why a request was refused: its status and `WWW-Authenticate` value.
@@ -86,6 +160,12 @@ struct Claims {
     scope: Option<String>,
     #[serde(default)]
     scp: Option<Value>,
+    #[serde(default)]
+    sub: Option<String>,
+    #[serde(default)]
+    client_id: Option<String>,
+    #[serde(default)]
+    azp: Option<String>,
 }
 
 /// Where a URL may point: HTTPS anywhere, plain HTTP only to this machine.
@@ -117,7 +197,14 @@ impl ResourceServer {
             .user_agent(concat!("toolhost/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|err| anyhow::anyhow!("could not set up the HTTP client for [serve.oauth]: {err}"))?;
-        Ok(ResourceServer { config, http, keys: tokio::sync::Mutex::default() })
+        let jwks = Jwks {
+            config: config.clone(),
+            http,
+            keys: std::sync::RwLock::default(),
+            flight: tokio::sync::Mutex::new(()),
+            schedule: std::sync::Mutex::default(),
+        };
+        Ok(ResourceServer { config, jwks: Arc::new(jwks) })
     }
 
     /// The path of this resource's metadata document (RFC 9728 §3.1: the
@@ -154,6 +241,13 @@ impl ResourceServer {
         self.config.tools.get(tool).or_else(|| self.config.tools.get(origin)).map(String::as_str)
     }
 
+    /// The scope everything plugin `plugin` runs besides its tools needs
+    /// (its resources, templates, prompts and completions), if any: the
+    /// plugin's own entry.
+    pub fn plugin_scope(&self, plugin: &str) -> Option<&str> {
+        self.config.tools.get(plugin).map(String::as_str)
+    }
+
     fn refusal(&self, status: http::StatusCode, error: Option<(&str, &str)>, scopes: &[&str]) -> Refusal {
         let mut challenge = format!("Bearer resource_metadata=\"{}\"", self.metadata_url());
         if !scopes.is_empty() {
@@ -175,19 +269,20 @@ impl ResourceServer {
         Refusal { status, challenge, message }
     }
 
-    /// A refusal of a call to a tool that needs `scope`, for a token with `granted`.
+    /// A refusal of a request to something (a tool, a resource, a prompt)
+    /// that needs `scope`, for a token with `granted`.
     pub fn insufficient(&self, scope: &str, granted: &BTreeSet<String>) -> Refusal {
         // What the client should ask for: what it has, the common scopes and this one.
         let mut wanted: BTreeSet<&str> = self.config.scopes.iter().map(String::as_str).collect();
         wanted.extend(granted.iter().map(String::as_str));
         wanted.insert(scope);
         let wanted: Vec<&str> = wanted.into_iter().collect();
-        let description = format!("this tool needs the scope `{scope}`");
+        let description = format!("this needs the scope `{scope}`");
         self.refusal(http::StatusCode::FORBIDDEN, Some(("insufficient_scope", &description)), &wanted)
     }
 
-    /// Checks a request's `Authorization` header: its token's scopes, or why not.
-    pub async fn check(&self, headers: &http::HeaderMap) -> Result<GrantedScopes, Refusal> {
+    /// Checks a request's `Authorization` header: what its token grants, or why not.
+    pub async fn check(&self, headers: &http::HeaderMap) -> Result<Grant, Refusal> {
         let common: Vec<&str> = self.config.scopes.iter().map(String::as_str).collect();
         // A client without a (good) token is told every scope this server
         // knows, so that it asks for all of them and the authorization server
@@ -205,6 +300,11 @@ impl ResourceServer {
         let invalid =
             |why: &str| self.refusal(http::StatusCode::UNAUTHORIZED, Some(("invalid_token", why)), &supported);
         let claims = self.verify(token).await.map_err(|why| invalid(&why))?;
+        let client = claims.client_id.as_deref().or(claims.azp.as_deref()).filter(|client| !client.is_empty());
+        let Some(subject) = claims.sub.as_deref().filter(|subject| !subject.is_empty()) else {
+            return Err(invalid("the token names no subject (`sub`): toolhost binds sessions and tasks to it"));
+        };
+        let principal = Principal::new(subject, client);
         let mut scopes = BTreeSet::new();
         if let Some(scope) = claims.scope {
             scopes.extend(scope.split_whitespace().map(str::to_owned));
@@ -220,7 +320,7 @@ impl ResourceServer {
                 format!("the token lacks the scope{} {}", if missing.len() == 1 { "" } else { "s" }, missing.join(" "));
             return Err(self.refusal(http::StatusCode::FORBIDDEN, Some(("insufficient_scope", &description)), &common));
         }
-        Ok(GrantedScopes(Arc::new(scopes)))
+        Ok(Grant { scopes: GrantedScopes(Arc::new(scopes)), principal })
     }
 
     /// Verifies `token`: `Err` says why it is refused (no secret in it).
@@ -241,7 +341,7 @@ impl ResourceServer {
         if !asymmetric {
             return Err(format!("tokens signed with {:?} are not accepted", header.alg));
         }
-        let key = self.key(header.kid.as_deref()).await?;
+        let key = self.jwks.key(header.kid.as_deref()).await?;
         let mut validation = Validation::new(header.alg);
         validation.set_issuer(&[&self.config.issuer]);
         validation.set_audience(&[&self.config.resource]);
@@ -257,38 +357,85 @@ impl ResourceServer {
                 ErrorKind::InvalidIssuer => format!("the token was not issued by {}", self.config.issuer),
                 ErrorKind::InvalidSignature => "the token's signature does not verify".to_owned(),
                 ErrorKind::MissingRequiredClaim(claim) => format!("the token has no `{claim}` claim"),
-                other => format!("the token was refused ({other:?})"),
+                _ => format!("the token was refused ({err})"),
             }
         })
     }
+}
+
+impl Jwks {
+    fn snapshot(&self) -> Arc<Keys> {
+        self.keys.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Starts a fetch now, if the schedule allows one.
+    fn begin_attempt(&self) -> bool {
+        self.schedule.lock().unwrap_or_else(|p| p.into_inner()).begin(Instant::now())
+    }
+
+    /// Fetches the keys and keeps them; `Err` says why none came (the keys
+    /// held before, if any, are kept).
+    async fn refresh(&self) -> Result<(), String> {
+        let set = self.fetch_keys().await?;
+        let keys = Arc::new(Keys { set: Some(set), fetched: Some(Instant::now()) });
+        *self.keys.write().unwrap_or_else(|p| p.into_inner()) = keys;
+        Ok(())
+    }
 
     /// The key named `kid` (or the only key, when the token names none).
-    async fn key(&self, kid: Option<&str>) -> Result<DecodingKey, String> {
-        let mut keys = self.keys.lock().await;
-        let stale = keys.fetched.is_none_or(|at| at.elapsed() > KEYS_TTL);
-        let found = |set: &JwkSet| match kid {
-            Some(kid) => set.find(kid).cloned(),
-            None if set.keys.len() == 1 => set.keys.first().cloned(),
-            None => None,
-        };
-        let known = keys.set.as_ref().and_then(found);
-        let may_fetch = keys.fetched.is_none_or(|at| at.elapsed() > REFETCH_AFTER);
-        if stale || (known.is_none() && may_fetch) {
-            match self.fetch_keys().await {
-                Ok(set) => {
-                    keys.set = Some(set);
-                    keys.fetched = Some(Instant::now());
-                }
-                // Keys already held keep serving while the issuer is unreachable.
-                Err(why) if keys.set.is_none() => return Err(why),
-                Err(why) => tracing::warn!("could not refresh the issuer's keys: {why}"),
+    async fn key(self: &Arc<Self>, kid: Option<&str>) -> Result<DecodingKey, String> {
+        let found = |keys: &Keys| {
+            let set = keys.set.as_ref()?;
+            match kid {
+                Some(kid) => set.find(kid).cloned(),
+                None if set.keys.len() == 1 => set.keys.first().cloned(),
+                None => None,
             }
+        };
+        let usable = |jwk: jsonwebtoken::jwk::Jwk| {
+            DecodingKey::from_jwk(&jwk).map_err(|err| format!("the issuer's key is not usable ({err})"))
+        };
+        let keys = self.snapshot();
+        if let Some(jwk) = found(&keys) {
+            // Old keys keep serving while newer ones are fetched in the background.
+            if keys.fetched.is_none_or(|at| at.elapsed() > KEYS_TTL) {
+                let jwks = self.clone();
+                tokio::spawn(async move {
+                    let Ok(_flight) = jwks.flight.try_lock() else { return };
+                    if jwks.begin_attempt()
+                        && let Err(why) = jwks.refresh().await
+                    {
+                        tracing::warn!("could not refresh the issuer's keys: {why}");
+                    }
+                });
+            }
+            return usable(jwk);
         }
-        let jwk = keys.set.as_ref().and_then(found).ok_or_else(|| match kid {
-            Some(kid) => format!("the issuer has no key `{kid}`"),
-            None => "the token names no key (`kid`) and the issuer has several".to_owned(),
-        })?;
-        DecodingKey::from_jwk(&jwk).map_err(|err| format!("the issuer's key is not usable ({err})"))
+        // The key is missing: wait for the one fetch in flight, or make it.
+        let _flight = self.flight.lock().await;
+        if let Some(jwk) = found(&self.snapshot()) {
+            return usable(jwk);
+        }
+        let mut why = None;
+        if self.begin_attempt()
+            && let Err(failed) = self.refresh().await
+        {
+            tracing::warn!("could not fetch the issuer's keys: {failed}");
+            why = Some(failed);
+        }
+        let keys = self.snapshot();
+        match (found(&keys), why) {
+            (Some(jwk), _) => usable(jwk),
+            (None, Some(why)) if keys.set.is_none() => Err(why),
+            (None, _) if keys.set.is_none() => Err(format!(
+                "the issuer's keys could not be fetched, and are tried again at most every {}s",
+                REFETCH_AFTER.as_secs()
+            )),
+            (None, _) => Err(match kid {
+                Some(kid) => format!("the issuer has no key `{kid}`"),
+                None => "the token names no key (`kid`) and the issuer has several".to_owned(),
+            }),
+        }
     }
 
     async fn fetch_keys(&self) -> Result<JwkSet, String> {
@@ -345,5 +492,33 @@ impl ResourceServer {
             }
         }
         serde_json::from_slice(&body).map_err(|err| format!("{url} did not send JSON ({err})"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fetch_is_attempted_at_most_every_30_seconds_whatever_came_of_the_last() {
+        let start = Instant::now();
+        let mut schedule = Schedule::default();
+        assert!(schedule.begin(start), "the first fetch");
+        for later in [0, 1, 10, 29] {
+            assert!(!schedule.begin(start + Duration::from_secs(later)), "{later}s after the last attempt");
+        }
+        assert!(schedule.begin(start + REFETCH_AFTER));
+        assert!(!schedule.begin(start + REFETCH_AFTER + Duration::from_secs(5)));
+        assert!(schedule.begin(start + REFETCH_AFTER * 2 + Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn principals_differ_by_subject_and_client_and_never_run_into_each_other() {
+        let alice = Principal::new("alice", Some("app"));
+        assert_eq!(alice, Principal::new("alice", Some("app")));
+        assert_ne!(alice, Principal::new("alice", Some("other")));
+        assert_ne!(alice, Principal::new("alice", None));
+        assert_ne!(Principal::new("ab", Some("c")), Principal::new("a", Some("bc")));
+        assert_eq!(format!("{alice:?}"), "Principal(..)");
     }
 }

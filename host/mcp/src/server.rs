@@ -8,11 +8,21 @@
 //! result with `isError: true` and the CLI's one-line message, and an unknown
 //! (or denied) tool the JSON-RPC error -32602. Usage and refusals go in
 //! `_meta` under `toolhost/usage` and `toolhost/refused`.
+//!
+//! With `[serve.oauth]`, a plugin's scope covers everything of it that runs
+//! code: its tools, resources, resource templates, prompts and completions.
+//! What a token lacks the scope for is not listed, and asking for it is
+//! answered as for something nobody offers (the HTTP front answers `403`
+//! naming the scope first, for step-up). Every call, read, prompt and
+//! completion waits for one of its requestor's slots
+//! ([`crate::caller::Requestors`]) and its questions go through
+//! [`crate::caller::Fair`].
 
 // MCP logging is deprecated by SEP-2577 (2026-07-28) but still what clients
 // of both generations use to receive a server's log records.
 #![allow(deprecated)]
 
+use crate::caller::{Caller, Fair, Requestors};
 use crate::metrics::Metrics;
 use crate::tasks::{Outcome, Task, TaskAsker, TaskSupport, Tasks, TasksConfig};
 use rmcp::model::{
@@ -65,6 +75,8 @@ struct Shared {
     listed: Mutex<(u64, Arc<Vec<Tool>>)>,
     /// With `[serve.tasks]`: the tasks of this process.
     tasks: Option<Arc<Tasks>>,
+    /// What each requestor holds, and may hold.
+    requestors: Arc<Requestors>,
 }
 
 impl ToolServer {
@@ -74,7 +86,11 @@ impl ToolServer {
         let listed = Mutex::new((u64::MAX, Arc::new(Vec::new())));
         let metrics = Arc::new(Metrics::default());
         let seal = crate::asking::StateSeal::from_env()?;
-        let shared = Shared { host, metrics, seal, oauth: None, listed, tasks: None };
+        let requestors = Arc::new(Requestors::new(
+            default_calls_per_requestor(&host),
+            crate::caller::DEFAULT_MAX_QUESTIONS_PER_REQUESTOR,
+        ));
+        let shared = Shared { host, metrics, seal, oauth: None, listed, tasks: None, requestors };
         Ok(ToolServer { shared: Arc::new(shared), level: Arc::new(Mutex::new(None)) })
     }
 
@@ -87,8 +103,31 @@ impl ToolServer {
         self
     }
 
+    /// This handler, with at most `calls` calls running and `questions`
+    /// questions waiting per requestor (`None`: the defaults, half of
+    /// `max_concurrent_calls` and 16). Fails on 0. Call before sharing it.
+    pub fn with_requestor_limits(
+        mut self,
+        calls: Option<usize>,
+        questions: Option<usize>,
+    ) -> anyhow::Result<ToolServer> {
+        if calls == Some(0) || questions == Some(0) {
+            anyhow::bail!(
+                "[serve] max_calls_per_requestor and max_questions_per_requestor must be at least 1 (they bound \
+                 what one client may hold at once)"
+            );
+        }
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            let calls = calls.unwrap_or_else(|| default_calls_per_requestor(&shared.host));
+            let questions = questions.unwrap_or(crate::caller::DEFAULT_MAX_QUESTIONS_PER_REQUESTOR);
+            shared.requestors = Arc::new(Requestors::new(calls, questions));
+        }
+        Ok(self)
+    }
+
     /// This handler, running the tools `config` names as MCP tasks (none
-    /// without it). Fails on a setting out of range. Call before sharing it.
+    /// without it). Fails on a setting out of range. Call before sharing
+    /// it, inside the tokio runtime (which runs the tasks' expiry timer).
     pub fn with_tasks(mut self, config: Option<TasksConfig>) -> anyhow::Result<ToolServer> {
         let tasks = match config {
             Some(config) => {
@@ -98,6 +137,11 @@ impl ToolServer {
             }
             None => None,
         };
+        if let Some(tasks) = &tasks
+            && tokio::runtime::Handle::try_current().is_ok()
+        {
+            tasks.expire_on_time();
+        }
         if let Some(shared) = Arc::get_mut(&mut self.shared) {
             shared.tasks = tasks;
         }
@@ -122,7 +166,7 @@ impl ToolServer {
     /// task is its session's, seen through that revision's requests).
     fn extension_task(&self, id: &str, context: &RequestContext<RoleServer>) -> Result<Arc<Task>, ErrorData> {
         let task = self.task(id, context)?;
-        if task.owner().is_some() {
+        if task.kind == crate::tasks::TaskKind::Experimental {
             return Err(ErrorData::invalid_params(
                 format!(
                     "task `{}` was started by a 2025-11-25 `tools/call` with `task`: only that session sees it, \
@@ -140,7 +184,7 @@ impl ToolServer {
         let Some(tasks) = &self.shared.tasks else {
             return Err(ErrorData::invalid_params("this server runs no tasks ([serve.tasks] is not set)", None));
         };
-        let task = tasks.find(id)?;
+        let task = tasks.find(id, &Caller::of(context))?;
         if !self.in_scope(context, &task.tool, &task.origin) {
             return Err(ErrorData::invalid_params(
                 format!("task `{}` is a call of a tool this token has not the scope for", task.id),
@@ -150,15 +194,49 @@ impl ToolServer {
         Ok(task)
     }
 
-    /// Whether the request's token (if `[serve.oauth]`) may see `entry`.
+    /// Whether the request's token (if `[serve.oauth]`) may see the tool `name` of `origin`.
     pub(crate) fn in_scope(&self, context: &RequestContext<RoleServer>, name: &str, origin: &str) -> bool {
         let Some(oauth) = &self.shared.oauth else { return true };
         let Some(scope) = oauth.tool_scope(name, origin) else { return true };
-        let granted = context
-            .extensions
-            .get::<http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<crate::oauth::GrantedScopes>());
-        granted.is_some_and(|granted| granted.0.contains(scope))
+        granted(context).is_some_and(|granted| granted.0.contains(scope))
+    }
+
+    /// Whether the request's token (if `[serve.oauth]`) may have what
+    /// plugin `plugin` offers besides tools (resources, templates, prompts,
+    /// completions): the plugin's scope, if it has one.
+    pub(crate) fn plugin_in_scope(&self, context: &RequestContext<RoleServer>, plugin: &str) -> bool {
+        let Some(oauth) = &self.shared.oauth else { return true };
+        let Some(scope) = oauth.plugin_scope(plugin) else { return true };
+        granted(context).is_some_and(|granted| granted.0.contains(scope))
+    }
+
+    /// `asker`, held to the requestor's question limit and to `timeout` of
+    /// waiting for the client in all (the call's own timeout).
+    pub(crate) fn fair(
+        &self,
+        asker: Arc<dyn toolhost_runtime::ask::Asker>,
+        caller: &Caller,
+        timeout: std::time::Duration,
+    ) -> Arc<dyn toolhost_runtime::ask::Asker> {
+        Arc::new(Fair::new(asker, self.shared.requestors.clone(), caller.requestor(), timeout))
+    }
+
+    /// Waits for one of the requestor's call slots, unless `cancel` comes first (`Err`).
+    pub(crate) async fn admit(
+        &self,
+        caller: &Caller,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Result<Option<crate::caller::CallSlot>, ()> {
+        let requestor = caller.requestor();
+        tokio::select! {
+            slot = self.shared.requestors.admit(requestor.as_deref()) => Ok(slot),
+            () = cancel.cancelled() => Err(()),
+        }
+    }
+
+    /// How long a call of `origin`'s may take, which also bounds how long it waits for its client.
+    pub(crate) fn timeout_of(&self, origin: &str) -> std::time::Duration {
+        self.host().limits_for(origin).timeout
     }
 
     /// Who answers the questions of a request's call: the session's client
@@ -219,7 +297,8 @@ impl ToolServer {
         use crate::tasks::PhasedAsker;
         let name = request.name.to_string();
         let arguments = arguments_text(&request.arguments);
-        let binding = crate::asking::binding("tools/call", &name, &request.arguments);
+        let caller = Caller::of(&context);
+        let binding = crate::asking::binding("tools/call", &name, &request.arguments, &caller.binding());
         let state = request.request_state.as_deref();
         let (mut hooks, round) = match self.asker(&context, binding, request.input_responses.clone(), state) {
             Ok(asking) => asking,
@@ -228,13 +307,13 @@ impl ToolServer {
                 return Err(error);
             }
         };
-        let task = tasks.create(&name, &origin, crate::tasks::TaskKind::Extension, None);
+        let task = tasks.create(&name, &origin, crate::tasks::TaskKind::Extension, caller.owner(false), None);
         let before: Arc<dyn toolhost_runtime::ask::Asker> = match hooks.asker.take() {
             Some(asker) => asker,
             None => Arc::new(crate::asking::RoundAsker::new(&self.shared.seal, b"", None, None, None)?),
         };
         let phased = Arc::new(PhasedAsker::new(before));
-        hooks.asker = Some(phased.clone());
+        hooks.asker = Some(self.fair(phased.clone(), &caller, self.timeout_of(&origin)));
         let task_asker = Arc::new(TaskAsker::new(task.clone(), context.client_capabilities().unwrap_or_default()));
         // Progress goes to the client as `notifications/progress` while the
         // call runs in its request, and into the task's `statusMessage` after.
@@ -263,7 +342,8 @@ impl ToolServer {
             let span = request_span("tools/call", &name, &context);
             async move {
                 let call = (&name[..], &origin[..], &arguments[..]);
-                let Some(report) = server.run_task_call(&catalog, call, hooks, span, &task.cancel).await else {
+                let Some(report) = server.run_task_call(&catalog, call, hooks, span, &caller, &task.cancel).await
+                else {
                     return;
                 };
                 match phased.end() {
@@ -282,7 +362,7 @@ impl ToolServer {
         tokio::pin!(deadline, finished);
         let mut due = after.is_zero();
         loop {
-            if due && phased.escalate(&task, &task_asker, || tasks.keep(&task)) {
+            if due && phased.escalate(&task, &task_asker, || tasks.keep(&task).is_ok()) {
                 owned.disarm();
                 return Ok(CallToolResponse::Task(CreateTaskResult::new(task.handle())));
             }
@@ -314,18 +394,20 @@ impl ToolServer {
         }
     }
 
-    /// Runs a task's call (tool `name` of `origin` with `arguments`),
-    /// counted in the metrics, until it ends (its report) or `cancel`
-    /// (`None`: its future is dropped, so the guest stops at its next epoch
-    /// tick).
+    /// Runs a task's call (tool `name` of `origin` with `arguments`) once
+    /// one of `caller`'s call slots is free, counted in the metrics, until it
+    /// ends (its report) or `cancel` (`None`: its future is dropped, so the
+    /// guest stops at its next epoch tick).
     pub(crate) async fn run_task_call(
         &self,
         catalog: &Catalog,
         (name, origin, arguments): (&str, &str, &str),
         hooks: CallHooks,
         span: tracing::Span,
+        caller: &Caller,
         cancel: &tokio_util::sync::CancellationToken,
     ) -> Option<CallReport> {
+        let _slot = self.admit(caller, cancel).await.ok()?;
         let active = self.shared.metrics.start_call(name, origin);
         let overrides = LimitOverrides::default();
         let call = tracing::Instrument::instrument(
@@ -377,6 +459,11 @@ impl ToolServer {
         task.finish(outcome);
     }
 
+    /// What seals `requestState` and cursors.
+    pub(crate) fn seal(&self) -> &crate::asking::StateSeal {
+        &self.shared.seal
+    }
+
     /// The counters of the calls this handler (and every session of it) served.
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.shared.metrics
@@ -399,6 +486,11 @@ impl ToolServer {
             None => approvals.policy_for(entry.name(), entry.origin()),
         };
         policy != Policy::Deny
+    }
+
+    /// What the plugins offer besides tools, as far as the request's token may see.
+    fn offered_to(&self, context: &RequestContext<RoleServer>) -> (Vec<Value>, Vec<Value>, Vec<Value>) {
+        offered(&self.host().catalog(), |plugin| self.plugin_in_scope(context, plugin))
     }
 
     /// The tools listed for `catalog`, built once per generation.
@@ -649,12 +741,21 @@ fn ran(err: &OfferError) -> Option<&CallError> {
 }
 
 /// What the plugins of `catalog` offer besides tools, each item in
-/// file-name order (a URI or name a plugin before already offers is left out).
-fn offered(catalog: &Catalog) -> (Vec<Value>, Vec<Value>, Vec<Value>) {
+/// file-name order (a URI or name a plugin before already offers is left
+/// out, as the host serves it from that plugin); only the plugins `shown`
+/// says yes to (after that rule: what an earlier plugin hidden from the
+/// caller offers stays hidden, since asking for it would run that one).
+fn offered(catalog: &Catalog, shown: impl Fn(&str) -> bool) -> (Vec<Value>, Vec<Value>, Vec<Value>) {
     let (mut resources, mut templates, mut prompts) = (Vec::new(), Vec::new(), Vec::new());
     let mut seen = std::collections::HashSet::new();
     for plugin in catalog.plugins() {
         let offers = &plugin.offers;
+        if !shown(&plugin.name) {
+            seen.extend(offers.resources.iter().map(|resource| format!("r{}", resource.uri)));
+            seen.extend(offers.templates.iter().map(|template| format!("t{}", template.uri_template)));
+            seen.extend(offers.prompts.iter().map(|prompt| format!("p{}", prompt.name)));
+            continue;
+        }
         for resource in offers.resources.iter().filter(|resource| seen.insert(format!("r{}", resource.uri))) {
             let mut wire = json!({
                 "uri": resource.uri, "name": resource.name, "title": resource.title,
@@ -692,6 +793,54 @@ fn offered(catalog: &Catalog) -> (Vec<Value>, Vec<Value>, Vec<Value>) {
         }
     }
     (resources, templates, prompts)
+}
+
+/// The plugin whose code reading `uri` runs: the first that lists it, else
+/// the first with a template matching it (as `Host::read_resource` picks).
+pub(crate) fn resource_plugin<'a>(catalog: &'a Catalog, uri: &str) -> Option<&'a str> {
+    let plugins = catalog.plugins();
+    let listed = plugins.iter().find(|plugin| plugin.offers.resources.iter().any(|resource| resource.uri == uri));
+    let templated = || {
+        plugins.iter().find(|plugin| {
+            plugin
+                .offers
+                .templates
+                .iter()
+                .any(|template| toolhost_runtime::offers::matches_template(&template.uri_template, uri))
+        })
+    };
+    listed.or_else(templated).map(|plugin| &*plugin.name)
+}
+
+/// The plugin that fills in the prompt `name` (the first that offers it).
+pub(crate) fn prompt_plugin<'a>(catalog: &'a Catalog, name: &str) -> Option<&'a str> {
+    let plugins = catalog.plugins();
+    plugins.iter().find(|plugin| plugin.offers.prompts.iter().any(|prompt| prompt.name == name)).map(|p| &*p.name)
+}
+
+/// The plugin that completes arguments of the resource template `template`.
+pub(crate) fn template_plugin<'a>(catalog: &'a Catalog, template: &str) -> Option<&'a str> {
+    let plugins = catalog.plugins();
+    plugins
+        .iter()
+        .find(|plugin| plugin.offers.templates.iter().any(|offered| offered.uri_template == template))
+        .map(|plugin| &*plugin.name)
+}
+
+/// The scopes of the token a request carried (`[serve.oauth]`).
+fn granted(context: &RequestContext<RoleServer>) -> Option<&crate::oauth::GrantedScopes> {
+    context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<crate::oauth::GrantedScopes>())
+}
+
+/// Calls one requestor may run at once unless `[serve]` says otherwise:
+/// half of `max_concurrent_calls` (at least one), so that one client never
+/// holds every slot.
+fn default_calls_per_requestor(host: &Host) -> usize {
+    let total = host.config().max_concurrent_calls.unwrap_or(toolhost_catalog::config::DEFAULT_MAX_CONCURRENT_CALLS);
+    (total / 2).max(1)
 }
 
 /// Removes the `null` members of an object, recursively (MCP leaves absent
@@ -790,18 +939,18 @@ impl ServerHandler for ToolServer {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let (resources, _, _) = offered(&self.host().catalog());
+        let (resources, _, _) = self.offered_to(&context);
         Ok(ListResourcesResult::with_all_items(from_wire(Value::Array(resources))?))
     }
 
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let (_, templates, _) = offered(&self.host().catalog());
+        let (_, templates, _) = self.offered_to(&context);
         Ok(ListResourceTemplatesResult::with_all_items(from_wire(Value::Array(templates))?))
     }
 
@@ -810,10 +959,22 @@ impl ServerHandler for ToolServer {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let binding = crate::asking::binding("resources/read", &request.uri, &());
-        let state = request.request_state.as_deref();
-        let (hooks, round) = self.asker(&context, binding, request.input_responses.clone(), state)?;
         let catalog = self.host().catalog();
+        // A resource of a plugin the token has not the scope for is one nobody offers.
+        let Some(plugin) = resource_plugin(&catalog, &request.uri).filter(|p| self.plugin_in_scope(&context, p)) else {
+            return Err(offer_error(
+                OfferError::NotFound(format!("the resource `{}`", request.uri)),
+                Some(&request.uri),
+            ));
+        };
+        let caller = Caller::of(&context);
+        let binding = crate::asking::binding("resources/read", &request.uri, &(), &caller.binding());
+        let state = request.request_state.as_deref();
+        let (mut hooks, round) = self.asker(&context, binding, request.input_responses.clone(), state)?;
+        hooks.asker = hooks.asker.map(|asker| self.fair(asker, &caller, self.timeout_of(plugin)));
+        let Ok(_slot) = self.admit(&caller, &context.ct).await else {
+            return Err(ErrorData::internal_error("the read was cancelled", None));
+        };
         let read = self.host().read_resource(&catalog, &request.uri, hooks).await;
         if let Some(end) = self.end_round(round, read.as_ref().err().and_then(ran)) {
             return end.map(ReadResourceResponse::InputRequired);
@@ -846,9 +1007,9 @@ impl ServerHandler for ToolServer {
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let (_, _, prompts) = offered(&self.host().catalog());
+        let (_, _, prompts) = self.offered_to(&context);
         Ok(ListPromptsResult::with_all_items(from_wire(Value::Array(prompts))?))
     }
 
@@ -857,9 +1018,18 @@ impl ServerHandler for ToolServer {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let binding = crate::asking::binding("prompts/get", &request.name, &request.arguments);
+        let catalog = self.host().catalog();
+        let Some(plugin) = prompt_plugin(&catalog, &request.name).filter(|p| self.plugin_in_scope(&context, p)) else {
+            return Err(offer_error(OfferError::NotFound(format!("the prompt `{}`", request.name)), None));
+        };
+        let caller = Caller::of(&context);
+        let binding = crate::asking::binding("prompts/get", &request.name, &request.arguments, &caller.binding());
         let state = request.request_state.as_deref();
-        let (hooks, round) = self.asker(&context, binding, request.input_responses.clone(), state)?;
+        let (mut hooks, round) = self.asker(&context, binding, request.input_responses.clone(), state)?;
+        hooks.asker = hooks.asker.map(|asker| self.fair(asker, &caller, self.timeout_of(plugin)));
+        let Ok(_slot) = self.admit(&caller, &context.ct).await else {
+            return Err(ErrorData::internal_error("the prompt was cancelled", None));
+        };
         let arguments: Vec<(String, String)> = request
             .arguments
             .unwrap_or_default()
@@ -872,7 +1042,6 @@ impl ServerHandler for ToolServer {
                 (name, value)
             })
             .collect();
-        let catalog = self.host().catalog();
         let prompt = self.host().get_prompt(&catalog, &request.name, &arguments, hooks).await;
         if let Some(end) = self.end_round(round, prompt.as_ref().err().and_then(ran)) {
             return end.map(GetPromptResponse::InputRequired);
@@ -892,19 +1061,33 @@ impl ServerHandler for ToolServer {
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         use rmcp::model::Reference;
-        let context: Vec<(String, String)> =
+        let arguments: Vec<(String, String)> =
             request.context.and_then(|context| context.arguments).unwrap_or_default().into_iter().collect();
-        let reference = match &request.r#ref {
-            Reference::Prompt(prompt) => toolhost_runtime::offers::Reference::Prompt(&prompt.name),
-            Reference::Resource(template) => toolhost_runtime::offers::Reference::Template(&template.uri),
+        let catalog = self.host().catalog();
+        let (reference, plugin, what) = match &request.r#ref {
+            Reference::Prompt(prompt) => (
+                toolhost_runtime::offers::Reference::Prompt(&prompt.name),
+                prompt_plugin(&catalog, &prompt.name),
+                format!("the prompt `{}`", prompt.name),
+            ),
+            Reference::Resource(template) => (
+                toolhost_runtime::offers::Reference::Template(&template.uri),
+                template_plugin(&catalog, &template.uri),
+                format!("the resource template `{}`", template.uri),
+            ),
             _ => return Err(ErrorData::invalid_params("a completion reference of an unknown kind", None)),
         };
-        let catalog = self.host().catalog();
+        if !plugin.is_some_and(|plugin| self.plugin_in_scope(&context, plugin)) {
+            return Err(offer_error(OfferError::NotFound(what), None));
+        }
+        let Ok(_slot) = self.admit(&Caller::of(&context), &context.ct).await else {
+            return Err(ErrorData::internal_error("the completion was cancelled", None));
+        };
         let argument = &request.argument;
-        let done = self.host().complete(&catalog, reference, &argument.name, &argument.value, &context).await;
+        let done = self.host().complete(&catalog, reference, &argument.name, &argument.value, &arguments).await;
         let done = done.map_err(|err| offer_error(err, None))?;
         from_wire(json!({
             "resultType": "complete",
@@ -967,6 +1150,11 @@ impl ServerHandler for ToolServer {
             }
             _ => {}
         }
+        let caller = Caller::of(&context);
+        // One of the requestor's call slots first, then one of the server's (in the host).
+        let Ok(_slot) = self.admit(&caller, &context.ct).await else {
+            return Err(ErrorData::internal_error(format!("the call to `{name}` was cancelled"), None));
+        };
         let arguments = arguments_text(&request.arguments);
         let overrides = LimitOverrides::default();
         // Counted as running, and as cancelled unless it finishes (this
@@ -984,7 +1172,7 @@ impl ServerHandler for ToolServer {
             }
             None => (None, None),
         };
-        let binding = crate::asking::binding("tools/call", name, &request.arguments);
+        let binding = crate::asking::binding("tools/call", name, &request.arguments, &caller.binding());
         let state = request.request_state.as_deref();
         let (mut hooks, round) = match self.asker(&context, binding, request.input_responses.clone(), state) {
             Ok(asking) => asking,
@@ -994,6 +1182,7 @@ impl ServerHandler for ToolServer {
             }
         };
         hooks.progress = observer;
+        hooks.asker = hooks.asker.map(|asker| self.fair(asker, &caller, self.timeout_of(origin)));
         let span = request_span("tools/call", name, &context);
         let call = tracing::Instrument::instrument(
             self.host().call_observed(&catalog, name, &arguments, &overrides, hooks),

@@ -11,18 +11,26 @@
 //! `completed` with the tool result (`isError` included), or `failed` with
 //! the JSON-RPC error the request would have got.
 //!
-//! Tasks live in the process that started them ([`Tasks`]: bounded, each
-//! kept for its TTL from creation). A task id names its replica and that
-//! replica's run, so a replica asked about a task it does not hold can say
-//! why: another replica started it (gone, or not reached through this load
-//! balancer), or this replica restarted since, or it expired.
+//! Tasks live in the process that started them ([`Tasks`]: bounded in all
+//! and per requestor, each kept for its TTL from creation and stopped by a
+//! timer when it runs out). A task id names its replica and that replica's
+//! run, so a replica asked about a task it does not hold can say why:
+//! another replica started it (gone, or not reached through this load
+//! balancer), or this replica restarted since, or it expired. The rest of
+//! the id is 128 random bits.
+//!
+//! A task is owned by who started it ([`Owner`]: the token's principal,
+//! and the session for a 2025-11-25 task). Any other caller is answered
+//! exactly as for an id never given out, so an id seen elsewhere (a log)
+//! grants nothing by itself.
 
 use crate::asking::missing;
+use crate::caller::{Caller, Owner};
 use rmcp::ErrorData;
 use rmcp::model::{ClientCapabilities, DetailedTask, InputRequests, InputResponses, JsonObject, TaskPayload};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -41,6 +49,9 @@ pub const DEFAULT_TTL: Duration = Duration::from_secs(3600);
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
 /// Tasks kept at once (all clients together) unless configured otherwise.
 pub const DEFAULT_MAX_TASKS: usize = 1000;
+/// The share of `max_tasks` one requestor may hold unless configured
+/// otherwise: a tenth (at least one).
+pub const DEFAULT_TASKS_PER_REQUESTOR_SHARE: usize = 10;
 /// The longest task id looked at; longer ones are refused unread.
 const MAX_TASK_ID: usize = 256;
 /// The longest replica name.
@@ -114,6 +125,7 @@ impl<'de> Deserialize<'de> for ToolTasks {
 /// ttl = "1h"               # kept this long from creation, then dropped (a running one stopped)
 /// poll_interval = "1s"     # what clients are told to poll at
 /// max_tasks = 1000         # kept at once; past it, calls run in their request
+/// max_tasks_per_requestor = 100  # kept at once for one token subject (or session)
 /// after = "0s"             # how long a call runs in its request before it becomes a task
 /// plugins = { batch = "optional" }
 /// tools = { render = "required", report = { support = "optional", after = "2s" } }
@@ -125,6 +137,9 @@ pub struct TasksConfig {
     pub ttl: Option<HumanDuration>,
     pub poll_interval: Option<HumanDuration>,
     pub max_tasks: Option<usize>,
+    /// Tasks kept at once for one requestor (a token's subject, else a
+    /// session); a tenth of `max_tasks` unless set.
+    pub max_tasks_per_requestor: Option<usize>,
     /// Per tool, by its served name (over `plugins`).
     #[serde(default)]
     pub tools: BTreeMap<String, ToolTasks>,
@@ -154,10 +169,37 @@ pub struct Tasks {
     ttl: Duration,
     poll_interval: Duration,
     max_tasks: usize,
+    max_per_requestor: usize,
     /// This replica's name, and the random name of this run of it.
     replica: String,
     run: String,
     entries: Mutex<HashMap<String, Arc<Task>>>,
+    /// Tasks that expired lately, and whose they were (at most `max_tasks`):
+    /// their owner is told they expired, anyone else that they are unknown.
+    expired: Mutex<VecDeque<(String, Owner)>>,
+    /// Woken when a task is kept, so that the expiry timer looks again.
+    kept: Arc<Notify>,
+}
+
+/// Why a task was not kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Full {
+    /// `max_tasks` are kept.
+    Server(usize),
+    /// The requestor holds `max_tasks_per_requestor`.
+    Requestor(usize),
+}
+
+impl std::fmt::Display for Full {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Full::Server(max) => write!(f, "toolhost keeps {max} tasks, as many as `[serve.tasks] max_tasks` allows"),
+            Full::Requestor(max) => write!(
+                f,
+                "this client has {max} tasks kept, as many as `[serve.tasks] max_tasks_per_requestor` allows one client"
+            ),
+        }
+    }
 }
 
 impl Tasks {
@@ -194,7 +236,77 @@ impl Tasks {
         if max_tasks == 0 {
             anyhow::bail!("[serve.tasks] max_tasks must be at least 1 (leave out [serve.tasks] for no tasks)");
         }
-        Ok(Tasks { config, ttl, poll_interval, max_tasks, replica, run: random_hex(4)?, entries: Mutex::default() })
+        let max_per_requestor =
+            config.max_tasks_per_requestor.unwrap_or((max_tasks / DEFAULT_TASKS_PER_REQUESTOR_SHARE).max(1));
+        if max_per_requestor == 0 || max_per_requestor > max_tasks {
+            anyhow::bail!(
+                "[serve.tasks] max_tasks_per_requestor must be between 1 and max_tasks ({max_tasks}), not \
+                 {max_per_requestor}"
+            );
+        }
+        Ok(Tasks {
+            config,
+            ttl,
+            poll_interval,
+            max_tasks,
+            max_per_requestor,
+            replica,
+            run: random_hex(4)?,
+            entries: Mutex::default(),
+            expired: Mutex::default(),
+            kept: Arc::new(Notify::new()),
+        })
+    }
+
+    /// Starts the timer that ends each task at its TTL (a running call is
+    /// stopped then, whether anyone looks the task up or not). It stops
+    /// once the store is dropped. Needs a tokio runtime.
+    pub fn expire_on_time(self: &Arc<Self>) {
+        let tasks = Arc::downgrade(self);
+        let kept = self.kept.clone();
+        tokio::spawn(async move {
+            loop {
+                // Enabled before the look: a task kept after it wakes the timer.
+                let notified = kept.notified();
+                let mut notified = std::pin::pin!(notified);
+                notified.as_mut().enable();
+                let next = match tasks.upgrade() {
+                    Some(tasks) => tasks.expire_due(Instant::now()),
+                    None => return,
+                };
+                let sleep = match next {
+                    Some(at) => tokio::time::sleep_until(at.into()),
+                    None => tokio::time::sleep(Duration::from_secs(3600)),
+                };
+                tokio::select! {
+                    () = sleep => {}
+                    () = notified => {}
+                }
+            }
+        });
+    }
+
+    /// Ends every task whose TTL ran out by `now`; when the next one runs out.
+    fn expire_due(&self, now: Instant) -> Option<Instant> {
+        let due: Vec<Arc<Task>> = {
+            let mut entries = self.entries();
+            let ids: Vec<String> =
+                entries.values().filter(|task| task.expires <= now).map(|task| task.id.clone()).collect();
+            ids.iter().filter_map(|id| entries.remove(id)).collect()
+        };
+        for task in due {
+            task.expire();
+            self.remember_expired(&task);
+        }
+        self.entries().values().map(|task| task.expires).min()
+    }
+
+    fn remember_expired(&self, task: &Task) {
+        let mut expired = self.expired.lock().unwrap_or_else(|p| p.into_inner());
+        if expired.len() >= self.max_tasks {
+            expired.pop_front();
+        }
+        expired.push_back((task.id.clone(), task.owner.clone()));
     }
 
     /// What `[serve.tasks]` says.
@@ -211,10 +323,10 @@ impl Tasks {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A new task for a call of `tool` (offered by `origin`), not yet kept.
-    /// `ttl`: what the client asked for (2025-11-25), kept within the
-    /// configured one.
-    pub fn create(&self, tool: &str, origin: &str, kind: TaskKind, ttl: Option<Duration>) -> Arc<Task> {
+    /// A new task for a call of `tool` (offered by `origin`) by `owner`,
+    /// not yet kept. `ttl`: what the client asked for (2025-11-25), kept
+    /// within the configured one.
+    pub fn create(&self, tool: &str, origin: &str, kind: TaskKind, owner: Owner, ttl: Option<Duration>) -> Arc<Task> {
         let secret = random_hex(16).unwrap_or_else(|_| format!("{:032x}", rand_fallback()));
         let now = SystemTime::now();
         let ttl = ttl.map_or(self.ttl, |asked| asked.clamp(Duration::from_secs(1), self.ttl));
@@ -223,6 +335,7 @@ impl Tasks {
             tool: tool.to_owned(),
             origin: origin.to_owned(),
             kind,
+            owner,
             created_at: iso8601(now),
             expires: Instant::now() + ttl,
             ttl,
@@ -234,46 +347,51 @@ impl Tasks {
     }
 
     /// Keeps `task` (before its handle is given out, so that `tasks/get`
-    /// finds it at once). False when `max_tasks` are kept and none expired.
-    pub fn keep(&self, task: &Arc<Task>) -> bool {
-        let mut entries = self.entries();
-        if entries.len() >= self.max_tasks {
-            let now = Instant::now();
-            entries.retain(|_, task| {
-                let keep = task.expires > now;
-                if !keep {
-                    task.expire();
+    /// finds it at once), unless `max_tasks` are kept, or its requestor
+    /// holds `max_tasks_per_requestor`.
+    pub fn keep(&self, task: &Arc<Task>) -> Result<(), Full> {
+        {
+            let mut entries = self.entries();
+            if entries.len() >= self.max_tasks {
+                return Err(Full::Server(self.max_tasks));
+            }
+            if let Some(requestor) = &task.owner.requestor {
+                let held = entries.values().filter(|kept| kept.owner.requestor.as_ref() == Some(requestor)).count();
+                if held >= self.max_per_requestor {
+                    return Err(Full::Requestor(self.max_per_requestor));
                 }
-                keep
-            });
+            }
+            entries.insert(task.id.clone(), task.clone());
         }
-        if entries.len() >= self.max_tasks {
-            return false;
-        }
-        entries.insert(task.id.clone(), task.clone());
-        true
+        self.kept.notify_waiters();
+        Ok(())
     }
 
-    /// The task `id`, or the JSON-RPC error (-32602) saying why there is none.
-    pub fn find(&self, id: &str) -> Result<Arc<Task>, ErrorData> {
+    /// The task `id` if `caller` owns it, or the JSON-RPC error (-32602)
+    /// saying why there is none. A task of another owner gets exactly the
+    /// error of an id never given out.
+    pub fn find(&self, id: &str, caller: &Caller) -> Result<Arc<Task>, ErrorData> {
         if id.len() > MAX_TASK_ID {
             return Err(not_found(id, "unknown", "is not a task id toolhost gave out (it is far too long)".into()));
         }
-        {
-            let mut entries = self.entries();
-            if let Some(task) = entries.get(id) {
-                if task.expires > Instant::now() {
-                    return Ok(task.clone());
-                }
-                let task = entries.remove(id);
-                drop(entries);
-                if let Some(task) = task {
-                    task.expire();
-                }
-                let why = format!("has expired: tasks are kept {} from their creation", HumanDuration(self.ttl));
-                return Err(not_found(id, "expired", why));
+        let kept = self.entries().get(id).cloned();
+        match kept {
+            // The timer may not have ended it yet: nobody sees a task past its TTL.
+            Some(task) if task.owner.admits(caller) && task.expires > Instant::now() => return Ok(task),
+            Some(task) if task.owner.admits(caller) => {
+                self.expire_due(Instant::now());
+                drop(task);
+                return Err(self.expired(id));
             }
+            Some(_) => return Err(self.unknown(id)),
+            None => {}
         }
+        let expired = self.expired.lock().unwrap_or_else(|p| p.into_inner());
+        if expired.iter().any(|(gone, owner)| gone == id && owner.admits(caller)) {
+            drop(expired);
+            return Err(self.expired(id));
+        }
+        drop(expired);
         let mut parts = id.rsplitn(3, '.');
         let (secret, run, replica) = (parts.next(), parts.next(), parts.next());
         let ours = matches!((secret, run, replica), (Some(secret), Some(run), Some(replica))
@@ -300,30 +418,47 @@ impl Tasks {
             );
             return Err(not_found(id, "replica_restarted", why));
         }
+        Err(self.unknown(id))
+    }
+
+    /// The error for an id of this replica and run that `caller` has no task under.
+    fn unknown(&self, id: &str) -> ErrorData {
         let why = format!(
             "is not known here: it has expired (tasks are kept {} from their creation) or was never created",
             HumanDuration(self.ttl)
         );
-        Err(not_found(id, "unknown", why))
+        not_found(id, "unknown", why)
     }
 
-    /// The 2025-11-25 tasks `owner` (a session) created and still kept,
-    /// oldest first.
-    pub fn owned_by(&self, owner: &str) -> Vec<Arc<Task>> {
+    fn expired(&self, id: &str) -> ErrorData {
+        let why = format!("has expired: tasks are kept {} from their creation", HumanDuration(self.ttl));
+        not_found(id, "expired", why)
+    }
+
+    /// The 2025-11-25 tasks of `caller`'s session (and principal) still
+    /// kept, oldest first.
+    pub fn owned_by(&self, caller: &Caller) -> Vec<Arc<Task>> {
         let now = Instant::now();
-        let mut owned: Vec<Arc<Task>> =
-            self.entries().values().filter(|task| task.expires > now && task.owner() == Some(owner)).cloned().collect();
+        let mut owned: Vec<Arc<Task>> = self
+            .entries()
+            .values()
+            .filter(|task| task.expires > now && task.owner.session.is_some() && task.owner.admits(caller))
+            .cloned()
+            .collect();
         owned.sort_by(|a, b| (&a.created_at, &a.id).cmp(&(&b.created_at, &b.id)));
         owned
     }
 
-    /// Ends the 2025-11-25 tasks of `owner`, a session that ended: they are
-    /// dropped, and a running call is stopped.
-    pub fn end_owned_by(&self, owner: &str) {
+    /// Ends the 2025-11-25 tasks of `session` (`http:ID`), which ended:
+    /// they are dropped, and a running call is stopped.
+    pub fn end_owned_by(&self, session: &str) {
         let ended: Vec<Arc<Task>> = {
             let mut entries = self.entries();
-            let ids: Vec<String> =
-                entries.values().filter(|task| task.owner() == Some(owner)).map(|task| task.id.clone()).collect();
+            let ids: Vec<String> = entries
+                .values()
+                .filter(|task| task.owner.session.as_deref() == Some(session))
+                .map(|task| task.id.clone())
+                .collect();
             ids.iter().filter_map(|id| entries.remove(id)).collect()
         };
         for task in ended {
@@ -400,15 +535,15 @@ fn iso8601(time: SystemTime) -> String {
 }
 
 /// Which protocol made a task, and so how it is shown and answered.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TaskKind {
     /// SEP-2663 (`io.modelcontextprotocol/tasks`): polled with `tasks/get`,
     /// questions answered with `tasks/update`.
     Extension,
     /// MCP 2025-11-25's experimental tasks (a `task` param on `tools/call`):
     /// the result comes from `tasks/result`, questions go to the client as
-    /// requests while one is open. Only the session `owner` may see it.
-    Experimental { owner: String },
+    /// requests while one is open. Owned by its session too.
+    Experimental,
 }
 
 /// One task: a call running (or done) in this process.
@@ -418,6 +553,8 @@ pub struct Task {
     pub tool: String,
     pub origin: String,
     pub kind: TaskKind,
+    /// Who started it: only they see it.
+    pub owner: Owner,
     created_at: String,
     expires: Instant,
     ttl: Duration,
@@ -617,7 +754,7 @@ impl Task {
         let mut taken = Vec::new();
         for (key, value) in responses {
             let Some(pending) = state.pending.get(&key) else { continue };
-            Answer::from_mcp(&pending.question, &value).map_err(|why| {
+            crate::asking::answer_from_mcp(&pending.question, &value).map_err(|why| {
                 ErrorData::invalid_params(
                     format!("inputResponses: the answer under `{}` was refused: {why}", printable(&key)),
                     None,
@@ -650,14 +787,6 @@ pub enum Ended {
 }
 
 impl Task {
-    /// The session a 2025-11-25 task belongs to.
-    pub fn owner(&self) -> Option<&str> {
-        match &self.kind {
-            TaskKind::Experimental { owner } => Some(owner),
-            TaskKind::Extension => None,
-        }
-    }
-
     /// The task as MCP 2025-11-25 shows it (`Task`: `ttl` and `pollInterval`
     /// in milliseconds; a tool result with `isError` is `failed`).
     pub fn experimental(&self) -> Value {
@@ -815,6 +944,9 @@ impl Asker for TaskAsker {
                     Task::touch(&mut state);
                 }
             }
+            // Whatever ends this wait (answers, the task's end, the call's
+            // own timeout dropping it), its questions are withdrawn after.
+            let _withdraw = Withdraw { task: &self.task, keys: waiting.iter().map(|(_, wire)| wire.clone()).collect() };
             if !waiting.is_empty() {
                 // A `tasks/result` waiting on the task sends them.
                 self.task.wake.notify_waiters();
@@ -834,7 +966,7 @@ impl Asker for TaskAsker {
                     if waiting.iter().all(|(_, wire)| state.answers.contains_key(wire)) {
                         for (index, wire) in waiting.drain(..) {
                             let answer = match state.answers.remove(&wire) {
-                                Some(Ok(value)) => Answer::from_mcp(&questions[index].1, &value)
+                                Some(Ok(value)) => crate::asking::answer_from_mcp(&questions[index].1, &value)
                                     .map_err(|why| AskError::Failed(format!("the client's answer was refused: {why}"))),
                                 Some(Err(why)) => Err(AskError::Failed(why)),
                                 None => Err(AskError::Failed("no answer".into())),
@@ -857,6 +989,34 @@ impl Asker for TaskAsker {
                     .collect(),
             )
         })
+    }
+}
+
+/// Questions of a task's call, withdrawn (no longer shown or answerable)
+/// when the call stops waiting for them.
+struct Withdraw<'a> {
+    task: &'a Task,
+    keys: Vec<String>,
+}
+
+impl Drop for Withdraw<'_> {
+    fn drop(&mut self) {
+        let mut state = self.task.state();
+        let mut changed = false;
+        for key in &self.keys {
+            changed |= state.pending.remove(key).is_some();
+            state.answers.remove(key);
+            state.sent.remove(key);
+        }
+        if state.pending.is_empty() && matches!(state.status, Status::InputRequired) {
+            state.status = Status::Working;
+            changed = true;
+        }
+        if changed {
+            Task::touch(&mut state);
+            drop(state);
+            self.task.wake.notify_waiters();
+        }
     }
 }
 
@@ -995,31 +1155,62 @@ mod tests {
         assert!(!TasksConfig::default().enabled());
     }
 
+    fn anyone() -> Caller {
+        Caller::default()
+    }
+
+    fn user(name: &str) -> Caller {
+        Caller { principal: Some(crate::oauth::Principal::new(name, None)), session: None }
+    }
+
+    fn extension(tasks: &Tasks, tool: &str, caller: &Caller) -> Arc<Task> {
+        tasks.create(tool, "plugin", TaskKind::Extension, caller.owner(false), None)
+    }
+
     #[test]
     fn an_unknown_id_says_why_and_never_panics() {
         let tasks = store();
-        let task = tasks.create("slow", "plugin", TaskKind::Extension, None);
-        assert!(tasks.keep(&task));
-        assert_eq!(tasks.find(&task.id).unwrap().id, task.id);
+        let task = extension(&tasks, "slow", &anyone());
+        tasks.keep(&task).unwrap();
+        assert_eq!(tasks.find(&task.id, &anyone()).unwrap().id, task.id);
         let other = format!("elsewhere.{}.{}", "0".repeat(8), "a".repeat(32));
-        let err = tasks.find(&other).unwrap_err();
+        let err = tasks.find(&other, &anyone()).unwrap_err();
         assert_eq!(err.code, rmcp::model::ErrorCode::INVALID_PARAMS);
         assert!(err.message.contains("replica `elsewhere`") && err.message.contains("Mcp-Name"), "{}", err.message);
         let restarted = format!("{}.{}.{}", tasks.replica, "0".repeat(8), "a".repeat(32));
-        let err = tasks.find(&restarted).unwrap_err();
+        let err = tasks.find(&restarted, &anyone()).unwrap_err();
         assert!(err.message.contains("restarted"), "{}", err.message);
-        let err = tasks.find(&format!("{}.{}.{}", tasks.replica, tasks.run, "b".repeat(32))).unwrap_err();
+        let err = tasks.find(&format!("{}.{}.{}", tasks.replica, tasks.run, "b".repeat(32)), &anyone()).unwrap_err();
         assert!(err.message.contains("expired"), "{}", err.message);
         for hostile in ["", ".", "..", "a.b.c", "\u{1b}[31m.x.y", &"x".repeat(100_000), "é.é.é"] {
-            let err = tasks.find(hostile).unwrap_err();
+            let err = tasks.find(hostile, &anyone()).unwrap_err();
             assert!(err.message.len() < 600 && !err.message.contains('\u{1b}'), "{}", err.message);
+        }
+    }
+
+    #[test]
+    fn another_users_task_is_answered_exactly_as_an_id_never_given_out() {
+        let tasks = store();
+        let (alice, bob) = (user("alice"), user("bob"));
+        let task = extension(&tasks, "slow", &alice);
+        tasks.keep(&task).unwrap();
+        assert!(tasks.find(&task.id, &alice).is_ok());
+        // The same id with its last character changed was never given out.
+        let mut never = task.id.clone();
+        let last = never.pop().unwrap();
+        never.push(if last == '0' { '1' } else { '0' });
+        let unknown = tasks.find(&never, &bob).unwrap_err();
+        for stranger in [&bob, &anyone()] {
+            let err = tasks.find(&task.id, stranger).unwrap_err();
+            let (got, want) = (serde_json::to_value(&err).unwrap(), serde_json::to_value(&unknown).unwrap());
+            assert_eq!(got.to_string().replace(&task.id, "ID"), want.to_string().replace(&never, "ID"));
         }
     }
 
     #[test]
     fn cancel_is_idempotent_and_final() {
         let tasks = store();
-        let task = tasks.create("slow", "plugin", TaskKind::Extension, None);
+        let task = extension(&tasks, "slow", &anyone());
         task.cancel();
         task.cancel();
         task.finish(Outcome::Completed(JsonObject::new()));
@@ -1027,41 +1218,55 @@ mod tests {
         assert!(task.cancel.is_cancelled());
     }
 
-    #[test]
-    fn a_task_past_its_ttl_is_stopped_and_said_to_have_expired() {
+    #[tokio::test]
+    async fn a_task_past_its_ttl_is_stopped_by_the_timer_and_said_to_have_expired_to_its_owner_only() {
         let config = TasksConfig { ttl: Some(HumanDuration(Duration::from_secs(1))), ..TasksConfig::default() };
-        let tasks = Tasks::new(config).unwrap();
-        let task = tasks.create("slow", "plugin", TaskKind::Extension, None);
-        assert!(tasks.keep(&task));
-        std::thread::sleep(Duration::from_millis(1100));
-        let err = tasks.find(&task.id).unwrap_err();
-        assert_eq!(err.data.as_ref().unwrap()["reason"], "expired", "{err:?}");
-        assert!(task.cancel.is_cancelled(), "a running call past its TTL is stopped");
+        let tasks = Arc::new(Tasks::new(config).unwrap());
+        tasks.expire_on_time();
+        let alice = user("alice");
+        let task = extension(&tasks, "slow", &alice);
+        tasks.keep(&task).unwrap();
+        // Nobody looks it up: the timer stops it.
+        tokio::time::timeout(Duration::from_secs(3), task.cancel.cancelled()).await.expect("stopped at its TTL");
         assert_eq!(task.detailed().status(), rmcp::model::TaskStatus::Cancelled);
         assert!(tasks.is_empty());
+        let err = tasks.find(&task.id, &alice).unwrap_err();
+        assert_eq!(err.data.as_ref().unwrap()["reason"], "expired", "{}", err.message);
+        let err = tasks.find(&task.id, &user("bob")).unwrap_err();
+        assert_eq!(err.data.as_ref().unwrap()["reason"], "unknown", "{}", err.message);
     }
 
     #[test]
-    fn a_full_store_refuses_new_tasks() {
-        let tasks = Tasks::new(TasksConfig { max_tasks: Some(1), ..TasksConfig::default() }).unwrap();
-        assert!(tasks.keep(&tasks.create("a", "p", TaskKind::Extension, None)));
-        assert!(!tasks.keep(&tasks.create("b", "p", TaskKind::Extension, None)));
-        assert_eq!(tasks.len(), 1);
+    fn a_full_store_refuses_new_tasks_and_one_requestor_cannot_fill_it() {
+        let config = TasksConfig { max_tasks: Some(3), max_tasks_per_requestor: Some(2), ..TasksConfig::default() };
+        let tasks = Tasks::new(config).unwrap();
+        let (alice, bob) = (user("alice"), user("bob"));
+        tasks.keep(&extension(&tasks, "a", &alice)).unwrap();
+        tasks.keep(&extension(&tasks, "a", &alice)).unwrap();
+        assert_eq!(tasks.keep(&extension(&tasks, "a", &alice)), Err(Full::Requestor(2)));
+        tasks.keep(&extension(&tasks, "b", &bob)).unwrap();
+        assert_eq!(tasks.keep(&extension(&tasks, "b", &bob)), Err(Full::Server(3)));
+        assert_eq!(tasks.len(), 3);
+        let too_many = TasksConfig { max_tasks: Some(3), max_tasks_per_requestor: Some(4), ..TasksConfig::default() };
+        assert!(Tasks::new(too_many).is_err());
     }
 
     #[test]
     fn a_sessions_end_ends_its_tasks_only() {
         let tasks = store();
-        let owned = |owner: &str| TaskKind::Experimental { owner: owner.to_owned() };
-        let (mine, other) =
-            (tasks.create("a", "p", owned("http:1"), None), tasks.create("b", "p", owned("http:2"), None));
-        let extension = tasks.create("c", "p", TaskKind::Extension, None);
+        let session = |id: &str| Caller { principal: None, session: Some(id.to_owned()) };
+        let owned =
+            |caller: &Caller, tool: &str| tasks.create(tool, "p", TaskKind::Experimental, caller.owner(true), None);
+        let (one, two) = (session("http:1"), session("http:2"));
+        let (mine, other) = (owned(&one, "a"), owned(&two, "b"));
+        let extension = extension(&tasks, "c", &anyone());
         for task in [&mine, &other, &extension] {
-            assert!(tasks.keep(task));
+            tasks.keep(task).unwrap();
         }
-        assert_eq!(tasks.owned_by("http:1").len(), 1);
+        assert_eq!(tasks.owned_by(&one).len(), 1);
+        assert!(tasks.find(&mine.id, &two).is_err(), "another session does not see it");
         tasks.end_owned_by("http:1");
-        assert!(mine.cancel.is_cancelled() && tasks.find(&mine.id).is_err());
+        assert!(mine.cancel.is_cancelled() && tasks.find(&mine.id, &one).is_err());
         assert_eq!(mine.terminal_status(), Some("cancelled"));
         assert!(!other.cancel.is_cancelled() && !extension.cancel.is_cancelled());
         assert_eq!(tasks.len(), 2);

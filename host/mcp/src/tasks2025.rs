@@ -22,9 +22,12 @@
 //! `input_required`; they are sent to the client as requests on the stream
 //! of a `tasks/result` it has open (the revision's pattern), with the
 //! `io.modelcontextprotocol/related-task` key in `_meta`. A task belongs to
-//! the session that created it: another session gets `-32602` for it, and
-//! `tasks/list` shows a session its own.
+//! the session that created it (and to the token's principal): any other
+//! caller gets exactly the `-32602` of an id never given out, and
+//! `tasks/list` shows a session its own, a page at a time behind an opaque
+//! cursor sealed to the session.
 
+use crate::caller::Caller;
 use crate::server::{ToolServer, arguments_text, forward_progress, request_span, unknown_tool};
 use crate::tasks::{Ended, Task, TaskAsker, TaskKind, TaskSupport, Tasks};
 use rmcp::model::{
@@ -153,18 +156,19 @@ pub(crate) fn adjust_body(watch: Watch, body: &[u8], event_stream: bool) -> Vec<
     out
 }
 
-/// Who a request comes from, for a task's owner: its HTTP session, or the
-/// one client of stdio.
-fn owner(context: &RequestContext<RoleServer>) -> String {
-    let session = context
-        .extensions
-        .get::<http::request::Parts>()
-        .and_then(|parts| parts.headers.get("mcp-session-id"))
-        .and_then(|value| value.to_str().ok());
-    match session {
-        Some(session) => format!("http:{session}"),
-        None => "stdio".to_owned(),
-    }
+/// How long a `tasks/list` cursor stays good.
+const CURSOR_TTL: Duration = Duration::from_secs(3600);
+
+/// What a `tasks/list` cursor holds (sealed): where the last page ended.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Cursor {
+    created: String,
+    id: String,
+}
+
+/// What a `tasks/list` cursor is sealed to: the listing and its caller.
+fn cursor_binding(caller: &Caller) -> Vec<u8> {
+    format!("tasks/list cursor\n{}\n{}", caller.binding(), caller.session.as_deref().unwrap_or_default()).into_bytes()
 }
 
 fn method_not_found(method: &str) -> ErrorData {
@@ -212,9 +216,9 @@ impl ToolServer {
             "tools/call" => self.call_as_experimental_task(params, &context, tasks)?,
             "tasks/get" => {
                 let task = self.task(task_id(&params)?, &context)?;
-                match task.owner() {
-                    Some(_) => self.owned(task, &context)?.experimental(),
-                    None => {
+                match task.kind {
+                    TaskKind::Experimental => task.experimental(),
+                    TaskKind::Extension => {
                         extension_declared(&context)?;
                         to_json(ServerResult::GetTaskResult(GetTaskResult::new(task.detailed())))?
                     }
@@ -222,9 +226,8 @@ impl ToolServer {
             }
             "tasks/cancel" => {
                 let task = self.task(task_id(&params)?, &context)?;
-                match task.owner() {
-                    Some(_) => {
-                        let task = self.owned(task, &context)?;
+                match task.kind {
+                    TaskKind::Experimental => {
                         if let Some(status) = task.terminal_status() {
                             return Err(ErrorData::invalid_params(
                                 format!("task `{}` cannot be cancelled: it is already {status}", task.id),
@@ -234,7 +237,7 @@ impl ToolServer {
                         task.cancel();
                         task.experimental()
                     }
-                    None => {
+                    TaskKind::Extension => {
                         extension_declared(&context)?;
                         task.cancel();
                         to_json(ServerResult::task_ack(()))?
@@ -243,7 +246,7 @@ impl ToolServer {
             }
             "tasks/result" => {
                 let task = self.task(task_id(&params)?, &context)?;
-                if task.owner().is_none() {
+                if task.kind == TaskKind::Extension {
                     return Err(ErrorData::invalid_params(
                         format!(
                             "task `{}` is an `{}` task: its result comes with tasks/get",
@@ -253,24 +256,12 @@ impl ToolServer {
                         None,
                     ));
                 }
-                let task = self.owned(task, &context)?;
                 result(&task, &context).await?
             }
             "tasks/list" => self.list_experimental(&params, &context, &tasks)?,
             _ => return Err(method_not_found(&method)),
         };
         Ok(CustomResult(answer))
-    }
-
-    /// `task`, if this request's session created it.
-    fn owned(&self, task: Arc<Task>, context: &RequestContext<RoleServer>) -> Result<Arc<Task>, ErrorData> {
-        if task.owner() == Some(owner(context).as_str()) {
-            return Ok(task);
-        }
-        Err(ErrorData::invalid_params(
-            format!("task `{}` belongs to another MCP session: only the session that created it may see it", task.id),
-            Some(json!({ "taskId": task.id, "reason": "other_session" })),
-        ))
     }
 
     /// `tools/call` with `task`: the call starts as a task, answered with its handle.
@@ -316,17 +307,18 @@ impl ToolServer {
         }
         // Kept as long as the client asks, but never dropped before its call
         // could have ended (its `timeout`) and a minute to read the result.
-        let floor = self.host().limits_for(&origin).timeout.saturating_add(Duration::from_secs(60));
+        let floor = self.timeout_of(&origin).saturating_add(Duration::from_secs(60));
         let ttl = ttl.map(|ttl| ttl.max(floor));
-        let task = tasks.create(&name, &origin, TaskKind::Experimental { owner: owner(context) }, ttl);
-        if !tasks.keep(&task) {
+        let caller = Caller::of(context);
+        let task = tasks.create(&name, &origin, TaskKind::Experimental, caller.owner(true), ttl);
+        if let Err(full) = tasks.keep(&task) {
             return Err(ErrorData::internal_error(
-                "toolhost keeps as many tasks as `[serve.tasks] max_tasks` allows: try again when some have \
-                 ended, or call the tool without `task`",
+                format!("{full}: try again when some have ended, or call the tool without `task`"),
                 None,
             ));
         }
         let asker = Arc::new(TaskAsker::new(task.clone(), context.client_capabilities().unwrap_or_default()));
+        let fair = self.fair(asker.clone(), &caller, self.timeout_of(&origin));
         // Progress is the task's `statusMessage`, and goes on to the client
         // for the request's token all the task long.
         let send = progress_token
@@ -341,13 +333,13 @@ impl ToolServer {
                 }
             })
         };
-        let hooks = CallHooks { progress: Some(observer), asker: Some(asker.clone()) };
+        let hooks = CallHooks { progress: Some(observer), asker: Some(fair) };
         let arguments = arguments_text(&request.arguments);
         let span = request_span("tools/call", &name, context);
         let (server, running) = (self.clone(), task.clone());
         tokio::spawn(async move {
             let call = (&name[..], &origin[..], &arguments[..]);
-            if let Some(report) = server.run_task_call(&catalog, call, hooks, span, &running.cancel).await {
+            if let Some(report) = server.run_task_call(&catalog, call, hooks, span, &caller, &running.cancel).await {
                 server.settle_task(&running, report, None, &asker, wrap);
             }
         });
@@ -361,24 +353,41 @@ impl ToolServer {
         context: &RequestContext<RoleServer>,
         tasks: &Tasks,
     ) -> Result<Value, ErrorData> {
-        let bad_cursor = || ErrorData::invalid_params("`cursor` is not one this server gave out", None);
-        // The cursor is the creation time and id of the last task shown.
-        let after = match params.get("cursor") {
+        let bad_cursor = || {
+            ErrorData::invalid_params(
+                "`cursor` is not one this server gave this session (or it has expired): list again without one",
+                None,
+            )
+        };
+        let caller = Caller::of(context);
+        let binding = cursor_binding(&caller);
+        // The cursor is the creation time and id of the last task shown,
+        // sealed (HMAC) to this caller: opaque, and refused if changed.
+        let after: Option<Cursor> = match params.get("cursor") {
             None | Some(Value::Null) => None,
-            Some(Value::String(cursor)) => Some(cursor.split_once(' ').ok_or_else(bad_cursor)?),
+            Some(Value::String(cursor)) => Some(self.seal().open(cursor, &binding).ok_or_else(bad_cursor)?),
             Some(_) => return Err(bad_cursor()),
         };
         let owned: Vec<Arc<Task>> = tasks
-            .owned_by(&owner(context))
+            .owned_by(&caller)
             .into_iter()
             .filter(|task| self.in_scope(context, &task.tool, &task.origin))
-            .filter(|task| after.is_none_or(|(created, id)| (task.created_at(), task.id.as_str()) > (created, id)))
+            .filter(|task| {
+                after.as_ref().is_none_or(|after| {
+                    (task.created_at(), task.id.as_str()) > (after.created.as_str(), after.id.as_str())
+                })
+            })
             .collect();
         let page: Vec<Value> = owned.iter().take(PAGE).map(|task| task.experimental()).collect();
         let mut answer = json!({ "tasks": page });
         if owned.len() > PAGE {
             let last = &owned[PAGE - 1];
-            answer["nextCursor"] = json!(format!("{} {}", last.created_at(), last.id));
+            let cursor = Cursor { created: last.created_at().to_owned(), id: last.id.clone() };
+            let sealed = self
+                .seal()
+                .seal(&cursor, &binding, CURSOR_TTL)
+                .ok_or_else(|| ErrorData::internal_error("the next page's cursor could not be sealed", None))?;
+            answer["nextCursor"] = json!(sealed);
         }
         Ok(answer)
     }
