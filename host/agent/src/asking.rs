@@ -5,7 +5,10 @@
 //! terminal) when there is one. Without a person, elicitation is declined and
 //! the roots are the working folder.
 
-use crate::model::{Conversation, Message, ModelClient, StopReason, TokenUsage};
+use crate::model::{Conversation, Message, ModelClient, Protocol, StopKind, TokenUsage};
+
+/// The smallest `max_output_tokens` the OpenAI Responses API takes.
+const MIN_RESPONSES_TOKENS: u32 = 16;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -95,7 +98,16 @@ impl ModelAsker {
             })
             .collect();
         let conversation = Conversation { system: sampling.system_prompt.clone(), messages };
+        // The request allows no more than the grant let the tool ask for
+        // (what the sampling budget counted), reasoning included.
         let client = model.limited(sampling.max_tokens);
+        if client.endpoint().protocol == Protocol::OpenaiResponses && sampling.max_tokens < MIN_RESPONSES_TOKENS {
+            return Err(AskError::Failed(format!(
+                "the model's API (OpenAI Responses) takes no request for fewer than {MIN_RESPONSES_TOKENS} tokens, \
+                 and this one asks for at most {}",
+                sampling.max_tokens
+            )));
+        }
         let reply = client
             .complete(&conversation, &[], &mut |_| {})
             .await
@@ -104,17 +116,32 @@ impl ModelAsker {
         if let Some(on_sampled) = &self.on_sampled {
             on_sampled(&name, &reply.usage);
         }
-        let stop_reason = match reply.stop {
-            StopReason::Done => "endTurn".to_owned(),
-            StopReason::Length => "maxTokens".to_owned(),
-            StopReason::ToolUse => "toolUse".to_owned(),
-            StopReason::ContentFilter => "contentFilter".to_owned(),
-            StopReason::Other(other) => other,
+        // Only a finished reply (or one cut at the request's own limit,
+        // which MCP calls `maxTokens`) is an answer.
+        let stop_reason = match reply.stop.kind {
+            StopKind::Done => "endTurn",
+            StopKind::Length => "maxTokens",
+            StopKind::ToolUse => "toolUse",
+            StopKind::ContentFilter => {
+                return Err(AskError::Failed(format!(
+                    "the model refused or its provider filtered the answer ({})",
+                    reply.stop
+                )));
+            }
+            StopKind::ContextWindow => {
+                return Err(AskError::Failed(format!(
+                    "the messages do not fit the model's context window ({})",
+                    reply.stop
+                )));
+            }
+            StopKind::Paused | StopKind::Unknown => {
+                return Err(AskError::Failed(format!("the model's reply was not finished ({})", reply.stop)));
+            }
         };
         Ok(Answer::Sampled(ask::Reply {
             content: Content::Text { text: reply.content },
             model: name,
-            stop_reason: Some(stop_reason),
+            stop_reason: Some(stop_reason.to_owned()),
         }))
     }
 }

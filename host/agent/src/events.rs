@@ -16,7 +16,7 @@
 //!   `tool_call_completed` or `tool_call_failed` (kind `cancelled`, without
 //!   `tool_call_started` when Ctrl-C came before it started).
 
-use crate::model::{StopReason, TokenUsage};
+use crate::model::{StopKind, TokenUsage};
 use serde::Serialize;
 use std::time::{SystemTime, UNIX_EPOCH};
 use toolhost_runtime::outcome::Refusal;
@@ -31,8 +31,13 @@ pub enum RunStatus {
     MaxTurns,
     /// The model hit its output token limit.
     Length,
+    /// The conversation filled the model's context window.
+    ContextWindow,
     /// The provider filtered or refused the answer.
     ContentFilter,
+    /// The provider ended the reply for a reason toolhost does not know
+    /// (its word for it is in `provider_stop_reason`): not an answer.
+    UnknownStop,
     /// The model replied with neither text nor tool calls.
     Empty,
     /// The run was cancelled (Ctrl-C).
@@ -103,8 +108,14 @@ pub enum Event {
     ModelResponse {
         /// The turn.
         turn: u32,
-        /// Why it stopped.
-        stop_reason: StopReason,
+        /// Why it stopped, in toolhost's terms: `done`, `tool_use`,
+        /// `paused` (continued in the next turn), `length`,
+        /// `context_window`, `content_filter` or `unknown`.
+        stop_reason: StopKind,
+        /// Why it stopped, in the provider's own word (`end_turn`,
+        /// `pause_turn`, `insufficient_system_resource`, …), when it gave one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        provider_stop_reason: Option<String>,
         /// Tool calls it made.
         tool_calls: usize,
         /// Prompt tokens.
@@ -234,6 +245,10 @@ pub enum Event {
     RunFinished {
         /// How.
         status: RunStatus,
+        /// The provider's word for why its last reply stopped, when the run
+        /// ended on a reply.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        provider_stop_reason: Option<String>,
         /// Model turns taken.
         turns: u32,
         /// Tool calls made.
@@ -274,9 +289,17 @@ impl<'a> Record<'a> {
 
 impl Event {
     /// Totals for a finished run.
-    pub fn finished(status: RunStatus, turns: u32, tool_calls: u32, usage: TokenUsage, duration_ms: u64) -> Event {
+    pub fn finished(
+        status: RunStatus,
+        provider_stop_reason: Option<String>,
+        turns: u32,
+        tool_calls: u32,
+        usage: TokenUsage,
+        duration_ms: u64,
+    ) -> Event {
         Event::RunFinished {
             status,
+            provider_stop_reason,
             turns,
             tool_calls,
             input_tokens: usage.input,
