@@ -30,7 +30,7 @@ impl TerminalAsker {
 
     async fn line(&self, question: &str) -> Option<String> {
         self.terminal.ask(question);
-        let line = self.input.line().await;
+        let line = self.input.answer().await;
         self.terminal.answered();
         line.map(|line| line.trim().to_owned())
     }
