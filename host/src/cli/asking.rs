@@ -29,8 +29,7 @@ impl TerminalAsker {
     }
 
     async fn line(&self, question: &str) -> Option<String> {
-        self.terminal.ask(question);
-        let line = self.input.answer().await;
+        let line = self.input.answer(|| self.terminal.ask(question)).await;
         self.terminal.answered();
         line.map(|line| line.trim().to_owned())
     }

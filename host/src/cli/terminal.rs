@@ -71,13 +71,16 @@ impl Input {
         self.receiver().lock().await.recv().await.map(|typed| typed.line)
     }
 
-    /// The answer to a question just shown: the next line typed after it,
-    /// or `None` at the end of the input. On a terminal, what was typed
-    /// before it is set aside first: lines already read are kept for the next
-    /// prompt (or dropped), and whatever still waits in the terminal (a line
-    /// being typed, lines the reader has not yet taken) is flushed.
-    pub async fn answer(&self) -> Option<String> {
+    /// The answer to a question `show` shows: the next line typed after
+    /// it, or `None` at the end of the input. On a terminal, what was typed
+    /// before is set aside first, before the question appears (so a key
+    /// pressed the moment it does counts): lines already read are kept for
+    /// the next prompt (or dropped), and whatever still waits in the
+    /// terminal (a line being typed, lines the reader has not yet taken) is
+    /// flushed.
+    pub async fn answer(&self, show: impl FnOnce()) -> Option<String> {
         let asked = self.set_aside_typed_ahead().await;
+        show();
         let mut lines = self.receiver().lock().await;
         loop {
             let typed = lines.recv().await?;
@@ -424,9 +427,9 @@ impl Approver for TerminalApprover {
                 eprintln!("    {line}");
             }
             eprintln!("  the plugin is granted: {granted}");
-            self.terminal.ask("  allow it? [y] once, [a] for this session, [N] deny: ");
             // Only keys pressed after the question count.
-            let answer = self.input.answer().await;
+            let answer =
+                self.input.answer(|| self.terminal.ask("  allow it? [y] once, [a] for this session, [N] deny: ")).await;
             self.terminal.answered();
             match answer {
                 Some(line) => match line.trim().to_ascii_lowercase().as_str() {
