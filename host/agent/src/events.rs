@@ -4,12 +4,17 @@
 //!
 //! A run is `run_started`, then per turn `model_request`, any number of
 //! `model_retry`, and `model_response` (unless the request failed or was
-//! cancelled), then the turn's tool calls, then `run_finished`. Every tool
-//! call has `tool_call_requested` first and exactly one final event:
+//! cancelled; its `stop_reason` is toolhost's kind, `provider_stop_reason`
+//! the provider's own word), then the turn's tool calls, then
+//! `run_finished`. A `paused` reply's turn is followed by one that
+//! continues it. Every tool call has `tool_call_requested` first and
+//! exactly one final event:
 //!
 //! - `tool_call_failed` at once, for an unknown tool or arguments that are
 //!   not a JSON object (kinds `unknown_tool`, `invalid_arguments`), or for a
-//!   call of a reply cut off by the token limit (`cut_off`); it never runs;
+//!   call of a reply that was not finished (cut off by the token limit or
+//!   the context window, filtered, or stopped for an unknown reason:
+//!   `cut_off`); it never runs;
 //! - `tool_call_denied` (policy `deny`, a person said no, nobody to ask, or
 //!   Ctrl-C before it was approved);
 //! - `tool_call_approved`, then `tool_call_started` when it starts, then

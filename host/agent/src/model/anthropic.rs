@@ -76,25 +76,28 @@ pub(super) fn request(
 /// An assistant message's blocks as they go back: the blocks it came as, in
 /// their order (thinking, text and tool use interleaved as the model wrote
 /// them; the signatures cover them), each `tool_use` with its call as
-/// toolhost keeps it. A message without them (an older transcript, text
-/// kept from a reply that broke off) is its thinking, its text, its calls.
+/// toolhost keeps it. What they do not hold (an older transcript kept only
+/// the thinking; text kept from a reply that broke off has none) follows
+/// as before: the text before the first call, then the calls.
 fn assistant_blocks(content: &str, calls: &[ToolCall], state: &ProviderState) -> Vec<Value> {
     let mut calls_left = calls.iter();
-    let mut blocks = Vec::with_capacity(state.blocks.len().max(calls.len() + 1));
-    if state.blocks.is_empty() {
-        blocks.extend(state.thinking.iter().cloned());
-        if !content.is_empty() || (calls.is_empty() && state.thinking.is_empty()) {
-            blocks.push(json!({ "type": "text", "text": non_empty(content) }));
-        }
-    } else {
-        for block in &state.blocks {
-            match block.get("type").and_then(Value::as_str) {
-                Some("tool_use") => blocks.extend(calls_left.next().map(tool_use)),
-                // Anthropic refuses empty text blocks.
-                Some("text") if block.get("text").and_then(Value::as_str).is_none_or(str::is_empty) => {}
-                _ => blocks.push(block.clone()),
+    let mut blocks = Vec::with_capacity(state.blocks.len() + calls.len() + 1);
+    let is = |block: &Value, kind: &str| block.get("type").and_then(Value::as_str) == Some(kind);
+    let mut text_placed = content.is_empty() || state.blocks.iter().any(|block| is(block, "text"));
+    let text = json!({ "type": "text", "text": content });
+    for block in &state.blocks {
+        if is(block, "tool_use") {
+            if !std::mem::replace(&mut text_placed, true) {
+                blocks.push(text.clone());
             }
+            blocks.extend(calls_left.next().map(tool_use));
+        } else if !(is(block, "text") && block.get("text").and_then(Value::as_str).is_none_or(str::is_empty)) {
+            // (Anthropic refuses empty text blocks.)
+            blocks.push(block.clone());
         }
+    }
+    if !text_placed {
+        blocks.push(text);
     }
     blocks.extend(calls_left.map(tool_use));
     if blocks.is_empty() {
@@ -473,7 +476,7 @@ mod tests {
             ]
         );
         // A message kept before blocks were: thinking first, then text and calls.
-        let old = ProviderState { thinking: vec![thinking(1)], ..Default::default() };
+        let old: ProviderState = serde_json::from_value(json!({"thinking": [thinking(1)]})).unwrap();
         let kinds: Vec<Value> =
             assistant_blocks("Hashing.", &calls[..1], &old).iter().map(|block| block["type"].clone()).collect();
         assert_eq!(kinds, [json!("thinking"), json!("text"), json!("tool_use")]);

@@ -81,13 +81,11 @@ pub struct ProviderState {
     /// their order (`thinking` with its `signature`, `redacted_thinking`,
     /// `text`, `tool_use`, server tools' blocks, …); the message goes back
     /// as these blocks, each `tool_use` carrying its call as toolhost keeps
-    /// it (see [`ToolCall::normalize`]).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// it (see [`ToolCall::normalize`]). Transcripts written before kept
+    /// only the thinking blocks, as `thinking`: read here, they go back
+    /// first, then the text, then the calls.
+    #[serde(default, alias = "thinking", skip_serializing_if = "Vec::is_empty")]
     pub blocks: Vec<Value>,
-    /// Anthropic `thinking` and `redacted_thinking` blocks, as transcripts
-    /// written before `blocks` kept them: they go back first in the message.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub thinking: Vec<Value>,
     /// `reasoning_content` (DeepSeek, vLLM): sent back on the assistant
     /// message within the tool loop it belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -116,8 +114,7 @@ impl ProviderState {
     /// The reasoning a person may read: Anthropic's thinking text, the
     /// reasoning content, or a Responses reasoning summary.
     pub fn reasoning_text(&self) -> String {
-        let thinking =
-            self.blocks.iter().chain(&self.thinking).filter_map(|block| block.get("thinking").and_then(Value::as_str));
+        let thinking = self.blocks.iter().filter_map(|block| block.get("thinking").and_then(Value::as_str));
         let summaries = self
             .items
             .iter()
