@@ -1776,6 +1776,14 @@ fn a_whole_response_that_breaks_off_is_not_called_a_connection_failure() {
     let text = stderr(&output);
     assert!(text.contains("(the response broke off: "), "{text}");
     assert!(!text.contains("could not connect") && !text.contains("could not reach"), "{text}");
+    // A connection closed before any answer came is not one that failed either.
+    let closed = || body(common::model_server::Body::Close);
+    let server = ModelServer::start(vec![closed(), script.text("whole")]);
+    let output = toolhost(script, &server, &bundled(), &["run", "hi"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stderr(&output);
+    assert!(text.contains("(the response broke off: the connection closed before the answer came"), "{text}");
+    assert!(!text.contains("could not connect") && !text.contains("could not reach"), "{text}");
     // And when it keeps breaking off, the error says so.
     let dir = configured("[model]\nmax_retries = 1\n");
     let server = ModelServer::start(vec![truncated(), truncated()]);
@@ -1785,6 +1793,14 @@ fn a_whole_response_that_breaks_off_is_not_called_a_connection_failure() {
     let error = text.lines().find(|line| line.starts_with("error:")).unwrap_or_default();
     assert!(error.contains("broke off before it was complete") && error.contains("gave up after 2 attempts"), "{text}");
     assert!(!text.contains("could not reach"), "{text}");
+    // A server that is not there is still one that could not be reached.
+    let dir = configured("[model]\nmax_retries = 0\n");
+    let dead = ModelServer::start(vec![]).url.clone();
+    let mut gone = ModelServer::start(vec![]);
+    gone.url = dead;
+    let output = toolhost_in(dir.path(), script, &gone, &bundled(), &["run", "hi"], None);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains("error: could not reach the model at "), "{}", stderr(&output));
 }
 
 #[test]

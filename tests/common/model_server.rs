@@ -30,6 +30,8 @@ pub enum Body {
     Hang,
     /// `body`, after a wait (a model that thinks before it answers).
     Slow(std::time::Duration, Box<Body>),
+    /// No answer at all: the connection closes once the request is read.
+    Close,
     /// A JSON answer whose head announces `length` bytes and whose
     /// connection closes after `text`: a whole response that breaks off.
     Truncated {
@@ -178,6 +180,7 @@ fn serve(
     }
     match body {
         Body::Slow(..) => {} // unwrapped above
+        Body::Close => return,
         Body::Hang => {
             std::thread::sleep(std::time::Duration::from_secs(30));
             return;

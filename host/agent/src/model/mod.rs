@@ -949,6 +949,11 @@ impl Failure {
         if let Some(tls) = toolhost_runtime::tls::untrusted_certificate(err) {
             return Failure::Final(ModelError::Certificate { url: url.to_owned(), message: tls.to_string() });
         }
+        // Connected, and the connection closed before the answer came: the
+        // model was reached, so this is not a connection that failed.
+        if err.is_request() && !err.is_connect() {
+            return Failure::dropped(url, format!("the connection closed before the answer came: {}", chain(err)));
+        }
         Failure::Retryable {
             error: ModelError::Connection { url: url.to_owned(), attempts: 0, message: chain(err) },
             retry_after: None,
