@@ -155,3 +155,44 @@ fn ask_text(content: &Content) -> String {
         _ => String::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Endpoint, RequestOptions};
+
+    #[tokio::test]
+    async fn a_sampling_request_too_small_for_the_responses_api_fails_before_it_is_sent() {
+        // Nothing listens there: the request must not be attempted at all.
+        let endpoint = Endpoint {
+            protocol: Protocol::OpenaiResponses,
+            base_url: "http://127.0.0.1:1/v1".into(),
+            model: "o4-mini".into(),
+            api_key: None,
+        };
+        let options = RequestOptions { max_retries: 0, ..RequestOptions::default() };
+        let asker = ModelAsker {
+            model: Some(ModelClient::new(endpoint, options).unwrap()),
+            why_no_model: String::new(),
+            person: None,
+            on_sampled: None,
+        };
+        let sampling = |max_tokens| Sampling {
+            messages: vec![ask::Message { role: ask::Role::User, content: Content::Text { text: "hi".into() } }],
+            system_prompt: None,
+            max_tokens,
+            temperature: None,
+            stop_sequences: Vec::new(),
+            preferences: None,
+        };
+        match asker.sample(&sampling(10)).await {
+            Err(AskError::Failed(why)) => assert!(why.contains("fewer than 16 tokens") && why.contains("10"), "{why}"),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        // At 16 it is sent (and here finds nobody).
+        match asker.sample(&sampling(16)).await {
+            Err(AskError::Failed(why)) => assert!(why.contains("could not reach the model"), "{why}"),
+            other => panic!("expected a failed request, got {other:?}"),
+        }
+    }
+}
