@@ -95,9 +95,10 @@ impl Input {
         }
     }
 
-    /// Marks the moment a question was shown, after the terminal's pending
-    /// input is flushed; `None` when stdin is not a terminal (a pipe's lines
-    /// are answers in order).
+    /// Flushes the terminal's pending input and marks the moment, just
+    /// before a question is shown: a line the reader got earlier was typed
+    /// ahead of it. `None` when stdin is not a terminal (a pipe's lines are
+    /// answers in order).
     async fn set_aside_typed_ahead(&self) -> Option<Instant> {
         if !std::io::stdin().is_terminal() {
             return None;
