@@ -95,6 +95,13 @@ impl Input {
         }
     }
 
+    /// The next line typed, or `None` at the end of the input: for a
+    /// question that follows the person's answer to the one before, so what
+    /// they typed since is its answer (never a line kept for `chat`).
+    pub async fn next_typed(&self) -> Option<String> {
+        self.receiver().lock().await.recv().await.map(|typed| typed.line)
+    }
+
     /// Flushes the terminal's pending input and marks the moment, just
     /// before a question is shown: a line the reader got earlier was typed
     /// ahead of it. `None` when stdin is not a terminal (a pipe's lines are
