@@ -1275,6 +1275,9 @@ fn status_lines_never_land_on_an_approval_prompt_line() {
     let mut terminal = on_terminal(dir.path(), script, &server, &["run", "go"]);
     terminal.expect("allow it?");
     terminal.send("n\r");
+    // The second question (a status line may show the first one again:
+    // an answer typed before the second is shown would not count).
+    terminal.expect("⊘ sha256");
     terminal.expect("allow it?");
     terminal.send("y\r");
     terminal.expect("✓ sha256");
@@ -1297,15 +1300,27 @@ fn status_lines_never_land_on_an_approval_prompt_line() {
 /// speaking the OpenAI Responses API (`[providers.oai]` in a config file).
 fn run_responses(server: &ModelServer, stream: bool, prompt: &str) -> Output {
     let dir = tempfile::tempdir().unwrap();
+    run_responses_with(dir.path(), server, stream, prompt, &bundled(), "")
+}
+
+/// The same in `dir`, with `plugins` and `config` added to the config file.
+fn run_responses_with(
+    dir: &Path,
+    server: &ModelServer,
+    stream: bool,
+    prompt: &str,
+    plugins: &str,
+    config: &str,
+) -> Output {
     std::fs::write(
-        dir.path().join("toolhost.toml"),
-        format!("[providers.oai]\nprotocol = \"openai-responses\"\nbase_url = \"{}/v1\"\napi_key_env = \"OPENAI_API_KEY\"\n", server.url),
+        dir.join("toolhost.toml"),
+        format!("[providers.oai]\nprotocol = \"openai-responses\"\nbase_url = \"{}/v1\"\napi_key_env = \"OPENAI_API_KEY\"\n{config}", server.url),
     )
     .unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
     command
-        .current_dir(dir.path())
-        .args(["--plugins", &bundled(), "run", prompt, "--yes", "--model", "oai/o4-mini"])
+        .current_dir(dir)
+        .args(["--plugins", plugins, "run", prompt, "--yes", "--model", "oai/o4-mini"])
         .env("TOOLHOST_CACHE_DIR", common::shared_cache())
         .env("OPENAI_API_KEY", "test-key")
         .env_remove("TOOLHOST_MODEL")
@@ -1550,4 +1565,531 @@ fn openai_responses_asks_for_reasoning_and_counts_its_tokens() {
     assert_eq!(server.requests()[0].body["reasoning"], json!({"effort": "medium", "summary": "auto"}));
     let finished = read_events(&events).into_iter().find(|event| event["event"] == "run_finished").unwrap();
     assert_eq!(finished["reasoning_tokens"], 20, "{finished}");
+}
+
+/// Anthropic stream events for `blocks` (content blocks as a whole
+/// response has them), each streamed as a real server does: text and
+/// thinking in deltas (with the signature last), tool input as JSON deltas,
+/// other blocks whole; then `stop_reason`.
+fn anthropic_stream(blocks: &[Value], stop: &str) -> common::model_server::Response {
+    let event = |data: Value| (Some(data["type"].as_str().unwrap().to_owned()), data.to_string());
+    let mut events = vec![event(
+        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "test-model", "stop_reason": null, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+    )];
+    for (index, block) in blocks.iter().enumerate() {
+        let delta = |delta: Value| event(json!({"type": "content_block_delta", "index": index, "delta": delta}));
+        match block["type"].as_str().unwrap() {
+            "text" => {
+                events.push(event(json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})));
+                let text = block["text"].as_str().unwrap();
+                let (head, tail) = text.split_at(text.len() / 2);
+                events.push(delta(json!({"type": "text_delta", "text": head})));
+                events.push(delta(json!({"type": "text_delta", "text": tail})));
+            }
+            "thinking" => {
+                events.push(event(json!({"type": "content_block_start", "index": index, "content_block": {"type": "thinking", "thinking": "", "signature": ""}})));
+                events.push(delta(json!({"type": "thinking_delta", "thinking": block["thinking"]})));
+                events.push(delta(json!({"type": "signature_delta", "signature": block["signature"]})));
+            }
+            kind @ ("tool_use" | "server_tool_use") => {
+                events.push(event(json!({"type": "content_block_start", "index": index, "content_block": {"type": kind, "id": block["id"], "name": block["name"], "input": {}}})));
+                let input = block["input"].to_string();
+                let (head, tail) = input.split_at(input.len() / 2);
+                events.push(delta(json!({"type": "input_json_delta", "partial_json": head})));
+                events.push(delta(json!({"type": "input_json_delta", "partial_json": tail})));
+            }
+            _ => events.push(event(json!({"type": "content_block_start", "index": index, "content_block": block}))),
+        }
+        events.push(event(json!({"type": "content_block_stop", "index": index})));
+    }
+    events.push(event(json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 20}})));
+    events.push(event(json!({"type": "message_stop"})));
+    body(common::model_server::Body::Events(events))
+}
+
+/// A whole Anthropic response of `blocks`, stopped for `stop`.
+fn anthropic_whole(blocks: &[Value], stop: &str) -> common::model_server::Response {
+    body(common::model_server::Body::Json(json!({
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "test-model",
+        "content": blocks, "stop_reason": stop, "stop_sequence": null,
+        "usage": {"input_tokens": 10, "output_tokens": 20}
+    })))
+}
+
+fn anthropic_reply(stream: bool, blocks: &[Value], stop: &str) -> common::model_server::Response {
+    if stream { anthropic_stream(blocks, stop) } else { anthropic_whole(blocks, stop) }
+}
+
+#[test]
+fn a_paused_turn_is_sent_back_as_it_came_and_continued() {
+    let dir = tempfile::tempdir().unwrap();
+    // A server tool (web search) ran out of iterations: Anthropic pauses the
+    // turn, and the reply, sent back as it is, lets the model go on.
+    let paused = [
+        json!({"type": "text", "text": "Searching the web."}),
+        json!({"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "toolhost"}}),
+        json!({"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [{"type": "web_search_result", "url": "https://example.com", "title": "Example", "encrypted_content": "Eu8BCioI", "page_age": null}]}),
+    ];
+    let done = [json!({"type": "text", "text": " Found it."})];
+    for script in [ALL[2], ALL[3]] {
+        let events = dir.path().join("e.jsonl");
+        let server = ModelServer::start(vec![
+            anthropic_reply(script.stream, &paused, "pause_turn"),
+            anthropic_reply(script.stream, &done, "end_turn"),
+        ]);
+        let output = toolhost(script, &server, &bundled(), &["run", "search", "--events", events.to_str().unwrap()]);
+        assert!(output.status.success(), "{script:?}: {}", stderr(&output));
+        assert_eq!(stdout(&output).trim(), "Searching the web. Found it.", "{script:?}");
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2, "{script:?}");
+        // The continuation: the same messages, the paused reply last, exactly as it came.
+        assert_eq!(
+            requests[1].body["messages"],
+            json!([
+                {"role": "user", "content": [{"type": "text", "text": "search"}]},
+                {"role": "assistant", "content": paused},
+            ]),
+            "{script:?}"
+        );
+        let events = read_events(&events);
+        let responses: Vec<(Value, Value)> = events
+            .iter()
+            .filter(|event| event["event"] == "model_response")
+            .map(|event| (event["stop_reason"].clone(), event["provider_stop_reason"].clone()))
+            .collect();
+        assert_eq!(
+            responses,
+            [(json!("paused"), json!("pause_turn")), (json!("done"), json!("end_turn"))],
+            "{script:?}"
+        );
+        let finished = events.last().unwrap();
+        assert_eq!((finished["status"].clone(), finished["turns"].clone()), (json!("answered"), json!(2)));
+    }
+}
+
+#[test]
+fn a_reply_that_is_not_finished_is_not_an_answer_and_says_why_with_the_right_advice() {
+    let dir = tempfile::tempdir().unwrap();
+    // (script, provider's reason, status, what stderr says, what it must not say)
+    let cases = [
+        (ALL[0], "insufficient_system_resource", "unknown_stop", "reason toolhost does not know", "max_tokens"),
+        (ALL[1], "insufficient_system_resource", "unknown_stop", "reason toolhost does not know", "max_tokens"),
+        (ALL[1], "model_length", "context_window", "context window", "max_tokens"),
+        (ALL[2], "model_context_window_exceeded", "context_window", "context window", "max_tokens"),
+        (ALL[3], "model_context_window_exceeded", "context_window", "context window", "max_tokens"),
+        (ALL[3], "refusal", "content_filter", "refused", "max_tokens"),
+        (ALL[2], "compaction", "unknown_stop", "reason toolhost does not know", "max_tokens"),
+        (ALL[3], "max_tokens", "length", "raise `max_tokens` in [model]", "context window"),
+    ];
+    for (script, reason, status, says, never) in cases {
+        let events = dir.path().join("e.jsonl");
+        let server = ModelServer::start(vec![script.stopped("The answer is", reason)]);
+        let output = toolhost(script, &server, &bundled(), &["run", "hi", "--events", events.to_str().unwrap()]);
+        assert_eq!(output.status.code(), Some(1), "{script:?} {reason}: {}", stderr(&output));
+        assert!(stdout(&output).contains("The answer is"), "the text shown is kept: {}", stdout(&output));
+        let text = stderr(&output);
+        let errors: Vec<&str> = text.lines().filter(|line| line.starts_with("error:")).collect();
+        assert_eq!(errors.len(), 1, "{script:?} {reason}: one line: {text}");
+        let line = errors[0];
+        assert!(line.contains(&format!("the provider said `{reason}`")) && line.contains(says), "{reason}: {line}");
+        assert!(!line.contains(never), "{reason}: the wrong advice: {line}");
+        let events = read_events(&events);
+        let response = events.iter().find(|event| event["event"] == "model_response").unwrap();
+        assert_eq!(response["provider_stop_reason"], json!(reason), "a plain string: {response}");
+        let finished = events.last().unwrap();
+        assert_eq!(
+            (finished["status"].clone(), finished["provider_stop_reason"].clone()),
+            (json!(status), json!(reason)),
+            "{script:?}"
+        );
+    }
+}
+
+#[test]
+fn tool_calls_of_a_reply_that_stopped_for_an_unknown_reason_are_not_run() {
+    let script = ALL[1];
+    let response = script.calls(&[("c1", "sha256", r#"{"text":"abc"}"#)]);
+    // The same calls, but the server ran out of resources while writing them.
+    let response = match response.body {
+        common::model_server::Body::Events(mut events) => {
+            for (_, data) in &mut events {
+                *data = data
+                    .replace("\"finish_reason\":\"tool_calls\"", "\"finish_reason\":\"insufficient_system_resource\"");
+            }
+            body(common::model_server::Body::Events(events))
+        }
+        other => body(other),
+    };
+    let server = ModelServer::start(vec![response, script.text("never asked for")]);
+    let output = toolhost(script, &server, &bundled(), &["run", "go", "--yes"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let text = stderr(&output);
+    assert!(!text.contains("✓"), "nothing ran: {text}");
+    assert!(text.contains("`insufficient_system_resource`") && text.contains("none of its 1 calls was run"), "{text}");
+    assert_eq!(server.requests().len(), 1);
+}
+
+/// A folder with a toolhost.toml of `text`.
+fn configured(text: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("toolhost.toml"), text).unwrap();
+    dir
+}
+
+const NGINX_502: &str = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n";
+
+#[test]
+fn an_html_error_page_is_one_line_in_the_retry_notice_and_the_error() {
+    let dir = configured("[model]\nmax_retries = 1\n");
+    for script in [ALL[0], ALL[3]] {
+        let page = || common::model_server::Response {
+            status: 502,
+            headers: vec![],
+            body: common::model_server::Body::Raw(NGINX_502.into()),
+        };
+        let server = ModelServer::start(vec![page(), page()]);
+        let output = toolhost_in(dir.path(), script, &server, &bundled(), &["run", "hi"], None);
+        assert_eq!(output.status.code(), Some(1), "{script:?}");
+        let text = stderr(&output);
+        assert!(!text.contains('<') && !text.contains("nginx"), "no markup: {text}");
+        let lines: Vec<&str> = text.lines().filter(|line| !line.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 2, "{script:?}: a retry line and an error line: {text}");
+        assert!(lines[0].contains("(HTTP 502: 502 Bad Gateway); retrying in"), "{text}");
+        assert_eq!(
+            lines[1], "error: the model provider is unavailable (HTTP 502) after 2 attempts: 502 Bad Gateway",
+            "{script:?}"
+        );
+    }
+}
+
+#[test]
+fn a_whole_response_that_breaks_off_is_not_called_a_connection_failure() {
+    let truncated = || {
+        body(common::model_server::Body::Truncated {
+            text: r#"{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"mess"#.into(),
+            length: 400,
+        })
+    };
+    let script = ALL[0];
+    // Retried like a stream that broke off before any text.
+    let server = ModelServer::start(vec![truncated(), script.text("whole")]);
+    let output = toolhost(script, &server, &bundled(), &["run", "hi"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output).trim(), "whole");
+    let text = stderr(&output);
+    assert!(text.contains("(the response broke off: "), "{text}");
+    assert!(!text.contains("could not connect") && !text.contains("could not reach"), "{text}");
+    // A connection closed before any answer came is not one that failed either.
+    let closed = || body(common::model_server::Body::Close);
+    let server = ModelServer::start(vec![closed(), script.text("whole")]);
+    let output = toolhost(script, &server, &bundled(), &["run", "hi"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stderr(&output);
+    assert!(text.contains("(the response broke off: the connection closed before the answer came"), "{text}");
+    assert!(!text.contains("could not connect") && !text.contains("could not reach"), "{text}");
+    // And when it keeps breaking off, the error says so.
+    let dir = configured("[model]\nmax_retries = 1\n");
+    let server = ModelServer::start(vec![truncated(), truncated()]);
+    let output = toolhost_in(dir.path(), script, &server, &bundled(), &["run", "hi"], None);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stderr(&output);
+    let error = text.lines().find(|line| line.starts_with("error:")).unwrap_or_default();
+    assert!(error.contains("broke off before it was complete") && error.contains("gave up after 2 attempts"), "{text}");
+    assert!(!text.contains("could not reach"), "{text}");
+    // A server that is not there is still one that could not be reached.
+    let dir = configured("[model]\nmax_retries = 0\n");
+    let dead = ModelServer::start(vec![]).url.clone();
+    let mut gone = ModelServer::start(vec![]);
+    gone.url = dead;
+    let output = toolhost_in(dir.path(), script, &gone, &bundled(), &["run", "hi"], None);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains("error: could not reach the model at "), "{}", stderr(&output));
+}
+
+#[test]
+fn a_streamed_responses_refusal_is_printed_like_a_whole_one() {
+    let refusal = json!({"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+        "content": [{"type": "refusal", "refusal": "I can't help with that."}]});
+    // Streamed with its refusal deltas, and with the refusal only in the finished item.
+    let event = |data: Value| (Some(data["type"].as_str().unwrap().to_owned()), data.to_string());
+    let with_deltas = body(common::model_server::Body::Events(vec![
+        event(json!({"type": "response.created", "response": response_object("in_progress", json!([]))})),
+        event(
+            json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "message", "id": "msg_1", "role": "assistant", "status": "in_progress", "content": []}}),
+        ),
+        event(
+            json!({"type": "response.content_part.added", "output_index": 0, "content_index": 0, "part": {"type": "refusal", "refusal": ""}}),
+        ),
+        event(json!({"type": "response.refusal.delta", "output_index": 0, "content_index": 0, "delta": "I can't "})),
+        event(
+            json!({"type": "response.refusal.delta", "output_index": 0, "content_index": 0, "delta": "help with that."}),
+        ),
+        event(
+            json!({"type": "response.refusal.done", "output_index": 0, "content_index": 0, "refusal": "I can't help with that."}),
+        ),
+        event(json!({"type": "response.output_item.done", "output_index": 0, "item": refusal})),
+        event(json!({"type": "response.completed", "response": response_object("completed", json!([refusal]))})),
+    ]));
+    let only_done = responses_reply(true, "completed", vec![refusal.clone()], json!({}));
+    let whole = responses_reply(false, "completed", vec![refusal.clone()], json!({}));
+    for (stream, response) in [(false, whole), (true, with_deltas), (true, only_done)] {
+        let server = ModelServer::start(vec![response]);
+        let output = run_responses(&server, stream, "go");
+        assert_eq!(output.status.code(), Some(1), "stream {stream}: {}", stderr(&output));
+        assert_eq!(stdout(&output).trim(), "I can't help with that.", "stream {stream}: {}", stderr(&output));
+        let text = stderr(&output);
+        assert!(text.contains("refused") && text.contains("the provider said `refusal`"), "{text}");
+    }
+}
+
+const PNG_BASE64: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+
+#[test]
+fn tool_images_reach_the_providers_that_take_them_as_images() {
+    let plugins = common::plugin_dir(&["content_kinds"]);
+    let plugins = plugins.path().display().to_string();
+    let calls = [("c1", "test_image_content", "{}"), ("c2", "test_audio_content", "{}")];
+    let image_line = "[image: image/png, 70 bytes]";
+    let audio_line = "[audio: audio/wav, 48 bytes]";
+    for script in ALL {
+        let server = ModelServer::start(vec![script.calls(&calls), script.text("A pixel and a click.")]);
+        let output = toolhost(script, &server, &plugins, &["run", "show me", "--yes"]);
+        assert!(output.status.success(), "{script:?}: {}", stderr(&output));
+        let sent = &server.requests()[1].body["messages"];
+        let sent = sent.as_array().unwrap();
+        if script.anthropic {
+            // The image as an image block after the text; audio, which
+            // Anthropic does not take there, as its line.
+            assert_eq!(
+                sent.last().unwrap()["content"],
+                json!([
+                    {"type": "tool_result", "tool_use_id": "c1", "is_error": false, "content": [
+                        {"type": "text", "text": image_line},
+                        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG_BASE64}}
+                    ]},
+                    {"type": "tool_result", "tool_use_id": "c2", "is_error": false, "content": audio_line}
+                ]),
+                "{script:?}"
+            );
+        } else {
+            // Chat Completions takes only text in a tool message: the lines.
+            let tools: Vec<&Value> = sent.iter().filter(|message| message["role"] == "tool").collect();
+            assert_eq!(
+                tools,
+                [
+                    &json!({"role": "tool", "tool_call_id": "c1", "content": image_line}),
+                    &json!({"role": "tool", "tool_call_id": "c2", "content": audio_line})
+                ],
+                "{script:?}"
+            );
+        }
+    }
+    // The Responses API: the image as an input_image part of the output.
+    for stream in [false, true] {
+        let call = |id: &str, name: &str| json!({"type": "function_call", "id": format!("fc_{id}"), "call_id": id, "name": name, "arguments": "{}", "status": "completed"});
+        let answer = json!({"type": "message", "id": "msg_1", "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": "Seen.", "annotations": []}]});
+        let server = ModelServer::start(vec![
+            responses_reply(
+                stream,
+                "completed",
+                vec![call("c1", "test_image_content"), call("c2", "test_audio_content")],
+                json!({}),
+            ),
+            responses_reply(stream, "completed", vec![answer], json!({})),
+        ]);
+        let dir = tempfile::tempdir().unwrap();
+        let output = run_responses_with(dir.path(), &server, stream, "show me", &plugins, "");
+        assert!(output.status.success(), "stream {stream}: {}", stderr(&output));
+        let input = server.requests()[1].body["input"].as_array().unwrap().clone();
+        let outputs: Vec<&Value> = input.iter().filter(|item| item["type"] == "function_call_output").collect();
+        assert_eq!(
+            outputs,
+            [
+                &json!({"type": "function_call_output", "call_id": "c1", "output": [
+                    {"type": "input_text", "text": image_line},
+                    {"type": "input_image", "image_url": format!("data:image/png;base64,{PNG_BASE64}"), "detail": "auto"}
+                ]}),
+                &json!({"type": "function_call_output", "call_id": "c2", "output": audio_line})
+            ],
+            "stream {stream}"
+        );
+    }
+}
+
+#[test]
+fn interleaved_thinking_goes_back_in_exactly_its_order() {
+    let thinking =
+        |n: u32| json!({"type": "thinking", "thinking": format!("Step {n}."), "signature": format!("{SIGNED}{n}")});
+    let blocks = [
+        thinking(1),
+        json!({"type": "tool_use", "id": "toolu_1", "name": "sha256", "input": {"text": "abc"}}),
+        thinking(2),
+        json!({"type": "text", "text": "And the other."}),
+        json!({"type": "tool_use", "id": "toolu_2", "name": "calculate", "input": {"expression": "6*7"}}),
+    ];
+    for script in [ALL[2], ALL[3]] {
+        let server =
+            ModelServer::start(vec![anthropic_reply(script.stream, &blocks, "tool_use"), script.text("ba78 and 42.")]);
+        let output = toolhost(script, &server, &bundled(), &["run", "two things", "--yes"]);
+        assert!(output.status.success(), "{script:?}: {}", stderr(&output));
+        let sent = sent_assistant(&server.requests()[1]);
+        assert_eq!(sent, json!({"role": "assistant", "content": blocks}), "{script:?}: byte for byte, in order");
+    }
+}
+
+#[test]
+fn a_reasoning_model_runs_tools_and_sampling_with_the_readmes_settings() {
+    // The README's `[model]` (reasoning on, a token limit) and a plugin
+    // granted 300 tokens of sampling, asking for 100.
+    let config = "[model]\nreasoning = \"medium\"\nmax_tokens = 4096\n[plugins.content_kinds]\nsampling = { max_tokens = 300 }\n";
+    let plugins = common::plugin_dir(&["content_kinds"]);
+    let plugins = plugins.path().display().to_string();
+    let keys = |body: &Value, names: &[&str]| -> Vec<(String, Value)> {
+        names.iter().filter_map(|name| body.get(*name).map(|value| ((*name).to_owned(), value.clone()))).collect()
+    };
+    let limits =
+        ["max_tokens", "max_completion_tokens", "max_output_tokens", "reasoning_effort", "thinking", "reasoning"];
+    for script in [ALL[1], ALL[3]] {
+        let dir = configured(config);
+        let server = ModelServer::start(vec![
+            script.calls(&[("call_1", "test_sampling", r#"{"prompt":"What is 2+2?"}"#)]),
+            Script { stream: false, ..script }.text("four"),
+            script.text("It says four."),
+        ]);
+        let output = toolhost_in(dir.path(), script, &server, &plugins, &["run", "ask it", "--yes"], None);
+        assert!(output.status.success(), "{script:?}: {}", stderr(&output));
+        let requests = server.requests();
+        assert_eq!(requests.len(), 3, "{script:?}");
+        assert_eq!(script.results(&requests[2])[0].1, "LLM response: four", "{script:?}");
+        let (turn, sampling) = (keys(&requests[0].body, &limits), keys(&requests[1].body, &limits));
+        let pair = |name: &str, value: Value| (name.to_owned(), value);
+        if script.anthropic {
+            // The loop's turns make room for thinking above max_tokens; the
+            // sampling request allows the 100 tokens asked for, all told:
+            // no room for the 1,024-token minimum of thinking, so none.
+            assert_eq!(
+                turn,
+                [
+                    pair("max_tokens", json!(12_288)),
+                    pair("thinking", json!({"type": "enabled", "budget_tokens": 8_192}))
+                ]
+            );
+            assert_eq!(sampling, [pair("max_tokens", json!(100))]);
+        } else {
+            // OpenAI's reasoning models refuse `max_tokens`; the limit covers
+            // the reasoning, so the sampling request is bounded by it.
+            assert_eq!(turn, [pair("max_completion_tokens", json!(4096)), pair("reasoning_effort", json!("medium"))]);
+            assert_eq!(
+                sampling,
+                [pair("max_completion_tokens", json!(100)), pair("reasoning_effort", json!("medium"))]
+            );
+        }
+    }
+    for stream in [false, true] {
+        let call = json!({"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "test_sampling", "arguments": "{\"prompt\":\"What is 2+2?\"}", "status": "completed"});
+        let said = |text: &str| json!({"type": "message", "id": "msg_1", "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": text, "annotations": []}]});
+        let server = ModelServer::start(vec![
+            responses_reply(stream, "completed", vec![call], json!({})),
+            responses_reply(false, "completed", vec![said("four")], json!({})),
+            responses_reply(stream, "completed", vec![said("It says four.")], json!({})),
+        ]);
+        let dir = tempfile::tempdir().unwrap();
+        let output = run_responses_with(dir.path(), &server, stream, "ask it", &plugins, config);
+        assert!(output.status.success(), "stream {stream}: {}", stderr(&output));
+        let requests = server.requests();
+        let reasoning = ("reasoning".to_owned(), json!({"effort": "medium", "summary": "auto"}));
+        assert_eq!(
+            keys(&requests[0].body, &limits),
+            [("max_output_tokens".to_owned(), json!(4096)), reasoning.clone()]
+        );
+        assert_eq!(keys(&requests[1].body, &limits), [("max_output_tokens".to_owned(), json!(100)), reasoning]);
+    }
+}
+
+/// `response`, after the model thought for `ms` milliseconds.
+fn slow(response: common::model_server::Response, ms: u64) -> common::model_server::Response {
+    let wait = std::time::Duration::from_millis(ms);
+    common::model_server::Response { body: common::model_server::Body::Slow(wait, Box::new(response.body)), ..response }
+}
+
+#[test]
+fn an_approval_takes_only_keys_pressed_after_its_question() {
+    let script = ALL[1];
+    let dir = asking_config();
+    let events = dir.path().join("e.jsonl");
+    let server = ModelServer::start(vec![
+        slow(script.calls(&[("one", "sha256", r#"{"text":"abc"}"#)]), 1_500),
+        slow(script.calls(&[("two", "sha256", r#"{"text":"xyz"}"#)]), 1_500),
+        script.text("Neither was allowed."),
+    ]);
+    let mut terminal = on_terminal(dir.path(), script, &server, &["run", "go", "--events", events.to_str().unwrap()]);
+    // A whole line typed while the model thinks is not the answer…
+    terminal.expect("waiting for the model");
+    terminal.send("y\r");
+    terminal.expect("allow it?");
+    terminal.send("n\r");
+    terminal.expect("⊘ sha256");
+    // …and neither is a key typed before the question and Enter after it.
+    terminal.expect("waiting for the model");
+    terminal.send("y");
+    terminal.expect("allow it?");
+    terminal.send("\r");
+    terminal.expect("Neither was allowed.");
+    assert_eq!(terminal.exit_code(std::time::Duration::from_secs(10)), 0, "{}", terminal.output());
+    let events = read_events(&events);
+    check_call_events(&events);
+    assert_eq!(kinds_of_call(&events, "one"), ["tool_call_requested", "tool_call_denied"]);
+    assert_eq!(kinds_of_call(&events, "two"), ["tool_call_requested", "tool_call_denied"]);
+}
+
+#[test]
+fn a_chat_message_typed_ahead_of_an_approval_is_the_next_prompt() {
+    let script = ALL[1];
+    let dir = asking_config();
+    let events = dir.path().join("e.jsonl");
+    let server = ModelServer::start(vec![
+        slow(script.calls(&[("one", "sha256", r#"{"text":"abc"}"#)]), 1_500),
+        script.text("Not hashed, then."),
+        script.text("You said y."),
+    ]);
+    let mut terminal = on_terminal(dir.path(), script, &server, &["chat", "--events", events.to_str().unwrap()]);
+    terminal.expect("> ");
+    terminal.send("hash abc\r");
+    terminal.expect("waiting for the model");
+    // Typed while the model thinks: a message for later, not an answer.
+    terminal.send("y\r");
+    terminal.expect("allow it?");
+    terminal.send("n\r");
+    terminal.expect("Not hashed, then.");
+    terminal.expect("You said y.");
+    terminal.expect("> ");
+    terminal.send("/exit\r");
+    assert_eq!(terminal.exit_code(std::time::Duration::from_secs(10)), 0, "{}", terminal.output());
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "{}", terminal.output());
+    let last = requests[2].body["messages"].as_array().unwrap().last().cloned().unwrap();
+    assert_eq!(last, json!({"role": "user", "content": "y"}));
+    let events = read_events(&events);
+    assert_eq!(kinds_of_call(&events, "one"), ["tool_call_requested", "tool_call_denied"]);
+}
+
+#[test]
+fn a_chat_completions_refusal_is_printed_streamed_or_not_and_is_not_an_answer() {
+    let whole = body(common::model_server::Body::Json(json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "model": "test-model",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": null, "refusal": "I can't help with that."}}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 5}
+    })));
+    let streamed = openai_stream(
+        &[json!({"role": "assistant", "content": null, "refusal": "I can't "}), json!({"refusal": "help with that."})],
+        "stop",
+    );
+    for (script, response) in [(ALL[0], whole), (ALL[1], streamed)] {
+        let server = ModelServer::start(vec![response]);
+        let output = toolhost(script, &server, &bundled(), &["run", "go"]);
+        assert_eq!(output.status.code(), Some(1), "{script:?}: {}", stderr(&output));
+        assert_eq!(stdout(&output).trim(), "I can't help with that.", "{script:?}");
+        assert!(stderr(&output).contains("refused"), "{}", stderr(&output));
+    }
 }

@@ -28,6 +28,16 @@ pub enum Body {
     Raw(String),
     /// Never answers (until the server is dropped or 30 seconds pass).
     Hang,
+    /// `body`, after a wait (a model that thinks before it answers).
+    Slow(std::time::Duration, Box<Body>),
+    /// No answer at all: the connection closes once the request is read.
+    Close,
+    /// A JSON answer whose head announces `length` bytes and whose
+    /// connection closes after `text`: a whole response that breaks off.
+    Truncated {
+        text: String,
+        length: usize,
+    },
 }
 
 /// A request the server received.
@@ -163,10 +173,22 @@ fn serve(
     for (name, value) in &response.headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
-    match &response.body {
+    let mut body = &response.body;
+    while let Body::Slow(wait, inner) = body {
+        std::thread::sleep(*wait);
+        body = inner;
+    }
+    match body {
+        Body::Slow(..) => {} // unwrapped above
+        Body::Close => return,
         Body::Hang => {
             std::thread::sleep(std::time::Duration::from_secs(30));
             return;
+        }
+        Body::Truncated { text, length } => {
+            head.push_str(&format!("content-type: application/json\r\ncontent-length: {length}\r\n\r\n"));
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(text.as_bytes());
         }
         Body::Json(value) => {
             let text = value.to_string();
@@ -264,6 +286,12 @@ impl Script {
 
     pub fn truncated(&self, text: &str) -> Response {
         self.reply(text, &[], Some(self.length()))
+    }
+
+    /// A reply of `text` that stops with the provider's `reason`, as given
+    /// (`finish_reason` or `stop_reason`).
+    pub fn stopped(&self, text: &str, reason: &str) -> Response {
+        self.reply(text, &[], Some(reason))
     }
 
     /// Calls cut off by the token limit (the last one's arguments unfinished).

@@ -5,7 +5,10 @@
 //! terminal) when there is one. Without a person, elicitation is declined and
 //! the roots are the working folder.
 
-use crate::model::{Conversation, Message, ModelClient, StopReason, TokenUsage};
+use crate::model::{Conversation, Message, ModelClient, Protocol, StopKind, TokenUsage};
+
+/// The smallest `max_output_tokens` the OpenAI Responses API takes.
+const MIN_RESPONSES_TOKENS: u32 = 16;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -95,7 +98,16 @@ impl ModelAsker {
             })
             .collect();
         let conversation = Conversation { system: sampling.system_prompt.clone(), messages };
+        // The request allows no more than the grant let the tool ask for
+        // (what the sampling budget counted), reasoning included.
         let client = model.limited(sampling.max_tokens);
+        if client.endpoint().protocol == Protocol::OpenaiResponses && sampling.max_tokens < MIN_RESPONSES_TOKENS {
+            return Err(AskError::Failed(format!(
+                "the model's API (OpenAI Responses) takes no request for fewer than {MIN_RESPONSES_TOKENS} tokens, \
+                 and this one asks for at most {}",
+                sampling.max_tokens
+            )));
+        }
         let reply = client
             .complete(&conversation, &[], &mut |_| {})
             .await
@@ -104,17 +116,32 @@ impl ModelAsker {
         if let Some(on_sampled) = &self.on_sampled {
             on_sampled(&name, &reply.usage);
         }
-        let stop_reason = match reply.stop {
-            StopReason::Done => "endTurn".to_owned(),
-            StopReason::Length => "maxTokens".to_owned(),
-            StopReason::ToolUse => "toolUse".to_owned(),
-            StopReason::ContentFilter => "contentFilter".to_owned(),
-            StopReason::Other(other) => other,
+        // Only a finished reply (or one cut at the request's own limit,
+        // which MCP calls `maxTokens`) is an answer.
+        let stop_reason = match reply.stop.kind {
+            StopKind::Done => "endTurn",
+            StopKind::Length => "maxTokens",
+            StopKind::ToolUse => "toolUse",
+            StopKind::ContentFilter => {
+                return Err(AskError::Failed(format!(
+                    "the model refused or its provider filtered the answer ({})",
+                    reply.stop
+                )));
+            }
+            StopKind::ContextWindow => {
+                return Err(AskError::Failed(format!(
+                    "the messages do not fit the model's context window ({})",
+                    reply.stop
+                )));
+            }
+            StopKind::Paused | StopKind::Unknown => {
+                return Err(AskError::Failed(format!("the model's reply was not finished ({})", reply.stop)));
+            }
         };
         Ok(Answer::Sampled(ask::Reply {
             content: Content::Text { text: reply.content },
             model: name,
-            stop_reason: Some(stop_reason),
+            stop_reason: Some(stop_reason.to_owned()),
         }))
     }
 }
@@ -126,5 +153,46 @@ fn ask_text(content: &Content) -> String {
         Content::Image { mime_type, data } => format!("[image: {mime_type}, {} bytes]", data.len()),
         Content::Audio { mime_type, data } => format!("[audio: {mime_type}, {} bytes]", data.len()),
         _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Endpoint, RequestOptions};
+
+    #[tokio::test]
+    async fn a_sampling_request_too_small_for_the_responses_api_fails_before_it_is_sent() {
+        // Nothing listens there: the request must not be attempted at all.
+        let endpoint = Endpoint {
+            protocol: Protocol::OpenaiResponses,
+            base_url: "http://127.0.0.1:1/v1".into(),
+            model: "o4-mini".into(),
+            api_key: None,
+        };
+        let options = RequestOptions { max_retries: 0, ..RequestOptions::default() };
+        let asker = ModelAsker {
+            model: Some(ModelClient::new(endpoint, options).unwrap()),
+            why_no_model: String::new(),
+            person: None,
+            on_sampled: None,
+        };
+        let sampling = |max_tokens| Sampling {
+            messages: vec![ask::Message { role: ask::Role::User, content: Content::Text { text: "hi".into() } }],
+            system_prompt: None,
+            max_tokens,
+            temperature: None,
+            stop_sequences: Vec::new(),
+            preferences: None,
+        };
+        match asker.sample(&sampling(10)).await {
+            Err(AskError::Failed(why)) => assert!(why.contains("fewer than 16 tokens") && why.contains("10"), "{why}"),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        // At 16 it is sent (and here finds nobody).
+        match asker.sample(&sampling(16)).await {
+            Err(AskError::Failed(why)) => assert!(why.contains("could not reach the model"), "{why}"),
+            other => panic!("expected a failed request, got {other:?}"),
+        }
     }
 }

@@ -4,19 +4,24 @@
 //!
 //! A run is `run_started`, then per turn `model_request`, any number of
 //! `model_retry`, and `model_response` (unless the request failed or was
-//! cancelled), then the turn's tool calls, then `run_finished`. Every tool
-//! call has `tool_call_requested` first and exactly one final event:
+//! cancelled; its `stop_reason` is toolhost's kind, `provider_stop_reason`
+//! the provider's own word), then the turn's tool calls, then
+//! `run_finished`. A `paused` reply's turn is followed by one that
+//! continues it. Every tool call has `tool_call_requested` first and
+//! exactly one final event:
 //!
 //! - `tool_call_failed` at once, for an unknown tool or arguments that are
 //!   not a JSON object (kinds `unknown_tool`, `invalid_arguments`), or for a
-//!   call of a reply cut off by the token limit (`cut_off`); it never runs;
+//!   call of a reply that was not finished (cut off by the token limit or
+//!   the context window, filtered, or stopped for an unknown reason:
+//!   `cut_off`); it never runs;
 //! - `tool_call_denied` (policy `deny`, a person said no, nobody to ask, or
 //!   Ctrl-C before it was approved);
 //! - `tool_call_approved`, then `tool_call_started` when it starts, then
 //!   `tool_call_completed` or `tool_call_failed` (kind `cancelled`, without
 //!   `tool_call_started` when Ctrl-C came before it started).
 
-use crate::model::{StopReason, TokenUsage};
+use crate::model::{StopKind, TokenUsage};
 use serde::Serialize;
 use std::time::{SystemTime, UNIX_EPOCH};
 use toolhost_runtime::outcome::Refusal;
@@ -31,8 +36,13 @@ pub enum RunStatus {
     MaxTurns,
     /// The model hit its output token limit.
     Length,
+    /// The conversation filled the model's context window.
+    ContextWindow,
     /// The provider filtered or refused the answer.
     ContentFilter,
+    /// The provider ended the reply for a reason toolhost does not know
+    /// (its word for it is in `provider_stop_reason`): not an answer.
+    UnknownStop,
     /// The model replied with neither text nor tool calls.
     Empty,
     /// The run was cancelled (Ctrl-C).
@@ -103,8 +113,14 @@ pub enum Event {
     ModelResponse {
         /// The turn.
         turn: u32,
-        /// Why it stopped.
-        stop_reason: StopReason,
+        /// Why it stopped, in toolhost's terms: `done`, `tool_use`,
+        /// `paused` (continued in the next turn), `length`,
+        /// `context_window`, `content_filter` or `unknown`.
+        stop_reason: StopKind,
+        /// Why it stopped, in the provider's own word (`end_turn`,
+        /// `pause_turn`, `insufficient_system_resource`, …), when it gave one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        provider_stop_reason: Option<String>,
         /// Tool calls it made.
         tool_calls: usize,
         /// Prompt tokens.
@@ -234,6 +250,10 @@ pub enum Event {
     RunFinished {
         /// How.
         status: RunStatus,
+        /// The provider's word for why its last reply stopped, when the run
+        /// ended on a reply.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        provider_stop_reason: Option<String>,
         /// Model turns taken.
         turns: u32,
         /// Tool calls made.
@@ -274,9 +294,17 @@ impl<'a> Record<'a> {
 
 impl Event {
     /// Totals for a finished run.
-    pub fn finished(status: RunStatus, turns: u32, tool_calls: u32, usage: TokenUsage, duration_ms: u64) -> Event {
+    pub fn finished(
+        status: RunStatus,
+        provider_stop_reason: Option<String>,
+        turns: u32,
+        tool_calls: u32,
+        usage: TokenUsage,
+        duration_ms: u64,
+    ) -> Event {
         Event::RunFinished {
             status,
+            provider_stop_reason,
             turns,
             tool_calls,
             input_tokens: usage.input,

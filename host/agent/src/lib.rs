@@ -16,7 +16,8 @@ pub mod transcript;
 use crate::approval::{ApprovalConfig, ApprovalRequest, Approver, Decision, Policy};
 use crate::events::{ApprovedBy, Event, RunStatus};
 use crate::model::{
-    Conversation, Message, ModelClient, ModelError, Progress, StopReason, TokenUsage, ToolCall, ToolResult, ToolSpec,
+    Conversation, Media, MediaKind, Message, ModelClient, ModelError, Progress, StopKind, StopReason, TokenUsage,
+    ToolCall, ToolResult, ToolSpec,
 };
 use futures_util::{FutureExt, StreamExt};
 use std::collections::HashSet;
@@ -77,6 +78,8 @@ pub struct RunOutcome {
     pub usage: TokenUsage,
     /// The model error that ended the run, if one did.
     pub error: Option<ModelError>,
+    /// Why the last reply stopped (toolhost's kind and the provider's word).
+    pub stop: Option<StopReason>,
 }
 
 /// Drives one model over the tools of one [`Host`].
@@ -217,7 +220,10 @@ impl Agent {
             calls_not_run: 0,
             usage: TokenUsage::default(),
             error: None,
+            stop: None,
         };
+        // Whether the last reply was paused, so the next one continues it.
+        let mut continuing = false;
         // Call ids already in the conversation: a new call never reuses one.
         let mut taken: HashSet<String> = conversation
             .messages
@@ -300,37 +306,60 @@ impl Agent {
             ToolCall::normalize(&mut calls, &mut taken);
             self.emit(Event::ModelResponse {
                 turn,
-                stop_reason: reply.stop.clone(),
+                stop_reason: reply.stop.kind,
+                provider_stop_reason: reply.stop.provider.clone(),
                 tool_calls: calls.len(),
                 input_tokens: reply.usage.input,
                 output_tokens: reply.usage.output,
                 reasoning_tokens: reply.usage.reasoning,
                 duration_ms: requested.elapsed().as_millis() as u64,
             });
-            outcome.answer.clone_from(&reply.content);
-            let empty = reply.content.trim().is_empty();
+            // A paused turn goes on in the next request: its text so far is
+            // part of the answer.
+            if continuing {
+                outcome.answer.push_str(&reply.content);
+            } else {
+                outcome.answer.clone_from(&reply.content);
+            }
+            let kind = reply.stop.kind;
+            outcome.stop = Some(reply.stop);
+            continuing = kind == StopKind::Paused;
             conversation.messages.push(Message::Assistant {
                 content: reply.content,
                 tool_calls: calls.clone(),
                 state: reply.state,
             });
             if calls.is_empty() {
-                outcome.status = match reply.stop {
-                    StopReason::Length => RunStatus::Length,
-                    StopReason::ContentFilter => RunStatus::ContentFilter,
-                    _ if empty => RunStatus::Empty,
-                    _ => RunStatus::Answered,
+                outcome.status = match kind {
+                    // Sent back as it is, the reply goes on (Anthropic's
+                    // `pause_turn`): the next turn continues it.
+                    StopKind::Paused => continue,
+                    StopKind::Done | StopKind::ToolUse if outcome.answer.trim().is_empty() => RunStatus::Empty,
+                    StopKind::Done | StopKind::ToolUse => RunStatus::Answered,
+                    StopKind::Length => RunStatus::Length,
+                    StopKind::ContextWindow => RunStatus::ContextWindow,
+                    StopKind::ContentFilter => RunStatus::ContentFilter,
+                    StopKind::Unknown => RunStatus::UnknownStop,
                 };
                 break;
             }
             outcome.tool_calls += calls.len() as u32;
-            if reply.stop == StopReason::Length {
-                // The last call may be incomplete, and the turn cannot go on:
-                // none of its calls runs, and each is told why.
-                let results = calls.iter().map(|call| self.not_run(turn, call)).collect();
+            let unfinished = match kind {
+                StopKind::Done | StopKind::ToolUse | StopKind::Paused => None,
+                StopKind::Length => Some(RunStatus::Length),
+                StopKind::ContextWindow => Some(RunStatus::ContextWindow),
+                StopKind::ContentFilter => Some(RunStatus::ContentFilter),
+                StopKind::Unknown => Some(RunStatus::UnknownStop),
+            };
+            if let Some(status) = unfinished {
+                // The reply was not finished, so its last call may be
+                // incomplete and the turn cannot go on: none of its calls
+                // runs, and each is told why.
+                let stop = outcome.stop.clone().unwrap_or_else(|| StopReason::new(kind, None));
+                let results = calls.iter().map(|call| self.not_run(turn, call, &stop)).collect();
                 conversation.messages.push(Message::Tool { results });
                 outcome.calls_not_run = calls.len() as u32;
-                outcome.status = RunStatus::Length;
+                outcome.status = status;
                 break;
             }
             let results = self.run_calls(&catalog, turn, &calls, cancel).await;
@@ -345,8 +374,13 @@ impl Agent {
         outcome.usage.input += sampled.input;
         outcome.usage.output += sampled.output;
         outcome.usage.reasoning += sampled.reasoning;
+        // A run that ended on a reply says what the provider said of it.
+        let ended_on_reply = !matches!(outcome.status, RunStatus::Failed | RunStatus::Cancelled);
+        let provider_stop_reason =
+            outcome.stop.as_ref().filter(|_| ended_on_reply).and_then(|stop| stop.provider.clone());
         self.emit(Event::finished(
             outcome.status,
+            provider_stop_reason,
             outcome.turns,
             outcome.tool_calls,
             outcome.usage,
@@ -355,12 +389,18 @@ impl Agent {
         outcome
     }
 
-    /// The result of a call in a turn cut off by the token limit.
-    fn not_run(&self, turn: u32, call: &ToolCall) -> ToolResult {
+    /// The result of a call in a reply that was not finished (cut off by
+    /// the token limit, the context window, a filter, or for a reason
+    /// toolhost does not know): `stop` says which.
+    fn not_run(&self, turn: u32, call: &ToolCall, stop: &StopReason) -> ToolResult {
         self.emit(requested(turn, call));
-        let message = "not run: the reply was cut off by the output token limit, so this call may be \
-                       incomplete; no call of that reply was run"
-            .to_owned();
+        let why = match stop.kind {
+            StopKind::Length => "the reply was cut off by the output token limit",
+            StopKind::ContextWindow => "the reply was cut off: the conversation filled the model's context window",
+            StopKind::ContentFilter => "the reply was stopped by the provider's content filter",
+            _ => "the reply was not finished",
+        };
+        let message = format!("not run: {why} ({stop}), so this call may be incomplete; no call of that reply was run");
         self.emit(failed_before_running(call, "cut_off", &message));
         error_result(call, message)
     }
@@ -565,7 +605,14 @@ impl Agent {
                     truncated_bytes,
                     refused: report.refused,
                 });
-                ToolResult { call_id: call.id.clone(), name: call.name.clone(), content, is_error: false, source }
+                ToolResult {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    content,
+                    is_error: false,
+                    media: media_of(&output),
+                    source,
+                }
             }
             Err(err) => {
                 let message = err.to_string();
@@ -648,7 +695,34 @@ fn json_kind(value: &serde_json::Value) -> &'static str {
 }
 
 fn error_result(call: &ToolCall, content: String) -> ToolResult {
-    ToolResult { call_id: call.id.clone(), name: call.name.clone(), content, is_error: true, source: None }
+    ToolResult {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content,
+        is_error: true,
+        media: Vec::new(),
+        source: None,
+    }
+}
+
+/// The images and audio of a tool's output, for the providers that take
+/// them in a tool result (the text names each as well).
+fn media_of(output: &toolhost_runtime::outcome::ToolOutput) -> Vec<Media> {
+    use base64::Engine as _;
+    use toolhost_runtime::content::Content;
+    let toolhost_runtime::outcome::ToolOutput::Content(blocks) = output else { return Vec::new() };
+    blocks
+        .iter()
+        .filter_map(|block| {
+            let (kind, mime_type, data) = match &block.content {
+                Content::Image { mime_type, data } => (MediaKind::Image, mime_type, data),
+                Content::Audio { mime_type, data } => (MediaKind::Audio, mime_type, data),
+                _ => return None,
+            };
+            let data = base64::engine::general_purpose::STANDARD.encode(data);
+            Some(Media { kind, mime_type: mime_type.clone(), data })
+        })
+        .collect()
 }
 
 /// `text` if it fits in `budget` bytes, else its head and tail around a

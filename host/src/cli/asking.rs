@@ -28,9 +28,20 @@ impl TerminalAsker {
         interactive.then(|| TerminalAsker { terminal, input, turn: tokio::sync::Mutex::new(()) })
     }
 
+    /// The answer to the first question of what a tool asks: only keys
+    /// pressed after it is shown count (see [`Input::answer`]).
     async fn line(&self, question: &str) -> Option<String> {
+        let line = self.input.answer(|| self.terminal.ask(question)).await;
+        self.terminal.answered();
+        line.map(|line| line.trim().to_owned())
+    }
+
+    /// The answer to a question asked right after the person answered the
+    /// one before (a form's next field, or the same one again): what they
+    /// typed since counts, so a pasted form fills in field by field.
+    async fn next_line(&self, question: &str) -> Option<String> {
         self.terminal.ask(question);
-        let line = self.input.line().await;
+        let line = self.input.next_typed().await;
         self.terminal.answered();
         line.map(|line| line.trim().to_owned())
     }
@@ -97,7 +108,7 @@ impl TerminalAsker {
                 _ => String::new(),
             };
             loop {
-                let given = self.line(&format!("  {}{hint}: ", printable(label))).await?;
+                let given = self.next_line(&format!("  {}{hint}: ", printable(label))).await?;
                 if given.is_empty() {
                     match default {
                         Some(default) => {

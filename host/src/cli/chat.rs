@@ -21,6 +21,8 @@ pub struct Args {
 
 pub async fn run(host: Host, config: &Config, dir: &Path, args: Args) -> Result<ExitCode> {
     let mut session = Session::start(host, config, &args.model)?;
+    // A message typed ahead while a question waits is the next prompt.
+    session.input.keep_typed_ahead();
     // Plugins added, changed or removed while chatting are picked up between
     // turns (each turn works on one snapshot of the tools).
     let _watcher = match Watcher::start(session.agent.host().clone(), dir) {
@@ -45,16 +47,27 @@ pub async fn run(host: Host, config: &Config, dir: &Path, args: Args) -> Result<
             eprint!("\n> ");
             let _ = std::io::stderr().flush();
         }
-        let line = tokio::select! {
-            biased;
-            () = cancel.cancelled() => {
-                if interactive {
-                    eprintln!();
+        // A message typed while a question waited is this prompt's, shown
+        // after it as if typed now.
+        let typed_ahead = session.input.typed_ahead();
+        if let Some(line) = &typed_ahead
+            && interactive
+        {
+            eprintln!("{}", line.trim_end());
+        }
+        let line = match typed_ahead {
+            Some(line) => Some(line),
+            None => tokio::select! {
+                biased;
+                () = cancel.cancelled() => {
+                    if interactive {
+                        eprintln!();
+                    }
+                    status = session::cancelled();
+                    break;
                 }
-                status = session::cancelled();
-                break;
-            }
-            line = session.input.line() => line,
+                line = session.input.line() => line,
+            },
         };
         let Some(line) = line else { break };
         let prompt = line.trim();

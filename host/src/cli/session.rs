@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 use toolhost::agent::approval::{ApproveAll, Approver, NobodyToAsk};
 use toolhost::agent::events::{Event, Record, RunStatus};
 use toolhost::agent::model::providers;
-use toolhost::agent::model::{Conversation, ModelClient, RequestOptions};
+use toolhost::agent::model::{Conversation, ModelClient, RequestOptions, StopKind};
 use toolhost::agent::transcript::{self, Transcript};
 use toolhost::agent::{Agent, AgentOptions, RunOutcome};
 use toolhost::{ByteSize, Config, Host};
@@ -80,6 +80,7 @@ pub fn model_client(config: &Config, spec: &str, base_url: Option<&str>) -> Resu
         max_retries: settings.max_retries.unwrap_or(defaults.max_retries),
         max_tokens: settings.max_tokens,
         reasoning: settings.reasoning,
+        bounded: false,
         extra_roots,
     };
     ModelClient::new(endpoint, options)
@@ -118,6 +119,7 @@ impl Session {
                 Some(text) => Some(text.parse().map_err(|err: String| anyhow::anyhow!("--reasoning: {err}"))?),
                 None => settings.reasoning,
             },
+            bounded: false,
             extra_roots,
         };
         let client = ModelClient::new(endpoint, options)?;
@@ -217,28 +219,56 @@ pub fn cancel_on_ctrl_c(cancel: tokio_util::sync::CancellationToken) {
     });
 }
 
-/// Says how a run ended, if it did not answer, and picks the exit status.
+/// Says how a run ended, if it did not answer, in one line with the
+/// provider's word for why its reply stopped and what to do; and picks the
+/// exit status.
 pub fn report(outcome: &RunOutcome, max_turns_hint: &str) -> ExitCode {
+    let said = match &outcome.stop {
+        Some(stop) => stop.to_string(),
+        None => "the provider gave no reason".to_owned(),
+    };
     match outcome.status {
         RunStatus::Answered => return ExitCode::SUCCESS,
+        RunStatus::MaxTurns if outcome.stop.as_ref().is_some_and(|stop| stop.kind == StopKind::Paused) => eprintln!(
+            "error: the model's turn was still paused after {} turns, the limit ({said}); raise it with {max_turns_hint}",
+            outcome.turns
+        ),
         RunStatus::MaxTurns => eprintln!(
             "error: the model was still calling tools after {} turns, the limit; raise it with {max_turns_hint}",
             outcome.turns
         ),
         RunStatus::Length if outcome.calls_not_run > 0 => eprintln!(
-            "error: the model's reply was cut off by its output token limit while it was writing tool calls; \
-             none of its {} calls was run (raise `max_tokens` in [model])",
+            "error: the model's reply was cut off by its output token limit while it was writing tool calls \
+             ({said}); none of its {} calls was run (raise `max_tokens` in [model])",
             outcome.calls_not_run
         ),
         RunStatus::Length => eprintln!(
-            "error: the answer was cut off: the model hit its output token limit (raise `max_tokens` in [model])"
+            "error: the answer was cut off: the model hit its output token limit ({said}); raise `max_tokens` in \
+             [model]{}",
+            if outcome.usage.reasoning > 0 { " (its reasoning counts against it too)" } else { "" }
+        ),
+        RunStatus::ContextWindow => eprintln!(
+            "error: the reply was cut off: the conversation no longer fits the model's context window ({said}); \
+             start over with a shorter prompt (`/reset` in chat), lower `output_budget` in [model] so tool results \
+             take less room, or use a model with a larger context window"
+        ),
+        RunStatus::ContentFilter => {
+            eprintln!("error: the model refused, or its provider filtered, the answer ({said}); rephrase the prompt")
+        }
+        RunStatus::UnknownStop if outcome.calls_not_run > 0 => eprintln!(
+            "error: the model's reply ended for a reason toolhost does not know ({said}) while it was writing tool \
+             calls; none of its {} calls was run. Try again",
+            outcome.calls_not_run
+        ),
+        RunStatus::UnknownStop => eprintln!(
+            "error: the model's reply ended for a reason toolhost does not know ({said}), so it is not taken as an \
+             answer; try again"
         ),
         RunStatus::Empty => {
             eprintln!(
                 "error: the model sent an empty reply (no text and no tool calls); try again or rephrase the prompt"
             )
         }
-        RunStatus::ContentFilter => eprintln!("error: the provider filtered or refused the answer"),
         RunStatus::Failed => match &outcome.error {
             Some(err) => eprintln!("error: {err}"),
             None => eprintln!("error: the model request failed"),

@@ -3,24 +3,48 @@
 //! retry (stderr), and approval prompts; and the lines they type.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::collections::VecDeque;
 use std::io::{BufRead, IsTerminal, Write};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use toolhost::agent::approval::{ApprovalRequest, Approver, Decision};
 use toolhost::agent::events::Event;
+use toolhost::agent::model::StopKind;
 
 /// The lines typed on stdin, read by a thread of their own.
 ///
 /// Reading the terminal must never hold up exit: a read in tokio's blocking
 /// pool would keep the runtime from shutting down until Enter was pressed.
 /// This thread is never waited for, and the prompts (`chat`'s and the
-/// approval prompt) all take their lines from it, in order. It starts at the
-/// first prompt, so a run that asks nothing never reads stdin.
+/// questions: approvals, what a tool asks) all take their lines from it, in
+/// order. It starts at the first prompt, so a run that asks nothing never
+/// reads stdin.
+///
+/// A question is answered only by keys pressed after it was shown
+/// ([`Input::answer`]): what was typed before (`y⏎` typed while the spinner
+/// ran) is never taken as its answer. `chat` keeps such a line for its next
+/// prompt ([`Input::keep_typed_ahead`]); elsewhere it is dropped.
 #[derive(Clone, Default)]
 pub struct Input {
-    lines: Arc<OnceLock<tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>>>,
+    shared: Arc<Shared>,
+}
+
+#[derive(Default)]
+struct Shared {
+    lines: OnceLock<tokio::sync::Mutex<mpsc::UnboundedReceiver<Typed>>>,
+    /// Lines typed before a question, kept for the next prompt.
+    kept: Mutex<VecDeque<String>>,
+    /// Whether lines typed before a question are kept (`chat`) or dropped.
+    keep: AtomicBool,
+}
+
+/// A line and when the reader got it.
+struct Typed {
+    line: String,
+    at: Instant,
 }
 
 impl Input {
@@ -28,13 +52,108 @@ impl Input {
         Input::default()
     }
 
+    /// Keeps a line typed before a question for the next prompt, instead of
+    /// dropping it (`chat`: a message typed ahead is the next prompt).
+    pub fn keep_typed_ahead(&self) {
+        self.shared.keep.store(true, Ordering::SeqCst);
+    }
+
+    /// A line typed ahead of a question and kept, if any, oldest first.
+    pub fn typed_ahead(&self) -> Option<String> {
+        self.kept().pop_front()
+    }
+
     /// The next line, or `None` at the end of the input.
     pub async fn line(&self) -> Option<String> {
-        self.lines.get_or_init(read_stdin).lock().await.recv().await
+        if let Some(line) = self.typed_ahead() {
+            return Some(line);
+        }
+        self.receiver().lock().await.recv().await.map(|typed| typed.line)
+    }
+
+    /// The answer to a question `show` shows: the next line typed after
+    /// it, or `None` at the end of the input. On a terminal, what was typed
+    /// before is set aside first, before the question appears (so a key
+    /// pressed the moment it does counts): lines already read are kept for
+    /// the next prompt (or dropped), and whatever still waits in the
+    /// terminal (a line being typed, lines the reader has not yet taken) is
+    /// flushed.
+    pub async fn answer(&self, show: impl FnOnce()) -> Option<String> {
+        let asked = self.set_aside_typed_ahead().await;
+        show();
+        let mut lines = self.receiver().lock().await;
+        loop {
+            let typed = lines.recv().await?;
+            match asked {
+                Some(asked) if typed.at < asked => {
+                    if self.shared.keep.load(Ordering::SeqCst) {
+                        self.kept().push_back(typed.line);
+                    }
+                }
+                _ => return Some(typed.line),
+            }
+        }
+    }
+
+    /// The next line typed, or `None` at the end of the input: for a
+    /// question that follows the person's answer to the one before, so what
+    /// they typed since is its answer (never a line kept for `chat`).
+    pub async fn next_typed(&self) -> Option<String> {
+        self.receiver().lock().await.recv().await.map(|typed| typed.line)
+    }
+
+    /// Flushes the terminal's pending input and marks the moment, just
+    /// before a question is shown: a line the reader got earlier was typed
+    /// ahead of it. `None` when stdin is not a terminal (a pipe's lines are
+    /// answers in order).
+    async fn set_aside_typed_ahead(&self) -> Option<Instant> {
+        if !std::io::stdin().is_terminal() {
+            return None;
+        }
+        if self.shared.lines.get().is_some() {
+            // Whole lines the terminal holds go to the reader first, to be
+            // kept (`chat`), rather than flushed with a line being typed.
+            let deadline = Instant::now() + Duration::from_millis(200);
+            while terminal_input_waiting() && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            // The reader stamps a line just after taking it.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        flush_terminal_input();
+        Some(Instant::now())
+    }
+
+    fn kept(&self) -> std::sync::MutexGuard<'_, VecDeque<String>> {
+        self.shared.kept.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn receiver(&self) -> &tokio::sync::Mutex<mpsc::UnboundedReceiver<Typed>> {
+        self.shared.lines.get_or_init(read_stdin)
     }
 }
 
-fn read_stdin() -> tokio::sync::Mutex<mpsc::UnboundedReceiver<String>> {
+/// Whether whole lines wait in the terminal's input queue (in canonical
+/// mode, `FIONREAD` counts only complete lines).
+fn terminal_input_waiting() -> bool {
+    let mut waiting: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one c_int through the pointer, which is valid
+    // for the call; on a descriptor that does not take it, it fails and
+    // writes nothing.
+    let done = unsafe { libc::ioctl(libc::STDIN_FILENO, libc::FIONREAD, &mut waiting) };
+    done == 0 && waiting > 0
+}
+
+/// Drops what was typed on the terminal and not yet read.
+fn flush_terminal_input() {
+    // SAFETY: tcflush takes a descriptor and a constant; on one that is not
+    // a terminal it fails with ENOTTY and does nothing.
+    unsafe {
+        libc::tcflush(libc::STDIN_FILENO, libc::TCIFLUSH);
+    }
+}
+
+fn read_stdin() -> tokio::sync::Mutex<mpsc::UnboundedReceiver<Typed>> {
     let (sender, receiver) = mpsc::unbounded_channel();
     std::thread::spawn(move || {
         let mut stdin = std::io::stdin().lock();
@@ -43,7 +162,7 @@ fn read_stdin() -> tokio::sync::Mutex<mpsc::UnboundedReceiver<String>> {
             match stdin.read_line(&mut line) {
                 Ok(0) | Err(_) => break,
                 Ok(_) => {
-                    if sender.send(line).is_err() {
+                    if sender.send(Typed { line, at: Instant::now() }).is_err() {
                         break;
                     }
                 }
@@ -74,12 +193,20 @@ struct State {
     show_reasoning: bool,
     /// Whether stderr ends in the middle of a line of reasoning.
     in_reasoning: bool,
+    /// Whether the last reply was paused, so the next request continues it.
+    continuing: bool,
 }
 
 impl Terminal {
     pub fn new(show_reasoning: bool) -> Terminal {
-        let state =
-            State { spinner: None, at_line_start: true, open_prompt: None, show_reasoning, in_reasoning: false };
+        let state = State {
+            spinner: None,
+            at_line_start: true,
+            open_prompt: None,
+            show_reasoning,
+            in_reasoning: false,
+            continuing: false,
+        };
         Terminal { inner: Arc::new(Mutex::new(state)), runs_shown: Arc::new(tokio::sync::watch::Sender::new(0)) }
     }
 
@@ -159,6 +286,11 @@ impl Terminal {
     pub fn show(&self, event: &Event) {
         match event {
             Event::ModelRequest { turn, .. } => {
+                // A paused reply goes on where its text stopped: no line
+                // break, and no spinner drawn over the line it continues.
+                if std::mem::take(&mut self.state().continuing) {
+                    return;
+                }
                 self.pause();
                 if std::io::stderr().is_terminal() {
                     let message = if *turn == 1 {
@@ -201,10 +333,12 @@ impl Terminal {
                     state.at_line_start = text.ends_with('\n');
                 }
             }
-            Event::ModelResponse { .. } => {
-                if let Some(spinner) = self.state().spinner.take() {
+            Event::ModelResponse { stop_reason, tool_calls, .. } => {
+                let mut state = self.state();
+                if let Some(spinner) = state.spinner.take() {
                     spinner.finish_and_clear();
                 }
+                state.continuing = *stop_reason == StopKind::Paused && *tool_calls == 0;
             }
             Event::ToolCallCompleted { tool, duration_ms, fuel, truncated_bytes, .. } => {
                 let cut = if *truncated_bytes > 0 { format!(" · {truncated_bytes} bytes cut") } else { String::new() };
@@ -249,6 +383,7 @@ impl Terminal {
                 }
             }
             Event::RunFinished { .. } => {
+                self.state().continuing = false;
                 self.pause();
                 self.runs_shown.send_modify(|shown| *shown += 1);
             }
@@ -300,8 +435,9 @@ impl Approver for TerminalApprover {
                 eprintln!("    {line}");
             }
             eprintln!("  the plugin is granted: {granted}");
-            self.terminal.ask("  allow it? [y] once, [a] for this session, [N] deny: ");
-            let answer = self.input.line().await;
+            // Only keys pressed after the question count.
+            let answer =
+                self.input.answer(|| self.terminal.ask("  allow it? [y] once, [a] for this session, [N] deny: ")).await;
             self.terminal.answered();
             match answer {
                 Some(line) => match line.trim().to_ascii_lowercase().as_str() {

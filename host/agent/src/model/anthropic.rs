@@ -3,13 +3,16 @@
 use super::Delta;
 use super::sse::Events;
 use super::{
-    Conversation, Endpoint, Failure, Message, ModelError, ProviderState, Reply, RequestOptions, StopReason, TokenUsage,
-    ToolCall, ToolSpec,
+    Conversation, Endpoint, Failure, Media, Message, ProviderState, Reply, RequestOptions, StopKind, StopReason,
+    TokenUsage, ToolCall, ToolResult, ToolSpec,
 };
 use serde_json::{Value, json};
 
 /// Output tokens asked for when the config does not say (Anthropic requires a value).
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// The smallest thinking budget Anthropic takes.
+const MIN_THINKING_BUDGET: u32 = 1_024;
 
 /// The URL and body of a request.
 pub(super) fn request(
@@ -21,7 +24,8 @@ pub(super) fn request(
     let mut messages: Vec<Value> = Vec::with_capacity(conversation.messages.len());
     let mut push = |role: &str, blocks: Vec<Value>| {
         // Anthropic wants user and assistant turns to alternate: merge
-        // consecutive turns of the same role (tool results then a new prompt).
+        // consecutive turns of the same role (tool results then a new
+        // prompt; a paused reply and its continuation).
         if let Some(last) = messages.last_mut()
             && last["role"] == role
             && let Some(content) = last["content"].as_array_mut()
@@ -35,44 +39,26 @@ pub(super) fn request(
         match message {
             Message::User { content } => push("user", vec![json!({ "type": "text", "text": non_empty(content) })]),
             Message::Assistant { content, tool_calls, state } => {
-                // Thinking blocks go back first, unchanged and in order: the
-                // signatures cover them, and a tool loop is refused without them.
-                let mut blocks = state.thinking.clone();
-                if !content.is_empty() || (tool_calls.is_empty() && state.thinking.is_empty()) {
-                    blocks.push(json!({ "type": "text", "text": non_empty(content) }));
-                }
-                for call in tool_calls {
-                    let input = match serde_json::from_str::<Value>(&call.arguments) {
-                        Ok(input @ Value::Object(_)) => input,
-                        _ => json!({}),
-                    };
-                    blocks.push(json!({ "type": "tool_use", "id": call.id, "name": call.name, "input": input }));
-                }
-                push("assistant", blocks);
+                push("assistant", assistant_blocks(content, tool_calls, state))
             }
-            Message::Tool { results } => push(
-                "user",
-                results
-                    .iter()
-                    .map(|result| {
-                        json!({
-                            "type": "tool_result",
-                            "tool_use_id": result.call_id,
-                            "content": non_empty(&result.content),
-                            "is_error": result.is_error,
-                        })
-                    })
-                    .collect(),
-            ),
+            Message::Tool { results } => push("user", results.iter().map(tool_result).collect()),
         }
     }
     let mut max_tokens = options.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
     let mut body = json!({ "model": endpoint.model, "messages": messages, "stream": options.stream });
     if let Some(reasoning) = options.reasoning {
         // The thinking budget counts against max_tokens, which must exceed it.
-        let budget = reasoning.budget();
-        max_tokens = max_tokens.max(budget.saturating_add(DEFAULT_MAX_TOKENS));
-        body["thinking"] = json!({ "type": "enabled", "budget_tokens": budget });
+        let budget = if options.bounded {
+            // max_tokens is all the request may allow: thinking fits in half
+            // of it, the answer in the rest, or there is no thinking.
+            Some(reasoning.budget().min(max_tokens / 2)).filter(|budget| *budget >= MIN_THINKING_BUDGET)
+        } else {
+            max_tokens = max_tokens.max(reasoning.budget().saturating_add(DEFAULT_MAX_TOKENS));
+            Some(reasoning.budget())
+        };
+        if let Some(budget) = budget {
+            body["thinking"] = json!({ "type": "enabled", "budget_tokens": budget });
+        }
     }
     body["max_tokens"] = json!(max_tokens);
     if let Some(system) = &conversation.system {
@@ -87,6 +73,67 @@ pub(super) fn request(
     (format!("{}/v1/messages", endpoint.base_url.trim_end_matches('/').trim_end_matches("/v1")), body)
 }
 
+/// An assistant message's blocks as they go back: the blocks it came as, in
+/// their order (thinking, text and tool use interleaved as the model wrote
+/// them; the signatures cover them), each `tool_use` with its call as
+/// toolhost keeps it. What they do not hold (an older transcript kept only
+/// the thinking; text kept from a reply that broke off has none) follows
+/// as before: the text before the first call, then the calls.
+fn assistant_blocks(content: &str, calls: &[ToolCall], state: &ProviderState) -> Vec<Value> {
+    let mut calls_left = calls.iter();
+    let mut blocks = Vec::with_capacity(state.blocks.len() + calls.len() + 1);
+    let is = |block: &Value, kind: &str| block.get("type").and_then(Value::as_str) == Some(kind);
+    let mut text_placed = content.is_empty() || state.blocks.iter().any(|block| is(block, "text"));
+    let text = json!({ "type": "text", "text": content });
+    for block in &state.blocks {
+        if is(block, "tool_use") {
+            if !std::mem::replace(&mut text_placed, true) {
+                blocks.push(text.clone());
+            }
+            blocks.extend(calls_left.next().map(tool_use));
+        } else if !(is(block, "text") && block.get("text").and_then(Value::as_str).is_none_or(str::is_empty)) {
+            // (Anthropic refuses empty text blocks.)
+            blocks.push(block.clone());
+        }
+    }
+    if !text_placed {
+        blocks.push(text);
+    }
+    blocks.extend(calls_left.map(tool_use));
+    if blocks.is_empty() {
+        blocks.push(json!({ "type": "text", "text": non_empty(content) }));
+    }
+    blocks
+}
+
+fn tool_use(call: &ToolCall) -> Value {
+    let input = match serde_json::from_str::<Value>(&call.arguments) {
+        Ok(input @ Value::Object(_)) => input,
+        _ => json!({}),
+    };
+    json!({ "type": "tool_use", "id": call.id, "name": call.name, "input": input })
+}
+
+/// A `tool_result` block: its text, and the images the tool returned as
+/// image blocks after it (Anthropic takes no audio there: audio stays the
+/// text line naming it).
+fn tool_result(result: &ToolResult) -> Value {
+    let images: Vec<&Media> = result.media.iter().filter(|media| media.is_sendable_image()).collect();
+    let content = if images.is_empty() || result.is_error {
+        json!(non_empty(&result.content))
+    } else {
+        let mut parts = vec![json!({ "type": "text", "text": non_empty(&result.content) })];
+        parts.extend(images.into_iter().map(|image| {
+            json!({
+                "type": "image",
+                "source": { "type": "base64", "media_type": image.mime_type, "data": image.data },
+            })
+        }));
+        Value::Array(parts)
+    };
+    json!({ "type": "tool_result", "tool_use_id": result.call_id, "content": content, "is_error": result.is_error })
+}
+
 /// Anthropic refuses empty text blocks.
 fn non_empty(text: &str) -> &str {
     if text.is_empty() { "(empty)" } else { text }
@@ -96,8 +143,18 @@ fn error_event(value: &Value) -> Option<Failure> {
     if value.get("type").and_then(Value::as_str) != Some("error") {
         return None;
     }
-    let message = value.pointer("/error/message").and_then(Value::as_str).unwrap_or("unknown error").to_owned();
-    Some(Failure::Retryable { error: ModelError::Unavailable { status: 200, attempts: 0, message }, retry_after: None })
+    let message = value.pointer("/error/message").and_then(Value::as_str).unwrap_or("unknown error");
+    Some(Failure::provider_error(message))
+}
+
+/// The blocks to keep in the message's state: all of them, unless they are
+/// plain text alone (which the message's text gives back the same).
+fn kept_blocks(blocks: Vec<Value>) -> Vec<Value> {
+    let plain = |block: &Value| {
+        block.get("type").and_then(Value::as_str) == Some("text")
+            && block.as_object().is_some_and(|fields| fields.keys().all(|key| key == "type" || key == "text"))
+    };
+    if blocks.iter().all(plain) { Vec::new() } else { blocks }
 }
 
 /// A complete (non-streamed) response.
@@ -111,11 +168,9 @@ pub(super) fn parse_reply(value: &Value) -> Result<Reply, Failure> {
         .ok_or_else(|| Failure::protocol("the answer has no `content` list"))?;
     let mut content = String::new();
     let mut tool_calls = Vec::new();
-    let mut state = ProviderState::default();
     for block in blocks {
         match block.get("type").and_then(Value::as_str) {
             Some("text") => content.push_str(block.get("text").and_then(Value::as_str).unwrap_or_default()),
-            Some("thinking" | "redacted_thinking") => state.thinking.push(block.clone()),
             Some("tool_use") => tool_calls.push(ToolCall::new(
                 block.get("id").and_then(Value::as_str).unwrap_or_default(),
                 block
@@ -124,7 +179,7 @@ pub(super) fn parse_reply(value: &Value) -> Result<Reply, Failure> {
                     .ok_or_else(|| Failure::protocol("a tool_use block has no name"))?,
                 block.get("input").map(Value::to_string).unwrap_or_default(),
             )),
-            _ => {} // other block kinds carry nothing for us
+            _ => {} // thinking and server tools' blocks go back as they came
         }
     }
     let stop = match value.get("stop_reason").and_then(Value::as_str) {
@@ -136,7 +191,17 @@ pub(super) fn parse_reply(value: &Value) -> Result<Reply, Failure> {
         output: value.pointer("/usage/output_tokens").and_then(Value::as_u64).unwrap_or(0),
         reasoning: 0,
     };
+    let state = ProviderState { blocks: kept_blocks(blocks.clone()), ..Default::default() };
     Ok(Reply { content, tool_calls, stop, usage, state })
+}
+
+/// A content block being assembled from stream events.
+struct Block {
+    index: u64,
+    block: Value,
+    /// `input_json_delta` pieces (tool use, server tool use), parsed into
+    /// `input` at the end.
+    json: String,
 }
 
 /// A streamed response.
@@ -145,17 +210,15 @@ pub(super) async fn read_stream(
     on_text: &mut (dyn FnMut(Delta<'_>) + Send),
 ) -> Result<Reply, Failure> {
     let mut content = String::new();
-    // Tool calls by content-block index, in the order they started.
-    let mut calls: Vec<(u64, ToolCall)> = Vec::new();
-    // Thinking blocks by content-block index, assembled from their deltas.
-    let mut thinking: Vec<(u64, Value)> = Vec::new();
+    // Every content block, in the order it started.
+    let mut blocks: Vec<Block> = Vec::new();
     let mut stop = None;
     let mut usage = TokenUsage::default();
     let mut finished = false;
     while let Some(event) = events.next().await {
         let event = event?;
         let value: Value = serde_json::from_str(&event.data)
-            .map_err(|_| Failure::protocol(format!("a stream event is not JSON: {:?}", super::preview(&event.data))))?;
+            .map_err(|_| Failure::protocol(format!("a stream event is not JSON: `{}`", super::preview(&event.data))))?;
         if let Some(failure) = error_event(&value) {
             return Err(failure);
         }
@@ -169,38 +232,30 @@ pub(super) async fn read_stream(
                 let block = value
                     .get("content_block")
                     .ok_or_else(|| Failure::protocol("content_block_start without a block"))?;
-                match block.get("type").and_then(Value::as_str) {
-                    Some("tool_use") => calls.push((
-                        index,
-                        ToolCall::new(
-                            block.get("id").and_then(Value::as_str).unwrap_or_default(),
-                            block.get("name").and_then(Value::as_str).unwrap_or_default(),
-                            "",
-                        ),
-                    )),
-                    Some("text") => {
-                        if let Some(text) = block.get("text").and_then(Value::as_str).filter(|text| !text.is_empty()) {
-                            content.push_str(text);
-                            on_text(Delta::Text(text));
-                        }
-                    }
-                    Some("thinking" | "redacted_thinking") => thinking.push((index, block.clone())),
-                    _ => {}
+                if block.get("type").and_then(Value::as_str) == Some("text")
+                    && let Some(text) = block.get("text").and_then(Value::as_str).filter(|text| !text.is_empty())
+                {
+                    content.push_str(text);
+                    on_text(Delta::Text(text));
                 }
+                blocks.push(Block { index, block: block.clone(), json: String::new() });
             }
             Some("content_block_delta") => {
                 let delta =
                     value.get("delta").ok_or_else(|| Failure::protocol("content_block_delta without a delta"))?;
+                let block = blocks.iter_mut().rev().find(|block| block.index == index);
                 match delta.get("type").and_then(Value::as_str) {
                     Some("text_delta") => {
                         let text = delta.get("text").and_then(Value::as_str).unwrap_or_default();
                         content.push_str(text);
                         on_text(Delta::Text(text));
+                        if let Some(block) = block {
+                            append(&mut block.block, "text", text);
+                        }
                     }
                     Some("input_json_delta") => {
-                        let json = delta.get("partial_json").and_then(Value::as_str).unwrap_or_default();
-                        if let Some((_, call)) = calls.iter_mut().rev().find(|(i, _)| *i == index) {
-                            call.arguments.push_str(json);
+                        if let Some(block) = block {
+                            block.json.push_str(delta.get("partial_json").and_then(Value::as_str).unwrap_or_default());
                         }
                     }
                     Some(kind @ ("thinking_delta" | "signature_delta")) => {
@@ -209,10 +264,15 @@ pub(super) async fn read_stream(
                         if key == "thinking" && !piece.is_empty() {
                             on_text(Delta::Reasoning(piece));
                         }
-                        if let Some((_, block)) = thinking.iter_mut().rev().find(|(i, _)| *i == index) {
-                            match block.get_mut(key) {
-                                Some(Value::String(text)) => text.push_str(piece),
-                                _ => block[key] = json!(piece),
+                        if let Some(block) = block {
+                            append(&mut block.block, key, piece);
+                        }
+                    }
+                    Some("citations_delta") => {
+                        if let (Some(block), Some(citation)) = (block, delta.get("citation")) {
+                            match block.block.get_mut("citations") {
+                                Some(Value::Array(citations)) => citations.push(citation.clone()),
+                                _ => block.block["citations"] = json!([citation]),
                             }
                         }
                     }
@@ -240,17 +300,59 @@ pub(super) async fn read_stream(
     if !finished {
         return Err(events.ended_early());
     }
-    let tool_calls: Vec<ToolCall> = calls.into_iter().map(|(_, call)| call).collect();
-    let stop = stop.unwrap_or(if tool_calls.is_empty() { StopReason::Done } else { StopReason::ToolUse });
-    let state =
-        ProviderState { thinking: thinking.into_iter().map(|(_, block)| block).collect(), ..Default::default() };
+    let mut tool_calls = Vec::new();
+    let blocks: Vec<Value> = blocks
+        .into_iter()
+        .map(|Block { mut block, json, .. }| {
+            if !json.is_empty() || block.get("input").is_some() {
+                let input = match serde_json::from_str::<Value>(&json) {
+                    Ok(input) => input,
+                    // Cut off mid-way: kept as the text it is, for the call's
+                    // malformed arguments.
+                    Err(_) if !json.trim().is_empty() => Value::String(json.clone()),
+                    Err(_) => block.get("input").cloned().unwrap_or_else(|| json!({})),
+                };
+                if block.get("type").and_then(Value::as_str) == Some("tool_use") {
+                    let arguments = if json.is_empty() { input.to_string() } else { json };
+                    tool_calls.push(ToolCall::new(
+                        block.get("id").and_then(Value::as_str).unwrap_or_default(),
+                        block.get("name").and_then(Value::as_str).unwrap_or_default(),
+                        arguments,
+                    ));
+                }
+                block["input"] = input;
+            }
+            block
+        })
+        .collect();
+    let stop = stop.unwrap_or_else(|| {
+        StopReason::new(if tool_calls.is_empty() { StopKind::Done } else { StopKind::ToolUse }, None)
+    });
+    let state = ProviderState { blocks: kept_blocks(blocks), ..Default::default() };
     Ok(Reply { content, tool_calls, stop, usage, state })
+}
+
+/// Appends `piece` to the string `key` of `block` (set when missing).
+fn append(block: &mut Value, key: &str, piece: &str) {
+    match block.get_mut(key) {
+        Some(Value::String(text)) => text.push_str(piece),
+        _ => block[key] = json!(piece),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ToolResult;
+    use crate::model::{MediaKind, Reasoning};
+
+    fn endpoint() -> Endpoint {
+        Endpoint {
+            protocol: super::super::Protocol::Anthropic,
+            base_url: "http://127.0.0.1:1".into(),
+            model: "m".into(),
+            api_key: None,
+        }
+    }
 
     #[test]
     fn merges_tool_results_and_a_new_prompt_into_one_user_turn() {
@@ -269,19 +371,14 @@ mod tests {
                         name: "sha256".into(),
                         content: "ca97".into(),
                         is_error: false,
+                        media: Vec::new(),
                         source: None,
                     }],
                 },
                 Message::User { content: "thanks".into() },
             ],
         };
-        let endpoint = Endpoint {
-            protocol: super::super::Protocol::Anthropic,
-            base_url: "http://127.0.0.1:1".into(),
-            model: "m".into(),
-            api_key: None,
-        };
-        let (url, body) = request(&endpoint, &RequestOptions::default(), &conversation, &[]);
+        let (url, body) = request(&endpoint(), &RequestOptions::default(), &conversation, &[]);
         assert_eq!(url, "http://127.0.0.1:1/v1/messages");
         assert_eq!(body["system"], "be brief");
         let messages = body["messages"].as_array().unwrap();
@@ -305,8 +402,108 @@ mod tests {
         .unwrap();
         assert_eq!(reply.content, "Let me check.");
         assert_eq!(reply.tool_calls[0].arguments, r#"{"text":"x"}"#);
-        assert_eq!(reply.stop, StopReason::ToolUse);
+        assert_eq!(reply.stop, StopReason::new(StopKind::ToolUse, Some("tool_use")));
         assert_eq!(reply.usage, TokenUsage { input: 10, output: 5, reasoning: 0 });
+    }
+
+    #[test]
+    fn accepts_every_documented_stop_reason_and_keeps_the_providers_word() {
+        let cases = [
+            ("end_turn", StopKind::Done),
+            ("stop_sequence", StopKind::Done),
+            ("tool_use", StopKind::ToolUse),
+            ("pause_turn", StopKind::Paused),
+            ("max_tokens", StopKind::Length),
+            ("model_context_window_exceeded", StopKind::ContextWindow),
+            ("refusal", StopKind::ContentFilter),
+            ("compaction", StopKind::Unknown),
+        ];
+        for (reason, kind) in cases {
+            let stop = StopReason::from_anthropic(reason);
+            assert_eq!((stop.kind, stop.provider.as_deref()), (kind, Some(reason)), "{reason}");
+        }
+    }
+
+    #[test]
+    fn a_sampling_request_allows_no_more_than_its_limit_thinking_included() {
+        let conversation = Conversation { system: None, messages: vec![Message::User { content: "hi".into() }] };
+        let options = |max_tokens: u32, bounded: bool| RequestOptions {
+            max_tokens: Some(max_tokens),
+            reasoning: Some(Reasoning::Budget(8_192)),
+            bounded,
+            stream: false,
+            ..RequestOptions::default()
+        };
+        // A 100-token request: no room for the 1,024-token minimum, no thinking.
+        let (_, body) = request(&endpoint(), &options(100, true), &conversation, &[]);
+        assert_eq!((body["max_tokens"].clone(), body.get("thinking")), (json!(100), None));
+        // 4,000 tokens: thinking gets half, and max_tokens stays.
+        let (_, body) = request(&endpoint(), &options(4_000, true), &conversation, &[]);
+        assert_eq!(body["max_tokens"], json!(4_000));
+        assert_eq!(body["thinking"], json!({"type": "enabled", "budget_tokens": 2_000}));
+        // The loop's own requests make room for the budget above max_tokens.
+        let (_, body) = request(&endpoint(), &options(4_000, false), &conversation, &[]);
+        assert_eq!(
+            (body["max_tokens"].clone(), body["thinking"]["budget_tokens"].clone()),
+            (json!(12_288), json!(8_192))
+        );
+    }
+
+    #[test]
+    fn an_assistant_message_goes_back_in_its_blocks_order_with_its_calls_as_kept() {
+        let thinking =
+            |n: u32| json!({"type": "thinking", "thinking": format!("step {n}"), "signature": format!("sig{n}")});
+        let blocks = vec![
+            thinking(1),
+            json!({"type": "tool_use", "id": "toolu_1", "name": "sha256", "input": {"text": "a"}}),
+            thinking(2),
+            json!({"type": "text", "text": ""}),
+            json!({"type": "tool_use", "id": "toolu_1", "name": "echo", "input": "{\"te"}),
+        ];
+        // The second call's id was taken and its arguments were cut off:
+        // toolhost's own id and `{}` go back in its place.
+        let mut second = ToolCall::new("toolu_1_2", "echo", "{}");
+        second.malformed_arguments = Some("{\"te".into());
+        let calls = [ToolCall::new("toolu_1", "sha256", r#"{"text":"a"}"#), second];
+        let state = ProviderState { blocks, ..Default::default() };
+        assert_eq!(
+            assistant_blocks("", &calls, &state),
+            [
+                thinking(1),
+                json!({"type": "tool_use", "id": "toolu_1", "name": "sha256", "input": {"text": "a"}}),
+                thinking(2),
+                json!({"type": "tool_use", "id": "toolu_1_2", "name": "echo", "input": {}}),
+            ]
+        );
+        // A message kept before blocks were: thinking first, then text and calls.
+        let old: ProviderState = serde_json::from_value(json!({"thinking": [thinking(1)]})).unwrap();
+        let kinds: Vec<Value> =
+            assistant_blocks("Hashing.", &calls[..1], &old).iter().map(|block| block["type"].clone()).collect();
+        assert_eq!(kinds, [json!("thinking"), json!("text"), json!("tool_use")]);
+    }
+
+    #[test]
+    fn images_go_back_in_the_tool_result_and_audio_as_its_line() {
+        let media = |kind, mime_type: &str| Media { kind, mime_type: mime_type.into(), data: "AAAA".into() };
+        let result = ToolResult {
+            call_id: "t1".into(),
+            name: "shot".into(),
+            content: "[image: image/png, 3 bytes]\n[audio: audio/wav, 3 bytes]\n[image: image/svg+xml, 3 bytes]".into(),
+            is_error: false,
+            media: vec![
+                media(MediaKind::Image, "image/png"),
+                media(MediaKind::Audio, "audio/wav"),
+                media(MediaKind::Image, "image/svg+xml"),
+            ],
+            source: None,
+        };
+        assert_eq!(
+            tool_result(&result),
+            json!({"type": "tool_result", "tool_use_id": "t1", "is_error": false, "content": [
+                {"type": "text", "text": "[image: image/png, 3 bytes]\n[audio: audio/wav, 3 bytes]\n[image: image/svg+xml, 3 bytes]"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}},
+            ]})
+        );
     }
 
     #[test]

@@ -77,10 +77,15 @@ pub struct ToolCall {
 /// models refuse the next request of a tool loop.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProviderState {
-    /// Anthropic `thinking` (with `signature`) and `redacted_thinking`
-    /// blocks, as they came and in order; they go back first in the message.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub thinking: Vec<Value>,
+    /// Anthropic: the message's content blocks exactly as they came and in
+    /// their order (`thinking` with its `signature`, `redacted_thinking`,
+    /// `text`, `tool_use`, server tools' blocks, …); the message goes back
+    /// as these blocks, each `tool_use` carrying its call as toolhost keeps
+    /// it (see [`ToolCall::normalize`]). Transcripts written before kept
+    /// only the thinking blocks, as `thinking`: read here, they go back
+    /// first, then the text, then the calls.
+    #[serde(default, alias = "thinking", skip_serializing_if = "Vec::is_empty")]
+    pub blocks: Vec<Value>,
     /// `reasoning_content` (DeepSeek, vLLM): sent back on the assistant
     /// message within the tool loop it belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -91,8 +96,11 @@ pub struct ProviderState {
     /// OpenRouter's `reasoning_details`, as they came.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_details: Option<Value>,
-    /// OpenAI Responses `reasoning` output items (with their
-    /// `encrypted_content`), given back as input items before the message.
+    /// OpenAI Responses output items as they came and in their order
+    /// (`reasoning` with its `encrypted_content`, `message`,
+    /// `function_call`), given back as input items in that order: reasoning
+    /// verbatim, messages and calls as toolhost keeps them. (Transcripts
+    /// written before kept only the reasoning items here.)
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub items: Vec<Value>,
 }
@@ -106,7 +114,7 @@ impl ProviderState {
     /// The reasoning a person may read: Anthropic's thinking text, the
     /// reasoning content, or a Responses reasoning summary.
     pub fn reasoning_text(&self) -> String {
-        let thinking = self.thinking.iter().filter_map(|block| block.get("thinking").and_then(Value::as_str));
+        let thinking = self.blocks.iter().filter_map(|block| block.get("thinking").and_then(Value::as_str));
         let summaries = self
             .items
             .iter()
@@ -169,10 +177,46 @@ pub struct ToolResult {
     pub content: String,
     /// True when `content` is an error the model should act on.
     pub is_error: bool,
+    /// Images and audio the tool returned, in order. `content` names each
+    /// (`[image: image/png, 70 bytes]`); a provider that takes media in a
+    /// tool result gets them as well (Anthropic: images; the Responses API:
+    /// images), the others only the text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub media: Vec<Media>,
     /// Which source ran the call (`plugin NAME`, `mcp SERVER`); none when
     /// it did not run (denied, unknown tool). Kept in transcripts, not sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+}
+
+/// An image or a sound a tool returned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Media {
+    /// Which of the two.
+    pub kind: MediaKind,
+    /// Its MIME type, e.g. `image/png`.
+    pub mime_type: String,
+    /// Its bytes, in standard base64.
+    pub data: String,
+}
+
+/// What a [`Media`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MediaKind {
+    /// An image.
+    Image,
+    /// Audio.
+    Audio,
+}
+
+impl Media {
+    /// An image the providers that take images in tool results accept (both
+    /// Anthropic and OpenAI take PNG, JPEG, GIF and WebP).
+    fn is_sendable_image(&self) -> bool {
+        self.kind == MediaKind::Image
+            && matches!(self.mime_type.as_str(), "image/png" | "image/jpeg" | "image/gif" | "image/webp")
+    }
 }
 
 /// A conversation: an optional system prompt and the messages so far.
@@ -196,40 +240,103 @@ pub struct ToolSpec {
     pub schema: Value,
 }
 
-/// Why the model stopped.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// How a reply ended, in toolhost's terms: only [`StopKind::Done`] (and
+/// [`StopKind::ToolUse`], which the loop answers) is a finished reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum StopReason {
+pub enum StopKind {
     /// It finished its answer.
     Done,
     /// It wants tool results.
     ToolUse,
-    /// It hit its output token limit (`length` / `max_tokens`).
+    /// The provider paused a long turn (Anthropic `pause_turn`): the reply,
+    /// sent back as it is, lets the model go on with it.
+    Paused,
+    /// It hit its output token limit (`length`, `max_tokens`, `max_output_tokens`).
     Length,
-    /// The provider filtered or refused the content.
+    /// The conversation filled the model's context window
+    /// (`model_context_window_exceeded`, Mistral's `model_length`).
+    ContextWindow,
+    /// The provider refused or filtered the content.
     ContentFilter,
-    /// Anything else the provider said.
-    Other(String),
+    /// A reason toolhost does not know: the reply is not taken as an answer.
+    Unknown,
+}
+
+impl StopKind {
+    /// The kind's name in events (`done`, `tool_use`, `paused`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopKind::Done => "done",
+            StopKind::ToolUse => "tool_use",
+            StopKind::Paused => "paused",
+            StopKind::Length => "length",
+            StopKind::ContextWindow => "context_window",
+            StopKind::ContentFilter => "content_filter",
+            StopKind::Unknown => "unknown",
+        }
+    }
+}
+
+/// Why the model stopped: toolhost's kind, and the provider's own word for
+/// it, exactly as it came (none when the provider gave none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StopReason {
+    /// What toolhost makes of it.
+    pub kind: StopKind,
+    /// The provider's reason, e.g. `end_turn`, `pause_turn`,
+    /// `insufficient_system_resource`.
+    pub provider: Option<String>,
 }
 
 impl StopReason {
-    fn from_openai(reason: &str) -> StopReason {
-        match reason {
-            "stop" => StopReason::Done,
-            "tool_calls" | "function_call" => StopReason::ToolUse,
-            "length" => StopReason::Length,
-            "content_filter" => StopReason::ContentFilter,
-            other => StopReason::Other(other.to_owned()),
-        }
+    /// A reason of `kind` with the provider's word for it.
+    pub fn new(kind: StopKind, provider: Option<&str>) -> StopReason {
+        StopReason { kind, provider: provider.map(str::to_owned) }
     }
 
+    /// A Chat Completions `finish_reason`. Besides OpenAI's own values, the
+    /// ones compatible servers document: Together's `eos`, Mistral's
+    /// `model_length`; anything else (DeepSeek's
+    /// `insufficient_system_resource`, OpenRouter's `error`) is not an answer.
+    fn from_openai(reason: &str) -> StopReason {
+        let kind = match reason {
+            "stop" | "eos" | "end_turn" | "stop_sequence" => StopKind::Done,
+            "tool_calls" | "function_call" => StopKind::ToolUse,
+            "length" => StopKind::Length,
+            "model_length" => StopKind::ContextWindow,
+            "content_filter" => StopKind::ContentFilter,
+            _ => StopKind::Unknown,
+        };
+        StopReason::new(kind, Some(reason))
+    }
+
+    /// An Anthropic `stop_reason`.
     fn from_anthropic(reason: &str) -> StopReason {
-        match reason {
-            "end_turn" | "stop_sequence" => StopReason::Done,
-            "tool_use" => StopReason::ToolUse,
-            "max_tokens" | "model_context_window_exceeded" => StopReason::Length,
-            "refusal" => StopReason::ContentFilter,
-            other => StopReason::Other(other.to_owned()),
+        let kind = match reason {
+            "end_turn" | "stop_sequence" => StopKind::Done,
+            "tool_use" => StopKind::ToolUse,
+            "pause_turn" => StopKind::Paused,
+            "max_tokens" => StopKind::Length,
+            "model_context_window_exceeded" => StopKind::ContextWindow,
+            "refusal" => StopKind::ContentFilter,
+            _ => StopKind::Unknown,
+        };
+        StopReason::new(kind, Some(reason))
+    }
+
+    /// The kind's name in events.
+    pub fn kind_str(&self) -> &'static str {
+        self.kind.as_str()
+    }
+}
+
+impl fmt::Display for StopReason {
+    /// `the provider said `max_tokens``, or the kind when it said nothing.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.provider {
+            Some(reason) => write!(f, "the provider said `{}`", one_line(reason, 80)),
+            None => write!(f, "the provider gave no reason"),
         }
     }
 }
@@ -446,6 +553,11 @@ pub struct RequestOptions {
     pub max_tokens: Option<u32>,
     /// How much the model should reason, when asked for.
     pub reasoning: Option<Reasoning>,
+    /// `max_tokens` bounds everything the response may use, reasoning
+    /// included (a tool's sampling request, sized by its grant): never
+    /// raised to make room for thinking; a thinking budget fits inside it,
+    /// or thinking is off.
+    pub bounded: bool,
     /// Root certificates trusted on top of the system's (the config's `ca_file`).
     pub extra_roots: Vec<CertificateDer<'static>>,
 }
@@ -458,6 +570,7 @@ impl Default for RequestOptions {
             max_retries: 4,
             max_tokens: None,
             reasoning: None,
+            bounded: false,
             extra_roots: Vec::new(),
         }
     }
@@ -640,12 +753,16 @@ impl ModelClient {
         &self.endpoint
     }
 
-    /// This client, asking for at most `max_tokens` (or its own limit, if
-    /// lower) and whole responses: for one sampling request.
+    /// This client, asking for whole responses of at most `max_tokens` (or
+    /// its own limit, if lower) in all, reasoning included: for one sampling
+    /// request, sized by the tool's grant. The request allows no more than
+    /// that: reasoning is bounded inside it (Anthropic: a thinking budget of
+    /// at most half of it, off when that is under the 1,024 minimum).
     pub fn limited(&self, max_tokens: u32) -> ModelClient {
         let mut client = self.clone();
         client.options.max_tokens = Some(client.options.max_tokens.map_or(max_tokens, |own| own.min(max_tokens)));
         client.options.stream = false;
+        client.options.bounded = true;
         client
     }
 
@@ -739,10 +856,17 @@ impl ModelClient {
                 Protocol::Anthropic => anthropic::read_stream(events, on_text).await,
             }
         } else {
-            let text = response.text().await.map_err(|err| Failure::connection(url, &err))?;
-            let value: Value = serde_json::from_str(&text).map_err(|_| {
-                Failure::Protocol(format!("the answer is not JSON (it starts with {:?})", preview(&text)))
+            // The answer had begun: a failure now is a response that broke
+            // off, not a connection that could not be made.
+            let text = response.text().await.map_err(|err| {
+                if err.is_timeout() {
+                    Failure::Timeout
+                } else {
+                    Failure::dropped(url, format!("the connection failed while the response was read: {}", chain(&err)))
+                }
             })?;
+            let value: Value = serde_json::from_str(&text)
+                .map_err(|_| Failure::Protocol(format!("the answer is not JSON: {}", describe_body(&text))))?;
             let reply = match protocol {
                 Protocol::Openai => openai::parse_reply(&value),
                 Protocol::OpenaiResponses => responses::parse_reply(&value),
@@ -780,7 +904,7 @@ impl ModelClient {
     }
 
     fn http_failure(&self, url: &str, status: u16, body: &str, retry_after: Option<Duration>) -> Failure {
-        let message = error_message(body);
+        let message = error_message(body, status);
         match status {
             401 | 403 => Failure::Final(ModelError::Auth {
                 status,
@@ -825,22 +949,28 @@ impl Failure {
         if let Some(tls) = toolhost_runtime::tls::untrusted_certificate(err) {
             return Failure::Final(ModelError::Certificate { url: url.to_owned(), message: tls.to_string() });
         }
-        let mut message = err.to_string();
-        let mut source = std::error::Error::source(err);
-        while let Some(cause) = source {
-            message.push_str(": ");
-            message.push_str(&cause.to_string());
-            source = cause.source();
+        // Connected, and the connection closed before the answer came: the
+        // model was reached, so this is not a connection that failed.
+        if err.is_request() && !err.is_connect() {
+            return Failure::dropped(url, format!("the connection closed before the answer came: {}", chain(err)));
         }
         Failure::Retryable {
-            error: ModelError::Connection { url: url.to_owned(), attempts: 0, message },
+            error: ModelError::Connection { url: url.to_owned(), attempts: 0, message: chain(err) },
             retry_after: None,
         }
     }
 
     /// An answer that is not in the protocol.
     fn protocol(message: impl Into<String>) -> Failure {
-        Failure::Protocol(message.into())
+        Failure::Protocol(one_line(&message.into(), 400))
+    }
+
+    /// A provider's error, in a 200 answer or in a stream: worth another attempt.
+    fn provider_error(message: &str) -> Failure {
+        Failure::Retryable {
+            error: ModelError::Unavailable { status: 200, attempts: 0, message: one_line(message, 300) },
+            retry_after: None,
+        }
     }
 
     /// A stream that broke off before the response was complete.
@@ -849,12 +979,42 @@ impl Failure {
             error: ModelError::Dropped {
                 url: url.to_owned(),
                 attempts: 0,
-                message: message.into(),
+                message: one_line(&message.into(), 300),
                 partial_text: false,
             },
             retry_after: None,
         }
     }
+}
+
+/// An error and its causes, as one line.
+fn chain(err: &reqwest::Error) -> String {
+    let mut message = err.to_string();
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        // reqwest and hyper often repeat a cause's text in its parent's.
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    one_line(&message, 300)
+}
+
+/// What an answer that is not JSON looks like, in a few words.
+fn describe_body(text: &str) -> String {
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('<') {
+        if let Some(title) = html_title(trimmed).map(|title| one_line(&title, 120)).filter(|t| !t.is_empty()) {
+            return format!("it is an HTML page titled `{title}`");
+        }
+        if trimmed[..trimmed.floor_char_boundary(1024)].to_ascii_lowercase().contains("<html") {
+            return "it is an HTML page".to_owned();
+        }
+    }
+    if trimmed.is_empty() { "it is empty".to_owned() } else { format!("it starts with `{}`", preview(text)) }
 }
 
 /// What went wrong with an attempt that will be retried, in a few words.
@@ -885,25 +1045,80 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     Some(wait.min(Duration::from_secs(60)))
 }
 
-/// The provider's error message from an error body, or the body's start.
-fn error_message(body: &str) -> String {
+/// The provider's error message from an error body, as one printable line:
+/// a JSON error's message, an HTML page's `<title>` (nginx, Cloudflare and
+/// load balancers answer 502s and 504s with a page of markup) or else the
+/// status's name, or the start of any other text.
+fn error_message(body: &str, status: u16) -> String {
     if let Ok(value) = serde_json::from_str::<Value>(body) {
         let message = value
             .pointer("/error/message")
             .or_else(|| value.get("message"))
             .or_else(|| value.get("error"))
+            .or_else(|| value.get("detail"))
             .and_then(Value::as_str);
-        if let Some(message) = message {
-            return message.to_owned();
+        if let Some(message) = message.filter(|message| !message.trim().is_empty()) {
+            return one_line(message, 300);
         }
     }
-    if body.trim().is_empty() { "(no message)".to_owned() } else { preview(body) }
+    let text = body.trim_start();
+    let head = text[..text.floor_char_boundary(1024)].to_ascii_lowercase();
+    if text.starts_with('<') && ["<html", "<!doctype", "<head", "<title", "<body"].iter().any(|tag| head.contains(tag))
+    {
+        let title = html_title(text).map(|title| one_line(&title, 200)).filter(|title| !title.is_empty());
+        return title.unwrap_or_else(|| {
+            let name = reqwest::StatusCode::from_u16(status).ok().and_then(|status| status.canonical_reason());
+            match name {
+                Some(name) => format!("{status} {name} (an HTML page)"),
+                None => format!("HTTP {status} (an HTML page)"),
+            }
+        });
+    }
+    if text.trim().is_empty() { "(no message)".to_owned() } else { one_line(text, 200) }
+}
+
+/// The text of an HTML page's `<title>`, its few common entities decoded.
+fn html_title(html: &str) -> Option<String> {
+    let lower = html.to_ascii_lowercase();
+    let open = lower.find("<title")?;
+    let start = open + lower[open..].find('>')? + 1;
+    let end = start + lower[start..].find("</title")?;
+    let title = html[start..end]
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&#x27;", "'")
+        .replace("&nbsp;", " ")
+        .replace("&amp;", "&");
+    Some(title)
+}
+
+/// `text` as one printable line of at most `max` bytes (and an ellipsis):
+/// control characters, escape sequences and direction overrides dropped,
+/// line breaks and runs of white space made one space.
+pub(crate) fn one_line(text: &str, max: usize) -> String {
+    let printable = toolhost_runtime::text::printable(text);
+    let mut line = String::with_capacity(printable.len().min(max + 4));
+    for word in printable.split_whitespace() {
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+        if line.len() > max {
+            break;
+        }
+    }
+    if line.len() > max {
+        let cut = line.floor_char_boundary(max);
+        line.truncate(cut);
+        line.push('…');
+    }
+    line
 }
 
 fn preview(text: &str) -> String {
-    let text = text.trim();
-    let cut = text.floor_char_boundary(120);
-    if cut < text.len() { format!("{}…", &text[..cut]) } else { text.to_owned() }
+    one_line(text, 120)
 }
 
 #[cfg(test)]
@@ -931,10 +1146,24 @@ mod tests {
 
     #[test]
     fn finds_the_providers_error_message() {
-        assert_eq!(error_message(r#"{"error":{"message":"bad key","type":"x"}}"#), "bad key");
-        assert_eq!(error_message(r#"{"type":"error","error":{"type":"x","message":"overloaded"}}"#), "overloaded");
-        assert_eq!(error_message("<html>nope</html>"), "<html>nope</html>");
-        assert_eq!(error_message(""), "(no message)");
+        assert_eq!(error_message(r#"{"error":{"message":"bad key","type":"x"}}"#, 401), "bad key");
+        assert_eq!(error_message(r#"{"type":"error","error":{"type":"x","message":"overloaded"}}"#, 529), "overloaded");
+        assert_eq!(
+            error_message(r#"{"error":{"message":"line one\nline\ttwo \u001b[31mred"}}"#, 400),
+            "line one line two [31mred"
+        );
+        assert_eq!(error_message("", 500), "(no message)");
+        assert_eq!(error_message("upstream\nconnect error\r\n", 503), "upstream connect error");
+    }
+
+    #[test]
+    fn an_html_error_page_is_its_title_or_its_status() {
+        let nginx = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n";
+        assert_eq!(error_message(nginx, 502), "502 Bad Gateway");
+        let cloudflare = "<!DOCTYPE html>\n<!--[if lt IE 7]> <html class=\"no-js ie6 oldie\" lang=\"en-US\"> <![endif]-->\n<head>\n<title>api.example.com | 502: Bad gateway</title>\n<meta charset=\"UTF-8\" />";
+        assert_eq!(error_message(cloudflare, 502), "api.example.com | 502: Bad gateway");
+        assert_eq!(error_message("<html><body><h1>oops</h1></body></html>", 504), "504 Gateway Timeout (an HTML page)");
+        assert_eq!(error_message("<HTML><TITLE>A &amp; B</TITLE></HTML>", 500), "A & B");
     }
 
     #[test]

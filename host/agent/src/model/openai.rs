@@ -4,7 +4,7 @@
 use super::Delta;
 use super::sse::Events;
 use super::{
-    Conversation, Endpoint, Failure, Message, ModelError, ProviderState, Reply, RequestOptions, StopReason, TokenUsage,
+    Conversation, Endpoint, Failure, Message, ProviderState, Reply, RequestOptions, StopKind, StopReason, TokenUsage,
     ToolCall, ToolSpec, text_of,
 };
 use serde_json::{Value, json};
@@ -86,12 +86,28 @@ pub(super) fn request(
             .collect();
     }
     if let Some(max_tokens) = options.max_tokens {
-        body["max_tokens"] = json!(max_tokens);
+        body[token_limit_field(endpoint, options)] = json!(max_tokens);
     }
     if let Some(reasoning) = options.reasoning {
         body["reasoning_effort"] = json!(reasoning.effort());
     }
     (format!("{}/chat/completions", endpoint.base_url.trim_end_matches('/')), body)
+}
+
+/// The name of the output token limit: `max_completion_tokens` where the
+/// model reasons (reasoning asked for, or an OpenAI reasoning model by its
+/// name: they refuse `max_tokens`, and the limit then covers the reasoning
+/// too) and at OpenAI itself, which prefers it for every model; elsewhere
+/// `max_tokens`, which every compatible server reads.
+fn token_limit_field(endpoint: &Endpoint, options: &RequestOptions) -> &'static str {
+    let model = endpoint.model.rsplit('/').next().unwrap_or_default().to_ascii_lowercase();
+    let reasoning_model = ["o1", "o3", "o4", "gpt-5"].iter().any(|prefix| {
+        model.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with(['-', '.', '_']))
+    });
+    let host = endpoint.base_url.split("://").nth(1).unwrap_or_default();
+    let host = host.split(['/', ':']).next().unwrap_or_default().to_ascii_lowercase();
+    let openai = host == "api.openai.com" || host.ends_with(".openai.azure.com");
+    if options.reasoning.is_some() || reasoning_model || openai { "max_completion_tokens" } else { "max_tokens" }
 }
 
 fn usage(value: &Value) -> TokenUsage {
@@ -117,7 +133,7 @@ fn arguments_text(arguments: Option<&Value>) -> String {
 fn mid_stream_error(value: &Value) -> Option<Failure> {
     let error = value.get("error")?;
     let message = error.get("message").and_then(Value::as_str).map(str::to_owned).unwrap_or_else(|| error.to_string());
-    Some(Failure::Retryable { error: ModelError::Unavailable { status: 200, attempts: 0, message }, retry_after: None })
+    Some(Failure::provider_error(&message))
 }
 
 /// A complete (non-streamed) response.
@@ -141,18 +157,29 @@ pub(super) fn parse_reply(value: &Value) -> Result<Reply, Failure> {
     }
     let text = |key: &str| message.get(key).and_then(Value::as_str).filter(|text| !text.is_empty()).map(str::to_owned);
     let state = ProviderState {
-        thinking: Vec::new(),
         reasoning_content: text("reasoning_content"),
         reasoning: text("reasoning"),
         reasoning_details: message.get("reasoning_details").filter(|details| !details.is_null()).cloned(),
-        items: Vec::new(),
+        ..Default::default()
     };
     let stop = match choice.get("finish_reason").and_then(Value::as_str) {
         Some(reason) => StopReason::from_openai(reason),
-        None if !tool_calls.is_empty() => StopReason::ToolUse,
-        None => StopReason::Done,
+        None if !tool_calls.is_empty() => StopReason::new(StopKind::ToolUse, None),
+        None => StopReason::new(StopKind::Done, None),
     };
+    let refusal = message.get("refusal").and_then(Value::as_str).unwrap_or_default();
+    let (content, stop) = refused(content, refusal, stop);
     Ok(Reply { content, tool_calls, stop, usage: usage(value), state })
+}
+
+/// A reply whose message carries a `refusal` (OpenAI, when the model
+/// declines) is refused content, its text the refusal when it has no other.
+fn refused(content: String, refusal: &str, stop: StopReason) -> (String, StopReason) {
+    if refusal.trim().is_empty() {
+        return (content, stop);
+    }
+    let content = if content.is_empty() { refusal.to_owned() } else { content };
+    (content, StopReason::new(StopKind::ContentFilter, Some("refusal")))
 }
 
 /// Tool calls being assembled from stream chunks.
@@ -271,11 +298,10 @@ impl Reasoning {
     fn into_state(self) -> ProviderState {
         let some = |text: String| (!text.is_empty()).then_some(text);
         ProviderState {
-            thinking: Vec::new(),
             reasoning_content: some(self.content),
             reasoning: some(self.reasoning),
             reasoning_details: (!self.details.is_empty()).then(|| Value::Array(self.details)),
-            items: Vec::new(),
+            ..Default::default()
         }
     }
 }
@@ -286,6 +312,7 @@ pub(super) async fn read_stream(
     on_text: &mut (dyn FnMut(Delta<'_>) + Send),
 ) -> Result<Reply, Failure> {
     let mut content = String::new();
+    let mut refusal = String::new();
     let mut calls = Assembler::default();
     let mut reasoning = Reasoning::default();
     let mut stop = None;
@@ -298,7 +325,7 @@ pub(super) async fn read_stream(
             break;
         }
         let chunk: Value = serde_json::from_str(&event.data)
-            .map_err(|_| Failure::protocol(format!("a stream event is not JSON: {:?}", super::preview(&event.data))))?;
+            .map_err(|_| Failure::protocol(format!("a stream event is not JSON: `{}`", super::preview(&event.data))))?;
         if let Some(failure) = mid_stream_error(&chunk) {
             return Err(failure);
         }
@@ -311,6 +338,13 @@ pub(super) async fn read_stream(
                 if !text.is_empty() {
                     content.push_str(&text);
                     on_text(Delta::Text(&text));
+                }
+                // A refusal streams like text: shown as it comes, as a whole one is.
+                if let Some(text) = delta.get("refusal").and_then(Value::as_str).filter(|text| !text.is_empty()) {
+                    refusal.push_str(text);
+                    if content.is_empty() {
+                        on_text(Delta::Text(text));
+                    }
                 }
                 if let Some(thought) = reasoning.add(delta) {
                     on_text(Delta::Reasoning(&thought));
@@ -328,7 +362,10 @@ pub(super) async fn read_stream(
         return Err(events.ended_early());
     }
     let tool_calls = calls.calls;
-    let stop = stop.unwrap_or(if tool_calls.is_empty() { StopReason::Done } else { StopReason::ToolUse });
+    let stop = stop.unwrap_or_else(|| {
+        StopReason::new(if tool_calls.is_empty() { StopKind::Done } else { StopKind::ToolUse }, None)
+    });
+    let (content, stop) = refused(content, &refusal, stop);
     Ok(Reply { content, tool_calls, stop, usage: tokens, state: reasoning.into_state() })
 }
 
@@ -414,8 +451,60 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(reply.tool_calls, [call("", "echo", r#"{"text":"x"}"#)]);
-        assert_eq!(reply.stop, StopReason::ToolUse);
+        assert_eq!(reply.stop, StopReason::new(StopKind::ToolUse, Some("tool_calls")));
         assert_eq!(reply.usage, TokenUsage { input: 3, output: 4, reasoning: 0 });
+    }
+
+    #[test]
+    fn accepts_the_finish_reasons_servers_document_and_nothing_else_as_an_answer() {
+        let cases = [
+            ("stop", StopKind::Done),
+            ("eos", StopKind::Done),
+            ("tool_calls", StopKind::ToolUse),
+            ("function_call", StopKind::ToolUse),
+            ("length", StopKind::Length),
+            ("model_length", StopKind::ContextWindow),
+            ("content_filter", StopKind::ContentFilter),
+            ("insufficient_system_resource", StopKind::Unknown),
+            ("error", StopKind::Unknown),
+        ];
+        for (reason, kind) in cases {
+            let stop = StopReason::from_openai(reason);
+            assert_eq!((stop.kind, stop.provider.as_deref()), (kind, Some(reason)), "{reason}");
+        }
+    }
+
+    #[test]
+    fn the_token_limit_is_max_completion_tokens_where_the_model_reasons_or_at_openai() {
+        let field = |base_url: &str, model: &str, reasoning: bool| {
+            let endpoint = Endpoint {
+                protocol: super::super::Protocol::Openai,
+                base_url: base_url.into(),
+                model: model.into(),
+                api_key: None,
+            };
+            let options = RequestOptions {
+                max_tokens: Some(100),
+                reasoning: reasoning.then_some(super::super::Reasoning::Effort(super::super::Effort::High)),
+                ..RequestOptions::default()
+            };
+            let conversation = Conversation::default();
+            let (_, body) = request(&endpoint, &options, &conversation, &[]);
+            let fields: Vec<&str> = ["max_tokens", "max_completion_tokens"]
+                .into_iter()
+                .filter(|field| body.get(*field).is_some())
+                .collect();
+            assert_eq!(fields.len(), 1, "{body}");
+            fields[0]
+        };
+        let local = "http://127.0.0.1:8000/v1";
+        assert_eq!(field(local, "qwen3", false), "max_tokens");
+        assert_eq!(field(local, "qwen3", true), "max_completion_tokens");
+        assert_eq!(field(local, "o4-mini", false), "max_completion_tokens");
+        assert_eq!(field(local, "openai/gpt-5.1", false), "max_completion_tokens");
+        assert_eq!(field(local, "o3mega", false), "max_tokens", "only the names OpenAI gives");
+        assert_eq!(field("https://api.openai.com/v1", "gpt-4.1", false), "max_completion_tokens");
+        assert_eq!(field("https://acme.openai.azure.com/openai/v1", "gpt-4.1", false), "max_completion_tokens");
     }
 
     #[test]
