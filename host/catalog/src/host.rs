@@ -847,6 +847,51 @@ pub fn stem(path: &Path) -> String {
     path.file_stem().map(|stem| stem.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
+/// Refuses a config that grants a plugin a folder holding one of `protected`
+/// (each with what it is): a plugin that could read or change toolhost's own
+/// files (its compile cache, config, lock, keys or credentials) would hold
+/// what its grants do not give it. Paths are compared resolved, so no
+/// spelling or link of a folder gets past.
+fn check_grants(config: &HostConfig, protected: &[(std::path::PathBuf, String)]) -> Result<()> {
+    let protected: Vec<(std::path::PathBuf, &str)> =
+        protected.iter().map(|(path, what)| (resolved(path), what.as_str())).collect();
+    for (plugin, settings) in &config.plugins {
+        for dir in &settings.grants.files.dirs {
+            let Ok(granted) = std::fs::canonicalize(&dir.host) else { continue };
+            if let Some((path, what)) = protected.iter().find(|(path, _)| path.starts_with(&granted)) {
+                anyhow::bail!(
+                    "`[plugins.{plugin}]` grants the folder {} (as {}), which holds {what} ({}); a plugin there could \
+                     read or change it. Grant a folder that does not hold toolhost's own files",
+                    dir.host.display(),
+                    dir.guest,
+                    path.display()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `path` with every link and `..` resolved, as far as it exists (a file
+/// toolhost has not written yet is resolved through its nearest folder).
+fn resolved(path: &Path) -> std::path::PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let mut rest = Vec::new();
+    let mut at = absolute.as_path();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(at) {
+            return rest.iter().rev().fold(real, |path, part| path.join(part));
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                at = parent;
+            }
+            _ => return absolute,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::describe_mismatch;
@@ -894,50 +939,5 @@ mod tests {
         // Anything else keeps the validator's own words.
         let message = mismatch(&json!({ "type": "object", "required": ["a"] }), json!({}));
         assert!(message.contains("\"a\" is a required property"), "{message}");
-    }
-}
-
-/// Refuses a config that grants a plugin a folder holding one of `protected`
-/// (each with what it is): a plugin that could read or change toolhost's own
-/// files (its compile cache, config, lock, keys or credentials) would hold
-/// what its grants do not give it. Paths are compared resolved, so no
-/// spelling or link of a folder gets past.
-fn check_grants(config: &HostConfig, protected: &[(std::path::PathBuf, String)]) -> Result<()> {
-    let protected: Vec<(std::path::PathBuf, &str)> =
-        protected.iter().map(|(path, what)| (resolved(path), what.as_str())).collect();
-    for (plugin, settings) in &config.plugins {
-        for dir in &settings.grants.files.dirs {
-            let Ok(granted) = std::fs::canonicalize(&dir.host) else { continue };
-            if let Some((path, what)) = protected.iter().find(|(path, _)| path.starts_with(&granted)) {
-                anyhow::bail!(
-                    "`[plugins.{plugin}]` grants the folder {} (as {}), which holds {what} ({}); a plugin there could \
-                     read or change it. Grant a folder that does not hold toolhost's own files",
-                    dir.host.display(),
-                    dir.guest,
-                    path.display()
-                );
-            }
-        }
-    }
-    Ok(())
-}
-
-/// `path` with every link and `..` resolved, as far as it exists (a file
-/// toolhost has not written yet is resolved through its nearest folder).
-fn resolved(path: &Path) -> std::path::PathBuf {
-    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
-    let mut rest = Vec::new();
-    let mut at = absolute.as_path();
-    loop {
-        if let Ok(real) = std::fs::canonicalize(at) {
-            return rest.iter().rev().fold(real, |path, part| path.join(part));
-        }
-        match (at.parent(), at.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name.to_owned());
-                at = parent;
-            }
-            _ => return absolute,
-        }
     }
 }
