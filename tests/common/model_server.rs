@@ -385,7 +385,13 @@ impl Script {
                 .map(|block| {
                     (
                         block["tool_use_id"].as_str().unwrap_or_default().to_owned(),
-                        block["content"].as_str().unwrap_or_default().to_owned(),
+                        // A string, or content blocks (text and images): their text, joined.
+                        match block["content"].as_array() {
+                            Some(blocks) => {
+                                blocks.iter().filter_map(|part| part["text"].as_str()).collect::<Vec<_>>().join("\n")
+                            }
+                            None => block["content"].as_str().unwrap_or_default().to_owned(),
+                        },
                         block["is_error"].as_bool().unwrap_or(false),
                     )
                 })

@@ -137,12 +137,16 @@ pub fn parse_docker_config(text: &str, path: &Path, registry: &str) -> Result<Cr
 }
 
 /// True when a docker config key (`host:port`, `https://host:port`,
-/// `https://host/v1/`) names `registry`.
+/// `https://host/v1/`) names `registry`: both compared in their canonical
+/// form ([`crate::reference::canonical_registry`]), so a password goes to no
+/// registry whose name only looks alike.
 fn same_registry(key: &str, registry: &str) -> bool {
     let bare = key.split_once("://").map_or(key, |(_, rest)| rest);
     let bare = bare.split('/').next().unwrap_or_default();
-    let docker_hub = |name: &str| matches!(name, "docker.io" | "index.docker.io" | "registry-1.docker.io");
-    bare.eq_ignore_ascii_case(registry) || (docker_hub(bare) && docker_hub(registry))
+    match (crate::reference::canonical_registry(bare), crate::reference::canonical_registry(registry)) {
+        (Ok(key), Ok(registry)) => key == registry,
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -170,6 +174,24 @@ mod tests {
         assert!(matches!(from_docker_config(&path, "ghcr.io").unwrap(), Credentials::Basic { .. }));
         assert!(matches!(from_docker_config(&path, "quay.io").unwrap(), Credentials::Anonymous));
         assert!(matches!(from_docker_config(&path.with_file_name("none.json"), "x").unwrap(), Credentials::Anonymous));
+    }
+
+    #[test]
+    fn a_docker_config_entry_names_its_registry_in_any_spelling_and_no_other() {
+        for (key, registry) in [
+            ("https://LOCALHOST:5000", "localhost:5000"),
+            ("127.1:5000", "127.0.0.1:5000"),
+            ("https://index.docker.io/v1/", "index.docker.io"),
+            ("GHCR.IO", "ghcr.io"),
+            ("https://ghcr.io:443", "ghcr.io"),
+        ] {
+            assert!(same_registry(key, registry), "{key} ~ {registry}");
+        }
+        for (key, registry) in
+            [("ghcr.io.evil.com", "ghcr.io"), ("127.0.0.1:5001", "127.0.0.1:5000"), ("x@ghcr.io", "ghcr.io")]
+        {
+            assert!(!same_registry(key, registry), "{key} !~ {registry}");
+        }
     }
 
     #[test]
