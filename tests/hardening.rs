@@ -620,12 +620,10 @@ fn serve_on_stdio_answers_every_message_with_an_id_whatever_it_holds() {
     assert!(after.to_string().contains("still here"), "{after}");
 }
 
-/// Runs `toolhost ARGS` with its compile cache in `cache` and `config`, and
-/// returns its output, how long it took, and the most compile workers seen
-/// alive at once (its child processes, sampled every millisecond or so).
-fn toolhost_compiling(cache: &Path, config: &Path, args: &[&str]) -> (Output, Duration, usize) {
-    let started = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+/// Starts `toolhost ARGS` with its compile cache in `cache` and `config`,
+/// its output piped.
+fn spawn_compiling(cache: &Path, config: &Path, args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_toolhost"))
         .arg("--config")
         .arg(config)
         .args(args)
@@ -636,7 +634,15 @@ fn toolhost_compiling(cache: &Path, config: &Path, args: &[&str]) -> (Output, Du
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("run toolhost");
+        .expect("run toolhost")
+}
+
+/// Runs `toolhost ARGS` with its compile cache in `cache` and `config`, and
+/// returns its output, how long it took, and the most compile workers seen
+/// alive at once (its child processes, sampled every millisecond or so).
+fn toolhost_compiling(cache: &Path, config: &Path, args: &[&str]) -> (Output, Duration, usize) {
+    let started = Instant::now();
+    let mut child = spawn_compiling(cache, config, args);
     let tasks = format!("/proc/{}/task", child.id());
     let drain = |pipe: Option<std::process::ChildStdout>| {
         std::thread::spawn(move || {
@@ -720,18 +726,7 @@ fn a_compile_past_compile_timeout_is_stopped_and_the_plugin_skipped_naming_the_s
 /// shows, `act` is done to it (by pid). Returns the output, and whether the
 /// worker was caught.
 fn toolhost_with_worker(cache: &Path, config: &Path, args: &[&str], act: impl FnOnce(libc::pid_t)) -> (Output, bool) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .arg("--config")
-        .arg(config)
-        .args(args)
-        .env("TOOLHOST_CACHE_DIR", cache)
-        .env_remove("TOOLHOST_PLUGINS")
-        .env_remove("TOOLHOST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run toolhost");
+    let mut child = spawn_compiling(cache, config, args);
     let tasks = format!("/proc/{}/task", child.id());
     let started = Instant::now();
     let mut act = Some(act);
