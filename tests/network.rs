@@ -356,3 +356,108 @@ fn a_bad_ca_file_is_a_clear_start_up_error() {
         assert!(!text.contains("panicked"), "{text}");
     }
 }
+
+/// Both client test plugins, granted `server` and 20 requests a call.
+fn clients_setup(server: &TestServer) -> (tempfile::TempDir, tempfile::TempDir) {
+    let mut config = String::new();
+    for plugin in ["wstd_client", "http_orders"] {
+        config.push_str(&grant(plugin, &[server.origin()]));
+        config.push_str(&format!("[plugins.{plugin}.limits]\nhttp_requests = 20\n"));
+    }
+    setup(&["wstd_client", "http_orders"], &config)
+}
+
+/// The answers of a call that succeeded, one per line.
+fn answers(status: Option<i32>, report: &Value) -> Vec<String> {
+    assert_eq!(status, Some(0), "{report}");
+    assert_eq!(report["refused"], json!([]), "{report}");
+    report["output"]["value"].as_str().unwrap().lines().map(str::to_owned).collect()
+}
+
+#[test]
+fn wstd_requests_in_a_row_all_get_their_answer() {
+    // `wstd` calls `handle()` first, then writes and finishes the (empty)
+    // body: the host keeps the body's stream open until it has.
+    let server = TestServer::start();
+    let (dir, _plugins) = clients_setup(&server);
+    let hello = server.url("/hello");
+    let (status, report) = call_json(dir.path(), "wstd_client", &json!({ "url": hello, "count": 20 }), &[]);
+    assert_eq!(answers(status, &report), vec!["200 hello from the test server"; 20]);
+    assert_eq!(report["usage"]["http_requests"], 20);
+    for call in 1..=20 {
+        let (status, report) = call_json(dir.path(), "wstd_client", &json!({ "url": hello }), &[]);
+        assert_eq!(answers(status, &report), ["200 hello from the test server"], "call {call}");
+    }
+    // A body written after `handle()` goes out whole.
+    let upload = json!({ "url": server.url("/upload"), "count": 20, "post_bytes": 3000 });
+    let (status, report) = call_json(dir.path(), "wstd_client", &upload, &[]);
+    assert_eq!(answers(status, &report), vec!["200 received 3000 bytes"; 20]);
+    assert_eq!(report["usage"]["http_request_bytes"], 20 * 3000);
+    assert_eq!(server.seen().len(), 20 + 20 + 20);
+}
+
+#[test]
+fn a_body_written_after_handle_in_any_order_is_taken_whole() {
+    let server = TestServer::start();
+    let (dir, _plugins) = clients_setup(&server);
+    let cases = [
+        // Writing nothing still checks the stream, which must be open.
+        (json!({ "url": server.url("/hello"), "order": "write_then_finish" }), "200 hello from the test server"),
+        (json!({ "url": server.url("/hello"), "order": "finish_only" }), "200 hello from the test server"),
+        (json!({ "url": server.url("/hello"), "order": "streaming" }), "200 hello from the test server"),
+        (
+            json!({ "url": server.url("/upload"), "order": "write_then_finish", "bytes": 3000 }),
+            "200 received 3000 bytes",
+        ),
+        (json!({ "url": server.url("/upload"), "order": "streaming", "bytes": 5000 }), "200 received 5000 bytes"),
+        // The server answers before it has read the body; the guest reads the
+        // answer, then writes the rest of the body and finishes it.
+        (json!({ "url": server.url("/early"), "order": "answer_first", "bytes": 5000 }), "200 answered early"),
+    ];
+    for (mut arguments, expected) in cases {
+        arguments["count"] = json!(20);
+        let (status, report) = call_json(dir.path(), "http_orders", &arguments, &[]);
+        assert_eq!(answers(status, &report), vec![expected; 20], "{arguments}");
+    }
+    // /upload answers once it has read the whole body: 20 × (3000 + 5000).
+    // /early got at least each first chunk, written before its answer (the
+    // rest goes out after the guest finished, while the call moves on).
+    std::thread::sleep(Duration::from_millis(300));
+    let received = server.received();
+    assert!(
+        (20 * (3000 + 5000 + 1024)..=20 * (3000 + 5000 + 5000)).contains(&received),
+        "the server got {received} body bytes"
+    );
+}
+
+#[test]
+fn a_request_without_a_grant_reads_as_a_denial_in_every_order() {
+    let server = TestServer::start();
+    let other = TestServer::start();
+    let (dir, _plugins) = clients_setup(&server);
+    let denied = other.url("/hello");
+    let mut calls = vec![
+        ("wstd_client", json!({ "url": denied })),
+        ("wstd_client", json!({ "url": other.url("/upload"), "post_bytes": 3000 })),
+    ];
+    for order in ["write_then_finish", "finish_only", "streaming"] {
+        calls.push(("http_orders", json!({ "url": denied, "order": order })));
+    }
+    calls.push(("http_orders", json!({ "url": other.url("/upload"), "order": "streaming", "bytes": 5000 })));
+    for (tool, arguments) in calls {
+        for attempt in 1..=5 {
+            let (status, report) = call_json(dir.path(), tool, &arguments, &[]);
+            assert_eq!(status, Some(1), "{tool} {arguments}: {report}");
+            let message = report["error"]["message"].as_str().unwrap();
+            assert!(
+                message.contains("HttpRequestDenied") && !message.contains("reset") && !message.contains("closed"),
+                "{tool} {arguments}, attempt {attempt}: {message}"
+            );
+            assert_eq!(report["refused"].as_array().unwrap().len(), 1, "{report}");
+            assert_eq!(report["refused"][0]["kind"], "not_granted", "{report}");
+            assert_eq!(report["refused"][0]["target"], other.origin(), "{report}");
+            assert_eq!(report["usage"]["http_requests"], 0, "{report}");
+        }
+    }
+    assert!(other.seen().is_empty(), "nothing reached the server not granted");
+}

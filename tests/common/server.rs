@@ -13,6 +13,8 @@
 //! - `/stall`: 200 with a 1,000-byte body, of which it sends 100 bytes, then
 //!   nothing for 5 seconds
 //! - `/upload` (with a body, `content-length` or chunked): 200, `received N bytes`
+//! - `/early` (with a body): 200, `answered early`, sent before the body is
+//!   read; then it reads the body (counting it) and closes
 //! - `/page`: 200, a small HTML page with a title and links (relative,
 //!   absolute, duplicated, `mailto:`) for the `webpage` plugin
 //! - `/echo…`: 200, the request's path and headers as text, and its
@@ -182,6 +184,17 @@ fn serve<S: Read + Write>(stream: S, port: u16, scheme: &str, shared: &Shared) {
     let path = request_line.split_whitespace().nth(1).unwrap_or("/").to_owned();
     shared.seen.lock().unwrap().push(path.clone());
     shared.headers.lock().unwrap().push(headers.clone());
+    if path == "/early" {
+        let answer = "answered early";
+        let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\ncontent-type: text/plain\r\n\r\n", answer.len());
+        let stream = reader.get_mut();
+        let _ = stream.write_all(head.as_bytes());
+        let _ = stream.write_all(answer.as_bytes());
+        let _ = stream.flush();
+        // Then the body, read whole so that closing resets nothing.
+        let _ = if chunked { read_chunked(&mut reader, shared) } else { read_counted(&mut reader, length, shared) };
+        return;
+    }
     let body = if chunked { read_chunked(&mut reader, shared) } else { read_counted(&mut reader, length, shared) };
     let Some(body) = body else { return };
     let mut stream = reader.into_inner();

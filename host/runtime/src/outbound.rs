@@ -13,6 +13,14 @@
 //! trusts webpki's roots plus the config's `ca_file`, through a TLS client
 //! configuration built once per `Host`.
 //!
+//! The guest's request body is read to its end whatever becomes of the
+//! request ([`GuestBody`]): a body hyper leaves off (a `GET` or `HEAD` without
+//! a declared length), a request refused or failed before its body went out,
+//! a server that answered and closed first: the guest's writes and `finish`
+//! after `handle()` still succeed, in whatever order its client library makes
+//! them, and what happened reaches it through the response, as the WASI HTTP
+//! contract has it (a body stopped at the limit below included).
+//!
 //! The request body is counted against the call's `http_request_body` limit
 //! as it streams out ([`Metered`]): a request declaring a longer body is not
 //! sent, and one that streams past the limit is stopped before the chunk that
@@ -140,7 +148,7 @@ impl Outbound {
 
     /// The checks made before a request leaves: the grant, the declared body
     /// length, then the count.
-    fn admit(&self, request: &http::Request<WasiBody>) -> Result<Target, Error> {
+    fn admit<B>(&self, request: &http::Request<B>) -> Result<Target, Error> {
         let uri = request.uri();
         let scheme = match uri.scheme_str() {
             Some("http") => Scheme::Http,
@@ -215,6 +223,9 @@ impl WasiHttpHooks for Outbound {
         options: Option<RequestOptions>,
         _fut: IoFuture,
     ) -> Box<dyn Future<Output = SendResult> + Send> {
+        // From here on the guest's body is read to its end, whatever becomes
+        // of the request (refused just below included).
+        let request = request.map(|body| GuestBody::new(body, self.deadline));
         let target = match self.admit(&request) {
             Ok(target) => target,
             Err(error) => return Box::new(async move { Err(error) }),
@@ -622,11 +633,100 @@ impl Body for Bounded {
     }
 }
 
+/// The guest's request body (its `outgoing-body`), read to its end even when
+/// the request does not send it.
+///
+/// Dropping a [`WasiBody`] closes the guest's `outgoing-body` stream. hyper
+/// drops a body it will not send (a `GET` or `HEAD` without a declared
+/// length goes out without one) as soon as the head is written, and a request
+/// refused or failed before its body went out drops it too; a guest that
+/// writes (even nothing) or finishes after `handle()`, as `wstd` does, then
+/// found its stream closed ("connection reset") or not, depending on which
+/// task ran first. Dropped before its end, this body is read on a task of its
+/// own until the guest finishes or drops it, or the call's deadline passes,
+/// and what it carries is discarded: the guest's writes and `finish` succeed,
+/// and the response tells it what happened (the limit, a refusal, a failed
+/// connection) rather than its stream's closing.
+struct GuestBody {
+    /// `None` once dropped (handed to the task that reads the rest).
+    inner: Option<WasiBody>,
+    /// The guest finished (or aborted) it: nothing is left to read.
+    ended: bool,
+    /// The call's deadline, when reading what is not sent stops.
+    deadline: Instant,
+}
+
+impl GuestBody {
+    fn new(inner: WasiBody, deadline: Instant) -> GuestBody {
+        GuestBody { inner: Some(inner), ended: false, deadline }
+    }
+}
+
+impl Body for GuestBody {
+    type Data = Bytes;
+    type Error = Error;
+
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
+        let this = self.get_mut();
+        let Some(inner) = this.inner.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let frame = ready!(Pin::new(inner).poll_frame(cx));
+        match &frame {
+            Some(Ok(frame)) if frame.is_data() => {}
+            // Trailers, the end, or an abort: the guest is done with it.
+            _ => this.ended = true,
+        }
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.ended || self.inner.as_ref().is_none_or(Body::is_end_stream)
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        match &self.inner {
+            Some(inner) => inner.size_hint(),
+            None => http_body::SizeHint::with_exact(0),
+        }
+    }
+}
+
+impl Drop for GuestBody {
+    fn drop(&mut self) {
+        let Some(mut body) = self.inner.take() else {
+            return;
+        };
+        if self.ended || body.is_end_stream() {
+            return;
+        }
+        // Calls run on tokio; outside a runtime there is nothing to read on.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let deadline = self.deadline;
+        runtime.spawn(async move {
+            let rest = async {
+                let mut discarded = 0u64;
+                while let Some(Ok(frame)) = body.frame().await {
+                    discarded += frame.data_ref().map_or(0, |data| data.len() as u64);
+                }
+                discarded
+            };
+            match tokio::time::timeout_at(deadline.into(), rest).await {
+                Ok(0) => {}
+                Ok(discarded) => tracing::debug!("{discarded} request body bytes not sent were discarded"),
+                Err(_) => tracing::debug!("a request body not sent was still open at the call's deadline"),
+            }
+        });
+    }
+}
+
 /// A request body counted against the call's `http_request_body` limit as
 /// it streams out; the frame that would go over it is not sent, and the body
 /// fails there, which stops the request.
 struct Metered {
-    inner: WasiBody,
+    inner: GuestBody,
     ledger: SharedLedger,
     limit: ByteSize,
     /// `scheme://host:port`, for the refusal.
