@@ -137,6 +137,54 @@ fn every_language_scaffolds_a_project_that_builds_and_answers() {
     }
 }
 
+#[test]
+fn the_printed_next_steps_work_when_typed_in_order() {
+    let work = tempfile::tempdir().unwrap();
+    let output = toolhost(work.path(), &["new", "word_count", "--lang", "rust"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let said = stdout(&output);
+    let steps: Vec<&str> = said.lines().filter_map(|line| line.strip_prefix("  ")).collect();
+    assert_eq!(steps.len(), 2, "two steps: {said}");
+    assert!(!said.contains("plugins/build.sh"), "{said}");
+
+    // Typed as printed, one after the other in one shell, from where `new` ran.
+    let plugins = plugins_src().canonicalize().unwrap();
+    let binary = Path::new(env!("CARGO_BIN_EXE_toolhost")).parent().unwrap();
+    let path = format!("{}:{}", binary.display(), std::env::var("PATH").unwrap_or_default());
+    let output = Command::new("bash")
+        .args(["-e", "-c", &steps.join("\n")])
+        .current_dir(work.path())
+        .env("PATH", path)
+        .env("CARGO_NET_OFFLINE", "true")
+        .env("CARGO_TARGET_DIR", plugins.join("target"))
+        .env("TOOLHOST_CACHE_DIR", shared_cache())
+        .env_remove("TOOLHOST_PLUGINS")
+        .env_remove("TOOLHOST_CONFIG")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{said}\n{}{}", stdout(&output), stderr(&output));
+    assert!(stdout(&output).starts_with("3 words, 18 characters\n"), "{}", stdout(&output));
+
+    // The step as an older `new` printed it, typed from inside the project:
+    // the error says what to do there, not a step of toolhost's own repository.
+    let project = work.path().join("word_count");
+    let output = toolhost(&project, &["--plugins", "word_count", "call", "word_count", r#"{"text":"a"}"#]);
+    assert_eq!(output.status.code(), Some(2));
+    let error = stderr(&output);
+    assert!(error.contains("could not read the plugins folder word_count"), "{error}");
+    assert!(error.contains("`--plugins .` for the folder you are in"), "{error}");
+    assert!(!error.contains("plugins/build.sh"), "{error}");
+
+    // In a checkout of toolhost whose bundled plugins are not built yet, the
+    // default folder's error still says how to build them.
+    let checkout = work.path().join("checkout");
+    std::fs::create_dir_all(checkout.join("plugins")).unwrap();
+    std::fs::write(checkout.join("plugins/build.sh"), "#!/bin/sh\n").unwrap();
+    let output = toolhost(&checkout, &["tools"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("`bash plugins/build.sh`"), "{}", stderr(&output));
+}
+
 /// A project an older `toolhost new` wrote (contract 0.1.0, with the Rust SDK
 /// of its day in `toolhost-sdk/`, kept as it was in `tests/scaffold-0.1.0/`)
 /// still builds with its `build.sh`, and today's host runs it.

@@ -818,11 +818,7 @@ fn allowed_values(kind: &jsonschema::error::ValidationErrorKind) -> Option<Vec<V
 /// The `*.wasm` files directly in `dir`, sorted.
 pub(crate) fn plugin_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let entries = std::fs::read_dir(dir).with_context(|| {
-        format!(
-            "could not read the plugins folder {} (build the bundled plugins with \
-             `bash plugins/build.sh`, or point --plugins at a folder of .wasm files)",
-            dir.display()
-        )
+        format!("could not read the plugins folder {} ({})", dir.display(), missing_folder_advice(dir))
     })?;
     let mut paths: Vec<PathBuf> = entries
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
@@ -832,6 +828,21 @@ pub(crate) fn plugin_files(dir: &Path) -> Result<Vec<PathBuf>> {
         .collect();
     paths.sort();
     Ok(paths)
+}
+
+/// What to do about a plugins folder that cannot be read. Building the
+/// bundled plugins (`bash plugins/build.sh`) is advised only for the
+/// `plugins/dist` of a checkout of toolhost, which has that script beside it:
+/// anyone else points toolhost at the folder holding their `.wasm` files.
+fn missing_folder_advice(dir: &Path) -> &'static str {
+    let checkout =
+        dir.ends_with("plugins/dist") && dir.parent().is_some_and(|parent| parent.join("build.sh").is_file());
+    if checkout {
+        "build the bundled plugins with `bash plugins/build.sh`, or point --plugins at a folder of .wasm files"
+    } else {
+        "point --plugins, or `plugins_dir` in toolhost.toml, at the folder that holds your .wasm files: \
+         `--plugins .` for the folder you are in"
+    }
 }
 
 /// A plugin's grant notices as load problems.

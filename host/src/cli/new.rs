@@ -256,12 +256,24 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     let kind = if args.typed { " typed-function" } else { "" };
     println!("created the {}{kind} plugin `{}` in {shown}", args.lang.label(), args.name);
     println!();
-    println!("  cd {shown} && ./build.sh          # writes {}.wasm", args.name);
+    // Steps typed in order: the second runs inside the project, where the
+    // first left the author and build.sh wrote the component.
+    println!("  cd {} && ./build.sh          # writes {}.wasm", shell_word(&shown.to_string()), args.name);
     let tool = if args.typed { &func } else { &args.name };
-    println!("  toolhost --plugins {shown} call {tool} '{{\"text\":\"hello plugin world\"}}'");
+    println!("  toolhost --plugins . call {tool} '{{\"text\":\"hello plugin world\"}}'");
     println!();
-    println!("then copy {}.wasm into your plugins folder; {shown}/README.md says more.", args.name);
+    println!("then copy {}.wasm into your plugins folder; README.md there says more.", args.name);
     Ok(ExitCode::SUCCESS)
+}
+
+/// `text` as one shell word: as it is when it holds only characters no shell
+/// treats specially, else in single quotes.
+fn shell_word(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/' | ',' | ':' | '@' | '+'));
+    if plain { text.to_owned() } else { format!("'{}'", text.replace('\'', r"'\''")) }
 }
 
 /// A plugin name: 1 to 64 lower-case ASCII letters, digits, `_` or `-`,
