@@ -40,7 +40,7 @@ async fn broken_files_are_reported_and_the_rest_load() {
     assert!(problem_for(&host, "text_file.wasm").contains("not a WebAssembly file"));
     assert!(problem_for(&host, "core_module.wasm").contains("core WebAssembly module, not a component"));
     assert!(problem_for(&host, "truncated.wasm").contains("not a valid component"));
-    assert!(problem_for(&host, "not_a_plugin.wasm").contains("does not export `toolhost:plugin/tools@0.1.0`"));
+    assert!(problem_for(&host, "not_a_plugin.wasm").contains("does not export `toolhost:plugin/tools@0.2.0`"));
     let trap = problem_for(&host, "list_traps.wasm");
     assert!(trap.contains("listing its tools failed") && trap.contains("refuses to list"), "{trap}");
     assert!(problem_for(&host, "bad_schema.wasm").contains("must describe an object"));
@@ -72,7 +72,9 @@ async fn a_missing_folder_is_an_error_that_says_what_to_do() {
     let host = Host::new(config()).unwrap();
     let err = host.load_dir("/nonexistent/plugins".as_ref()).await.unwrap_err();
     let message = format!("{err:#}");
-    assert!(message.contains("/nonexistent/plugins") && message.contains("plugins/build.sh"), "{message}");
+    // Not toolhost's own repository: the advice is to point at a folder, not to build the bundled plugins.
+    assert!(message.contains("/nonexistent/plugins") && message.contains("point --plugins"), "{message}");
+    assert!(!message.contains("plugins/build.sh"), "{message}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -405,3 +405,31 @@ fn a_python_component_of_typed_functions_is_a_plugin_too() {
     let (_, report) = call(dir.path(), "count-forever", "{}", &["--fuel", "50000000"]);
     assert_eq!(report["error"]["kind"], "out_of_fuel", "{report}");
 }
+
+#[test]
+fn a_wrong_variant_case_names_the_cases_and_tools_shows_each_items_range() {
+    let dir = shop();
+    let arguments = |shape: Value| {
+        json!({"c": "red", "p": [], "s": shape, "t": [0, "x"], "bytes": [], "x": 1, "r": {"ok": ""}}).to_string()
+    };
+    // `variant shape { circle(f64), square(f64), point }`: every case named, as an enum's values are.
+    for shape in [json!("none"), json!({"hexagon": 2.0}), json!(7)] {
+        let (code, report) = call(dir.path(), "echo-all", &arguments(shape.clone()), &[]);
+        assert_eq!((code, report["error"]["kind"].clone()), (1, json!("invalid_arguments")), "{report}");
+        let message = report["error"]["message"].as_str().unwrap();
+        let expected = format!(
+            r#"invalid arguments: at `/s`: {shape} is not one of the allowed values: {{"circle": …}}, {{"square": …}}, "point""#
+        );
+        assert_eq!(message, expected);
+    }
+    // The right case with a wrong payload says what is wrong inside it.
+    let (_, report) = call(dir.path(), "echo-all", &arguments(json!({"circle": "big"})), &[]);
+    let message = report["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("invalid arguments: at `/s/circle`: \"big\" is not of type \"number\""), "{message}");
+
+    // `tools` shows a `list<u8>` with its items' range.
+    let plugins = dir.path().display().to_string();
+    let output = toolhost(Path::new("."), &["--plugins", &plugins, "tools"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("· bytes: array of integer (0 to 255) (required)"), "{}", stdout(&output));
+}

@@ -361,7 +361,7 @@ pub fn contract_of(engine: &Engine, component: &Component) -> Result<&'static st
     };
     Err(format!(
         "not a toolhost plugin: it does not export `{}` (it exports {shown}), {why}",
-        sandbox::TOOLS_EXPORT_V0_1_0
+        toolhost_runtime::v0_2::TOOLS_EXPORT
     ))
 }
 

@@ -302,7 +302,11 @@ impl Shape {
                     }
                     None => items.kind,
                 };
-                shape.kind = format!("array of {of}");
+                // The items' own range: a WIT `list<u8>` is `array of integer (0 to 255)`.
+                shape.kind = match items.bounds.is_empty() {
+                    true => format!("array of {of}"),
+                    false => format!("array of {of} ({})", items.bounds.join(", ")),
+                };
             }
         }
         shape.bounds.extend(bounds(schema));
@@ -480,6 +484,21 @@ mod tests {
                 "    · ratio: number, > 0, ≤ 1",
                 "    · code: string, exactly 2 characters, pattern ^[A-Z]+$",
                 "    · anything: any",
+            ]
+        );
+        // Items keep their range: a WIT `list<u8>`, a list of short names.
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "bytes": { "type": "array", "items": { "type": "integer", "minimum": 0, "maximum": 255 } },
+                "names": { "type": "array", "items": { "type": "string", "maxLength": 8 }, "minItems": 1 },
+            },
+        });
+        assert_eq!(
+            arguments(&schema),
+            [
+                "    · bytes: array of integer (0 to 255)",
+                "    · names: array of string (at most 8 characters), at least 1 item",
             ]
         );
         assert_eq!(arguments(&json!({ "type": "object" })), ["    · no arguments"]);
