@@ -222,7 +222,9 @@ fn a_bad_config_or_folder_exits_2_with_a_fix() {
     let output = toolhost(empty.path(), &["tools"]);
     assert_eq!(output.status.code(), Some(2));
     let text = stderr(&output);
-    assert!(text.contains("plugins/dist") && text.contains("plugins/build.sh"), "{text}");
+    // Outside a toolhost checkout, the advice is about the person's own folder.
+    assert!(text.contains("plugins/dist") && text.contains("`--plugins .`"), "{text}");
+    assert!(!text.contains("plugins/build.sh"), "{text}");
     assert_no_debug_dump(&text);
 }
 
