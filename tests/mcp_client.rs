@@ -376,6 +376,19 @@ fn a_server_that_prints_to_its_stdout_is_said_once_and_still_answers() {
     assert!(noisy[0].contains("`raw`") && noisy[0].contains("Server ready!"), "{text}");
 }
 
+/// A stdio server that closes its input: toolhost's next write meets a
+/// closed pipe, which is that server's failure, never toolhost's death (a
+/// SIGPIPE used to end the whole process, `serve` included).
+#[test]
+fn a_server_that_closes_its_input_fails_its_call_and_toolhost_goes_on() {
+    let (dir, plugins) = setup(&raw("deaf"), &["hash"]);
+    let output = toolhost(dir.path(), plugins.path(), &["call", "mcp__raw__good", r#"{"x":"y"}"#], &[]);
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "a failed call, not a killed process: {:?} {text}", output.status);
+    assert!(text.contains("MCP server `raw` stopped during the call (it stopped reading its input"), "{text}");
+    assert!(!text.contains("panicked") && !text.contains("rmcp::"), "{text}");
+}
+
 /// `[mcp_servers.py]` that takes 3 s to start, with a 1 s `startup_timeout`.
 fn slow_py() -> String {
     py("slow", "startup_timeout = \"1s\"\nenv = { PYSERVER_DELAY = \"3\" }")

@@ -675,10 +675,20 @@ impl McpServer {
                     ),
                     _ => "on the next call".to_owned(),
                 };
+                // rmcp names its transport's Rust type in the text; the
+                // person needs what happened: its input closed, its output ended.
+                let why = match &err {
+                    ServiceError::TransportSend(_) => {
+                        let text = err.to_string();
+                        let cause = text.rsplit("error: ").next().unwrap_or_default().trim().to_owned();
+                        format!("it stopped reading its input: {cause}")
+                    }
+                    _ => "its output ended".to_owned(),
+                };
                 Err(CallError::Host(format!(
                     "MCP server `{}` stopped during the call ({}){}; toolhost starts it again {when}",
                     self.name,
-                    self.scrub(err.to_string()),
+                    self.scrub(why),
                     self.stderr_tail()
                 )))
             }

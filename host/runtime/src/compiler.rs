@@ -393,10 +393,10 @@ impl Compiler {
 }
 
 /// Writes `bytes` to a worker's standard input and closes it. A program
-/// that restores SIGPIPE's default action (the `toolhost` CLI does, to end
-/// quietly under `| head`) would be killed by a write to a worker that has
-/// already died, so the signal is held back in this thread for the write, and
-/// one it raised is taken off again: the write just fails.
+/// that restores SIGPIPE's default action (as many command-line programs do,
+/// to end quietly under `| head`) would be killed by a write to a worker that
+/// has already died, so the signal is held back in this thread for the write,
+/// and one it raised is taken off again: the write just fails.
 fn write_without_sigpipe(mut stdin: std::process::ChildStdin, bytes: &[u8]) {
     #[cfg(unix)]
     // SAFETY: signal masks of this thread only, set and restored around the write.

@@ -8,11 +8,16 @@ Modes:
                schema is not valid JSON Schema, `good` again, and `also_good`
   noisy        writes a line that is not JSON-RPC to stdout before every
                answer, and lists `good` and `also_good`
+  deaf         lists `good` and `also_good`, then closes its standard input
+               (keeping its output open) and waits: the next request written
+               to it meets a closed pipe
 Every tool answers `called NAME`.
 """
 
 import json
+import os
 import sys
+import time
 
 mode = sys.argv[1] if len(sys.argv) > 1 else "bad-listing"
 OBJECT = {"type": "object", "properties": {"x": {"type": "string"}}}
@@ -21,7 +26,7 @@ OBJECT = {"type": "object", "properties": {"x": {"type": "string"}}}
 def tools():
     good = [{"name": "good", "description": "fine", "inputSchema": OBJECT}]
     also = [{"name": "also_good", "inputSchema": {"type": "object"}}]
-    if mode == "noisy":
+    if mode in ("noisy", "deaf"):
         return good + also
     return good + [
         {"name": "schema_is_a_string", "inputSchema": "nope"},
@@ -53,6 +58,10 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": info}})
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": rid, "result": {"tools": tools()}})
+        if mode == "deaf":
+            os.close(0)
+            time.sleep(20)
+            sys.exit(0)
     elif method == "tools/call":
         text = "called " + request["params"]["name"]
         send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": text}]}})
