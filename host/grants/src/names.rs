@@ -19,7 +19,7 @@
 //! of its text (`http://127.0.0.1:1@remote.example/` names `remote.example`).
 
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv6Addr};
 
 /// A host in its canonical form.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -97,12 +97,6 @@ impl fmt::Display for CanonicalHost {
             CanonicalHost::Ip(IpAddr::V4(ip)) => write!(f, "{ip}"),
             CanonicalHost::Ip(IpAddr::V6(ip)) => write!(f, "[{ip}]"),
         }
-    }
-}
-
-impl From<Ipv4Addr> for CanonicalHost {
-    fn from(ip: Ipv4Addr) -> CanonicalHost {
-        CanonicalHost::Ip(IpAddr::V4(ip))
     }
 }
 
@@ -214,6 +208,7 @@ impl Endpoint {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::Ipv4Addr;
 
     #[test]
     fn every_spelling_of_a_host_is_one_form() {

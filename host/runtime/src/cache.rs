@@ -137,10 +137,8 @@ impl CacheKey {
                 .with_context(|| format!("reading {}", path.display()))?;
             CacheKey::from_text(text.trim()).map_err(|why| anyhow::anyhow!("{}: {why}", path.display()))
         };
-        match read(path) {
-            Ok(key) => return Ok(key),
-            Err(_) if path.exists() => return read(path),
-            Err(_) => {}
+        if path.exists() {
+            return read(path);
         }
         let dir = path.parent().context("the key file has no folder")?;
         create_private_dir(dir)?;
