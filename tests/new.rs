@@ -33,6 +33,8 @@ fn build(project: &Path) {
         .current_dir(project)
         .env("PATH", path)
         .env("CARGO_NET_OFFLINE", "true")
+        // A typed project's build ends with `toolhost embed-docs`: this toolhost.
+        .env("TOOLHOST", env!("CARGO_BIN_EXE_toolhost"))
         // Reuse the dependencies the Rust plugins were compiled with.
         .env("CARGO_TARGET_DIR", plugins.join("target"))
         .output()
@@ -242,6 +244,12 @@ fn every_language_scaffolds_a_typed_function_plugin_that_builds_and_answers() {
         let listed = tools.iter().find(|listed| listed["name"] == tool).unwrap_or_else(|| panic!("no {tool}"));
         assert_eq!(listed["input_schema"]["required"], json!(["text"]), "{lang}: {listed}");
         assert_eq!(listed["output_schema"]["required"], json!(["words", "characters"]), "{lang}: {listed}");
+        // The doc comments of wit/world.wit, which build.sh embedded after the language's build.
+        assert_eq!(listed["description"], "Counts the words and characters of a text.", "{lang}: {listed}");
+        assert_eq!(
+            listed["output_schema"]["properties"]["words"]["description"], "Its whitespace-separated words.",
+            "{lang}: {listed}"
+        );
 
         counts(work.path(), &dir, &tool);
 

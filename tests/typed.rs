@@ -291,6 +291,112 @@ fn descriptions_come_from_the_wit_docs_the_component_carries() {
 }
 
 #[test]
+fn embed_docs_describes_components_whose_toolchain_dropped_their_docs() {
+    // typed_shop (wit-bindgen, Rust) and py_notes (componentize-py) are built
+    // the usual way, which leaves the WIT's doc comments out.
+    let dir = plugin_dir(&["typed_shop", "py_notes"]);
+    let plugins = dir.path().display().to_string();
+    let listed = || -> Vec<Value> {
+        let output = toolhost(Path::new("."), &["--plugins", &plugins, "tools", "--json"]);
+        assert!(output.status.success(), "{}", stderr(&output));
+        serde_json::from_str(&stdout(&output)).unwrap()
+    };
+    let find = |tools: &[Value], name: &str| tools.iter().find(|tool| tool["name"] == name).unwrap().clone();
+    let before = listed();
+    assert!(find(&before, "get-item")["description"].as_str().unwrap().starts_with("Calls `acme:shop/inventory@1.0.0"));
+    assert!(find(&before, "summarize")["description"].as_str().unwrap().starts_with("Calls `summarize"));
+
+    let embed = |wasm: &str, wit: &str| {
+        let wasm = dir.path().join(wasm).display().to_string();
+        let wit = common::plugins_src().join(wit).display().to_string();
+        toolhost(Path::new("."), &["embed-docs", &wasm, "--wit", &wit])
+    };
+    for (wasm, wit) in
+        [("typed_shop.wasm", "testing/typed_shop/wit"), ("py_notes.wasm", "python/testing/py_notes/wit/notes.wit")]
+    {
+        let output = embed(wasm, wit);
+        assert!(output.status.success(), "{wasm}: {}", stderr(&output));
+        assert!(stderr(&output).contains("described"), "{}", stderr(&output));
+    }
+    let tools = listed();
+    // Functions of an exported interface and of the world.
+    let get_item = find(&tools, "get-item");
+    assert_eq!(get_item["description"], "Looks an article up.");
+    assert_eq!(find(&tools, "ping")["description"], "A world-level function.");
+    // A record (in an interface), its fields, and a field of option type.
+    let item = &get_item["output_schema"];
+    assert_eq!(item["description"], "One article.", "{item}");
+    assert_eq!(item["properties"]["sku"]["description"], "The stock-keeping unit it is filed under.");
+    assert_eq!(item["properties"]["discount"]["description"], "The discount in percent, when there is one.");
+    assert!(item["properties"]["name"].get("description").is_none(), "an undocumented field: {item}");
+    // An enum's cases are listed in its description (a schema has no place for one value's).
+    let color = &find(&tools, "echo-all")["input_schema"]["properties"]["c"];
+    assert_eq!(color["description"], "A colour of the paint range.\n`red`: The warm one.", "{color}");
+    assert_eq!(color["enum"], json!(["red", "green", "blue"]), "the schema accepts what it did");
+    // The world's own types of a Python component: a record's fields, a variant's cases.
+    let summarize = find(&tools, "summarize");
+    assert_eq!(summarize["description"], "Summarizes a text.");
+    let note = &summarize["output_schema"];
+    assert_eq!(note["description"], "What a text is like.", "{note}");
+    assert_eq!(note["properties"]["words"]["description"], "How many words it has.");
+    let verdict = &find(&tools, "judge")["output_schema"];
+    assert_eq!(verdict["oneOf"][0], json!({"const": "empty", "description": "No words at all."}));
+    assert_eq!(verdict["oneOf"][1]["description"], "Under the limit: how many words.");
+    // The text output shows them too.
+    let output = toolhost(Path::new("."), &["--plugins", &plugins, "tools"]);
+    assert!(stdout(&output).contains("`red`: The warm one."), "{}", stdout(&output));
+    // And the tools answer as before.
+    let (code, report) = call(dir.path(), "judge", r#"{"text":""}"#, &[]);
+    assert_eq!((code, output_of(&report)), (0, json!("empty")), "{report}");
+
+    // Once more: the same file (its docs replaced, not added to).
+    let shop = dir.path().join("typed_shop.wasm");
+    let once = std::fs::read(&shop).unwrap();
+    assert!(embed("typed_shop.wasm", "testing/typed_shop/wit").status.success());
+    assert_eq!(std::fs::read(&shop).unwrap(), once, "running it twice changes nothing");
+
+    // The wrong WIT, WIT that does not parse, a file that is no component:
+    // a clear error, and the file as it was.
+    let output = embed("typed_shop.wasm", "python/testing/py_notes/wit");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("describes none of what") && stderr(&output).contains("acme:shop/inventory@1.0.0"),
+        "{}",
+        stderr(&output)
+    );
+    let broken = dir.path().join("broken.wit");
+    std::fs::write(&broken, "package a:b;\nworld w {\n  export f: func(x: nosuchtype);\n}\n").unwrap();
+    let output =
+        toolhost(Path::new("."), &["embed-docs", &shop.display().to_string(), "--wit", &broken.display().to_string()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("nosuchtype") && stderr(&output).contains("broken.wit"), "{}", stderr(&output));
+    // wit-parser reads every `.wit` of a folder: a FIFO among them is refused, not waited on.
+    let folder = dir.path().join("wit");
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::copy(common::plugins_src().join("python/testing/py_notes/wit/notes.wit"), folder.join("notes.wit"))
+        .unwrap();
+    let made = std::process::Command::new("mkfifo").arg(folder.join("more.wit")).status().unwrap();
+    assert!(made.success());
+    let notes = dir.path().join("py_notes.wasm").display().to_string();
+    let output = toolhost(Path::new("."), &["embed-docs", &notes, "--wit", &folder.display().to_string()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("more.wit is not a regular file"), "{}", stderr(&output));
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "not wasm").unwrap();
+    let wit = common::plugins_src().join("testing/typed_shop/wit").display().to_string();
+    let output = toolhost(Path::new("."), &["embed-docs", &text.display().to_string(), "--wit", &wit]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("is not a WebAssembly component"), "{}", stderr(&output));
+    assert_eq!(std::fs::read(&shop).unwrap(), once, "a refused run writes nothing");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "no temporary file is left: {left:?}");
+}
+
+#[test]
 fn a_typed_function_reaches_the_network_only_where_it_is_granted() {
     let server = common::server::TestServer::start();
     let dir = shop();

@@ -374,10 +374,15 @@ pub const V0_2_0: &str = "0.2.0";
 /// The tools of a typed component (compiled from `wasm`), as a listing: one
 /// per function, in export order, and why each function left out is. A
 /// tool's description is its function's WIT doc comment where the component
-/// carries its docs, else its signature (a manifest may give another).
+/// carries its docs, else its signature (a manifest may give another); the
+/// docs of its named types and their fields and cases describe its schemas.
 pub(crate) fn typed_listing(engine: &Engine, component: &Component, wasm: &[u8]) -> (Vec<ListedTool>, Vec<String>) {
-    let (funcs, left_out) = typed::functions(engine, component);
+    let (mut funcs, left_out) = typed::functions(engine, component);
     let docs = toolhost_runtime::docs::Docs::of(wasm);
+    let named = typed::NamedTypes::of(engine, component, wasm);
+    for func in &mut funcs {
+        typed::describe(func, &docs, &named);
+    }
     let tools = funcs
         .into_iter()
         .map(|func| ListedTool {

@@ -4,6 +4,7 @@
 mod asking;
 mod call;
 mod chat;
+mod embed_docs;
 mod format;
 mod inspect;
 mod new;
@@ -65,6 +66,8 @@ enum Command {
     Serve(serve::Args),
     /// Start a plugin project in Rust, Python, JavaScript or C from a template
     New(new::Args),
+    /// Copy the doc comments of the WIT a component was built from into it, to describe its tools
+    EmbedDocs(embed_docs::Args),
     /// Fetch plugins from an OCI registry into the plugins folder (all of the config's `source`s without REF)
     Pull(pull::Args),
     /// Publish a plugin (and its NAME.toml) to an OCI registry; prints the pushed digest
@@ -100,6 +103,11 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         init_tracing(cli.verbose, None)?;
         return new::run(args);
     }
+    // Nor does `embed-docs`, a build step.
+    if let Command::EmbedDocs(args) = &cli.command {
+        init_tracing(cli.verbose, None)?;
+        return embed_docs::run(args);
+    }
     let config = Config::discover(cli.config.as_deref())?;
     // Kept to the end of the command: dropping it sends the last spans.
     let _telemetry = init_tracing(cli.verbose, Some(&config.telemetry))?;
@@ -132,6 +140,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             serve::run(config, &dir, args).await
         }
         Command::New(args) => new::run(&args),
+        Command::EmbedDocs(args) => embed_docs::run(&args),
         Command::Pull(args) => {
             let dir = plugins_dir(&config, cli.plugins.as_deref());
             pull::run(config, dir, args).await

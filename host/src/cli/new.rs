@@ -130,6 +130,8 @@ const JS: &[File] = &[
 /// A typed-function project: the world, and per language its implementation.
 const TYPED_WIT: File = file("wit/world.wit", repo_file!("sdk/templates/typed/world.wit"));
 const TYPED_README: File = file("README.md", repo_file!("sdk/templates/typed/README.md"));
+/// The last step of a typed project's `build.sh`.
+const TYPED_EMBED_DOCS: &str = repo_file!("sdk/templates/typed/embed-docs.sh");
 
 const TYPED_RUST: &[File] = &[
     file("Cargo.toml", repo_file!("sdk/templates/typed/rust/Cargo.toml.template")),
@@ -229,6 +231,9 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         false => (CONTRACT_WORLD, "toolhost's contract, and wasi:http for the HTTP helper"),
     };
     let values = [
+        // First, as it holds other placeholders: a typed project's build ends
+        // by embedding its WIT's docs (a contract plugin describes its tools itself).
+        ("__EMBED_DOCS__\n", if args.typed { TYPED_EMBED_DOCS.to_owned() } else { String::new() }),
         ("__NAME__", args.name.clone()),
         ("__CRATE__", args.name.replace('-', "_")),
         ("__FUNC_SNAKE__", func.replace('-', "_")),
@@ -506,6 +511,7 @@ mod tests {
     #[test]
     fn every_placeholder_in_a_template_is_filled() {
         let values = [
+            "__EMBED_DOCS__\n",
             "__NAME__",
             "__CRATE__",
             "__FUNC_SNAKE__",

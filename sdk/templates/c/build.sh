@@ -73,4 +73,5 @@ done
 # the output, which is a component and not a module.
 clang "${target[@]}" -mexec-model=reactor -fuse-ld="$linker" -Wl,--wasm-ld-path="$(command -v wasm-ld)" \
     -Wl,--strip-debug -o __NAME__.wasm gen/obj/*.o gen/plugin_component_type.o -lm
+__EMBED_DOCS__
 say "built $(pwd)/__NAME__.wasm"

@@ -25,4 +25,5 @@ if grep -qs '^http *=' __NAME__.toml; then
     disabled=(random clocks fetch-event)
 fi
 "$componentize" app.js --wit wit --world-name plugin --disable "${disabled[@]}" -o __NAME__.wasm >/dev/null
+__EMBED_DOCS__
 echo "built $(pwd)/__NAME__.wasm" >&2

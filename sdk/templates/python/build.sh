@@ -22,4 +22,5 @@ fi
 
 # Only src/ is bundled (with the Python standard library): keep .venv out of it.
 "$componentize" --quiet -d wit -w __WORLD__ componentize app -p src -o __NAME__.wasm
+__EMBED_DOCS__
 echo "built $(pwd)/__NAME__.wasm" >&2

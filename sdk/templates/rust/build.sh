@@ -17,4 +17,5 @@ fi
 cargo build --release --target wasm32-wasip2
 target="${CARGO_TARGET_DIR:-target}"
 cp "$target/wasm32-wasip2/release/__CRATE__.wasm" __NAME__.wasm
+__EMBED_DOCS__
 echo "built $(pwd)/__NAME__.wasm" >&2
