@@ -2093,3 +2093,106 @@ fn a_chat_completions_refusal_is_printed_streamed_or_not_and_is_not_an_answer() 
         assert!(stderr(&output).contains("refused"), "{}", stderr(&output));
     }
 }
+
+/// A folder of `count` tools: copies of `echo`, each renamed and described
+/// by its manifest (`tool_007`: "Looks up the … of a …"), and `tool_417`
+/// the one about weather forecasts.
+fn many_tools(count: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let echo = std::fs::read(common::plugins_src().join("dist/echo.wasm")).unwrap();
+    let things = ["invoice", "parcel", "flight", "recipe", "contract", "sensor", "ticket", "song", "patient", "lease"];
+    let facts = ["status", "owner", "price", "history", "location", "size", "author", "rating", "deadline", "colour"];
+    let verbs = ["Looks up", "Updates", "Lists", "Checks", "Archives"];
+    for i in 0..count {
+        let plugin = format!("t{i:03}");
+        std::fs::write(dir.path().join(format!("{plugin}.wasm")), &echo).unwrap();
+        let description = if i == 417 {
+            "The weather forecast for a city, day by day.".to_owned()
+        } else {
+            format!(
+                "{} the {} of a {} (record {i}).",
+                verbs[i % verbs.len()],
+                facts[(i / verbs.len()) % facts.len()],
+                things[(i / 50) % things.len()]
+            )
+        };
+        let manifest = format!("[tools.echo]\nname = \"tool_{i:03}\"\ndescription = \"{description}\"\n");
+        std::fs::write(dir.path().join(format!("{plugin}.toml")), manifest).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn with_hundreds_of_tools_the_model_searches_for_them_instead_of_getting_all() {
+    let folder = many_tools(500);
+    let plugins = folder.path().display().to_string();
+    let work = tempfile::tempdir().unwrap();
+    let config = work.path().join("toolhost.toml");
+    std::fs::write(&config, "[model]\nalways_tools = [\"tool_001\"]\n").unwrap();
+    let config = config.display().to_string();
+    for script in [Script { anthropic: false, stream: false }, Script { anthropic: true, stream: true }] {
+        let server = ModelServer::start(vec![
+            script.calls(&[("s1", "search_tools", r#"{"query":"weather forecast for Paris"}"#)]),
+            script.calls(&[("c1", "tool_417", r#"{"text":"sunny"}"#)]),
+            script.text("Sunny in Paris."),
+        ]);
+        let events = work.path().join("events.jsonl");
+        let args = ["run", "weather in Paris?", "--yes", "--events", &events.display().to_string()];
+        let output =
+            toolhost_env(Path::new("."), script, &server, &plugins, &args, None, &[("TOOLHOST_CONFIG", &config)]);
+        assert!(output.status.success(), "{script:?}: {}", stderr(&output));
+        assert!(stdout(&output).contains("Sunny in Paris."), "{script:?}");
+        assert!(
+            stderr(&output).contains("searched the tools for \"weather forecast for Paris\": tool_417"),
+            "{}",
+            stderr(&output)
+        );
+
+        let requests = server.requests();
+        let names = |request: &common::model_server::Request| -> Vec<String> {
+            request.body["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|tool| tool["name"].as_str().or(tool["function"]["name"].as_str()).unwrap().to_owned())
+                .collect()
+        };
+        // A small list: the search tool and the one configured to be always there.
+        assert_eq!(names(&requests[0]), ["search_tools", "tool_001"], "{script:?}");
+        // What the search found is offered from the next request on, first the best.
+        let results = script.results(&requests[1]);
+        assert_eq!(results[0].0, "s1");
+        assert!(!results[0].2, "{results:?}");
+        let found: Value = serde_json::from_str(results[0].1.split_once('\n').unwrap().1).unwrap();
+        assert_eq!(found[0]["name"], "tool_417", "{found}");
+        assert_eq!(found[0]["arguments"], json!(["text"]));
+        assert!(names(&requests[1]).contains(&"tool_417".to_owned()), "{script:?}");
+        assert!(names(&requests[1]).len() <= 7, "bounded: {:?}", names(&requests[1]));
+        // And the found tool runs like any other.
+        assert_eq!(script.results(&requests[2]), [("c1".to_owned(), "sunny".to_owned(), false)]);
+
+        let events: Vec<Value> =
+            std::fs::read_to_string(&events).unwrap().lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+        let started = events.iter().find(|event| event["event"] == "run_started").unwrap();
+        assert_eq!((started["tools"].clone(), started["deferred"].clone()), (json!(2), json!(499)), "{started}");
+        let search = events.iter().find(|event| event["event"] == "tool_search").unwrap();
+        assert_eq!(search["found"][0], "tool_417", "{search}");
+    }
+
+    // Switched off, every tool is sent.
+    std::fs::write(work.path().join("off.toml"), "[model]\ntool_search = \"off\"\n").unwrap();
+    let off = work.path().join("off.toml").display().to_string();
+    let script = Script { anthropic: false, stream: false };
+    let server = ModelServer::start(vec![script.text("ok")]);
+    let output = toolhost_env(
+        Path::new("."),
+        script,
+        &server,
+        &plugins,
+        &["run", "hi", "--yes"],
+        None,
+        &[("TOOLHOST_CONFIG", &off)],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(server.requests()[0].body["tools"].as_array().unwrap().len(), 500);
+}

@@ -24,6 +24,15 @@ pub struct ModelConfig {
     pub max_concurrent_tools: Option<usize>,
     /// Bytes of one tool result sent back to the model (head and tail kept).
     pub output_budget: Option<ByteSize>,
+    /// `auto` (default), `on` or `off`: offer a search tool instead of
+    /// every tool (`auto`: when the tools' estimated tokens exceed
+    /// `tool_search_threshold`).
+    pub tool_search: Option<crate::SearchMode>,
+    /// Estimated tokens of the tool list above which `auto` searches.
+    pub tool_search_threshold: Option<usize>,
+    /// Tools offered on every request while searching.
+    #[serde(default)]
+    pub always_tools: Vec<String>,
     /// Stream responses (default true).
     pub stream: Option<bool>,
     /// Time to wait for a response to start, and between streamed chunks.

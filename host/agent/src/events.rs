@@ -19,7 +19,9 @@
 //!   Ctrl-C before it was approved);
 //! - `tool_call_approved`, then `tool_call_started` when it starts, then
 //!   `tool_call_completed` or `tool_call_failed` (kind `cancelled`, without
-//!   `tool_call_started` when Ctrl-C came before it started).
+//!   `tool_call_started` when Ctrl-C came before it started);
+//! - `tool_search`, for a call of the loop's own search tool (offered
+//!   instead of every tool when the tool list is large): what it found.
 
 use crate::model::{StopKind, TokenUsage};
 use serde::Serialize;
@@ -75,8 +77,20 @@ pub enum Event {
     RunStarted {
         /// `provider/model`.
         model: String,
-        /// How many tools the model is offered.
+        /// How many tools the model is offered (the search tool included).
         tools: usize,
+        /// How many tools it can reach only through tool search.
+        #[serde(skip_serializing_if = "is_zero")]
+        deferred: u64,
+    },
+    /// The model called the loop's search tool: the call's final event.
+    ToolSearch {
+        /// The call id.
+        call_id: String,
+        /// What it searched for.
+        query: String,
+        /// The tools found, best first, offered from the next request on.
+        found: Vec<String>,
     },
     /// A request is going to the model.
     ModelRequest {

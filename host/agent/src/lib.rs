@@ -11,6 +11,7 @@ pub mod asking;
 pub mod config;
 pub mod events;
 pub mod model;
+pub mod search;
 pub mod transcript;
 
 use crate::approval::{ApprovalConfig, ApprovalRequest, Approver, Decision, Policy};
@@ -40,6 +41,52 @@ pub struct AgentOptions {
     /// Bytes of one tool result sent back to the model; longer results keep
     /// their head and tail with a marker saying how much was cut.
     pub output_budget: usize,
+    /// When the model is offered a search tool instead of every tool.
+    pub tool_search: ToolSearch,
+}
+
+/// When and how the loop offers tool search instead of every tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSearch {
+    /// Whether to search: `Auto` when the tools' estimated tokens exceed
+    /// `threshold`.
+    pub mode: SearchMode,
+    /// Estimated tokens of the tool list above which `Auto` searches.
+    pub threshold: usize,
+    /// Tools offered on every request while searching.
+    pub always: Vec<String>,
+    /// How many tools found (or called) lately stay offered.
+    pub recent: usize,
+}
+
+/// Whether the loop offers tool search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchMode {
+    /// When the tool list would be large.
+    Auto,
+    /// Always.
+    On,
+    /// Never: every tool is sent.
+    Off,
+}
+
+impl ToolSearch {
+    /// Default threshold: about a tenth of a 100k-token context.
+    pub const DEFAULT_THRESHOLD: usize = 10_000;
+    /// Default count of recent tools kept offered.
+    pub const DEFAULT_RECENT: usize = 16;
+}
+
+impl Default for ToolSearch {
+    fn default() -> Self {
+        ToolSearch {
+            mode: SearchMode::Auto,
+            threshold: Self::DEFAULT_THRESHOLD,
+            always: Vec::new(),
+            recent: Self::DEFAULT_RECENT,
+        }
+    }
 }
 
 impl AgentOptions {
@@ -57,6 +104,7 @@ impl Default for AgentOptions {
             max_turns: Self::DEFAULT_MAX_TURNS,
             max_concurrent_tools: Self::DEFAULT_MAX_CONCURRENT_TOOLS,
             output_budget: Self::DEFAULT_OUTPUT_BUDGET,
+            tool_search: ToolSearch::default(),
         }
     }
 }
@@ -87,8 +135,10 @@ pub struct Agent {
     host: Arc<Host>,
     client: ModelClient,
     model_name: String,
-    /// The tool specs of the last catalog generation seen, rebuilt when it changes.
-    specs: Mutex<(u64, Arc<Vec<ToolSpec>>)>,
+    /// The tools of the last catalog generation seen, rebuilt when it changes.
+    specs: Mutex<(u64, Arc<Tools>)>,
+    /// Tools the model found (or called) while searching, oldest first.
+    found: Mutex<Vec<String>>,
     options: AgentOptions,
     approvals: ApprovalConfig,
     approver: Arc<dyn Approver>,
@@ -111,13 +161,14 @@ impl Agent {
         approver: Arc<dyn Approver>,
     ) -> Agent {
         let catalog = host.catalog();
-        let specs = Mutex::new((catalog.generation(), Arc::new(tool_specs(&catalog))));
+        let specs = Mutex::new((catalog.generation(), Arc::new(Tools::new(&catalog))));
         let approvals = host.config().approvals.clone();
         Agent {
             host,
             client,
             model_name: model_name.into(),
             specs,
+            found: Mutex::new(Vec::new()),
             options: AgentOptions::default(),
             approvals,
             approver,
@@ -158,15 +209,100 @@ impl Agent {
         &self.model_name
     }
 
-    /// The catalog snapshot for one turn and the tool specs sent with it:
-    /// the turn's list and its calls agree even if a reload swaps the catalog.
-    fn snapshot(&self) -> (Arc<Catalog>, Arc<Vec<ToolSpec>>) {
+    /// The catalog snapshot for one turn and its tools: the turn's list and
+    /// its calls agree even if a reload swaps the catalog.
+    fn snapshot(&self) -> (Arc<Catalog>, Arc<Tools>) {
         let catalog = self.host.catalog();
         let mut specs = self.specs.lock().unwrap_or_else(|p| p.into_inner());
         if specs.0 != catalog.generation() {
-            *specs = (catalog.generation(), Arc::new(tool_specs(&catalog)));
+            *specs = (catalog.generation(), Arc::new(Tools::new(&catalog)));
         }
         (catalog, specs.1.clone())
+    }
+
+    /// Whether this turn offers search rather than every tool.
+    fn searching(&self, tools: &Tools) -> bool {
+        match self.options.tool_search.mode {
+            SearchMode::On => true,
+            SearchMode::Off => false,
+            SearchMode::Auto => tools.tokens > self.options.tool_search.threshold,
+        }
+    }
+
+    /// The tools sent with one request: every tool, or while searching the
+    /// search tool, the `always` ones and those found lately.
+    fn offered(&self, tools: &Tools) -> Vec<ToolSpec> {
+        if !self.searching(tools) {
+            return tools.specs.clone();
+        }
+        let found = self.found.lock().unwrap_or_else(|p| p.into_inner());
+        let wanted =
+            |spec: &&ToolSpec| self.options.tool_search.always.contains(&spec.name) || found.contains(&spec.name);
+        let mut offered = vec![tools.search_spec()];
+        offered.extend(tools.specs.iter().filter(wanted).cloned());
+        offered
+    }
+
+    /// Keeps `names` offered while searching, as the most recent.
+    fn remember(&self, names: impl IntoIterator<Item = String>) {
+        let mut found = self.found.lock().unwrap_or_else(|p| p.into_inner());
+        for name in names {
+            found.retain(|known| *known != name);
+            found.push(name);
+        }
+        let keep = self.options.tool_search.recent;
+        if found.len() > keep {
+            let extra = found.len() - keep;
+            found.drain(..extra);
+        }
+    }
+
+    /// Answers a call of the search tool: the tools that match its query,
+    /// which are offered from the next request on.
+    fn search(&self, tools: &Tools, call: &ToolCall) -> ToolResult {
+        let arguments: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
+        let query = arguments.get("query").and_then(serde_json::Value::as_str).unwrap_or_default();
+        let limit = arguments.get("limit").and_then(serde_json::Value::as_u64).unwrap_or(5).clamp(1, 20);
+        if query.trim().is_empty() {
+            let message = "`query` must be a non-empty string: words of what the tool should do".to_owned();
+            self.emit(failed_before_running(call, "invalid_arguments", &message));
+            return error_result(call, message);
+        }
+        let hits: Vec<&ToolSpec> =
+            tools.index.search(query, limit as usize).into_iter().map(|i| &tools.specs[i]).collect();
+        let names: Vec<String> = hits.iter().map(|spec| spec.name.clone()).collect();
+        self.remember(names.iter().cloned());
+        self.emit(Event::ToolSearch { call_id: call.id.clone(), query: query.to_owned(), found: names });
+        let listed: Vec<serde_json::Value> = hits
+            .iter()
+            .map(|spec| {
+                let arguments: Vec<&String> = spec
+                    .schema
+                    .get("properties")
+                    .and_then(serde_json::Value::as_object)
+                    .map(|properties| properties.keys().collect())
+                    .unwrap_or_default();
+                serde_json::json!({"name": spec.name, "description": spec.description, "arguments": arguments})
+            })
+            .collect();
+        let content = if listed.is_empty() {
+            format!("No tool matches `{query}`. Try other words for what the tool should do.")
+        } else {
+            format!(
+                "{} tool(s) found; they can be called from your next message on:\n{}",
+                listed.len(),
+                serde_json::Value::Array(listed)
+            )
+        };
+        let (content, _) = cut_to_budget(&content, self.options.output_budget);
+        ToolResult {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content,
+            is_error: false,
+            media: Vec::new(),
+            source: None,
+        }
     }
 
     fn emit(&self, event: Event) {
@@ -211,7 +347,14 @@ impl Agent {
     ) -> RunOutcome {
         let started = Instant::now();
         conversation.messages.push(Message::User { content: prompt.to_owned() });
-        self.emit(Event::RunStarted { model: self.model_name.clone(), tools: self.snapshot().1.len() });
+        let tools = self.snapshot().1;
+        let offered = self.offered(&tools).len();
+        self.emit(Event::RunStarted {
+            model: self.model_name.clone(),
+            tools: offered,
+            deferred: tools.specs.len().saturating_sub(offered.saturating_sub(usize::from(self.searching(&tools))))
+                as u64,
+        });
         let mut outcome = RunOutcome {
             status: RunStatus::MaxTurns,
             answer: String::new(),
@@ -242,7 +385,8 @@ impl Agent {
             for problem in self.host.refresh_servers().await {
                 tracing::warn!(server = problem.server, "{}", problem.message);
             }
-            let (catalog, tools) = self.snapshot();
+            let (catalog, all) = self.snapshot();
+            let tools = self.offered(&all);
             // The text shown so far, kept if the response breaks off or is cancelled.
             let mut shown = String::new();
             let mut on_progress = |progress: Progress<'_>| match progress {
@@ -362,7 +506,7 @@ impl Agent {
                 outcome.status = status;
                 break;
             }
-            let results = self.run_calls(&catalog, turn, &calls, cancel).await;
+            let results = self.run_calls(&catalog, &all, turn, &calls, cancel).await;
             conversation.messages.push(Message::Tool { results });
             if cancel.is_cancelled() {
                 outcome.status = RunStatus::Cancelled;
@@ -415,6 +559,7 @@ impl Agent {
     async fn run_calls(
         &self,
         catalog: &Catalog,
+        tools: &Tools,
         turn: u32,
         calls: &[ToolCall],
         cancel: &CancellationToken,
@@ -424,6 +569,11 @@ impl Agent {
         // Approvals first, one at a time, so a person is asked in order.
         for (i, call) in calls.iter().enumerate() {
             self.emit(requested(turn, call));
+            // The loop's own search tool (its name is one no tool has).
+            if call.name == tools.search_name && catalog.find(&call.name).is_none() {
+                results[i] = Some(self.search(tools, call));
+                continue;
+            }
             let Some(entry) = catalog.find(&call.name) else {
                 let report = self.host.call_in(catalog, &call.name, "{}", &LimitOverrides::default()).await;
                 let message = report.outcome.err().map(|err| err.to_string()).unwrap_or_default();
@@ -445,6 +595,10 @@ impl Agent {
             match verdict {
                 Ok(by) => {
                     self.emit(Event::ToolCallApproved { call_id: call.id.clone(), tool: call.name.clone(), by });
+                    // A tool called while searching stays offered, as a found one does.
+                    if self.searching(tools) {
+                        self.remember([call.name.clone()]);
+                    }
                     approved.push(i);
                 }
                 Err(reason) => {
@@ -635,16 +789,59 @@ impl Agent {
     }
 }
 
-fn tool_specs(catalog: &Catalog) -> Vec<ToolSpec> {
-    catalog
-        .tools()
-        .iter()
-        .map(|entry| ToolSpec {
-            name: entry.name().to_owned(),
-            description: entry.description().to_owned(),
-            schema: entry.schema().clone(),
-        })
-        .collect()
+/// One catalog generation's tools as the loop offers them.
+struct Tools {
+    specs: Vec<ToolSpec>,
+    /// Their estimated tokens, all together.
+    tokens: usize,
+    index: search::Index,
+    /// The search tool's name: `search_tools`, unless a tool has it.
+    search_name: String,
+}
+
+impl Tools {
+    fn new(catalog: &Catalog) -> Tools {
+        let specs: Vec<ToolSpec> = catalog
+            .tools()
+            .iter()
+            .map(|entry| ToolSpec {
+                name: entry.name().to_owned(),
+                description: entry.description().to_owned(),
+                schema: entry.schema().clone(),
+            })
+            .collect();
+        let mut search_name = "search_tools".to_owned();
+        while catalog.find(&search_name).is_some() {
+            search_name.insert_str(0, "toolhost_");
+        }
+        Tools {
+            tokens: specs.iter().map(search::estimated_tokens).sum(),
+            index: search::Index::new(&specs),
+            specs,
+            search_name,
+        }
+    }
+
+    /// The search tool as the model sees it.
+    fn search_spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.search_name.clone(),
+            description: format!(
+                "Finds tools by what they do. {} tools are available but not listed; describe the task in a few \
+                 words, and the tools found can be called from your next message on.",
+                self.specs.len()
+            ),
+            schema: serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "Words for what the tool should do, e.g. `weather forecast city`."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 20, "description": "How many tools to return (default 5)."}
+                },
+                "required": ["query"],
+                "additionalProperties": false
+            }),
+        }
+    }
 }
 
 fn requested(turn: u32, call: &ToolCall) -> Event {

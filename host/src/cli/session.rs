@@ -15,7 +15,7 @@ use toolhost::agent::events::{Event, Record, RunStatus};
 use toolhost::agent::model::providers;
 use toolhost::agent::model::{Conversation, ModelClient, RequestOptions, StopKind};
 use toolhost::agent::transcript::{self, Transcript};
-use toolhost::agent::{Agent, AgentOptions, RunOutcome};
+use toolhost::agent::{Agent, AgentOptions, RunOutcome, SearchMode, ToolSearch};
 use toolhost::{ByteSize, Config, Host};
 
 #[derive(clap::Args)]
@@ -130,7 +130,18 @@ impl Session {
                 .output_budget
                 .map(|size: ByteSize| size.bytes() as usize)
                 .unwrap_or(AgentOptions::DEFAULT_OUTPUT_BUDGET),
+            tool_search: ToolSearch {
+                mode: settings.tool_search.unwrap_or(SearchMode::Auto),
+                threshold: settings.tool_search_threshold.unwrap_or(ToolSearch::DEFAULT_THRESHOLD),
+                always: settings.always_tools.clone(),
+                recent: ToolSearch::DEFAULT_RECENT,
+            },
         };
+        // A tool named in `always_tools` that no plugin offers is a typo the operator should hear of.
+        let catalog = host.catalog();
+        if let Some(unknown) = settings.always_tools.iter().find(|name| catalog.find(name).is_none()) {
+            eprintln!("warning: [model] always_tools names `{unknown}`, which no loaded plugin offers");
+        }
         if agent_options.max_turns == 0 {
             anyhow::bail!("--max-turns must be at least 1");
         }

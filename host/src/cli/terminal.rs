@@ -368,6 +368,12 @@ impl Terminal {
             Event::ToolCallDenied { tool, reason, .. } => {
                 self.status(&format!("  ⊘ {tool} · denied: {reason}"));
             }
+            Event::ToolSearch { query, found, .. } => {
+                // The query is the model's text: one printable line.
+                let query = toolhost::runtime::text::printable(query).replace(['\n', '\r', '\t'], " ");
+                let found = if found.is_empty() { "nothing".to_owned() } else { found.join(", ") };
+                self.status(&format!("  ⌕ searched the tools for \"{query}\": {found}"));
+            }
             Event::ModelRetry { attempt, max_attempts, wait_ms, reason, .. } => {
                 let spinning = self.state().spinner.is_some();
                 self.status(&format!(
