@@ -9,7 +9,7 @@
 CARGO ?= cargo
 TOOLHOST := $(or $(CARGO_TARGET_DIR),target)/debug/toolhost
 
-.PHONY: demo demo-rust demo-others test plugins plugins-rust plugins-others host bench
+.PHONY: demo demo-rust demo-others test plugins plugins-rust plugins-others host bench dist
 
 plugins:
 	bash plugins/build.sh
@@ -67,7 +67,9 @@ demo-others: demo-rust plugins-others
 	@echo; echo "== a model uses the tools"
 	@bash plugins/demo-model.sh $(TOOLHOST)
 
-test: plugins
+# `host` first: the wheel test (tests/all/wheel.rs) packs that build of the
+# binary (the tests' own build of it unifies the dev-dependencies' features).
+test: plugins host
 	$(CARGO) test --workspace
 	$(CARGO) test --manifest-path plugins/Cargo.toml --workspace --exclude not_a_plugin
 
@@ -77,3 +79,21 @@ bench: plugins
 	$(CARGO) bench -p toolhost --bench mcp
 	$(CARGO) bench -p toolhost --bench soak
 	$(CARGO) bench -p toolhost --bench peer
+
+# Release artifacts in dist/: a plain tarball (the binary and the README) and
+# a Python wheel carrying the same binary (pyproject.toml), for one-line MCP
+# installs (`uvx toolhost serve`). maturin is installed pinned, the first time,
+# by tests/wheel/setup.sh. Publishing is a separate, manual step: docs/release.md.
+VERSION = $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+TRIPLE = $(shell rustc -vV | sed -n 's/^host: //p')
+MATURIN := tests/wheel/.tools/venv/bin/maturin
+
+dist:
+	bash tests/wheel/setup.sh
+	$(MATURIN) build --release --locked --out dist
+	rm -rf dist/toolhost-$(VERSION)-$(TRIPLE)
+	mkdir -p dist/toolhost-$(VERSION)-$(TRIPLE)
+	cp $(or $(CARGO_TARGET_DIR),target)/release/toolhost README.md dist/toolhost-$(VERSION)-$(TRIPLE)/
+	tar -czf dist/toolhost-$(VERSION)-$(TRIPLE).tar.gz -C dist toolhost-$(VERSION)-$(TRIPLE)
+	rm -rf dist/toolhost-$(VERSION)-$(TRIPLE)
+	@ls -l dist

@@ -28,3 +28,4 @@ mod sandbox;
 mod startup;
 mod telemetry;
 mod typed;
+mod wheel;
