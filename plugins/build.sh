@@ -10,10 +10,35 @@
 # Python, JavaScript and C ones by python/build.sh, js/build.sh and
 # c/build.sh, each of which installs its toolchain from the registries the
 # first time (pip, npm, apt-get, cargo install) and skips that afterwards.
-# Usage: bash plugins/build.sh
+# Usage: bash plugins/build.sh [all|rust|others]
+#   rust     only the Rust plugins (quick: `make demo` shows them answering
+#            while the other languages' toolchains are still to be installed)
+#   others   only the Python, JavaScript and C plugins (after `rust`)
+#   all      both (the default)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here"
+phase="${1:-all}"
+case "$phase" in
+    all | rust | others) ;;
+    *)
+        echo "usage: bash plugins/build.sh [all|rust|others] (got '$phase')" >&2
+        exit 2
+        ;;
+esac
+
+if [ "$phase" = others ]; then
+    # dist/ must come from the Rust phase: the other languages add to it.
+    if [ ! -f dist/echo.wasm ]; then
+        echo "plugins/dist has no Rust plugins yet: run 'bash plugins/build.sh rust' first" >&2
+        exit 1
+    fi
+    bash "$here/python/build.sh"
+    bash "$here/js/build.sh"
+    bash "$here/c/build.sh"
+    echo "built $(ls dist/*.wasm | wc -l) plugins into plugins/dist, $(ls dist-test | wc -l) into plugins/dist-test and $(ls dist-broken | wc -l) into plugins/dist-broken" >&2
+    exit 0
+fi
 
 if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2; then
     echo "installing the wasm32-wasip2 Rust target" >&2
@@ -46,9 +71,13 @@ for manifest in broken/*/Cargo.toml; do
     name="$(basename "$(dirname "$manifest")")"
     cp "$out/$name.wasm" dist-broken/
 done
+# echo is the trivial tool the tests and benchmarks lean on: keep a copy with the test plugins.
+cp dist/echo.wasm dist-test/
+if [ "$phase" = rust ]; then
+    echo "built the Rust plugins: $(ls dist/*.wasm | wc -l) into plugins/dist" >&2
+    exit 0
+fi
 bash "$here/python/build.sh"
 bash "$here/js/build.sh"
 bash "$here/c/build.sh"
-# echo is the trivial tool the tests and benchmarks lean on: keep a copy with the test plugins.
-cp dist/echo.wasm dist-test/
 echo "built $(ls dist/*.wasm | wc -l) plugins into plugins/dist, $(ls dist-test | wc -l) into plugins/dist-test and $(ls dist-broken | wc -l) into plugins/dist-broken" >&2

@@ -8,7 +8,7 @@
 //! model round trip. Figures go to BENCHMARKS.md.
 
 // (model_server.rs allows its own dead code.)
-#[path = "../../tests/common/model_server.rs"]
+#[path = "../../tests/all/common/model_server.rs"]
 mod model_server;
 
 use model_server::{ModelServer, Script};

@@ -1,7 +1,7 @@
 """Calls `toolhost serve --http` replicas through a load balancer with the
 official Python MCP SDK (`mcp`), as an agent would.
 
-Usage (tests/replicas.rs runs it with the venv tests/mcp/setup.sh made):
+Usage (tests/all/replicas.rs runs it with the venv tests/mcp/setup.sh made):
     client.py --mode legacy|2026-07-28 --url http://127.0.0.1:PORT/mcp --count N [--ms MS] [--prefix P]
 
 One client (in legacy mode, one session) calls `slow_echo` N times, one after

@@ -3,7 +3,7 @@ parser, as a Prometheus server would read it, and prints its samples as JSON:
     {"families": {NAME: TYPE}, "samples": [{"name": ..., "labels": {...}, "value": ...}]}
 A malformed exposition makes the parser raise: exit 1 with its message.
 
-Usage (tests/replicas.rs runs it with the venv tests/lb/setup.sh made):
+Usage (tests/all/replicas.rs runs it with the venv tests/lb/setup.sh made):
     curl -s http://127.0.0.1:PORT/metrics | metrics.py
 """
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what the load-balancer tests (tests/replicas.rs) drive, the first
+# Installs what the load-balancer tests (tests/all/replicas.rs) drive, the first
 # time only:
 #   haproxy                 Debian's package (apt-get), the load balancer in front
 #                           of the `toolhost serve --http` replicas

@@ -1,6 +1,6 @@
 """Drives `toolhost serve` with the official Python MCP SDK (`mcp`), as an agent would.
 
-Usage (the Rust tests in tests/mcp.rs run it with the venv setup.sh made):
+Usage (the Rust tests in tests/all/mcp.rs run it with the venv setup.sh made):
     client.py --mode legacy|2026-07-28 --url http://127.0.0.1:PORT/mcp SCENARIO
     client.py --mode legacy|2026-07-28 --plugins DIR --config FILE -- TOOLHOST SCENARIO
 

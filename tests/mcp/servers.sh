@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what the MCP client tests (tests/mcp_client.rs) need, into
+# Installs what the MCP client tests (tests/all/mcp_client.rs) need, into
 # tests/mcp/.tools (gitignored), the first time only:
 #   setup.sh first (shared with the `serve` tests): .tools/venv (the official
 #                       Python SDK `mcp`, which the tests' own servers in

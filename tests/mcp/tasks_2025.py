@@ -3,7 +3,7 @@ revision (`mcp` 1.x, pinned in requirements-2025.txt), through its experimental
 tasks API (`session.experimental`): a `tools/call` with `task`, polled with
 tasks/get, read with tasks/result, listed and cancelled.
 
-Usage (tests/mcp.rs runs it with the venv setup.sh made):
+Usage (tests/all/mcp.rs runs it with the venv setup.sh made):
     tasks_2025.py --url http://127.0.0.1:PORT/mcp
     tasks_2025.py -- TOOLHOST --plugins DIR --config FILE
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs cosign for the signature tests of tests/oci.rs: Debian 13 (trixie)'s
+# Installs cosign for the signature tests of tests/all/oci.rs: Debian 13 (trixie)'s
 # `cosign` package, at exactly the version below, the first time only. Debian 12
 # has no cosign; trixie's binary runs here as it is. It is fetched with
 # `apt-get download` through a private sources list and a private state and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the OTLP receiver the telemetry tests (tests/telemetry.rs) send
+# Installs the OTLP receiver the telemetry tests (tests/all/telemetry.rs) send
 # traces to, the first time only:
 #   .tools/venv   opentelemetry-proto (OpenTelemetry's own OTLP protobuf
 #                 definitions, PyPI) and protobuf, pinned in requirements.txt,

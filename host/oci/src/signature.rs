@@ -28,7 +28,7 @@
 //! Keyless signatures (a Fulcio certificate in `dev.sigstore.cosign/certificate`,
 //! a Rekor bundle) are carried along when signing and not counted when
 //! verifying: they need Fulcio's and Rekor's roots, which toolhost does not
-//! have (the README says how they would plug in).
+//! have (docs/oci.md says how they would plug in).
 
 use crate::keys::{PublicKey, SigningKey};
 use crate::trust::TrustEntry;

@@ -27,7 +27,7 @@
 //! only they are loaded. So a swapped, patched or planted file (another
 //! plugin's artifact under this one's name, a listing that names other tools,
 //! an index entry that points at other bytes) is ignored and rewritten, never
-//! run. Replicas that share one cache folder share its key (README, "A
+//! run. Replicas that share one cache folder share its key (docs/config.md, "A
 //! shared compile cache").
 //!
 //! Every file is written to a temporary file and renamed into place, so a

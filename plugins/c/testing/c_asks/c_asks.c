@@ -3,7 +3,7 @@
  * for the tests: a form, a sampling request, the client's roots, a keyed batch
  * of them (th_ask), and a result of every kind of block. Its tools answer
  * exactly as sdk_asks (the Rust SDK's) do, so one test checks both
- * (tests/contract_v0_2.rs).
+ * (tests/all/contract_v0_2.rs).
  */
 #include "toolhost.h"
 

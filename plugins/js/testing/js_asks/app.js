@@ -2,7 +2,7 @@
 // (sdk/js/toolhost.js, copied beside this file at build time), for the tests:
 // a form, a sampling request, the client's roots, a keyed batch of them, and
 // a result of every kind of block. Its tools answer exactly as sdk_asks (the
-// Rust SDK's) do, so one test checks both (tests/contract_v0_2.rs).
+// Rust SDK's) do, so one test checks both (tests/all/contract_v0_2.rs).
 
 import * as th from './toolhost.js';
 

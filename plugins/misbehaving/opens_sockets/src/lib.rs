@@ -2,7 +2,7 @@
 //! to each `HOST:PORT` it is given, the way a plugin probing an internal
 //! network would, then tries to listen on each `listen` address, and reports
 //! what happened to each. The host must refuse every one its grant does not
-//! allow, and every listen, and record each (`tests/network.rs`).
+//! allow, and every listen, and record each (`tests/all/network.rs`).
 
 use schemars::JsonSchema;
 use serde::Deserialize;

@@ -2,7 +2,7 @@
 //! without a declared length or, with `declare_length`, announced in
 //! `content-length` first; it returns what the server answered or the error
 //! its request got. The host must stop the body at the call's
-//! `http_request_body` limit (the tests in `tests/network.rs`).
+//! `http_request_body` limit (the tests in `tests/all/network.rs`).
 
 use schemars::JsonSchema;
 use serde::Deserialize;

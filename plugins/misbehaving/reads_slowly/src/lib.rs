@@ -3,7 +3,7 @@
 //! reports the status, the bytes it got and exactly how the request or the
 //! read failed: the `wasi:http` error code when the host gives one, and the
 //! error's text. A response cut by the host's `http_timeout` must fail as a
-//! timeout (`tests/network.rs`).
+//! timeout (`tests/all/network.rs`).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -1,7 +1,7 @@
 //! Test plugin `snoops`: looks for everything a plugin must not get without a
 //! grant (environment variables, program arguments, files, the network) and
 //! reports what it found. Run with no grants, it must find nothing; run with
-//! grants, exactly what was granted (the tests in `tests/grants.rs`).
+//! grants, exactly what was granted (the tests in `tests/all/grants.rs`).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -15,7 +15,7 @@
 //! with it.
 //!
 //! Every step that fails says which it was; a refused request fails with the
-//! error code the host gave. The tests in `tests/network.rs` call it.
+//! error code the host gave. The tests in `tests/all/network.rs` call it.
 
 use schemars::JsonSchema;
 use serde::Deserialize;

@@ -6,7 +6,7 @@
 //! must keep the body's stream open until the guest has finished it; a
 //! request the host refuses must fail with `wstd`'s report of the refusal
 //! (`HttpRequestDenied`), not a closed stream. The tests in
-//! `tests/network.rs` call it through the real CLI.
+//! `tests/all/network.rs` call it through the real CLI.
 
 use schemars::JsonSchema;
 use serde::Deserialize;

@@ -1,6 +1,6 @@
 //! The real `toolhost` binary, run the way a person runs it.
 
-mod common;
+use crate::common;
 
 use common::{plugin_dir, stderr, stdout, toolhost};
 use serde_json::Value;

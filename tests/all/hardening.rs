@@ -5,7 +5,7 @@
 //! could hang on a special file runs under a deadline, so a regression fails
 //! instead of hanging the suite.
 
-mod common;
+use crate::common;
 
 use common::model_server::{ModelServer, Script};
 use common::{plugin_dir, shared_cache, stderr, stdout};

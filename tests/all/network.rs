@@ -4,7 +4,7 @@
 //! 127.0.0.1 (plain HTTP, and HTTPS with a CA each test makes). Every limit
 //! holds, and every refusal is recorded saying what to change.
 
-mod common;
+use crate::common;
 
 use common::server::TestServer;
 use common::tls::TestCa;
@@ -421,8 +421,12 @@ fn a_body_written_after_handle_in_any_order_is_taken_whole() {
     }
     // /upload answers once it has read the whole body: 20 × (3000 + 5000).
     // /early got at least each first chunk, written before its answer (the
-    // rest goes out after the guest finished, while the call moves on).
-    std::thread::sleep(Duration::from_millis(300));
+    // rest goes out after the guest finished, while the call moves on): wait
+    // until that much has arrived rather than for a fixed time.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while server.received() < 20 * (3000 + 5000 + 1024) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let received = server.received();
     assert!(
         (20 * (3000 + 5000 + 1024)..=20 * (3000 + 5000 + 5000)).contains(&received),

@@ -8,7 +8,7 @@
 //! ways, offline: every connection it might try beyond this machine goes to a
 //! closed port.
 
-mod common;
+use crate::common;
 
 use common::{plugin, stderr, stdout, toolhost_with_env};
 use sha2::{Digest, Sha256};

@@ -11,7 +11,7 @@
 //! Python and JavaScript, cargo offline for Rust) so that no test reaches a
 //! package registry.
 
-mod common;
+use crate::common;
 
 use common::server::TestServer;
 use common::{plugins_src, shared_cache, stderr, stdout, toolhost};

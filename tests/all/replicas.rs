@@ -8,7 +8,7 @@
 //! `tests/lb/setup.sh` installs haproxy, the parser and the MCP clients the
 //! first time; a failed install fails the tests.
 
-mod common;
+use crate::common;
 
 use common::{plugin, plugin_dir, shared_cache};
 use serde_json::{Value, json};
@@ -816,9 +816,16 @@ fn sigterm_drains_the_call_in_flight_then_exits() {
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
 
     // No new connection is taken (a load balancer sends it to another
-    // replica), but the call in flight is answered in full.
-    std::thread::sleep(Duration::from_millis(200));
-    let refused = get(&address, "/readyz", &[]);
+    // replica), but the call in flight is answered in full. Polled: the
+    // replica stops taking connections as soon as it has seen the signal.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let refused = loop {
+        let answer = get(&address, "/readyz", &[]);
+        if answer.as_ref().is_none_or(|ready| ready.status == 503) || Instant::now() > deadline {
+            break answer;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
     assert!(refused.is_none() || refused.as_ref().unwrap().status == 503, "still taking connections");
     let response = answer.recv_timeout(Duration::from_secs(20)).expect("the call in flight was never answered");
     assert_eq!(message(&response)["result"]["content"][0]["text"], "drained", "{}", response.body);

@@ -12,7 +12,7 @@
 //! The servers are installed by `tests/mcp/servers.sh` into the gitignored
 //! `tests/mcp/.tools`; a failed install fails the tests.
 
-mod common;
+use crate::common;
 
 use common::model_server::{ModelServer, Script};
 use common::{stderr, stdout};

@@ -2,7 +2,7 @@
 //! every misbehaving plugin gets its own outcome, the host carries on, and
 //! calls stay isolated, alone or 200 at a time.
 
-mod common;
+use crate::common;
 
 use common::host_with;
 use std::sync::Arc;

@@ -6,7 +6,7 @@
 //! to see, answer, cancel or outlast what another started, or to hold the
 //! server's capacity.
 
-mod common;
+use crate::common;
 
 use common::{plugin_dir, shared_cache};
 use serde_json::{Value, json};

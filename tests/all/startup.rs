@@ -5,7 +5,7 @@
 //! concurrently. And isolation holds with memory kept resident between calls:
 //! a plugin's state never survives a call, whatever ran in between.
 
-mod common;
+use crate::common;
 
 use common::{plugin, plugin_dir, stderr, stdout, toolhost_with_env};
 use std::path::Path;

@@ -8,7 +8,7 @@
 //! built against contract 0.2.0 (sdk/wit-http) and answer in content blocks;
 //! the others stay on 0.1.0.
 
-mod common;
+use crate::common;
 
 use common::server::TestServer;
 use common::{config_from, host_with, host_with_config, stderr, stdout, toolhost};

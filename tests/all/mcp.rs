@@ -7,7 +7,7 @@
 //! `tests/mcp/setup.sh` into a gitignored folder the first time; a failed
 //! install fails the tests.
 
-mod common;
+use crate::common;
 
 use common::{plugin, plugin_dir, shared_cache};
 use serde_json::{Value, json};

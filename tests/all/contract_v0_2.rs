@@ -3,7 +3,7 @@
 //! official Python MCP client. Results are content blocks, checked before
 //! anything sees them; tools carry titles, hints and output schemas.
 
-mod common;
+use crate::common;
 
 use common::{plugin_dir, stderr, stdout, toolhost};
 use serde_json::{Value, json};
@@ -64,7 +64,7 @@ fn results_are_content_blocks_checked_before_anything_sees_them() {
     assert_eq!(logs.last().unwrap()["message"], "progress 10000/10000: done", "{flood}");
 
     // Progress goes to stderr as it comes (and to MCP clients: the
-    // conformance suite's tools-call-with-progress, tests/mcp.rs).
+    // conformance suite's tools-call-with-progress, tests/all/mcp.rs).
     let steps = toolhost(Path::new("."), &["--plugins", dir.to_str().unwrap(), "call", "test_tool_with_progress"]);
     assert!(
         stderr(&steps).contains("progress 0/100: starting\nprogress 50/100: half way\nprogress 100/100: done\n"),

@@ -6,7 +6,7 @@
 //! the plugin is denied, naming what to grant. Real binary, the
 //! `content_kinds` plugin, scripted model servers on loopback.
 
-mod common;
+use crate::common;
 
 use common::model_server::{ModelServer, Script};
 use common::{plugin_dir, stderr, stdout};

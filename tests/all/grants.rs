@@ -4,7 +4,7 @@
 //! reaches the hosts, folders and variables it was granted and nothing else,
 //! and every refusal names what was refused.
 
-mod common;
+use crate::common;
 
 use common::server::TestServer;
 use common::{config_from, host_with_config, plugin_dir, stderr, stdout, toolhost, toolhost_with_env};

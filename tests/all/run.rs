@@ -2,7 +2,7 @@
 //! with the real plugins, in both protocols, streamed and not. The tests
 //! check what the host sent back to the server, not only what it printed.
 
-mod common;
+use crate::common;
 
 use common::model_server::{ModelServer, Proxy, Script, status};
 use common::{stderr, stdout};

@@ -6,7 +6,7 @@
 //! scripted model: a plugin copied in between two turns is in the second
 //! turn's tool list.
 
-mod common;
+use crate::common;
 
 use common::chat::Chat;
 use common::model_server::{ModelServer, Script};

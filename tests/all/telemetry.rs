@@ -4,7 +4,7 @@
 //! it does, trace context carried into a granted plugin request and taken
 //! from an incoming MCP request, and nothing at all when not configured.
 
-mod common;
+use crate::common;
 
 use common::model_server::{ModelServer, Script, status};
 use common::otel::{Receiver, Running};

@@ -4,7 +4,7 @@
 //! components that cannot be tools, and `serve` with the official Python
 //! MCP client (output schemas and structured content).
 
-mod common;
+use crate::common;
 
 use common::{plugin, plugin_dir, stderr, stdout, toolhost};
 use serde_json::{Value, json};

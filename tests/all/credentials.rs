@@ -5,7 +5,7 @@
 //! what `fetch` returns, so a value that shows nowhere in its output never
 //! reached the plugin.
 
-mod common;
+use crate::common;
 
 use common::server::{CREDENTIAL, OAUTH_SECRET, OAUTH_TOKEN, TestServer};
 use common::{plugin_dir, stderr, stdout, toolhost_with_env};

@@ -2,7 +2,7 @@
 //! reason while the rest load; tool-name collisions load neither side; the
 //! compile cache is used on the second start and not for a changed file.
 
-mod common;
+use crate::common;
 
 use common::{config, plugin, plugin_dir};
 use toolhost::runtime::cache::Origin;

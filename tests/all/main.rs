@@ -1,0 +1,32 @@
+//! toolhost's integration tests, as one test binary: each file here was its own
+//! binary, and each linked wasmtime, so `make test` spent much of its time
+//! linking. One binary links once (wasmtime and ripgrep lay their tests out the
+//! same way). Run one file's tests with `cargo test -p toolhost --test all cli::`.
+//!
+//! `common/` holds the helpers every module shares (`use crate::common`).
+
+mod common;
+
+mod asking;
+mod cli;
+mod contract_v0_2;
+mod credentials;
+mod docs;
+mod grants;
+mod hardening;
+mod languages;
+mod loading;
+mod mcp;
+mod mcp_client;
+mod network;
+mod new;
+mod oauth;
+mod oci;
+mod reload;
+mod replicas;
+mod run;
+mod sandbox;
+mod startup;
+mod telemetry;
+mod typed;
+mod wheel;
