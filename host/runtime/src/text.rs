@@ -19,6 +19,24 @@ pub fn printable(text: &str) -> Cow<'_, str> {
     Cow::Owned(text.chars().map(|c| if unsafe_char(c) { ' ' } else { c }).collect())
 }
 
+/// [`printable`] in place: `text` is rewritten only when it held something
+/// to replace.
+pub fn printable_in_place(text: &mut String) {
+    if let Cow::Owned(clean) = printable(text) {
+        *text = clean;
+    }
+}
+
+/// Cuts `text` to at most `limit` bytes (at a character boundary) and marks
+/// the cut with `…`.
+pub fn truncate(text: &mut String, limit: usize) {
+    if text.len() > limit {
+        let cut = text.floor_char_boundary(limit);
+        text.truncate(cut);
+        text.push('…');
+    }
+}
+
 fn unsafe_char(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t') || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
