@@ -100,7 +100,8 @@ compile() {
     if [ -f "$dir/$name.toml" ]; then
         cp "$dir/$name.toml" "$out/"
     fi
-    sources+=("$sdk/toolhost.c")
+    # The JSON reader and text buffer are one file, shared by both SDK versions.
+    sources+=("$sdk/toolhost.c" "$repo/sdk/c/toolhost_json.c")
     rm -rf "$objects"
     mkdir -p "$objects"
     for source in "${sources[@]}" "$gen/plugin.c"; do

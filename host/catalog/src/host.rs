@@ -17,14 +17,14 @@ use toolhost_runtime::engine::{self, EpochTicker};
 use toolhost_runtime::limits::{LimitOverrides, Limits};
 use toolhost_runtime::offers::Offers;
 use toolhost_runtime::outcome::{CallError, CallReport, ToolOutput};
-use toolhost_runtime::sandbox::{self, CallHooks, HostState, Request, Response, WitCallError, WitToolOutput};
+use toolhost_runtime::sandbox::{Bound, CallHooks, Guest, HostState, Request, Response, Sandbox};
 use toolhost_runtime::tls;
 use wasmtime::Engine;
 use wasmtime::component::Linker;
 
 /// A file loaded for the first time: its contract, the tools it listed,
 /// what loading noted, its code and where that came from.
-type Fresh = (&'static str, Vec<toolhost_runtime::cache::ListedTool>, Vec<String>, Offers, sandbox::Sandbox, Origin);
+type Fresh = (&'static str, Vec<toolhost_runtime::cache::ListedTool>, Vec<String>, Offers, Arc<dyn Guest>, Origin);
 
 /// What loading a file's code came to.
 struct Loaded {
@@ -63,7 +63,7 @@ pub struct Host {
     permits: Arc<Semaphore>,
     /// TLS client settings for plugin HTTPS: webpki's roots and `ca_file`'s.
     tls: Arc<rustls::ClientConfig>,
-    ticker: EpochTicker,
+    ticker: Arc<EpochTicker>,
     /// The content (SHA-256) of each file hot reload last refused, so the
     /// same refusal is said once.
     pub(crate) refused: std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, String>>,
@@ -89,13 +89,14 @@ impl Host {
         };
         let (engine, pagemap) =
             engine::build(slots, keep_resident).context("could not set up the WebAssembly engine")?;
-        let linker = Arc::new(sandbox::linker(&engine).context("could not set up the host imports")?);
+        let linker =
+            Arc::new(toolhost_runtime::contract::linker(&engine).context("could not set up the host imports")?);
         let cache = config.cache_dir.clone().or_else(Cache::default_dir).map(|dir| Cache::new(dir, &engine));
         let compiler = Arc::new(Compiler::new(CompileBounds {
             timeout: config.compile_timeout.unwrap_or(compiler::DEFAULT_COMPILE_TIMEOUT),
             memory: config.compile_memory.unwrap_or(compiler::DEFAULT_COMPILE_MEMORY),
         }));
-        let ticker = EpochTicker::start(&engine).context("could not start the timeout clock")?;
+        let ticker = Arc::new(EpochTicker::start(&engine).context("could not start the timeout clock")?);
         let quotas = crate::quota::Quotas::new(&config.quotas);
         let mut protected = config.protected.clone();
         for path in cache.iter().flat_map(Cache::protected) {
@@ -144,14 +145,10 @@ impl Host {
         &self.linker
     }
 
-    /// The TLS client settings plugin HTTPS uses.
-    pub(crate) fn tls(&self) -> &Arc<rustls::ClientConfig> {
-        &self.tls
-    }
-
-    /// The epoch clock calls run under.
-    pub(crate) fn clock(&self) -> &EpochTicker {
-        &self.ticker
+    /// What every call of the plugin `name` shares: `granted`, this host's
+    /// epoch clock and its TLS settings for plugin HTTPS.
+    pub(crate) fn bound(&self, name: &Arc<str>, granted: Arc<grants::Granted>) -> Bound {
+        Bound { plugin: name.clone(), granted, clock: self.ticker.clone(), tls: self.tls.clone() }
     }
 
     /// Whether the instance pool resets only the pages a call wrote (the
@@ -232,9 +229,10 @@ impl Host {
     pub async fn load_file(&self, path: &Path) -> Result<Plugin, String> {
         let name: Arc<str> = stem(path).into();
         let limits = self.limits_for(&name);
-        let loaded = self.load_code(&name, path, &limits).await?;
+        // The grants first: the plugin's code is bound to them when it is prepared.
         let grants = self.config.grants_for(&name);
         let mut review = grants::review(&name, path, &grants, |key| std::env::var(key).ok());
+        let loaded = self.load_code(&name, path, &limits, &review.granted).await?;
         let tools = plugin::apply_manifest(loaded.tools, review.asks.as_ref(), &mut review.notices)?;
         Ok(Plugin {
             name,
@@ -250,12 +248,17 @@ impl Host {
             notices: review.notices,
             left_out: loaded.notes,
             offers: loaded.offers,
-            granted: review.granted,
             code: loaded.code,
         })
     }
 
-    async fn load_code(&self, name: &Arc<str>, path: &Path, limits: &Limits) -> Result<Loaded, String> {
+    async fn load_code(
+        &self,
+        name: &Arc<str>,
+        path: &Path,
+        limits: &Limits,
+        granted: &Arc<grants::Granted>,
+    ) -> Result<Loaded, String> {
         use std::io::Read;
         let file =
             toolhost_grants::readfile::open_regular(path).map_err(|err| format!("could not read the file: {err}"))?;
@@ -288,7 +291,8 @@ impl Host {
             .and_then(|listing| plugin::tools_of(listing, limits, &self.compiler.bounds()));
         if let Some(listed) = listed {
             let (contract, tools, notes, offers) = listed?;
-            let code = Code::lazy(&self.engine, &self.linker, cache, &self.compiler, path, &sha256, contract);
+            let bound = self.bound(name, granted.clone());
+            let code = Code::lazy(&self.linker, bound, cache, &self.compiler, path, &sha256, contract);
             let size = metadata.len();
             return Ok(Loaded { size, contract, tools, notes, offers, origin: Origin::Cached, code, sha256 });
         }
@@ -298,9 +302,12 @@ impl Host {
             None => plugin::read(path)?,
         };
         let (size, sha256) = (wasm.bytes.len() as u64, wasm.sha256.clone());
-        let lazy = |contract| Code::lazy(&self.engine, &self.linker, cache, &self.compiler, path, &sha256, contract);
+        let lazy = |contract| {
+            let bound = self.bound(name, granted.clone());
+            Code::lazy(&self.linker, bound, cache, &self.compiler, path, &sha256, contract)
+        };
         match self.load_fresh(name, &wasm, limits).await {
-            Ok((contract, listed, notes, offers, sandbox, origin)) => {
+            Ok((contract, listed, notes, offers, guest, origin)) => {
                 if let Some(cache) = cache {
                     let listing = Listing::Tools {
                         contract: contract.to_owned(),
@@ -311,7 +318,7 @@ impl Host {
                     cache.store_listing(&sha256, &listing);
                 }
                 let tools = plugin::check_tools(listed, limits, contract)?;
-                let code = lazy(contract).with(sandbox);
+                let code = lazy(contract).with(guest);
                 Ok(Loaded { size, contract, tools, notes, offers, origin, code, sha256 })
             }
             Err((reason, remembered)) => {
@@ -348,21 +355,23 @@ impl Host {
                 let remembered = err.remembered(&self.compiler.bounds());
                 (err.to_string(), remembered)
             })?;
-        let contract = plugin::contract_of(&self.engine, &component).map_err(fixed)?;
-        let sandbox = plugin::prepare(&self.linker, &component, contract).map_err(fixed)?;
-        if contract == plugin::TYPED {
+        let contract = toolhost_runtime::contract::detect(&self.engine, &component).map_err(fixed)?;
+        let guest = toolhost_runtime::contract::prepare(&self.linker, &component, contract).map_err(fixed)?;
+        if !contract.lists_by_running() {
             // The tools are the functions' types: nothing runs to list them.
             let (listed, notes) = plugin::typed_listing(&self.engine, &component, &wasm.bytes);
-            return Ok((contract, listed, notes, Offers::default(), sandbox, origin));
+            return Ok((contract.version(), listed, notes, Offers::default(), guest, origin));
         }
         let under_limits = |reason| (reason, Remembered::Under(format!("{limits:?}")));
         let (listed, offers) = {
+            // Listing runs with nothing granted.
+            let sandbox = Sandbox::new(guest.clone(), self.bound(name, grants::Granted::nothing()));
             let _permit = self.permits.acquire().await;
-            let listed = plugin::call_list_tools(&sandbox, &self.ticker, name, limits, &self.tls).await;
-            let offers = plugin::list_offers(&sandbox, &self.ticker, name, limits, &self.tls).await;
+            let listed = plugin::call_list_tools(&sandbox, limits).await;
+            let offers = plugin::list_offers(&sandbox, limits).await;
             (listed.map_err(under_limits)?, offers.map_err(under_limits)?)
         };
-        Ok((contract, listed, Vec::new(), offers, sandbox, origin))
+        Ok((contract.version(), listed, Vec::new(), offers, guest, origin))
     }
 
     /// The limits a plugin named `name` runs under, from the config.
@@ -540,15 +549,10 @@ impl Host {
         };
         let limits = plugin.limits.with(overrides);
         let called = &plugin.tools[index];
-        let request = if plugin.contract == plugin::TYPED {
-            Request::CallTyped { index: called.position, arguments: &value }
-        } else {
-            Request::CallTool { name: &called.export, arguments }
-        };
+        let request = Request::Call { name: &called.export, position: called.position, arguments, value: &value };
         let invocation = {
             let _permit = self.permits.acquire().await;
-            let (granted, tls) = (&plugin.granted, &self.tls);
-            sandbox.invoke(&self.ticker, &plugin.name, &limits, granted, tls, request, hooks).await
+            sandbox.invoke(&limits, request, hooks).await
         };
         if !invocation.stdout.is_empty() || !invocation.stderr.is_empty() {
             tracing::debug!(
@@ -561,27 +565,15 @@ impl Host {
         }
         // The sandbox has held the answer to the output limit and the contract.
         let outcome = invocation.result.and_then(|response| match response {
-            Response::Offers(_) | Response::Read(_) | Response::Prompt(_) | Response::Completion(_) => {
-                Err(CallError::Host("the plugin answered the wrong request".to_owned()))
-            }
-            Response::Called(Ok(WitToolOutput::Text(text))) => Ok(ToolOutput::Text(text)),
-            Response::Called(Ok(WitToolOutput::Json(json))) => Ok(ToolOutput::Json(json)),
-            Response::Called(Err(WitCallError::InvalidArguments(message))) => Err(CallError::InvalidArguments(message)),
-            Response::Called(Err(WitCallError::Failed(message))) => Err(CallError::ToolFailed(message)),
-            Response::Content(Ok(blocks)) => match &called.output_validator {
+            Response::Called(Ok(ToolOutput::Content(blocks))) => match &called.output_validator {
                 Some(validator) => {
                     let schema = called.output_schema.as_ref().unwrap_or(&Value::Null);
                     structured(validator, schema, &blocks).map(|()| plain(blocks))
                 }
                 None => Ok(plain(blocks)),
             },
-            Response::Content(Err(WitCallError::InvalidArguments(message))) => {
-                Err(CallError::InvalidArguments(message))
-            }
-            Response::Content(Err(WitCallError::Failed(message))) => Err(CallError::ToolFailed(message)),
-            Response::Typed(Ok(json)) => Ok(ToolOutput::Json(json)),
-            Response::Typed(Err(message)) => Err(CallError::ToolFailed(message)),
-            Response::Tools(_) => Err(CallError::Host("the plugin answered the wrong request".to_owned())),
+            Response::Called(called) => called,
+            _ => Err(CallError::Host("the plugin answered the wrong request".to_owned())),
         });
         CallReport {
             tool: tool.to_owned(),
@@ -635,7 +627,7 @@ impl Host {
         let plugin = catalog.plugins().iter().find(listed).or_else(|| catalog.plugins().iter().find(templated));
         let plugin = plugin.ok_or_else(|| OfferError::NotFound(format!("the resource `{uri}`")))?;
         match self.offer_request(plugin, Request::ReadResource { uri }, hooks).await? {
-            Response::Read(read) => read.map_err(plugin_error),
+            Response::Read(read) => read.map_err(OfferError::Failed),
             _ => Err(wrong_answer()),
         }
     }
@@ -650,7 +642,7 @@ impl Host {
     ) -> Result<toolhost_runtime::offers::PromptResult, OfferError> {
         let plugin = self.prompt_owner(catalog, name)?;
         match self.offer_request(plugin, Request::GetPrompt { name, arguments }, hooks).await? {
-            Response::Prompt(prompt) => prompt.map_err(plugin_error),
+            Response::Prompt(prompt) => prompt.map_err(OfferError::Failed),
             _ => Err(wrong_answer()),
         }
     }
@@ -678,7 +670,7 @@ impl Host {
             .offer_request(plugin, Request::Complete { reference, argument, value, context }, CallHooks::default())
             .await?
         {
-            Response::Completion(done) => done.map_err(plugin_error),
+            Response::Completion(done) => done.map_err(OfferError::Failed),
             _ => Err(wrong_answer()),
         }
     }
@@ -703,18 +695,10 @@ impl Host {
         })?;
         let invocation = {
             let _permit = self.permits.acquire().await;
-            let (granted, tls) = (&plugin.granted, &self.tls);
-            sandbox.invoke(&self.ticker, &plugin.name, &plugin.limits, granted, tls, request, hooks).await
+            sandbox.invoke(&plugin.limits, request, hooks).await
         };
         invocation.result.map_err(OfferError::Failed)
     }
-}
-
-fn plugin_error(err: WitCallError) -> OfferError {
-    OfferError::Failed(match err {
-        WitCallError::InvalidArguments(message) => CallError::InvalidArguments(message),
-        WitCallError::Failed(message) => CallError::ToolFailed(message),
-    })
 }
 
 fn wrong_answer() -> OfferError {

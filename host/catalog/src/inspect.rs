@@ -78,17 +78,19 @@ impl Host {
             .map_err(|err| err.to_string())?;
         found.compile = Some((origin, start.elapsed()));
         found.shape = Some(plugin::shape(self.engine(), &component));
-        let contract = plugin::contract_of(self.engine(), &component)?;
-        found.contract = Some(contract);
-        let sandbox = plugin::prepare(self.linker(), &component, contract)?;
-        found.tools = if contract == plugin::TYPED {
+        let contract = toolhost_runtime::contract::detect(self.engine(), &component)?;
+        found.contract = Some(contract.version());
+        // Listing runs with nothing granted, as at load.
+        let bound = self.bound(name, toolhost_grants::Granted::nothing());
+        let sandbox = plugin::prepare(self.linker(), &component, contract.version(), bound)?;
+        found.tools = if !contract.lists_by_running() {
             let (listed, left_out) = plugin::typed_listing(self.engine(), &component, &wasm.bytes);
             found.notices.extend(left_out);
-            plugin::check_tools(listed, &found.limits, contract)?
+            plugin::check_tools(listed, &found.limits, contract.version())?
         } else {
-            plugin::list_tools(&sandbox, self.clock(), name, &found.limits, self.tls(), contract).await?
+            plugin::list_tools(&sandbox, &found.limits, contract.version()).await?
         };
-        found.offers = plugin::list_offers(&sandbox, self.clock(), name, &found.limits, self.tls()).await?;
+        found.offers = plugin::list_offers(&sandbox, &found.limits).await?;
         Ok(())
     }
 }

@@ -2,8 +2,9 @@
 //!
 //! The stages are separate so that `toolhost inspect` can show how far a
 //! broken file got: [`read`] the file, [`compile`] it (through the cache),
-//! [`contract_of`] its exports, [`prepare`] it against the host's linker and
-//! [`list_tools`] under the plugin's limits, checking every name and schema.
+//! find its kind ([`contract_of`], through the runtime's contract layer),
+//! prepare it against the host's linker and [`list_tools`] under the
+//! plugin's limits, checking every name and schema.
 //!
 //! A host start does less: what `list-tools` returned (or why the plugin
 //! failed to load) is kept in the cache beside the compiled artifact
@@ -15,13 +16,13 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use toolhost_grants::manifest::HintsTable;
-use toolhost_grants::{Granted, Grants, Manifest};
+use toolhost_grants::{Grants, Manifest};
 use toolhost_runtime::cache::{Cache, ListedTool, Listing, Origin};
 use toolhost_runtime::compiler::{CompileBounds, CompileError, Compiler};
-use toolhost_runtime::engine::EpochTicker;
+use toolhost_runtime::contract;
 use toolhost_runtime::limits::{ByteSize, Limits};
 use toolhost_runtime::offers::Offers;
-use toolhost_runtime::sandbox::{self, HostState, Request, Response, Sandbox, TypedPlugin, v0_1_0};
+use toolhost_runtime::sandbox::{Bound, Guest, HostState, Request, Response, Sandbox};
 use toolhost_runtime::typed;
 use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
@@ -56,7 +57,6 @@ pub struct Plugin {
     pub left_out: Vec<String>,
     /// What it offers besides tools (contract 0.2.0's `full` world).
     pub offers: Offers,
-    pub(crate) granted: Arc<Granted>,
     pub(crate) code: Code,
 }
 
@@ -72,8 +72,9 @@ impl Plugin {
 /// first use, by whichever call gets there first.
 pub(crate) struct Code {
     sandbox: tokio::sync::OnceCell<Sandbox>,
-    engine: Engine,
     linker: Arc<Linker<HostState>>,
+    /// What its calls share: its name, grants, clock and TLS settings.
+    bound: Bound,
     cache: Option<Cache>,
     compiler: Arc<Compiler>,
     path: PathBuf,
@@ -82,10 +83,11 @@ pub(crate) struct Code {
 }
 
 impl Code {
-    /// Code to be loaded from the cache (or the file) when first used.
+    /// Code to be loaded from the cache (or the file) when first used, its
+    /// calls run with `bound`.
     pub(crate) fn lazy(
-        engine: &Engine,
         linker: &Arc<Linker<HostState>>,
+        bound: Bound,
         cache: Option<&Cache>,
         compiler: &Arc<Compiler>,
         path: &Path,
@@ -94,8 +96,8 @@ impl Code {
     ) -> Code {
         Code {
             sandbox: tokio::sync::OnceCell::new(),
-            engine: engine.clone(),
             linker: linker.clone(),
+            bound,
             cache: cache.cloned(),
             compiler: compiler.clone(),
             path: path.to_owned(),
@@ -104,8 +106,9 @@ impl Code {
         }
     }
 
-    /// Code already loaded.
-    pub(crate) fn with(mut self, sandbox: Sandbox) -> Code {
+    /// Code already prepared.
+    pub(crate) fn with(mut self, guest: Arc<dyn Guest>) -> Code {
+        let sandbox = Sandbox::new(guest, self.bound.clone());
         self.sandbox = tokio::sync::OnceCell::new_with(Some(sandbox));
         self
     }
@@ -116,7 +119,7 @@ impl Code {
     }
 
     async fn load(&self) -> Result<Sandbox, String> {
-        let engine = self.engine.clone();
+        let engine = self.linker.engine().clone();
         let cache = self.cache.clone();
         let compiler = self.compiler.clone();
         let path = self.path.clone();
@@ -141,11 +144,12 @@ impl Code {
         })
         .await
         .map_err(|err| format!("the loading thread failed: {err}"))??;
-        let contract = contract_of(&self.engine, &component)?;
-        if contract != self.contract {
+        let contract = contract::detect(self.linker.engine(), &component)?;
+        if contract.version() != self.contract {
             return Err("the file changed since its tools were listed: start toolhost again".to_owned());
         }
-        prepare(&self.linker, &component, contract)
+        let guest = contract::prepare(&self.linker, &component, contract)?;
+        Ok(Sandbox::new(guest, self.bound.clone()))
     }
 }
 
@@ -305,25 +309,13 @@ pub fn shape(engine: &Engine, component: &Component) -> Shape {
     Shape { imports, exports }
 }
 
-/// Whether `component` exports `name`.
-fn exports(component: &Component, engine: &Engine, name: &str) -> bool {
-    component.component_type().exports(engine).any(|(export, _)| export == name)
-}
-
 /// Lists what a `full` plugin offers besides tools (in a fresh instance under
 /// `limits`, nothing granted) and checks it; `None` for other plugins.
-pub(crate) async fn list_offers(
-    sandbox: &Sandbox,
-    clock: &EpochTicker,
-    name: &Arc<str>,
-    limits: &Limits,
-    tls: &Arc<rustls::ClientConfig>,
-) -> Result<Offers, String> {
-    if !matches!(sandbox, Sandbox::V0_2_0Full(_)) {
+pub(crate) async fn list_offers(sandbox: &Sandbox, limits: &Limits) -> Result<Offers, String> {
+    if !sandbox.offers_more() {
         return Ok(Offers::default());
     }
-    let invocation =
-        sandbox.invoke(clock, name, limits, &Granted::nothing(), tls, Request::ListOffers, Default::default()).await;
+    let invocation = sandbox.invoke(limits, Request::ListOffers, Default::default()).await;
     match invocation.result {
         Ok(Response::Offers(offers)) => offers.check(),
         Ok(_) => Err("answered the wrong request".to_owned()),
@@ -334,42 +326,11 @@ pub(crate) async fn list_offers(
 /// The contract version `component` was built against (`typed` for a
 /// component of plain exported functions), or why it is not a plugin.
 pub fn contract_of(engine: &Engine, component: &Component) -> Result<&'static str, String> {
-    let ty = component.component_type();
-    let exports: Vec<&str> = ty.exports(engine).map(|(name, _)| name).collect();
-    if exports.contains(&toolhost_runtime::v0_2::TOOLS_EXPORT) {
-        return Ok(V0_2_0);
-    }
-    if exports.contains(&sandbox::TOOLS_EXPORT_V0_1_0) {
-        return Ok("0.1.0");
-    }
-    if let Some(other) = exports.iter().find(|name| name.starts_with("toolhost:plugin/tools")) {
-        let version = other.split('@').nth(1).unwrap_or("(unversioned)");
-        return Err(format!(
-            "built against toolhost:plugin@{version}, but this toolhost supports 0.1.0 and 0.2.0: rebuild \
-             it against wit/v0.2.0 (or wit/v0.1.0), or upgrade toolhost"
-        ));
-    }
-    let (funcs, left_out) = typed::functions(engine, component);
-    if !funcs.is_empty() {
-        return Ok(TYPED);
-    }
-    let shown = if exports.is_empty() { "nothing".to_owned() } else { exports.join(", ") };
-    let why = if left_out.is_empty() {
-        "and no functions that could be tools".to_owned()
-    } else {
-        format!("and {}", left_out.join("; "))
-    };
-    Err(format!(
-        "not a toolhost plugin: it does not export `{}` (it exports {shown}), {why}",
-        toolhost_runtime::v0_2::TOOLS_EXPORT
-    ))
+    contract::detect(engine, component).map(|contract| contract.version())
 }
 
 /// The `contract` of a component of typed functions.
-pub const TYPED: &str = "typed";
-
-/// The `contract` of a plugin built against `wit/v0.2.0`.
-pub const V0_2_0: &str = "0.2.0";
+pub use toolhost_runtime::contract::typed::TYPED;
 
 /// The tools of a typed component (compiled from `wasm`), as a listing: one
 /// per function, in export order, and why each function left out is. A
@@ -400,91 +361,28 @@ pub(crate) fn typed_listing(engine: &Engine, component: &Component, wasm: &[u8])
     (tools, left_out)
 }
 
-/// Links `component` (of `contract`) against the host's imports.
+/// Links `component` (of `contract`) against the host's imports; its calls
+/// run with `bound`.
 pub(crate) fn prepare(
     linker: &Linker<HostState>,
     component: &Component,
     contract: &'static str,
+    bound: Bound,
 ) -> Result<Sandbox, String> {
-    let pre = linker.instantiate_pre(component).map_err(|err| describe_link_error(&err))?;
-    match contract {
-        "0.1.0" => v0_1_0::PluginPre::new(pre)
-            .map(Sandbox::V0_1_0)
-            .map_err(|err| format!("its exports do not match toolhost:plugin@0.1.0: {:#}", anyhow::Error::from(err))),
-        V0_2_0 if exports(component, linker.engine(), toolhost_runtime::v0_2::RESOURCES_EXPORT) => {
-            toolhost_runtime::v0_2::full::FullPre::new(pre).map(Sandbox::V0_2_0Full).map_err(|err| {
-                format!("its exports do not match toolhost:plugin@0.2.0's `full` world: {:#}", anyhow::Error::from(err))
-            })
-        }
-        V0_2_0 => toolhost_runtime::v0_2::PluginPre::new(pre)
-            .map(Sandbox::V0_2_0)
-            .map_err(|err| format!("its exports do not match toolhost:plugin@0.2.0: {:#}", anyhow::Error::from(err))),
-        TYPED => {
-            let (funcs, _) = typed::functions(linker.engine(), component);
-            Ok(Sandbox::Typed(TypedPlugin::new(pre, funcs)))
-        }
-        other => Err(format!("contract version {other} is not supported")),
-    }
-}
-
-/// What the linker's refusal means for the plugin's author. wasmtime reports a
-/// missing import as "component imports instance `X`, but a matching
-/// implementation was not found in the linker: instance export `f` has the
-/// wrong type: function implementation is missing"; this says which import is
-/// missing, and that toolhost does not provide it.
-fn describe_link_error(err: &wasmtime::Error) -> String {
-    let chain: Vec<String> = err.chain().map(|cause| cause.to_string()).collect();
-    let quoted = |text: &str| text.split('`').nth(1).map(str::to_owned);
-    let import = chain.iter().find(|cause| cause.starts_with("component imports ")).and_then(|cause| quoted(cause));
-    let members: Vec<String> = chain
-        .iter()
-        .filter(|cause| cause.starts_with("instance export ") && cause.ends_with("has the wrong type"))
-        .filter_map(|cause| quoted(cause))
-        .collect();
-    let root = chain.last().map(String::as_str).unwrap_or_default();
-    let Some(import) = import else {
-        return format!("it cannot be linked against what toolhost provides: {}", chain.join(": "));
-    };
-    let what =
-        if members.is_empty() { format!("`{import}`") } else { format!("`{}` from `{import}`", members.join(".")) };
-    if root.ends_with("implementation is missing") {
-        format!(
-            "it imports {what}, which toolhost does not provide (toolhost provides WASI 0.2: cli, clocks, \
-             filesystem, io, random, sockets and http, `wasi:config/store@0.2.0-draft`, `toolhost:plugin/log` and \
-             `toolhost:plugin/call@0.2.0`): build it without \
-             that import, or against the interfaces toolhost provides"
-        )
-    } else {
-        format!(
-            "it imports {what} with a type other than the one toolhost provides ({root}): build it against \
-             the same WIT version as toolhost (WASI 0.2 and toolhost:plugin@0.1.0 or 0.2.0)"
-        )
-    }
+    let kind = contract::named(contract).ok_or_else(|| format!("contract version {contract} is not supported"))?;
+    Ok(Sandbox::new(contract::prepare(linker, component, kind)?, bound))
 }
 
 /// Calls `list-tools` in a fresh instance under `limits` and checks every tool.
-pub(crate) async fn list_tools(
-    sandbox: &Sandbox,
-    clock: &EpochTicker,
-    name: &Arc<str>,
-    limits: &Limits,
-    tls: &Arc<rustls::ClientConfig>,
-    contract: &str,
-) -> Result<Vec<Tool>, String> {
-    let listed = call_list_tools(sandbox, clock, name, limits, tls).await?;
+pub(crate) async fn list_tools(sandbox: &Sandbox, limits: &Limits, contract: &str) -> Result<Vec<Tool>, String> {
+    let listed = call_list_tools(sandbox, limits).await?;
     check_tools(listed, limits, contract)
 }
 
-/// Calls `list-tools` in a fresh instance under `limits`, with nothing granted.
-pub(crate) async fn call_list_tools(
-    sandbox: &Sandbox,
-    clock: &EpochTicker,
-    name: &Arc<str>,
-    limits: &Limits,
-    tls: &Arc<rustls::ClientConfig>,
-) -> Result<Vec<ListedTool>, String> {
-    let invocation =
-        sandbox.invoke(clock, name, limits, &Granted::nothing(), tls, Request::ListTools, Default::default()).await;
+/// Calls `list-tools` in a fresh instance under `limits`, with what
+/// `sandbox` is bound to (nothing granted, at load).
+pub(crate) async fn call_list_tools(sandbox: &Sandbox, limits: &Limits) -> Result<Vec<ListedTool>, String> {
+    let invocation = sandbox.invoke(limits, Request::ListTools, Default::default()).await;
     match invocation.result {
         Ok(Response::Tools(tools)) => Ok(tools),
         Ok(_) => Err("answered the wrong request".to_owned()),
@@ -519,7 +417,7 @@ pub(crate) fn check_tools(listed: Vec<ListedTool>, limits: &Limits, contract: &s
         // like its input schema and held against every result; a typed
         // function's is derived from its WIT type by toolhost.
         let (output_schema, output_validator) = match &tool.output_schema {
-            Some(text) if contract == V0_2_0 => {
+            Some(text) if contract::named(contract).is_some_and(|kind| kind.checks_output_schemas()) => {
                 let (schema, validator) = compile_schema(&tool.name, text, "output")?;
                 (Some(schema), Some(validator))
             }
@@ -553,12 +451,7 @@ pub(crate) fn check_tools(listed: Vec<ListedTool>, limits: &Limits, contract: &s
 
 /// The contract version named `version`, if this host supports it.
 pub(crate) fn known_contract(version: &str) -> Option<&'static str> {
-    match version {
-        "0.1.0" => Some("0.1.0"),
-        V0_2_0 => Some(V0_2_0),
-        TYPED => Some(TYPED),
-        _ => None,
-    }
+    contract::named(version).map(|contract| contract.version())
 }
 
 /// Turns a cached [`Listing`] of tools back into tools, checked again, with

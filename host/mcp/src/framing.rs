@@ -284,7 +284,7 @@ fn check_message(message: &Value, in_flight: Option<(&InFlight, &str)>, experime
     if let Some(method) = message.get("method").and_then(Value::as_str)
         && method.starts_with(tasks2025::PREFIX)
     {
-        return refuse(METHOD_NOT_FOUND, &format!("`{}` is not an MCP method", crate::tasks::printable(method)));
+        return refuse(METHOD_NOT_FOUND, &format!("`{}` is not an MCP method", toolhost_runtime::text::quoted(method)));
     }
     if !is_request && raw_id.is_none() {
         return refuse(INVALID_REQUEST, "a message needs a `method`, or an `id` with a `result` or an `error`");
@@ -536,7 +536,7 @@ impl<'de> Visitor<'de> for Strict {
         let mut object = serde_json::Map::new();
         while let Some(key) = map.next_key::<String>()? {
             if object.contains_key(&key) {
-                let key = crate::tasks::printable(&key);
+                let key = toolhost_runtime::text::quoted(&key);
                 return Err(A::Error::custom(format!("the member `{key}` appears twice in one object")));
             }
             let value = map.next_value_seed(Strict)?;

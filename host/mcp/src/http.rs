@@ -156,10 +156,11 @@ pub async fn serve_http(
     options: HttpOptions,
     stop: CancellationToken,
 ) -> Result<()> {
-    let server = ToolServer::new(host.clone())?
-        .with_oauth(options.oauth.clone())
-        .with_tasks(options.tasks.clone())?
-        .with_requestor_limits(options.max_calls_per_requestor, options.max_questions_per_requestor)?;
+    let server = ToolServer::builder(host.clone())
+        .oauth(options.oauth.clone())
+        .tasks(options.tasks.clone())
+        .requestor_limits(options.max_calls_per_requestor, options.max_questions_per_requestor)
+        .build()?;
     let metrics = server.metrics().clone();
     let server_tasks = server.tasks();
     let mut allowed_hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec();

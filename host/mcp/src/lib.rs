@@ -20,12 +20,13 @@ pub mod oauth;
 pub mod server;
 pub mod tasks;
 pub mod tasks2025;
+pub mod wire;
 
 use anyhow::Result;
 pub use http::{HttpOptions, serve_http};
 use rmcp::ServiceExt;
 use serde::Deserialize;
-pub use server::ToolServer;
+pub use server::{ToolServer, ToolServerBuilder};
 use std::sync::Arc;
 use toolhost_catalog::Host;
 use toolhost_runtime::limits::{ByteSize, HumanDuration};
@@ -74,8 +75,9 @@ pub async fn serve_stdio(host: Arc<Host>, tasks: Option<tasks::TasksConfig>) -> 
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     let runs_tasks = tasks.as_ref().is_some_and(tasks::TasksConfig::enabled);
     let (transport, written) = framing::guard(stdin, stdout, runs_tasks);
-    let running = ToolServer::new(host)?
-        .with_tasks(tasks)?
+    let running = ToolServer::builder(host)
+        .tasks(tasks)
+        .build()?
         .serve(transport)
         .await
         .map_err(|err| anyhow::anyhow!("the MCP client did not start a session: {err}"))?;

@@ -26,13 +26,13 @@ use crate::caller::{Caller, Fair, Requestors};
 use crate::metrics::Metrics;
 use crate::tasks::{Outcome, Task, TaskAsker, TaskSupport, Tasks, TasksConfig};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
-    CompleteRequestParams, CompleteResult, ContentBlock, CreateTaskResult, GetPromptRequestParams, GetPromptResponse,
-    GetPromptResult, GetTaskParams, GetTaskResult, Implementation, InputRequiredResult, JsonObject, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
-    MetaObject, PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
-    SubscriptionFilter, Tool, ToolAnnotations, UnsubscribeRequestParams, UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, CompleteRequestParams,
+    CompleteResult, CreateTaskResult, GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetTaskParams,
+    GetTaskResult, Implementation, InputRequiredResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
+    ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities,
+    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
+    UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -42,18 +42,16 @@ use toolhost_catalog::Host;
 use toolhost_catalog::host::OfferError;
 use toolhost_catalog::policy::Policy;
 use toolhost_catalog::{Catalog, Entry};
-use toolhost_runtime::content::{Content, ResourceBody};
 use toolhost_runtime::limits::LimitOverrides;
-use toolhost_runtime::outcome::{CallError, CallReport, LogRecord, ToolOutput};
+use toolhost_runtime::outcome::{CallError, CallReport};
 use toolhost_runtime::sandbox::{CallHooks, Progress, ProgressObserver};
 
-/// The `_meta` key of a call's usage (fuel, peak memory, wall time, HTTP).
-pub const USAGE_META: &str = "toolhost/usage";
-/// The `_meta` key of what the plugin's grants refused during a call.
-pub const REFUSED_META: &str = "toolhost/refused";
-/// The `_meta` key of a call refused by a rate limit: milliseconds until a
-/// call is let through again.
-pub const RETRY_AFTER_META: &str = "toolhost/retryAfterMs";
+pub(crate) use crate::wire::unknown_tool;
+pub use crate::wire::{REFUSED_META, RETRY_AFTER_META, TASK_SUPPORT_META, USAGE_META};
+use crate::wire::{
+    describe, from_wire, level_of, offer_error, offered, ran, result_of, severity, strip_nulls, wire_content,
+    wraps_output,
+};
 
 /// The MCP handler: one per session (stdio has one; HTTP one per session or
 /// stateless request), all sharing the host and the list cache.
@@ -79,57 +77,56 @@ struct Shared {
     requestors: Arc<Requestors>,
 }
 
-impl ToolServer {
-    /// A handler serving `host`'s catalog. Fails when
-    /// [`STATE_KEY_ENV`](crate::asking::STATE_KEY_ENV) is set but too short.
-    pub fn new(host: Arc<Host>) -> anyhow::Result<ToolServer> {
-        let listed = Mutex::new((u64::MAX, Arc::new(Vec::new())));
-        let metrics = Arc::new(Metrics::default());
-        let seal = crate::asking::StateSeal::from_env()?;
-        let requestors = Arc::new(Requestors::new(
-            default_calls_per_requestor(&host),
-            crate::caller::DEFAULT_MAX_QUESTIONS_PER_REQUESTOR,
-        ));
-        let shared = Shared { host, metrics, seal, oauth: None, listed, tasks: None, requestors };
-        Ok(ToolServer { shared: Arc::new(shared), level: Arc::new(Mutex::new(None)) })
-    }
+/// The settings of a [`ToolServer`], given before it is made
+/// ([`ToolServer::builder`]).
+pub struct ToolServerBuilder {
+    host: Arc<Host>,
+    oauth: Option<Arc<crate::oauth::ResourceServer>>,
+    tasks: Option<TasksConfig>,
+    calls: Option<usize>,
+    questions: Option<usize>,
+}
 
-    /// This handler, listing and calling only the tools a request's token
-    /// has the scopes for (`[serve.oauth]`). Call before sharing it.
-    pub fn with_oauth(mut self, oauth: Option<Arc<crate::oauth::ResourceServer>>) -> ToolServer {
-        if let Some(shared) = Arc::get_mut(&mut self.shared) {
-            shared.oauth = oauth;
-        }
+impl ToolServerBuilder {
+    /// Lists and calls only the tools a request's token has the scopes for
+    /// (`[serve.oauth]`; `None`: every tool).
+    pub fn oauth(mut self, oauth: Option<Arc<crate::oauth::ResourceServer>>) -> ToolServerBuilder {
+        self.oauth = oauth;
         self
     }
 
-    /// This handler, with at most `calls` calls running and `questions`
-    /// questions waiting per requestor (`None`: the defaults, half of
-    /// `max_concurrent_calls` and 16). Fails on 0. Call before sharing it.
-    pub fn with_requestor_limits(
-        mut self,
-        calls: Option<usize>,
-        questions: Option<usize>,
-    ) -> anyhow::Result<ToolServer> {
+    /// Runs the tools `config` names as MCP tasks (none without it).
+    pub fn tasks(mut self, config: Option<TasksConfig>) -> ToolServerBuilder {
+        self.tasks = config;
+        self
+    }
+
+    /// At most `calls` calls running and `questions` questions waiting per
+    /// requestor (`None`: the defaults, half of `max_concurrent_calls` and 16).
+    pub fn requestor_limits(mut self, calls: Option<usize>, questions: Option<usize>) -> ToolServerBuilder {
+        self.calls = calls;
+        self.questions = questions;
+        self
+    }
+
+    /// The handler. Fails when [`STATE_KEY_ENV`](crate::asking::STATE_KEY_ENV)
+    /// is set but too short, on a requestor limit of 0, and on a task setting
+    /// out of range. Call it inside the tokio runtime when tasks are on (it
+    /// starts their expiry timer).
+    pub fn build(self) -> anyhow::Result<ToolServer> {
+        let ToolServerBuilder { host, oauth, tasks, calls, questions } = self;
+        let seal = crate::asking::StateSeal::from_env()?;
         if calls == Some(0) || questions == Some(0) {
             anyhow::bail!(
                 "[serve] max_calls_per_requestor and max_questions_per_requestor must be at least 1 (they bound \
                  what one client may hold at once)"
             );
         }
-        if let Some(shared) = Arc::get_mut(&mut self.shared) {
-            let calls = calls.unwrap_or_else(|| default_calls_per_requestor(&shared.host));
-            let questions = questions.unwrap_or(crate::caller::DEFAULT_MAX_QUESTIONS_PER_REQUESTOR);
-            shared.requestors = Arc::new(Requestors::new(calls, questions));
-        }
-        Ok(self)
-    }
-
-    /// This handler, running the tools `config` names as MCP tasks (none
-    /// without it). Fails on a setting out of range. Call before sharing
-    /// it, inside the tokio runtime (which runs the tasks' expiry timer).
-    pub fn with_tasks(mut self, config: Option<TasksConfig>) -> anyhow::Result<ToolServer> {
-        let tasks = match config {
+        let requestors = Arc::new(Requestors::new(
+            calls.unwrap_or_else(|| default_calls_per_requestor(&host)),
+            questions.unwrap_or(crate::caller::DEFAULT_MAX_QUESTIONS_PER_REQUESTOR),
+        ));
+        let tasks = match tasks {
             Some(config) => {
                 let enabled = config.enabled();
                 let tasks = Tasks::new(config)?;
@@ -142,10 +139,25 @@ impl ToolServer {
         {
             tasks.expire_on_time();
         }
-        if let Some(shared) = Arc::get_mut(&mut self.shared) {
-            shared.tasks = tasks;
-        }
-        Ok(self)
+        let listed = Mutex::new((u64::MAX, Arc::new(Vec::new())));
+        let metrics = Arc::new(Metrics::default());
+        let shared = Shared { host, metrics, seal, oauth, listed, tasks, requestors };
+        Ok(ToolServer { shared: Arc::new(shared), level: Arc::new(Mutex::new(None)) })
+    }
+}
+
+impl ToolServer {
+    /// A handler serving `host`'s catalog with the default settings. Fails
+    /// when [`STATE_KEY_ENV`](crate::asking::STATE_KEY_ENV) is set but too short.
+    pub fn new(host: Arc<Host>) -> anyhow::Result<ToolServer> {
+        ToolServer::builder(host).build()
+    }
+
+    /// A handler serving `host`'s catalog, set up by the builder's methods:
+    /// every setting is given before the handler exists, so none can be
+    /// dropped because the handler is already shared.
+    pub fn builder(host: Arc<Host>) -> ToolServerBuilder {
+        ToolServerBuilder { host, oauth: None, tasks: None, calls: None, questions: None }
     }
 
     /// Whether calls of `entry` may run as tasks, and how long they run in
@@ -586,215 +598,6 @@ pub(crate) struct Round {
     binding: Vec<u8>,
 }
 
-/// The `_meta` key of a tool that may run as an MCP task: `optional` or
-/// `required` (SEP-2663 dropped the 2025-11-25 `execution.taskSupport`; the
-/// server decides per call).
-pub const TASK_SUPPORT_META: &str = "toolhost/taskSupport";
-
-/// A catalog entry as an MCP tool.
-fn describe(entry: &Entry, tasks: TaskSupport) -> Tool {
-    let schema: Arc<JsonObject> = Arc::new(entry.schema().as_object().cloned().unwrap_or_default());
-    let hints = entry.hints();
-    let mut annotations = ToolAnnotations::new();
-    if let Some(read_only) = hints.read_only {
-        annotations = annotations.read_only(read_only);
-    }
-    if let Some(destructive) = hints.destructive {
-        annotations = annotations.destructive(destructive);
-    }
-    if let Some(idempotent) = hints.idempotent {
-        annotations = annotations.idempotent(idempotent);
-    }
-    if let Some(open_world) = hints.open_world {
-        annotations = annotations.open_world(open_world);
-    }
-    let mut tool =
-        Tool::new(entry.name().to_owned(), entry.description().to_owned(), schema).with_annotations(annotations);
-    tool.title = entry.title().map(str::to_owned);
-    if let Some(output) = entry.output_schema() {
-        let served = match output.get("type").and_then(Value::as_str) {
-            Some("object") => output.clone(),
-            _ => json!({"type": "object", "properties": {RESULT_KEY: output}, "required": [RESULT_KEY]}),
-        };
-        tool.output_schema = served.as_object().cloned().map(Arc::new);
-    }
-    if tasks != TaskSupport::Forbidden {
-        let mut meta = JsonObject::new();
-        meta.insert(TASK_SUPPORT_META.to_owned(), json!(tasks.as_str()));
-        tool.meta = Some(MetaObject(meta));
-    }
-    tool
-}
-
-/// The key a typed tool's output that is not an object is served under as
-/// `structuredContent` (MCP's structured content is always an object).
-const RESULT_KEY: &str = "result";
-
-/// Whether `entry`'s output is served wrapped as `{"result": …}`.
-pub(crate) fn wraps_output(entry: &Entry) -> bool {
-    entry.output_schema().is_some_and(|output| output.get("type").and_then(Value::as_str) != Some("object"))
-}
-
-/// The MCP result of a finished call; `wrap`: a typed output that is not an
-/// object goes as `{"result": …}`, with the value as text too.
-fn result_of(report: CallReport, wrap: bool) -> CallToolResult {
-    let mut meta = JsonObject::new();
-    meta.insert(USAGE_META.to_owned(), json!(report.usage));
-    let refusals: Vec<String> = report.refused.iter().map(ToString::to_string).collect();
-    if !report.refused.is_empty() {
-        meta.insert(REFUSED_META.to_owned(), json!(report.refused));
-    }
-    if let Some(wait) = report.outcome.as_ref().err().and_then(CallError::retry_after) {
-        meta.insert(RETRY_AFTER_META.to_owned(), json!(wait.as_millis() as u64));
-    }
-    let mut result = match report.outcome {
-        Ok(ToolOutput::Text(text)) => CallToolResult::success(vec![ContentBlock::text(text)]),
-        Ok(ToolOutput::Json(text)) => match serde_json::from_str::<Value>(&text) {
-            Ok(value) if wrap => {
-                let mut result = CallToolResult::structured(json!({ RESULT_KEY: value }));
-                result.content = vec![ContentBlock::text(text)];
-                result
-            }
-            Ok(value) => CallToolResult::structured(value),
-            Err(_) => CallToolResult::success(vec![ContentBlock::text(text)]),
-        },
-        Ok(ToolOutput::Content(blocks)) => {
-            let structured = blocks.iter().find_map(|block| block.content.json_value()).map(|value| value.into_owned());
-            let content = blocks.iter().map(mcp_content).collect();
-            let mut result = CallToolResult::success(content);
-            result.structured_content = structured;
-            result
-        }
-        Err(err) => CallToolResult::error(vec![ContentBlock::text(one_line(&report.tool, &err))]),
-    };
-    // What the host refused is also told to the model, as `run` does, so it does not retry blindly.
-    for refusal in refusals {
-        result.content.push(ContentBlock::text(format!("[toolhost refused: {refusal}]")));
-    }
-    result.with_meta(Some(MetaObject(meta)))
-}
-
-/// A content block as MCP carries it (the JSON block as its text, beside
-/// the result's `structuredContent`).
-fn mcp_content(block: &toolhost_runtime::content::ContentBlock) -> ContentBlock {
-    serde_json::from_value(wire_content(block))
-        .unwrap_or_else(|err| ContentBlock::text(format!("[content this MCP library cannot carry: {err}]")))
-}
-
-/// A content block as MCP's JSON.
-fn wire_content(block: &toolhost_runtime::content::ContentBlock) -> Value {
-    use base64::Engine as _;
-    let encode = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
-    let mut wire = match &block.content {
-        Content::Text { text } => json!({ "type": "text", "text": text }),
-        Content::Json { json, .. } => json!({ "type": "text", "text": json }),
-        Content::Image { mime_type, data } => json!({ "type": "image", "data": encode(data), "mimeType": mime_type }),
-        Content::Audio { mime_type, data } => json!({ "type": "audio", "data": encode(data), "mimeType": mime_type }),
-        Content::ResourceLink { uri, name, title, description, mime_type, size } => json!({
-            "type": "resource_link", "uri": uri, "name": name, "title": title, "description": description,
-            "mimeType": mime_type, "size": size,
-        }),
-        Content::Resource { uri, mime_type, body } => {
-            let mut resource = json!({ "uri": uri, "mimeType": mime_type });
-            match body {
-                ResourceBody::Text(text) => resource["text"] = json!(text),
-                ResourceBody::Blob(bytes) => resource["blob"] = json!(encode(bytes)),
-            }
-            json!({ "type": "resource", "resource": resource })
-        }
-    };
-    if let Some(annotations) = &block.annotations {
-        // An empty audience means both (the contract's word); MCP says that by leaving it out.
-        wire["annotations"] = json!({
-            "audience": (!annotations.audience.is_empty()).then_some(&annotations.audience),
-            "priority": annotations.priority.map(|priority| priority.0),
-            "lastModified": annotations.last_modified,
-        });
-    }
-    strip_nulls(&mut wire);
-    wire
-}
-
-/// Parses a result built as MCP's JSON into the library's type; a
-/// mismatch is toolhost's bug, reported as an internal error. (Results carry
-/// `resultType`, which the library leaves out for older protocol versions.)
-fn from_wire<T: serde::de::DeserializeOwned>(wire: Value) -> Result<T, ErrorData> {
-    serde_json::from_value(wire).map_err(|err| ErrorData::internal_error(format!("building the result: {err}"), None))
-}
-
-/// An [`OfferError`] as the JSON-RPC error MCP asks for: a resource not
-/// found is `-32602` with its URI (SEP-2164), as is an unknown prompt.
-fn offer_error(err: OfferError, uri: Option<&str>) -> ErrorData {
-    match err {
-        OfferError::NotFound(_) => ErrorData::invalid_params(err.to_string(), uri.map(|uri| json!({ "uri": uri }))),
-        OfferError::Failed(CallError::InvalidArguments(message)) => ErrorData::invalid_params(message, None),
-        OfferError::Failed(err) => ErrorData::internal_error(err.to_string(), None),
-    }
-}
-
-/// How an offer that ran failed (`None`: nothing offers it, nothing ran).
-fn ran(err: &OfferError) -> Option<&CallError> {
-    match err {
-        OfferError::Failed(err) => Some(err),
-        OfferError::NotFound(_) => None,
-    }
-}
-
-/// What the plugins of `catalog` offer besides tools, each item in
-/// file-name order (a URI or name a plugin before already offers is left
-/// out, as the host serves it from that plugin); only the plugins `shown`
-/// says yes to (after that rule: what an earlier plugin hidden from the
-/// caller offers stays hidden, since asking for it would run that one).
-fn offered(catalog: &Catalog, shown: impl Fn(&str) -> bool) -> (Vec<Value>, Vec<Value>, Vec<Value>) {
-    let (mut resources, mut templates, mut prompts) = (Vec::new(), Vec::new(), Vec::new());
-    let mut seen = std::collections::HashSet::new();
-    for plugin in catalog.plugins() {
-        let offers = &plugin.offers;
-        if !shown(&plugin.name) {
-            seen.extend(offers.resources.iter().map(|resource| format!("r{}", resource.uri)));
-            seen.extend(offers.templates.iter().map(|template| format!("t{}", template.uri_template)));
-            seen.extend(offers.prompts.iter().map(|prompt| format!("p{}", prompt.name)));
-            continue;
-        }
-        for resource in offers.resources.iter().filter(|resource| seen.insert(format!("r{}", resource.uri))) {
-            let mut wire = json!({
-                "uri": resource.uri, "name": resource.name, "title": resource.title,
-                "description": resource.description, "mimeType": resource.mime_type, "size": resource.size,
-            });
-            strip_nulls(&mut wire);
-            resources.push(wire);
-        }
-        for template in offers.templates.iter().filter(|template| seen.insert(format!("t{}", template.uri_template))) {
-            let mut wire = json!({
-                "uriTemplate": template.uri_template, "name": template.name, "title": template.title,
-                "description": template.description, "mimeType": template.mime_type,
-            });
-            strip_nulls(&mut wire);
-            templates.push(wire);
-        }
-        for prompt in offers.prompts.iter().filter(|prompt| seen.insert(format!("p{}", prompt.name))) {
-            let arguments: Vec<Value> = prompt
-                .arguments
-                .iter()
-                .map(|argument| {
-                    let mut wire = json!({
-                        "name": argument.name, "title": argument.title,
-                        "description": argument.description, "required": argument.required,
-                    });
-                    strip_nulls(&mut wire);
-                    wire
-                })
-                .collect();
-            let mut wire = json!({
-                "name": prompt.name, "title": prompt.title, "description": prompt.description, "arguments": arguments,
-            });
-            strip_nulls(&mut wire);
-            prompts.push(wire);
-        }
-    }
-    (resources, templates, prompts)
-}
-
 /// The plugin whose code reading `uri` runs: the first that lists it, else
 /// the first with a template matching it (as `Host::read_resource` picks).
 pub(crate) fn resource_plugin<'a>(catalog: &'a Catalog, uri: &str) -> Option<&'a str> {
@@ -841,49 +644,6 @@ fn granted(context: &RequestContext<RoleServer>) -> Option<&crate::oauth::Grante
 fn default_calls_per_requestor(host: &Host) -> usize {
     let total = host.config().max_concurrent_calls.unwrap_or(toolhost_catalog::config::DEFAULT_MAX_CONCURRENT_CALLS);
     (total / 2).max(1)
-}
-
-/// Removes the `null` members of an object, recursively (MCP leaves absent
-/// optional fields out).
-fn strip_nulls(value: &mut Value) {
-    if let Value::Object(map) = value {
-        map.retain(|_, member| !member.is_null());
-        map.values_mut().for_each(strip_nulls);
-    }
-}
-
-/// The line `toolhost call` prints after `error: `.
-fn one_line(tool: &str, err: &CallError) -> String {
-    match err {
-        CallError::UnknownTool { .. } => err.to_string(),
-        err => format!("{tool}: {err}"),
-    }
-}
-
-fn level_of(record: &LogRecord) -> LoggingLevel {
-    match record.level {
-        "trace" | "debug" => LoggingLevel::Debug,
-        "info" => LoggingLevel::Info,
-        "warn" => LoggingLevel::Warning,
-        _ => LoggingLevel::Error,
-    }
-}
-
-fn severity(level: LoggingLevel) -> u8 {
-    match level {
-        LoggingLevel::Debug => 0,
-        LoggingLevel::Info => 1,
-        LoggingLevel::Notice => 2,
-        LoggingLevel::Warning => 3,
-        LoggingLevel::Error => 4,
-        LoggingLevel::Critical => 5,
-        LoggingLevel::Alert => 6,
-        LoggingLevel::Emergency => 7,
-    }
-}
-
-pub(crate) fn unknown_tool(name: &str) -> ErrorData {
-    ErrorData::invalid_params(format!("Unknown tool: {name}"), None)
 }
 
 impl ServerHandler for ToolServer {

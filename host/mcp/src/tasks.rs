@@ -39,6 +39,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use toolhost_runtime::ask::{Answer, AskError, Asked, Asker, Question};
 use toolhost_runtime::limits::HumanDuration;
+use toolhost_runtime::text::quoted;
 
 /// The environment variable naming this replica in its task ids (e.g. the
 /// pod's name); without it each process picks a random name.
@@ -405,7 +406,7 @@ impl Tasks {
                 "was started by toolhost replica `{}`, not this one (`{}`): that replica is gone, or this load \
                  balancer did not send the request to it. Tasks live in the replica that started them; route \
                  tasks/* by their Mcp-Name header (docs/deploy.md), or call the tool again",
-                printable(replica),
+                quoted(replica),
                 self.replica
             );
             return Err(not_found(id, "other_replica", why));
@@ -481,18 +482,10 @@ fn is_hex(text: &str) -> bool {
     text.bytes().all(|byte| byte.is_ascii_hexdigit())
 }
 
-/// At most 64 characters of what a client sent, control characters and
-/// quotes replaced, for a message.
-pub(crate) fn printable(text: &str) -> String {
-    let shown: String =
-        text.chars().take(64).map(|c| if c.is_control() || c == '`' || c == '"' { '?' } else { c }).collect();
-    if text.chars().count() > 64 { format!("{shown}…") } else { shown }
-}
-
 fn not_found(id: &str, reason: &str, why: String) -> ErrorData {
     ErrorData::invalid_params(
-        format!("task `{}` {why}", printable(id)),
-        Some(json!({ "taskId": printable(id), "reason": reason })),
+        format!("task `{}` {why}", quoted(id)),
+        Some(json!({ "taskId": quoted(id), "reason": reason })),
     )
 }
 
@@ -756,7 +749,7 @@ impl Task {
             let Some(pending) = state.pending.get(&key) else { continue };
             crate::asking::answer_from_mcp(&pending.question, &value).map_err(|why| {
                 ErrorData::invalid_params(
-                    format!("inputResponses: the answer under `{}` was refused: {why}", printable(&key)),
+                    format!("inputResponses: the answer under `{}` was refused: {why}", quoted(&key)),
                     None,
                 )
             })?;

@@ -108,7 +108,7 @@ pub(crate) fn adjust(watch: Watch, message: &mut Value) -> bool {
         Watch::ToolsList => {
             let tools = result.get_mut("tools").and_then(Value::as_array_mut).into_iter().flatten();
             for tool in tools {
-                let support = tool.pointer(&format!("/_meta/{}", crate::server::TASK_SUPPORT_META.replace('/', "~1")));
+                let support = tool.pointer(&format!("/_meta/{}", crate::wire::TASK_SUPPORT_META.replace('/', "~1")));
                 if let Some(support) = support.cloned() {
                     tool["execution"] = json!({ "taskSupport": support });
                 }
@@ -172,7 +172,11 @@ fn cursor_binding(caller: &Caller) -> Vec<u8> {
 }
 
 fn method_not_found(method: &str) -> ErrorData {
-    ErrorData::new(ErrorCode::METHOD_NOT_FOUND, format!("method not found: {}", crate::tasks::printable(method)), None)
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!("method not found: {}", toolhost_runtime::text::quoted(method)),
+        None,
+    )
 }
 
 fn task_id(params: &Value) -> Result<&str, ErrorData> {
@@ -289,7 +293,7 @@ impl ToolServer {
         let catalog = self.host().catalog();
         let (origin, wrap, support) = match catalog.find(&name) {
             Some(entry) if self.served(entry) && self.in_scope(context, entry.name(), entry.origin()) => {
-                (entry.origin().to_owned(), crate::server::wraps_output(entry), self.task_support(entry).0)
+                (entry.origin().to_owned(), crate::wire::wraps_output(entry), self.task_support(entry).0)
             }
             _ => {
                 self.metrics().record_unknown_tool();

@@ -155,10 +155,6 @@ fn label(what: &str, text: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn printable(text: Option<String>) -> Option<String> {
-    text.map(|text| crate::text::printable(&text).into_owned())
-}
-
 impl Offers {
     /// Checks what a plugin listed (see the module docs); `Err` says why
     /// the plugin is refused.
@@ -179,23 +175,23 @@ impl Offers {
             if let Some(mime_type) = &resource.mime_type {
                 label("MIME type", mime_type)?;
             }
-            resource.title = printable(resource.title.take());
-            resource.description = printable(resource.description.take());
+            resource.title = resource.title.take().map(crate::text::printable_owned);
+            resource.description = resource.description.take().map(crate::text::printable_owned);
         }
         for template in &mut self.templates {
             label("URI template", &template.uri_template)?;
             label("template name", &template.name)?;
-            template.title = printable(template.title.take());
-            template.description = printable(template.description.take());
+            template.title = template.title.take().map(crate::text::printable_owned);
+            template.description = template.description.take().map(crate::text::printable_owned);
         }
         for prompt in &mut self.prompts {
             label("prompt name", &prompt.name)?;
-            prompt.title = printable(prompt.title.take());
-            prompt.description = printable(prompt.description.take());
+            prompt.title = prompt.title.take().map(crate::text::printable_owned);
+            prompt.description = prompt.description.take().map(crate::text::printable_owned);
             for argument in &mut prompt.arguments {
                 label("prompt argument name", &argument.name)?;
-                argument.title = printable(argument.title.take());
-                argument.description = printable(argument.description.take());
+                argument.title = argument.title.take().map(crate::text::printable_owned);
+                argument.description = argument.description.take().map(crate::text::printable_owned);
             }
         }
         for (what, names) in [

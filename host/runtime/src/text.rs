@@ -6,7 +6,8 @@
 //! set a terminal's title or clipboard (escape sequences), or reorder what a
 //! reader sees (bidirectional overrides). [`printable`] replaces each with a
 //! space, keeping line breaks and tabs; everything that shows such text goes
-//! through it.
+//! through it. [`quoted`] is for a short piece of what a client sent, quoted
+//! in an error message.
 
 use std::borrow::Cow;
 
@@ -17,6 +18,42 @@ pub fn printable(text: &str) -> Cow<'_, str> {
         return Cow::Borrowed(text);
     }
     Cow::Owned(text.chars().map(|c| if unsafe_char(c) { ' ' } else { c }).collect())
+}
+
+/// [`printable`] of an owned string: `text` itself when it held nothing to
+/// replace.
+pub fn printable_owned(text: String) -> String {
+    match printable(&text) {
+        Cow::Borrowed(_) => text,
+        Cow::Owned(clean) => clean,
+    }
+}
+
+/// [`printable`] in place: `text` is rewritten only when it held something
+/// to replace.
+pub fn printable_in_place(text: &mut String) {
+    if let Cow::Owned(clean) = printable(text) {
+        *text = clean;
+    }
+}
+
+/// Cuts `text` to at most `limit` bytes (at a character boundary) and marks
+/// the cut with `…`.
+pub fn truncate(text: &mut String, limit: usize) {
+    if text.len() > limit {
+        let cut = text.floor_char_boundary(limit);
+        text.truncate(cut);
+        text.push('…');
+    }
+}
+
+/// At most 64 characters of what a client sent (an id, a method, a key),
+/// for quoting in a message: control characters, quotes and backticks
+/// become `?`, so it can neither break the quote nor act on a terminal.
+pub fn quoted(text: &str) -> String {
+    let shown: String =
+        text.chars().take(64).map(|c| if c.is_control() || c == '`' || c == '"' { '?' } else { c }).collect();
+    if text.chars().count() > 64 { format!("{shown}…") } else { shown }
 }
 
 fn unsafe_char(c: char) -> bool {
@@ -32,5 +69,13 @@ mod tests {
         assert!(matches!(printable("plain\ttext\nnext"), Cow::Borrowed(_)));
         assert_eq!(printable("a\u{1b}]52;c;ZXZpbA==\u{7}b"), "a ]52;c;ZXZpbA== b");
         assert_eq!(printable("x\u{202E}y\u{9b}z\r"), "x y z ");
+        assert_eq!(printable_owned("a\u{7}b".to_owned()), "a b");
+    }
+
+    #[test]
+    fn quoted_text_cannot_break_its_quote_and_is_bounded() {
+        assert_eq!(quoted("id-1"), "id-1");
+        assert_eq!(quoted("a`b\"c\u{1b}d"), "a?b?c?d");
+        assert_eq!(quoted(&"x".repeat(65)), format!("{}…", "x".repeat(64)));
     }
 }

@@ -171,6 +171,8 @@ const C: &[File] = &[
     file("tools.c", repo_file!("sdk/templates/c/tools.c")),
     file("toolhost.h", repo_file!("sdk/c/toolhost.h")),
     file("toolhost.c", repo_file!("sdk/c/toolhost.c")),
+    file("toolhost_json.h", repo_file!("sdk/c/toolhost_json.h")),
+    file("toolhost_json.c", repo_file!("sdk/c/toolhost_json.c")),
     file("toolhost_http.h", repo_file!("sdk/c/toolhost_http.h")),
     file("toolhost_http.c", repo_file!("sdk/c/toolhost_http.c")),
     script("build.sh", repo_file!("sdk/templates/c/build.sh")),

@@ -340,6 +340,49 @@ fn append(block: &mut Value, key: &str, piece: &str) {
     }
 }
 
+/// Anthropic Messages, as a [`Wire`](super::protocol::Wire).
+pub(super) struct Messages;
+
+impl super::protocol::Wire for Messages {
+    fn title(&self) -> &'static str {
+        "Anthropic Messages"
+    }
+
+    fn request(
+        &self,
+        endpoint: &super::Endpoint,
+        options: &super::RequestOptions,
+        conversation: &super::Conversation,
+        tools: &[super::ToolSpec],
+    ) -> (String, Value) {
+        request(endpoint, options, conversation, tools)
+    }
+
+    fn authorize(&self, request: reqwest::RequestBuilder, key: Option<&super::ApiKey>) -> reqwest::RequestBuilder {
+        let request = request.header("anthropic-version", "2023-06-01");
+        match key {
+            Some(key) => request.header("x-api-key", key.expose()),
+            None => request,
+        }
+    }
+
+    fn key_hint(&self) -> &'static str {
+        "ANTHROPIC_API_KEY (or `api_key` in the config's [providers] table)"
+    }
+
+    fn parse_reply(&self, value: &Value) -> Result<Reply, Failure> {
+        parse_reply(value)
+    }
+
+    fn read_stream<'a>(
+        &'a self,
+        events: Events,
+        on_text: &'a mut (dyn FnMut(Delta<'_>) + Send),
+    ) -> super::protocol::Reading<'a> {
+        Box::pin(read_stream(events, on_text))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

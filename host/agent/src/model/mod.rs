@@ -9,6 +9,7 @@
 
 mod anthropic;
 mod openai;
+mod protocol;
 pub mod providers;
 mod responses;
 mod sse;
@@ -498,11 +499,7 @@ pub enum Protocol {
 impl Protocol {
     /// The protocol's name in messages.
     fn title(self) -> &'static str {
-        match self {
-            Protocol::Openai => "OpenAI Chat Completions",
-            Protocol::OpenaiResponses => "OpenAI Responses",
-            Protocol::Anthropic => "Anthropic Messages",
-        }
+        self.wire().title()
     }
 }
 
@@ -774,11 +771,7 @@ impl ModelClient {
         tools: &[ToolSpec],
         on_progress: &mut (dyn FnMut(Progress<'_>) + Send),
     ) -> Result<Reply, ModelError> {
-        let (url, body) = match self.endpoint.protocol {
-            Protocol::Openai => openai::request(&self.endpoint, &self.options, conversation, tools),
-            Protocol::OpenaiResponses => responses::request(&self.endpoint, &self.options, conversation, tools),
-            Protocol::Anthropic => anthropic::request(&self.endpoint, &self.options, conversation, tools),
-        };
+        let (url, body) = self.endpoint.protocol.wire().request(&self.endpoint, &self.options, conversation, tools);
         let mut attempt = 0u32;
         loop {
             attempt += 1;
@@ -817,19 +810,8 @@ impl ModelClient {
         on_text: &mut (dyn FnMut(Delta<'_>) + Send),
     ) -> Result<Reply, Failure> {
         let mut request = self.http.post(url).header("content-type", "application/json");
-        request = match self.endpoint.protocol {
-            Protocol::Openai | Protocol::OpenaiResponses => match &self.endpoint.api_key {
-                Some(key) => request.bearer_auth(key.expose()),
-                None => request,
-            },
-            Protocol::Anthropic => {
-                let request = request.header("anthropic-version", "2023-06-01");
-                match &self.endpoint.api_key {
-                    Some(key) => request.header("x-api-key", key.expose()),
-                    None => request,
-                }
-            }
-        };
+        let wire = self.endpoint.protocol.wire();
+        request = wire.authorize(request, self.endpoint.api_key.as_ref());
         let send = request.body(body.to_string()).send();
         let response = match tokio::time::timeout(self.options.timeout, send).await {
             Err(_) => return Err(Failure::Timeout),
@@ -842,7 +824,6 @@ impl ModelClient {
             let text = response.text().await.unwrap_or_default();
             return Err(self.http_failure(url, status.as_u16(), &text, retry_after));
         }
-        let protocol = self.endpoint.protocol;
         let is_stream = response
             .headers()
             .get("content-type")
@@ -850,11 +831,7 @@ impl ModelClient {
             .is_some_and(|value| value.starts_with("text/event-stream"));
         if is_stream {
             let events = sse::Events::new(url, response.bytes_stream());
-            match protocol {
-                Protocol::Openai => openai::read_stream(events, on_text).await,
-                Protocol::OpenaiResponses => responses::read_stream(events, on_text).await,
-                Protocol::Anthropic => anthropic::read_stream(events, on_text).await,
-            }
+            wire.read_stream(events, on_text).await
         } else {
             // The answer had begun: a failure now is a response that broke
             // off, not a connection that could not be made.
@@ -867,11 +844,7 @@ impl ModelClient {
             })?;
             let value: Value = serde_json::from_str(&text)
                 .map_err(|_| Failure::Protocol(format!("the answer is not JSON: {}", describe_body(&text))))?;
-            let reply = match protocol {
-                Protocol::Openai => openai::parse_reply(&value),
-                Protocol::OpenaiResponses => responses::parse_reply(&value),
-                Protocol::Anthropic => anthropic::parse_reply(&value),
-            }?;
+            let reply = wire.parse_reply(&value)?;
             let reasoning = reply.state.reasoning_text();
             if !reasoning.is_empty() {
                 on_text(Delta::Reasoning(&reasoning));
@@ -909,14 +882,7 @@ impl ModelClient {
             401 | 403 => Failure::Final(ModelError::Auth {
                 status,
                 message,
-                hint: match self.endpoint.protocol {
-                    Protocol::Openai | Protocol::OpenaiResponses => {
-                        "OPENAI_API_KEY (or `api_key` in the config's [providers] table)".to_owned()
-                    }
-                    Protocol::Anthropic => {
-                        "ANTHROPIC_API_KEY (or `api_key` in the config's [providers] table)".to_owned()
-                    }
-                },
+                hint: self.endpoint.protocol.wire().key_hint().to_owned(),
             }),
             404 => Failure::Final(ModelError::NotFound { url: url.to_owned(), message }),
             408 | 409 | 425 | 429 | 500..=599 => {

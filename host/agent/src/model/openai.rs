@@ -369,6 +369,45 @@ pub(super) async fn read_stream(
     Ok(Reply { content, tool_calls, stop, usage: tokens, state: reasoning.into_state() })
 }
 
+/// OpenAI Chat Completions (OpenAI, Ollama, vLLM, llama.cpp, …), as a [`Wire`](super::protocol::Wire).
+pub(super) struct ChatCompletions;
+
+impl super::protocol::Wire for ChatCompletions {
+    fn title(&self) -> &'static str {
+        "OpenAI Chat Completions"
+    }
+
+    fn request(
+        &self,
+        endpoint: &super::Endpoint,
+        options: &super::RequestOptions,
+        conversation: &super::Conversation,
+        tools: &[super::ToolSpec],
+    ) -> (String, Value) {
+        request(endpoint, options, conversation, tools)
+    }
+
+    fn authorize(&self, request: reqwest::RequestBuilder, key: Option<&super::ApiKey>) -> reqwest::RequestBuilder {
+        super::protocol::bearer(request, key)
+    }
+
+    fn key_hint(&self) -> &'static str {
+        "OPENAI_API_KEY (or `api_key` in the config's [providers] table)"
+    }
+
+    fn parse_reply(&self, value: &Value) -> Result<Reply, Failure> {
+        parse_reply(value)
+    }
+
+    fn read_stream<'a>(
+        &'a self,
+        events: Events,
+        on_text: &'a mut (dyn FnMut(Delta<'_>) + Send),
+    ) -> super::protocol::Reading<'a> {
+        Box::pin(read_stream(events, on_text))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -331,6 +331,45 @@ fn output_of(response: &Value) -> Vec<Value> {
     response.get("output").and_then(Value::as_array).cloned().unwrap_or_default()
 }
 
+/// the OpenAI Responses API, as a [`Wire`](super::protocol::Wire).
+pub(super) struct Responses;
+
+impl super::protocol::Wire for Responses {
+    fn title(&self) -> &'static str {
+        "OpenAI Responses"
+    }
+
+    fn request(
+        &self,
+        endpoint: &super::Endpoint,
+        options: &super::RequestOptions,
+        conversation: &super::Conversation,
+        tools: &[super::ToolSpec],
+    ) -> (String, Value) {
+        request(endpoint, options, conversation, tools)
+    }
+
+    fn authorize(&self, request: reqwest::RequestBuilder, key: Option<&super::ApiKey>) -> reqwest::RequestBuilder {
+        super::protocol::bearer(request, key)
+    }
+
+    fn key_hint(&self) -> &'static str {
+        "OPENAI_API_KEY (or `api_key` in the config's [providers] table)"
+    }
+
+    fn parse_reply(&self, value: &Value) -> Result<Reply, Failure> {
+        parse_reply(value)
+    }
+
+    fn read_stream<'a>(
+        &'a self,
+        events: Events,
+        on_text: &'a mut (dyn FnMut(Delta<'_>) + Send),
+    ) -> super::protocol::Reading<'a> {
+        Box::pin(read_stream(events, on_text))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

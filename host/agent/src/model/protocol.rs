@@ -1,0 +1,62 @@
+//! The one interface every provider protocol implements ([`Wire`]): how a
+//! conversation becomes a request (what earlier replies carried, replayed as
+//! the provider wants it back), how the request is authorized, and how a
+//! reply is read, whole or streamed. `ModelClient` keeps what is common
+//! (retries, timeouts, errors) and asks [`Protocol::wire`] for the rest, so a
+//! provider's quirk is fixed in its own file and a new protocol is one more
+//! file and one more `Protocol` case.
+
+use super::sse::Events;
+use super::{ApiKey, Conversation, Delta, Endpoint, Failure, Protocol, Reply, RequestOptions, ToolSpec};
+use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
+
+/// A streamed reply being read.
+pub(super) type Reading<'a> = Pin<Box<dyn Future<Output = Result<Reply, Failure>> + Send + 'a>>;
+
+/// One provider protocol.
+pub(super) trait Wire: Sync {
+    /// Its name in messages.
+    fn title(&self) -> &'static str;
+
+    /// The URL and body of a request for `conversation` with `tools`.
+    fn request(
+        &self,
+        endpoint: &Endpoint,
+        options: &RequestOptions,
+        conversation: &Conversation,
+        tools: &[ToolSpec],
+    ) -> (String, Value);
+
+    /// `request` carrying `key` (and whatever else the protocol requires of every request).
+    fn authorize(&self, request: reqwest::RequestBuilder, key: Option<&ApiKey>) -> reqwest::RequestBuilder;
+
+    /// Where a refused key comes from, for the error that says so.
+    fn key_hint(&self) -> &'static str;
+
+    /// A whole (not streamed) reply.
+    fn parse_reply(&self, value: &Value) -> Result<Reply, Failure>;
+
+    /// A streamed reply, its text reported to `on_text` as it comes.
+    fn read_stream<'a>(&'a self, events: Events, on_text: &'a mut (dyn FnMut(Delta<'_>) + Send)) -> Reading<'a>;
+}
+
+impl Protocol {
+    /// The protocol's implementation.
+    pub(super) fn wire(self) -> &'static dyn Wire {
+        match self {
+            Protocol::Openai => &super::openai::ChatCompletions,
+            Protocol::OpenaiResponses => &super::responses::Responses,
+            Protocol::Anthropic => &super::anthropic::Messages,
+        }
+    }
+}
+
+/// `Authorization: Bearer KEY`, as both OpenAI protocols want it.
+pub(super) fn bearer(request: reqwest::RequestBuilder, key: Option<&ApiKey>) -> reqwest::RequestBuilder {
+    match key {
+        Some(key) => request.bearer_auth(key.expose()),
+        None => request,
+    }
+}
