@@ -179,6 +179,8 @@ pub struct Tasks {
     expired: Mutex<VecDeque<(String, Owner)>>,
     /// Woken when a task is kept, so that the expiry timer looks again.
     kept: Arc<Notify>,
+    /// With `[state] url`: the store every replica finds tasks in.
+    shared: std::sync::OnceLock<Arc<crate::state::tasks::StoreTasks>>,
 }
 
 /// Why a task was not kept.
@@ -255,7 +257,38 @@ impl Tasks {
             entries: Mutex::default(),
             expired: Mutex::default(),
             kept: Arc::new(Notify::new()),
+            shared: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Keeps these tasks in the shared store too (`[state] url`), so that
+    /// every replica finds them, and listens for other replicas'
+    /// cancellations and answers of the tasks this one runs. Once only;
+    /// needs a tokio runtime.
+    pub fn share(self: &Arc<Self>, store: Arc<crate::state::tasks::StoreTasks>) {
+        if self.shared.set(store.clone()).is_ok() {
+            store.listen(Arc::downgrade(self));
+        }
+    }
+
+    /// The shared store, if any.
+    pub fn shared(&self) -> Option<&Arc<crate::state::tasks::StoreTasks>> {
+        self.shared.get()
+    }
+
+    /// Makes `task` (just kept) durable in the shared store before its
+    /// handle goes out; without one, nothing to do.
+    pub async fn persist(&self, task: &Arc<Task>) -> Result<(), ErrorData> {
+        match self.shared.get() {
+            Some(shared) => shared.persist(task).await,
+            None => Ok(()),
+        }
+    }
+
+    /// The task `id` this process runs, whoever owns it (for a message
+    /// another replica passed on after checking the owner).
+    pub(crate) fn local(&self, id: &str) -> Option<Arc<Task>> {
+        self.entries().get(id).cloned()
     }
 
     /// Starts the timer that ends each task at its TTL (a running call is
@@ -667,6 +700,11 @@ impl Task {
             Status::Cancelled => TaskPayload::Cancelled,
         };
         DetailedTask::new(task, payload)
+    }
+
+    /// How long the task is kept from its creation.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
     }
 
     /// The task's handle, for the `CreateTaskResult`.
