@@ -1281,6 +1281,14 @@ fn tasks_are_reached_from_every_replica_and_a_killed_replica_s_task_ends_failed(
     let never = format!("{}0", &id[..id.len() - 1]);
     let unknown = task_request(&address[0], "tasks/get", json!({ "taskId": never }), &never);
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    // Not blamed on another replica: with the store, any replica would know it.
+    assert_eq!(unknown["error"]["data"]["reason"], "unknown", "{unknown}");
+    for hostile in ["x".repeat(300), "../../etc".to_owned(), "toolhost:task:*".to_owned(), "*".to_owned()] {
+        for method in ["tasks/get", "tasks/cancel"] {
+            let answer = task_request(&address[2], method, json!({ "taskId": hostile }), &hostile);
+            assert_eq!(answer["error"]["code"], -32602, "{method} {hostile:?}: {answer}");
+        }
+    }
 
     // Through a plain round-robin balancer every poll finds the task.
     let haproxy = Haproxy::start_plain(&replicas.iter().flatten().collect::<Vec<_>>());

@@ -188,8 +188,11 @@ impl ToolServer {
         context: &RequestContext<RoleServer>,
         local: ErrorData,
     ) -> Result<crate::state::tasks::Remote, ErrorData> {
-        let Some(shared) = self.shared.tasks.as_ref().and_then(|tasks| tasks.shared()) else { return Err(local) };
-        let Some(remote) = shared.find(id, &Caller::of(context)).await? else { return Err(local) };
+        let Some(tasks) = &self.shared.tasks else { return Err(local) };
+        let Some(shared) = tasks.shared() else { return Err(local) };
+        let Some(remote) = shared.find(id, &Caller::of(context)).await? else {
+            return Err(tasks.unknown_in_store(id, local));
+        };
         if !self.in_scope(context, &remote.tool, &remote.origin) {
             return Err(ErrorData::invalid_params(
                 format!("task `{}` is a call of a tool this token has not the scope for", remote.id),

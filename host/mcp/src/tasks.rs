@@ -455,6 +455,17 @@ impl Tasks {
     }
 
     /// The error for an id of this replica and run that `caller` has no task under.
+    /// With a shared store that has no record of `id`: this replica's own
+    /// answer `local`, unless it blames another replica or an earlier run
+    /// (any replica would have found the task in the store): then unknown.
+    pub(crate) fn unknown_in_store(&self, id: &str, local: ErrorData) -> ErrorData {
+        let reason = local.data.as_ref().and_then(|data| data.get("reason")).and_then(Value::as_str);
+        match reason {
+            Some("other_replica" | "replica_restarted") => self.unknown(id),
+            _ => local,
+        }
+    }
+
     fn unknown(&self, id: &str) -> ErrorData {
         let why = format!(
             "is not known here: it has expired (tasks are kept {} from their creation) or was never created",
@@ -544,7 +555,7 @@ fn rand_fallback() -> u128 {
 }
 
 /// `2026-11-24T10:30:00.123Z`.
-fn iso8601(time: SystemTime) -> String {
+pub(crate) fn iso8601(time: SystemTime) -> String {
     let since = time.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
     let seconds = since.as_secs();
     let (days, rest) = (seconds / 86_400, seconds % 86_400);

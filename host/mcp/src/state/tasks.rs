@@ -160,6 +160,13 @@ impl StoreTasks {
     /// when there is no record (or another owner's: the same answer). A
     /// record whose lease ran out before it ended is ended `failed` here.
     pub async fn find(&self, id: &str, caller: &Caller) -> Result<Option<Remote>, ErrorData> {
+        // Only what could be a task id is looked up (the client sent it).
+        let plausible = !id.is_empty()
+            && id.len() <= 256
+            && id.bytes().all(|byte| byte.is_ascii_alphanumeric() || b"-_.".contains(&byte));
+        if !plausible {
+            return Ok(None);
+        }
         let key = self.key(id);
         let mut connection = self.store.connection();
         let fields: Vec<Option<String>> = self
@@ -196,10 +203,9 @@ impl StoreTasks {
                 (now - lease) / 1000
             );
             let error = json!({ "code": -32603, "message": why }).as_object().cloned().unwrap_or_default();
-            let failed = DetailedTask::new(
-                remote.detailed.task.clone().with_status_message(why.clone()),
-                TaskPayload::Failed { error },
-            );
+            let mut task = remote.detailed.task.clone().with_status_message(why.clone());
+            task.last_updated_at = crate::tasks::iso8601(std::time::SystemTime::now());
+            let failed = DetailedTask::new(task, TaskPayload::Failed { error });
             remote.detailed = self.end(&key, "failed", &failed).await?.unwrap_or(failed);
             remote.status = status_word(&remote.detailed).to_owned();
         }
@@ -224,10 +230,9 @@ impl StoreTasks {
         if is_ended(&remote.status) {
             return Ok(());
         }
-        let cancelled = DetailedTask::new(
-            remote.detailed.task.clone().with_status_message("cancelled by the client"),
-            TaskPayload::Cancelled,
-        );
+        let mut task = remote.detailed.task.clone().with_status_message("cancelled by the client");
+        task.last_updated_at = crate::tasks::iso8601(std::time::SystemTime::now());
+        let cancelled = DetailedTask::new(task, TaskPayload::Cancelled);
         self.end(&self.key(&remote.id), "cancelled", &cancelled).await?;
         self.tell(remote, json!({ "op": "cancel", "id": remote.id })).await
     }
