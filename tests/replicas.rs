@@ -1234,7 +1234,7 @@ fn tasks_are_reached_from_every_replica_and_a_killed_replica_s_task_ends_failed(
     let config = dir.path().join("toolhost.toml");
     let text = format!(
         "[state]\nurl = \"{}\"\n[serve.tasks]\ntools = {{ slow_echo = \"optional\", confirm_delete = \"optional\" }}\n\
-         [plugins.content_kinds]\nelicitation = true\n",
+         max_tasks = 8\nmax_tasks_per_requestor = 8\n[plugins.content_kinds]\nelicitation = true\n",
         redis.url()
     );
     std::fs::write(&config, text).unwrap();
@@ -1308,4 +1308,21 @@ fn tasks_are_reached_from_every_replica_and_a_killed_replica_s_task_ends_failed(
     assert!(killed.elapsed() < Duration::from_secs(20), "the lost task took {:?} to fail", killed.elapsed());
     assert!(failed.to_string().contains("(`replica2`) stopped answering"), "{failed}");
     assert_eq!(poll_until(&address[1], &id, "failed", Duration::from_secs(5))["result"], failed["result"]);
+
+    // `max_tasks = 8` holds over the replicas together: five tasks are kept
+    // (until their TTL), so three more become tasks, wherever they start,
+    // and the next call runs in its request instead.
+    let mut made = 0;
+    for attempt in 0..6 {
+        let arguments = json!({ "name": "slow_echo", "arguments": { "text": "more", "ms": 300 } });
+        let created = task_request(&address[attempt % 2], "tools/call", arguments, "slow_echo");
+        match created["result"]["resultType"].as_str() {
+            Some("task") => made += 1,
+            _ => {
+                assert!(created.to_string().contains("more"), "{created}");
+                break;
+            }
+        }
+    }
+    assert_eq!(made, 3, "max_tasks = 8 over two replicas let {made} more tasks through after five");
 }

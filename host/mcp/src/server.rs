@@ -385,14 +385,15 @@ impl ToolServer {
         tokio::pin!(deadline, finished);
         let mut due = after.is_zero();
         loop {
-            if due && phased.escalate(&task, &task_asker, || tasks.keep(&task).is_ok()) {
-                // Durable (with `[state] url`) before its handle goes out.
-                if let Err(error) = tasks.persist(&task).await {
-                    task.cancel();
-                    return Err(error);
+            // With `[state] url`, room is made and the task is durable
+            // before its handle goes out (a no-op without).
+            if due && tasks.reserve(&task).await? {
+                if phased.escalate(&task, &task_asker, || tasks.keep(&task).is_ok()) {
+                    tasks.mirror(&task);
+                    owned.disarm();
+                    return Ok(CallToolResponse::Task(CreateTaskResult::new(task.handle())));
                 }
-                owned.disarm();
-                return Ok(CallToolResponse::Task(CreateTaskResult::new(task.handle())));
+                tasks.unreserve(&task).await;
             }
             let changed = phased.changed();
             tokio::select! {

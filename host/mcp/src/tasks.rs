@@ -276,12 +276,41 @@ impl Tasks {
         self.shared.get()
     }
 
-    /// Makes `task` (just kept) durable in the shared store before its
-    /// handle goes out; without one, nothing to do.
-    pub async fn persist(&self, task: &Arc<Task>) -> Result<(), ErrorData> {
-        match self.shared.get() {
-            Some(shared) => shared.persist(task).await,
-            None => Ok(()),
+    /// With a shared store: makes room for `task` under `max_tasks` and its
+    /// requestor's share over every replica and writes its record, before
+    /// its handle goes out. `Ok(false)`: no room (the call goes on in its
+    /// request, as when this process is full; so too with the store
+    /// unreachable and `on_unavailable = "open"`); `Err`: the store is
+    /// unreachable (closed). Without a store, `Ok(true)` at once: [`Tasks::keep`]
+    /// counts.
+    pub async fn reserve(&self, task: &Arc<Task>) -> Result<bool, ErrorData> {
+        let Some(shared) = self.shared.get() else { return Ok(true) };
+        match shared.reserve(task, self.max_tasks, self.max_per_requestor).await {
+            Ok(None) => Ok(true),
+            Ok(Some(full)) => {
+                tracing::debug!(task = %task.id, %full, "not made a task");
+                Ok(false)
+            }
+            Err(reason) if shared.fails_open() => {
+                tracing::warn!(%reason, "the call goes on in its request instead of becoming a task");
+                Ok(false)
+            }
+            Err(reason) => Err(ErrorData::internal_error(format!("the call could not become a task: {reason}"), None)),
+        }
+    }
+
+    /// Gives back a [`Tasks::reserve`] whose call did not become a task.
+    pub async fn unreserve(&self, task: &Arc<Task>) {
+        if let Some(shared) = self.shared.get() {
+            shared.unreserve(task).await;
+        }
+    }
+
+    /// Once `task` is kept and its handle about to go out: with a shared
+    /// store, keeps its record up to date until it ends.
+    pub fn mirror(&self, task: &Arc<Task>) {
+        if let Some(shared) = self.shared.get() {
+            shared.mirror(task);
         }
     }
 

@@ -22,7 +22,7 @@
 
 use super::Store;
 use crate::caller::Caller;
-use crate::tasks::{Task, Tasks};
+use crate::tasks::{Full, Task, Tasks};
 use redis::{AsyncCommands, Script};
 use rmcp::ErrorData;
 use rmcp::model::{DetailedTask, InputResponses, TaskPayload};
@@ -48,6 +48,31 @@ redis.call('HSET', KEYS[1], 'status', ARGV[1], 'detailed', ARGV[2], 'lease', now
   'replica', ARGV[5], 'principal', ARGV[6], 'tool', ARGV[7], 'origin', ARGV[8])
 if ARGV[9] == '1' then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
 return 1
+"#;
+
+/// KEYS[1]: the record, KEYS[2]: every task kept, KEYS[3]: the requestor's
+/// (scored by when they expire). ARGV: as WRITE (1 to 8), then max_tasks,
+/// max_tasks_per_requestor, the id, "1" if KEYS[3] counts. Makes room for
+/// the task and writes its record; 1: `max_tasks` are kept, 2: the
+/// requestor holds its share, 0: done.
+const RESERVE: &str = r#"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[4])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[9]) then return 1 end
+if ARGV[12] == '1' then
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+  if redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[10]) then return 2 end
+  redis.call('ZADD', KEYS[3], now + ttl, ARGV[11])
+  if redis.call('PTTL', KEYS[3]) < ttl then redis.call('PEXPIRE', KEYS[3], ttl) end
+end
+redis.call('ZADD', KEYS[2], now + ttl, ARGV[11])
+if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
+redis.call('HSET', KEYS[1], 'status', ARGV[1], 'detailed', ARGV[2], 'lease', now + tonumber(ARGV[3]),
+  'replica', ARGV[5], 'principal', ARGV[6], 'tool', ARGV[7], 'origin', ARGV[8])
+redis.call('PEXPIRE', KEYS[1], ttl)
+return 0
 "#;
 
 /// KEYS[1]: the record. Returns its fields and the store's time (ms), or
@@ -76,6 +101,7 @@ return ARGV[2]
 /// The tasks of every replica, kept in the store.
 pub struct StoreTasks {
     store: Store,
+    reserve: Script,
     write: Script,
     read: Script,
     end: Script,
@@ -93,54 +119,99 @@ pub struct Remote {
 
 impl StoreTasks {
     pub fn new(store: Store) -> Arc<StoreTasks> {
-        Arc::new(StoreTasks { store, write: Script::new(WRITE), read: Script::new(READ), end: Script::new(END) })
+        Arc::new(StoreTasks {
+            store,
+            reserve: Script::new(RESERVE),
+            write: Script::new(WRITE),
+            read: Script::new(READ),
+            end: Script::new(END),
+        })
     }
 
     fn key(&self, id: &str) -> String {
         self.store.key(&["task", id])
     }
 
+    /// Whether, with the store unreachable, calls go on without it.
+    pub fn fails_open(&self) -> bool {
+        self.store.on_unavailable() == super::OnUnavailable::Open
+    }
+
     fn channel(&self, replica: &str) -> String {
         self.store.key(&["replica", replica])
     }
 
-    /// Writes `task`'s record (`create`: its first write). `Ok(false)`: the
-    /// record has ended (or is gone), so there is nothing more to write.
-    async fn write(&self, task: &Task, create: bool) -> Result<bool, String> {
+    /// The record's fields as WRITE and RESERVE take them (1 to 8).
+    fn record(&self, task: &Task, invocation: &mut redis::ScriptInvocation<'_>) {
         let detailed = task.detailed();
-        let status = status_word(&detailed);
-        let text = serde_json::to_string(&detailed).unwrap_or_default();
         let principal = task.owner.principal.as_ref().map(|principal| principal.key().to_owned()).unwrap_or_default();
-        let mut invocation = self.write.key(self.key(&task.id));
         invocation
-            .arg(status)
-            .arg(text)
+            .arg(status_word(&detailed))
+            .arg(serde_json::to_string(&detailed).unwrap_or_default())
             .arg(LEASE.as_millis() as u64)
             .arg(task.ttl().as_millis() as u64)
             .arg(&self.store.me)
             .arg(principal)
             .arg(&task.tool)
-            .arg(&task.origin)
-            .arg(if create { "1" } else { "0" });
+            .arg(&task.origin);
+    }
+
+    /// Rewrites `task`'s record and renews its lease. `Ok(false)`: the
+    /// record has ended (or is gone), so there is nothing more to write.
+    async fn write(&self, task: &Task) -> Result<bool, String> {
+        let mut invocation = self.write.key(self.key(&task.id));
+        self.record(task, &mut invocation);
+        invocation.arg("0");
         let mut connection = self.store.connection();
         self.store.run(invocation.invoke_async::<i64>(&mut connection)).await.map(|written| written == 1)
     }
 
-    /// Writes `task`'s record before its handle goes out, then keeps it up
-    /// to date (and its lease renewed) in the background until it ends. A
-    /// store that cannot be written is the request's error: a task no other
-    /// replica could find is not given out.
-    pub async fn persist(self: &Arc<Self>, task: &Arc<Task>) -> Result<(), ErrorData> {
-        self.write(task, true)
-            .await
-            .map_err(|reason| ErrorData::internal_error(format!("the task could not be kept: {reason}"), None))?;
+    /// Makes room for `task` under `max_tasks` and its requestor's share,
+    /// counted over every replica, and writes its record: before its handle
+    /// goes out. `Ok(Some(full))` when there is no room.
+    pub async fn reserve(&self, task: &Task, max: usize, per_requestor: usize) -> Result<Option<Full>, String> {
+        let requestor = task.owner.requestor.as_deref();
+        let mut invocation = self.reserve.key(self.key(&task.id));
+        invocation.key(self.store.key(&["tasks"])).key(self.store.key(&[
+            "tasks",
+            "requestor",
+            requestor.unwrap_or(""),
+        ]));
+        self.record(task, &mut invocation);
+        invocation.arg(max).arg(per_requestor).arg(&task.id).arg(if requestor.is_some() { "1" } else { "0" });
+        let mut connection = self.store.connection();
+        match self.store.run(invocation.invoke_async::<i64>(&mut connection)).await? {
+            1 => Ok(Some(Full::Server(max))),
+            2 => Ok(Some(Full::Requestor(per_requestor))),
+            _ => Ok(None),
+        }
+    }
+
+    /// Gives back what [`StoreTasks::reserve`] took, for a call that ended
+    /// before it became a task.
+    pub async fn unreserve(&self, task: &Task) {
+        let requestor = task.owner.requestor.as_deref().unwrap_or("");
+        let mut pipe = redis::pipe();
+        pipe.del(self.key(&task.id))
+            .ignore()
+            .zrem(self.store.key(&["tasks"]), &task.id)
+            .ignore()
+            .zrem(self.store.key(&["tasks", "requestor", requestor]), &task.id)
+            .ignore();
+        let mut connection = self.store.connection();
+        let _ = self.store.run(pipe.query_async::<()>(&mut connection)).await;
+    }
+
+    /// Keeps `task`'s record up to date (and its lease renewed) in the
+    /// background until it ends.
+    pub fn mirror(self: &Arc<Self>, task: &Arc<Task>) {
         let (shared, task) = (self.clone(), task.clone());
         tokio::spawn(async move {
             loop {
                 // Made before the look, so that no change is missed.
                 let changed = task.changed();
                 let ended = task.detailed().task.status.is_terminal();
-                match shared.write(&task, false).await {
+                match shared.write(&task).await {
                     Ok(false) => return,
                     Ok(true) if ended => return,
                     // Tried again at the next change or tick; meanwhile the
@@ -153,7 +224,6 @@ impl StoreTasks {
                 }
             }
         });
-        Ok(())
     }
 
     /// The task `id` as its record shows it, if `caller` owns it; `None`
