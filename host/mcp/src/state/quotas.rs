@@ -106,13 +106,15 @@ impl StoreQuotas {
 /// A call's slots under the shared caps: renewed while it runs, given back
 /// when dropped.
 struct Hold {
-    renewing: tokio::task::JoinHandle<()>,
+    renewing: Option<tokio::task::JoinHandle<()>>,
     release: Option<(Store, Vec<String>, String)>,
 }
 
 impl Drop for Hold {
     fn drop(&mut self) {
-        self.renewing.abort();
+        if let Some(renewing) = &self.renewing {
+            renewing.abort();
+        }
         if let Some((store, keys, holder)) = self.release.take() {
             // Given back in the background; should the store be gone, the
             // lease runs out instead.
@@ -156,11 +158,11 @@ impl SharedQuotas for StoreQuotas {
             match answer.as_slice() {
                 [0, ..] => {
                     let renewing = if caps.is_empty() {
-                        tokio::spawn(async {})
+                        None
                     } else {
                         let (store, renew, keys, holder) =
                             (self.store.clone(), self.renew.clone(), caps.clone(), holder.clone());
-                        tokio::spawn(async move {
+                        Some(tokio::spawn(async move {
                             let mut ticks = tokio::time::interval(RENEW);
                             ticks.tick().await;
                             loop {
@@ -173,7 +175,7 @@ impl SharedQuotas for StoreQuotas {
                                 }
                                 let _ = store.run(invocation.invoke_async::<i64>(&mut connection)).await;
                             }
-                        })
+                        }))
                     };
                     let release = (!caps.is_empty()).then(|| (self.store.clone(), caps, holder));
                     SharedAdmission::Admitted(Box::new(Hold { renewing, release }))
