@@ -1031,12 +1031,19 @@ struct Redis {
     process: Option<Running>,
     port: u16,
     dir: tempfile::TempDir,
+    password: Option<String>,
 }
 
 impl Redis {
     fn start() -> Redis {
+        Redis::start_with(None)
+    }
+
+    /// With `requirepass PASSWORD`.
+    fn start_with(password: Option<&str>) -> Redis {
         common::install("state/redis.sh");
-        let mut redis = Redis { process: None, port: free_port(), dir: tempfile::tempdir().unwrap() };
+        let (port, dir, password) = (free_port(), tempfile::tempdir().unwrap(), password.map(str::to_owned));
+        let mut redis = Redis { process: None, port, dir, password };
         redis.restart();
         redis
     }
@@ -1059,6 +1066,7 @@ impl Redis {
                 .args(["--bind", "127.0.0.1", "--port", &port, "--save", "", "--appendonly", "no"])
                 .arg("--dir")
                 .arg(self.dir.path())
+                .args(self.password.iter().flat_map(|password| ["--requirepass", password.as_str()]))
                 .env("LD_LIBRARY_PATH", libraries)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
@@ -1078,8 +1086,12 @@ impl Redis {
     fn answers(&self) -> bool {
         let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else { return false };
         stream.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-        let mut reply = [0u8; 7];
-        stream.write_all(b"PING\r\n").is_ok() && stream.read_exact(&mut reply).is_ok() && &reply == b"+PONG\r\n"
+        // Without the password the answer is an error (`-NOAUTH`), which
+        // still says the server is up.
+        let mut reply = [0u8; 1];
+        stream.write_all(b"PING\r\n").is_ok()
+            && stream.read_exact(&mut reply).is_ok()
+            && (reply == *b"+" || reply == *b"-")
     }
 
     /// Kills it (SIGKILL, as a crash would).
@@ -1335,4 +1347,56 @@ fn tasks_are_reached_from_every_replica_and_a_killed_replica_s_task_ends_failed(
         }
     }
     assert_eq!(made, 3, "max_tasks = 8 over two replicas let {made} more tasks through after five");
+}
+
+#[test]
+fn the_store_s_password_comes_from_a_file_or_the_environment_and_is_never_shown() {
+    let password = "s3cret-valkey-password-0123456789";
+    let redis = Redis::start_with(Some(password));
+    let dir = plugin_dir(&["hash"]);
+    let secret = dir.path().join("valkey-password");
+    std::fs::write(&secret, format!("{password}\n")).unwrap();
+    let quotas = "[quotas]\ntools = { sha256 = { rate = \"2/min\" } }\n";
+    let url = redis.url();
+    let good = dir.path().join("good.toml");
+    std::fs::write(&good, format!("[state]\nurl = \"{url}\"\npassword_file = \"valkey-password\"\n{quotas}")).unwrap();
+    // The wrong password in the URL, the right one from the environment: the environment wins.
+    let wrong_url = url.replace("redis://", "redis://:not-it@");
+    let from_env = dir.path().join("env.toml");
+    std::fs::write(&from_env, format!("[state]\nurl = \"{wrong_url}\"\npassword_env = \"VALKEY_PW\"\n{quotas}"))
+        .unwrap();
+    let refused = dir.path().join("refused.toml");
+    std::fs::write(&refused, format!("[state]\nurl = \"{wrong_url}\"\n{quotas}")).unwrap();
+
+    let a = Replica::start("with file", dir.path(), &good, &shared_cache(), &[]);
+    let b = Replica::start("with env", dir.path(), &from_env, &shared_cache(), &[("VALKEY_PW", password)]);
+    let c = Replica::start("wrong password", dir.path(), &refused, &shared_cache(), &[]);
+    a.wait_serving();
+    b.wait_serving();
+    // What the wrong password's replica says on its way up: the store's
+    // line, without the password.
+    let mut printed = Vec::new();
+    while !printed.last().is_some_and(|line: &String| line.starts_with("toolhost: serving MCP at ")) {
+        printed.push(c.lines.recv_timeout(Duration::from_secs(120)).expect("the replica never got ready"));
+    }
+    // One limit of 2/min for the two that got in.
+    let results: Vec<(bool, String)> = [&a, &b, &a]
+        .iter()
+        .map(|replica| outcome(&raw_call(&replica.address, "sha256", json!({"text": "x"}), &[])))
+        .collect();
+    assert_eq!(results.iter().filter(|(failed, _)| !failed).count(), 2, "{results:?}");
+    assert!(results[2].1.contains("2 times per minute"), "{results:?}");
+    // The wrong password: refused in one line that says so, without it.
+    let (failed, text) = outcome(&raw_call(&c.address, "sha256", json!({"text": "x"}), &[]));
+    assert!(failed, "{text}");
+    assert!(text.contains("the password was refused") && text.contains(&url), "{text}");
+    assert!(!text.contains("not-it") && !text.contains(password), "{text}");
+    drop((a, b));
+    // Nothing c printed holds a password.
+    drop(c.process);
+    printed.extend(c.lines.try_iter());
+    assert!(printed.iter().any(|line| line.contains("is unreachable (the password was refused)")), "{printed:?}");
+    for line in &printed {
+        assert!(!line.contains("not-it") && !line.contains(password), "{line}");
+    }
 }
