@@ -1032,6 +1032,8 @@ struct Redis {
     port: u16,
     dir: tempfile::TempDir,
     password: Option<String>,
+    /// Serves TLS only (its certificate files in `dir`).
+    tls: bool,
 }
 
 impl Redis {
@@ -1043,13 +1045,26 @@ impl Redis {
     fn start_with(password: Option<&str>) -> Redis {
         common::install("state/redis.sh");
         let (port, dir, password) = (free_port(), tempfile::tempdir().unwrap(), password.map(str::to_owned));
-        let mut redis = Redis { process: None, port, dir, password };
+        let mut redis = Redis { process: None, port, dir, password, tls: false };
+        redis.restart();
+        redis
+    }
+
+    /// Serving TLS only, with a certificate `ca` issued for 127.0.0.1.
+    fn start_tls(ca: &common::tls::TestCa) -> Redis {
+        common::install("state/redis.sh");
+        let (port, dir) = (free_port(), tempfile::tempdir().unwrap());
+        std::fs::write(dir.path().join("server.pem"), &ca.server_cert_pem).unwrap();
+        std::fs::write(dir.path().join("server.key"), &ca.server_key_pem).unwrap();
+        std::fs::write(dir.path().join("ca.pem"), &ca.root_pem).unwrap();
+        let mut redis = Redis { process: None, port, dir, password: None, tls: true };
         redis.restart();
         redis
     }
 
     fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/0", self.port)
+        let scheme = if self.tls { "rediss" } else { "redis" };
+        format!("{scheme}://127.0.0.1:{}/0", self.port)
     }
 
     /// Starts it again on the same port (empty: nothing was saved).
@@ -1061,9 +1076,26 @@ impl Redis {
             root.join(format!("usr/lib/{}-linux-gnu", std::env::consts::ARCH)).display()
         );
         let port = self.port.to_string();
+        let file = |name: &str| self.dir.path().join(name).display().to_string();
+        let listen: Vec<String> = if self.tls {
+            ["--port", "0", "--tls-port", &port, "--tls-auth-clients", "no"]
+                .into_iter()
+                .map(str::to_owned)
+                .chain([
+                    "--tls-cert-file".to_owned(),
+                    file("server.pem"),
+                    "--tls-key-file".to_owned(),
+                    file("server.key"),
+                ])
+                .chain(["--tls-ca-cert-file".to_owned(), file("ca.pem")])
+                .collect()
+        } else {
+            vec!["--port".to_owned(), port.clone()]
+        };
         let process = Running(
             Command::new(root.join("usr/bin/redis-server"))
-                .args(["--bind", "127.0.0.1", "--port", &port, "--save", "", "--appendonly", "no"])
+                .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+                .args(&listen)
                 .arg("--dir")
                 .arg(self.dir.path())
                 .args(self.password.iter().flat_map(|password| ["--requirepass", password.as_str()]))
@@ -1082,9 +1114,12 @@ impl Redis {
         self.process = Some(process);
     }
 
-    /// Whether it answers PING.
+    /// Whether it answers PING (with TLS: takes connections).
     fn answers(&self) -> bool {
         let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else { return false };
+        if self.tls {
+            return true;
+        }
         stream.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
         // Without the password the answer is an error (`-NOAUTH`), which
         // still says the server is up.
@@ -1399,4 +1434,34 @@ fn the_store_s_password_comes_from_a_file_or_the_environment_and_is_never_shown(
     for line in &printed {
         assert!(!line.contains("not-it") && !line.contains(password), "{line}");
     }
+}
+
+#[test]
+fn rediss_with_a_private_ca_shares_the_quotas_and_an_unknown_issuer_is_refused() {
+    let ca = common::tls::TestCa::new("toolhost test valkey CA");
+    let redis = Redis::start_tls(&ca);
+    let dir = plugin_dir(&["hash"]);
+    std::fs::write(dir.path().join("ca.pem"), &ca.root_pem).unwrap();
+    let quotas = "[quotas]\ntools = { sha256 = { rate = \"2/min\" } }\n";
+    let url = redis.url();
+    let trusted = dir.path().join("trusted.toml");
+    std::fs::write(&trusted, format!("[state]\nurl = \"{url}\"\nca_file = \"ca.pem\"\n{quotas}")).unwrap();
+    let untrusted = dir.path().join("untrusted.toml");
+    std::fs::write(&untrusted, format!("[state]\nurl = \"{url}\"\n{quotas}")).unwrap();
+    let a = Replica::start("trusted a", dir.path(), &trusted, &shared_cache(), &[]);
+    let b = Replica::start("trusted b", dir.path(), &trusted, &shared_cache(), &[]);
+    let c = Replica::start("untrusted", dir.path(), &untrusted, &shared_cache(), &[]);
+    for replica in [&a, &b, &c] {
+        replica.wait_serving();
+    }
+    let results: Vec<(bool, String)> = [&a, &b, &a]
+        .iter()
+        .map(|replica| outcome(&raw_call(&replica.address, "sha256", json!({"text": "x"}), &[])))
+        .collect();
+    assert_eq!(results.iter().filter(|(failed, _)| !failed).count(), 2, "{results:?}");
+    assert!(results[2].1.contains("2 times per minute"), "{results:?}");
+    // The system's roots do not know the test CA: refused, in one line.
+    let (failed, text) = outcome(&raw_call(&c.address, "sha256", json!({"text": "x"}), &[]));
+    assert!(failed, "{text}");
+    assert!(text.contains(&format!("the shared state store {url} is unreachable")), "{text}");
 }

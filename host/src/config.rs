@@ -211,6 +211,7 @@ impl Config {
         config.cache_dir = config.cache_dir.map(|dir| base.join(dir));
         config.ca_file = config.ca_file.map(|file| base.join(file));
         config.state.password_file = config.state.password_file.map(|file| base.join(file));
+        config.state.ca_file = config.state.ca_file.map(|file| base.join(file));
         for server in config.mcp_servers.values_mut() {
             if let toolhost_mcp_client::config::Transport::Stdio { cwd: Some(cwd), .. } = &mut server.transport {
                 *cwd = base.join(&*cwd);

@@ -13,6 +13,7 @@
 //! on_unavailable = "closed"                   # or "open"
 //! prefix = "toolhost"                         # the keys' prefix, to share one store between deployments
 //! timeout = "2s"                              # how long one request to the store may take
+//! ca_file = "/secrets/valkey/ca.pem"          # rediss:// signed by a private CA (else the system's roots)
 //! ```
 //!
 //! The password is never printed: errors, logs and `Debug` show the URL
@@ -38,6 +39,8 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
 pub const DEFAULT_PREFIX: &str = "toolhost";
 /// The largest password file read.
 const MAX_PASSWORD_FILE: u64 = 4096;
+/// The largest `ca_file` read.
+const MAX_CA_FILE: u64 = 1 << 20;
 
 /// `[state]` in `toolhost.toml`.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -49,6 +52,9 @@ pub struct StateConfig {
     pub password_file: Option<PathBuf>,
     /// An environment variable holding the password, over the URL's.
     pub password_env: Option<String>,
+    /// With `rediss://`: the PEM certificates that sign the store's (instead
+    /// of the system's roots).
+    pub ca_file: Option<PathBuf>,
     /// What calls do while the store cannot be reached.
     #[serde(default)]
     pub on_unavailable: OnUnavailable,
@@ -154,6 +160,20 @@ impl StateConfig {
         Ok(None)
     }
 
+    /// `ca_file`'s certificates, if set (only with `rediss://`).
+    pub fn ca(&self) -> anyhow::Result<Option<Vec<u8>>> {
+        let Some(file) = &self.ca_file else { return Ok(None) };
+        if !self.url.as_ref().is_some_and(StateUrl::tls) {
+            anyhow::bail!("[state] ca_file is set but the url is not rediss:// (TLS): use rediss:// or drop ca_file");
+        }
+        let pem = toolhost_grants::readfile::read_regular(file, MAX_CA_FILE)
+            .map_err(|err| anyhow::anyhow!("[state] ca_file {}: could not read it: {err}", file.display()))?;
+        if !pem.windows(27).any(|window| window == b"-----BEGIN CERTIFICATE-----") {
+            anyhow::bail!("[state] ca_file {}: holds no PEM certificate", file.display());
+        }
+        Ok(Some(pem))
+    }
+
     /// How long one request to the store may take.
     pub fn timeout(&self) -> Duration {
         self.timeout.map_or(DEFAULT_TIMEOUT, |timeout| timeout.0)
@@ -188,6 +208,23 @@ mod tests {
             assert!(err.contains("redis://HOST:PORT/DB"), "{err}");
             assert!(!err.contains("secretpw"), "{err}");
         }
+    }
+
+    #[test]
+    fn rejects_a_ca_file_without_tls_or_without_a_certificate() {
+        let dir = std::env::temp_dir().join(format!("toolhost-state-ca-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let not_pem = dir.join("not.pem");
+        std::fs::write(&not_pem, "hello").unwrap();
+        let plain: StateConfig =
+            toml::from_str(&format!("url = \"redis://h\"\nca_file = {:?}", not_pem.display().to_string())).unwrap();
+        assert!(plain.ca().unwrap_err().to_string().contains("not rediss://"));
+        let tls: StateConfig =
+            toml::from_str(&format!("url = \"rediss://h\"\nca_file = {:?}", not_pem.display().to_string())).unwrap();
+        assert!(tls.ca().unwrap_err().to_string().contains("holds no PEM certificate"));
+        let missing: StateConfig = toml::from_str("url = \"rediss://h\"\nca_file = \"/nonexistent/ca.pem\"").unwrap();
+        assert!(missing.ca().unwrap_err().to_string().contains("could not read it"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -34,8 +34,14 @@ impl Store {
             let settings = info.redis_settings().clone().set_password(password);
             info = info.set_redis_settings(settings);
         }
-        let client = redis::Client::open(info)
-            .with_context(|| format!("[state] url `{}`: could not set up the client", url.shown()))?;
+        let client = match config.ca()? {
+            Some(pem) => {
+                let certificates = redis::TlsCertificates { client_tls: None, root_cert: Some(pem) };
+                redis::Client::build_with_tls(info, certificates)
+            }
+            None => redis::Client::open(info),
+        }
+        .with_context(|| format!("[state] url `{}`: could not set up the client", url.shown()))?;
         let timeout = config.timeout();
         // Few quick retries: a request waits at most about `timeout` for a
         // store that is gone, then the call is refused (or not) at once.
