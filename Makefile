@@ -77,6 +77,7 @@ bench: plugins
 	$(CARGO) bench -p toolhost --bench per_call
 	$(CARGO) bench -p toolhost --bench languages
 	$(CARGO) bench -p toolhost --bench mcp
+	$(CARGO) bench -p toolhost --bench state
 	$(CARGO) bench -p toolhost --bench soak
 	$(CARGO) bench -p toolhost --bench peer
 

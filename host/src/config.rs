@@ -122,6 +122,10 @@ pub struct Config {
     /// `toolhost serve --http`: token, allowed hosts and origins, bounds.
     #[serde(default)]
     pub serve: ServeConfig,
+    /// Where `serve` replicas keep what they share (quotas, tasks, sessions):
+    /// in the process (the default) or a Valkey/Redis.
+    #[serde(default)]
+    pub state: toolhost_mcp::state::StateConfig,
     /// `[[trust]]`: the public keys whose signatures `toolhost pull` accepts,
     /// per registry or repository, and where a signature is required.
     #[serde(default)]
@@ -206,6 +210,8 @@ impl Config {
         config.plugins_dir = config.plugins_dir.map(|dir| base.join(dir));
         config.cache_dir = config.cache_dir.map(|dir| base.join(dir));
         config.ca_file = config.ca_file.map(|file| base.join(file));
+        config.state.password_file = config.state.password_file.map(|file| base.join(file));
+        config.state.ca_file = config.state.ca_file.map(|file| base.join(file));
         for server in config.mcp_servers.values_mut() {
             if let toolhost_mcp_client::config::Transport::Stdio { cwd: Some(cwd), .. } = &mut server.transport {
                 *cwd = base.join(&*cwd);
@@ -314,6 +320,13 @@ impl From<Config> for HostConfig {
                         .iter()
                         .map(|key| (key.clone(), "a `[[trust]]` key (whose signatures pulls accept)".to_owned()))
                 }))
+                .chain(
+                    config
+                        .state
+                        .password_file
+                        .iter()
+                        .map(|file| (file.clone(), "`[state] password_file` (the shared store's password)".to_owned())),
+                )
                 .collect(),
         }
     }

@@ -11,6 +11,7 @@ mod asking;
 mod cli;
 mod contract_v0_2;
 mod credentials;
+mod deploy;
 mod docs;
 mod grants;
 mod hardening;

@@ -141,7 +141,33 @@ fn free_port() -> u16 {
 
 /// The haproxy config of the tested topology (docs/deploy.md shows the same).
 fn haproxy_config(port: u16, replicas: &[&Replica], sticky: bool) -> String {
-    let mut config = format!(
+    let mut config = haproxy_defaults(port);
+    if sticky {
+        config.push_str(
+            "    stick-table type string len 64 size 100k expire 30m\n\
+             \x20   stick on req.hdr(mcp-session-id)\n\
+             \x20   stick store-response res.hdr(mcp-session-id)\n",
+        );
+    }
+    // MCP tasks live in the replica that started them (named as its server
+    // here, TOOLHOST_REPLICA): tasks/* go there by the replica name, the task
+    // id in Mcp-Name without its `.RUN.SECRET` end. Only that name (which
+    // grants nothing) is matched; the header is not captured in any log.
+    config.push_str(
+        "    http-request set-var(txn.replica) req.hdr(mcp-name),regsub('\\.[0-9a-f]{8}\\.[0-9a-f]{32}$','') \
+         if { req.hdr(mcp-method) -m beg tasks/ }\n",
+    );
+    for index in 0..replicas.len() {
+        config.push_str(&format!("    use-server replica{index} if {{ var(txn.replica) -m str replica{index} }}\n"));
+    }
+    config.push_str(&haproxy_servers(replicas));
+    config
+}
+
+/// The part of every config up to the backend's own lines: round robin,
+/// health checks on `/readyz`, retries.
+fn haproxy_defaults(port: u16) -> String {
+    format!(
         "global\n\
          \x20   maxconn 256\n\
          defaults\n\
@@ -163,29 +189,22 @@ fn haproxy_config(port: u16, replicas: &[&Replica], sticky: bool) -> String {
          \x20   default-server inter 500ms fall 1 rise 2\n\
          \x20   option http-buffer-request\n\
          \x20   retry-on conn-failure empty-response\n"
-    );
-    if sticky {
-        config.push_str(
-            "    stick-table type string len 64 size 100k expire 30m\n\
-             \x20   stick on req.hdr(mcp-session-id)\n\
-             \x20   stick store-response res.hdr(mcp-session-id)\n",
-        );
-    }
-    // MCP tasks live in the replica that started them (named as its server
-    // here, TOOLHOST_REPLICA): tasks/* go there by the replica name, the task
-    // id in Mcp-Name without its `.RUN.SECRET` end. Only that name (which
-    // grants nothing) is matched; the header is not captured in any log.
-    config.push_str(
-        "    http-request set-var(txn.replica) req.hdr(mcp-name),regsub('\\.[0-9a-f]{8}\\.[0-9a-f]{32}$','') \
-         if { req.hdr(mcp-method) -m beg tasks/ }\n",
-    );
-    for index in 0..replicas.len() {
-        config.push_str(&format!("    use-server replica{index} if {{ var(txn.replica) -m str replica{index} }}\n"));
-    }
-    for (index, replica) in replicas.iter().enumerate() {
-        config.push_str(&format!("    server replica{index} {} check\n", replica.address));
-    }
-    config
+    )
+}
+
+/// One `server` line per replica.
+fn haproxy_servers(replicas: &[&Replica]) -> String {
+    replicas
+        .iter()
+        .enumerate()
+        .map(|(index, replica)| format!("    server replica{index} {} check\n", replica.address))
+        .collect()
+}
+
+/// With `[state] url`: plain round robin, nothing sticky and no routing by
+/// replica (docs/deploy.md shows the same).
+fn haproxy_plain_config(port: u16, replicas: &[&Replica]) -> String {
+    haproxy_defaults(port) + &haproxy_servers(replicas)
 }
 
 /// `haproxy -f CONFIG -db` in the foreground, killed when dropped.
@@ -202,10 +221,20 @@ impl Haproxy {
 
     /// [`Haproxy::start`] on a port chosen before (when the replicas must know their URL).
     fn start_on(port: u16, replicas: &[&Replica], sticky: bool) -> Haproxy {
+        Haproxy::launch(port, haproxy_config(port, replicas, sticky))
+    }
+
+    /// Plain round robin ([`haproxy_plain_config`]).
+    fn start_plain(replicas: &[&Replica]) -> Haproxy {
+        let port = free_port();
+        Haproxy::launch(port, haproxy_plain_config(port, replicas))
+    }
+
+    fn launch(port: u16, text: String) -> Haproxy {
         setup();
         let folder = tempfile::tempdir().unwrap();
         let config = folder.path().join("haproxy.cfg");
-        std::fs::write(&config, haproxy_config(port, replicas, sticky)).unwrap();
+        std::fs::write(&config, &text).unwrap();
         let mut process = Running(
             Command::new("haproxy")
                 .arg("-f")
@@ -227,7 +256,7 @@ impl Haproxy {
         let deadline = Instant::now() + Duration::from_secs(20);
         while get(&address, "/healthz", &[]).map(|response| response.status) != Some(200) {
             if let Ok(Some(status)) = process.0.try_wait() {
-                panic!("haproxy exited ({status}) with the config:\n{}", haproxy_config(port, replicas, sticky));
+                panic!("haproxy exited ({status}) with the config:\n{text}");
             }
             assert!(Instant::now() < deadline, "haproxy did not start on {address}");
             std::thread::sleep(Duration::from_millis(50));
@@ -667,7 +696,10 @@ fn replicas_send_their_spans_to_one_collector_each_under_its_own_name() {
 fn task_request(address: &str, method: &str, mut params: Value, name: &str) -> Value {
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        "io.modelcontextprotocol/clientCapabilities": {
+            "elicitation": {"form": {}},
+            "extensions": {"io.modelcontextprotocol/tasks": {}}
+        },
         "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "1" }
     });
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
@@ -993,4 +1025,451 @@ fn oauth_and_input_rounds_work_across_replicas_behind_haproxy() {
     }
     // Without a token, a replica's metrics are refused too.
     assert_eq!(get(&a.address, "/metrics", &[]).unwrap().status, 401);
+}
+
+// ---------------------------------------------------------------------------
+// Shared state (`[state] url`): replicas behind plain round robin that keep
+// their quotas (and tasks) in one Debian redis-server on loopback, installed
+// by tests/state/redis.sh.
+
+/// Debian's redis-server on a loopback port, without persistence, in a
+/// private folder; killed when dropped.
+struct Redis {
+    process: Option<Running>,
+    port: u16,
+    dir: tempfile::TempDir,
+    password: Option<String>,
+    /// Serves TLS only (its certificate files in `dir`).
+    tls: bool,
+}
+
+impl Redis {
+    fn start() -> Redis {
+        Redis::start_with(None)
+    }
+
+    /// With `requirepass PASSWORD`.
+    fn start_with(password: Option<&str>) -> Redis {
+        common::install("state/redis.sh");
+        let (port, dir, password) = (free_port(), tempfile::tempdir().unwrap(), password.map(str::to_owned));
+        let mut redis = Redis { process: None, port, dir, password, tls: false };
+        redis.restart();
+        redis
+    }
+
+    /// Serving TLS only, with a certificate `ca` issued for 127.0.0.1.
+    fn start_tls(ca: &common::tls::TestCa) -> Redis {
+        common::install("state/redis.sh");
+        let (port, dir) = (free_port(), tempfile::tempdir().unwrap());
+        std::fs::write(dir.path().join("server.pem"), &ca.server_cert_pem).unwrap();
+        std::fs::write(dir.path().join("server.key"), &ca.server_key_pem).unwrap();
+        std::fs::write(dir.path().join("ca.pem"), &ca.root_pem).unwrap();
+        let mut redis = Redis { process: None, port, dir, password: None, tls: true };
+        redis.restart();
+        redis
+    }
+
+    fn url(&self) -> String {
+        let scheme = if self.tls { "rediss" } else { "redis" };
+        format!("{scheme}://127.0.0.1:{}/0", self.port)
+    }
+
+    /// Starts it again on the same port (empty: nothing was saved).
+    fn restart(&mut self) {
+        let root = lb_dir().join("../state/.tools/redis");
+        let libraries = format!(
+            "{}:{}",
+            root.join("usr/lib/x86_64-linux-gnu").display(),
+            root.join(format!("usr/lib/{}-linux-gnu", std::env::consts::ARCH)).display()
+        );
+        let port = self.port.to_string();
+        let file = |name: &str| self.dir.path().join(name).display().to_string();
+        let listen: Vec<String> = if self.tls {
+            ["--port", "0", "--tls-port", &port, "--tls-auth-clients", "no"]
+                .into_iter()
+                .map(str::to_owned)
+                .chain([
+                    "--tls-cert-file".to_owned(),
+                    file("server.pem"),
+                    "--tls-key-file".to_owned(),
+                    file("server.key"),
+                ])
+                .chain(["--tls-ca-cert-file".to_owned(), file("ca.pem")])
+                .collect()
+        } else {
+            vec!["--port".to_owned(), port.clone()]
+        };
+        let process = Running(
+            Command::new(root.join("usr/bin/redis-server"))
+                .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+                .args(&listen)
+                .arg("--dir")
+                .arg(self.dir.path())
+                .args(self.password.iter().flat_map(|password| ["--requirepass", password.as_str()]))
+                .env("LD_LIBRARY_PATH", libraries)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start redis-server"),
+        );
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !self.answers() {
+            assert!(Instant::now() < deadline, "redis-server did not start on port {port}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.process = Some(process);
+    }
+
+    /// Whether it answers PING (with TLS: takes connections).
+    fn answers(&self) -> bool {
+        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else { return false };
+        if self.tls {
+            return true;
+        }
+        stream.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        // Without the password the answer is an error (`-NOAUTH`), which
+        // still says the server is up.
+        let mut reply = [0u8; 1];
+        stream.write_all(b"PING\r\n").is_ok()
+            && stream.read_exact(&mut reply).is_ok()
+            && (reply == *b"+" || reply == *b"-")
+    }
+
+    /// Kills it (SIGKILL, as a crash would).
+    fn kill(&mut self) {
+        drop(self.process.take());
+    }
+}
+
+/// A plugins folder whose config keeps the state in `redis`, plus `extra`.
+fn shared_plugins(redis: &Redis, extra: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = plugin_dir(&["hash", "mcp_conformance"]);
+    let config = dir.path().join("toolhost.toml");
+    std::fs::write(&config, format!("[state]\nurl = \"{}\"\ntimeout = \"1s\"\n{extra}", redis.url())).unwrap();
+    (dir, config)
+}
+
+/// The text of a call's result, and whether it is an error (a tool result
+/// with `isError`, or a JSON-RPC error).
+fn outcome(response: &Response) -> (bool, String) {
+    let message = message(response);
+    if let Some(error) = message.get("error") {
+        return (true, error.to_string());
+    }
+    let result = &message["result"];
+    (result["isError"] == json!(true), result["content"][0]["text"].as_str().unwrap_or_default().to_owned())
+}
+
+#[test]
+fn a_rate_limit_holds_exactly_across_round_robin_replicas_and_outlives_the_store_going_away() {
+    let mut redis = Redis::start();
+    let quotas = "[quotas]\ntools = { sha256 = { rate = \"4/min\" }, slow_echo = { concurrency = 1 } }\n";
+    let (dir, config) = shared_plugins(&redis, quotas);
+    let replicas: Vec<Replica> = (0..3)
+        .map(|index| Replica::start(&format!("replica {index}"), dir.path(), &config, &shared_cache(), &[]))
+        .collect();
+    for replica in &replicas {
+        replica.wait_serving();
+    }
+    let haproxy = Haproxy::start_plain(&replicas.iter().collect::<Vec<_>>());
+
+    // Ten calls through the balancer: each replica sees three or four of
+    // them, and only four succeed in all (each replica alone would let four
+    // through, twelve in all).
+    let mut admitted = 0;
+    for index in 0..10 {
+        let (failed, text) = outcome(&raw_call(&haproxy.address, "sha256", json!({"text": index.to_string()}), &[]));
+        if failed {
+            assert!(text.contains("4 times per minute"), "call {index}: {text}");
+        } else {
+            admitted += 1;
+        }
+    }
+    assert_eq!(admitted, 4, "a limit of 4/min across three replicas admitted {admitted} of 10 calls");
+    for replica in &replicas {
+        let metrics = get(&replica.address, "/metrics", &[]).unwrap().body;
+        let sha256: f64 = metrics
+            .lines()
+            .filter(|line| line.starts_with("toolhost_tool_calls_total{") && line.contains("tool=\"sha256\""))
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum();
+        assert!(sha256 >= 3.0, "round robin sent {sha256} calls to {}", replica.address);
+    }
+
+    // A concurrency cap of one holds across replicas too: while a call runs
+    // on one replica, another replica refuses the next; once it is over, a
+    // third one runs it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let first = replicas[0].address.clone();
+        let running =
+            std::thread::spawn(move || outcome(&raw_call(&first, "slow_echo", json!({"text": "a", "ms": 3000}), &[])));
+        std::thread::sleep(Duration::from_millis(300));
+        let (failed, text) = outcome(&raw_call(&replicas[1].address, "slow_echo", json!({"text": "b", "ms": 0}), &[]));
+        let first = running.join().unwrap();
+        if failed {
+            assert!(text.contains("already has 1 call running"), "{text}");
+            assert_eq!(first, (false, "a".to_owned()));
+            break;
+        }
+        // The second call got the place first (a slow machine): the first
+        // was refused or ran after it. Try again.
+        assert!(Instant::now() < deadline, "the cap never refused a call on another replica");
+    }
+    // The place is given back as the call ends (at once, not at its lease's end).
+    let given_back = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (failed, text) = outcome(&raw_call(&replicas[2].address, "slow_echo", json!({"text": "c", "ms": 0}), &[]));
+        if !failed {
+            break;
+        }
+        assert!(Instant::now() < given_back, "the cap's place was not given back: {text}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // The store goes away: calls are refused at once, with one line naming
+    // the store and what happens (closed by default), never its password.
+    redis.kill();
+    let started = Instant::now();
+    let (failed, text) = outcome(&raw_call(&haproxy.address, "sha256", json!({"text": "down"}), &[]));
+    assert!(failed, "a call ran while the store was gone: {text}");
+    eprintln!("refused while the store is gone: {text}");
+    assert!(text.contains(&format!("the shared state store {} is unreachable", redis.url())), "{text}");
+    assert!(text.contains("calls are refused until it is back"), "{text}");
+    assert!(started.elapsed() < Duration::from_secs(10), "the refusal took {:?}", started.elapsed());
+
+    // A replica that fails open runs the call under its own limits meanwhile.
+    let (open_dir, open_config) = shared_plugins(&redis, "on_unavailable = \"open\"\n");
+    let open = Replica::start("replica open", open_dir.path(), &open_config, &shared_cache(), &[]);
+    open.wait_serving();
+    let (failed, text) = outcome(&raw_call(&open.address, "sha256", json!({"text": "open"}), &[]));
+    assert!(!failed, "a fail-open replica refused a call: {text}");
+
+    // The store comes back (empty): the replicas reconnect by themselves and
+    // the limit holds again, four more calls in all.
+    redis.restart();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut admitted = 0;
+    let mut refused = 0;
+    while admitted + refused < 10 {
+        let (failed, text) = outcome(&raw_call(&haproxy.address, "sha256", json!({"text": "again"}), &[]));
+        if text.contains("is unreachable") {
+            assert!(Instant::now() < deadline, "the replicas never reconnected to the store: {text}");
+            std::thread::sleep(Duration::from_millis(200));
+            continue;
+        }
+        if failed {
+            assert!(text.contains("4 times per minute"), "{text}");
+            refused += 1;
+        } else {
+            admitted += 1;
+        }
+    }
+    assert_eq!(admitted, 4, "after the store came back, {admitted} of 10 calls were admitted");
+}
+
+/// Polls task `id` on `address` until its status is `status` (any other
+/// status than `working` and `input_required` on the way fails); the last poll.
+fn poll_until(address: &str, id: &str, status: &str, within: Duration) -> Value {
+    let deadline = Instant::now() + within;
+    loop {
+        let polled = task_request(address, "tasks/get", json!({ "taskId": id }), id);
+        let now = polled["result"]["status"].as_str().unwrap_or_else(|| panic!("{id} on {address}: {polled}"));
+        if now == status {
+            return polled;
+        }
+        assert!(now == "working" || now == "input_required", "{id} on {address} is {now}, not {status}: {polled}");
+        assert!(Instant::now() < deadline, "{id} on {address} never became {status}: {polled}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn start_task(address: &str, tool: &str, arguments: Value) -> String {
+    let created = task_request(address, "tools/call", json!({ "name": tool, "arguments": arguments }), tool);
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    created["result"]["taskId"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn tasks_are_reached_from_every_replica_and_a_killed_replica_s_task_ends_failed() {
+    let redis = Redis::start();
+    let dir = plugin_dir(&["hash", "mcp_conformance", "content_kinds"]);
+    let config = dir.path().join("toolhost.toml");
+    let text = format!(
+        "[state]\nurl = \"{}\"\n[serve.tasks]\ntools = {{ slow_echo = \"optional\", confirm_delete = \"optional\" }}\n\
+         max_tasks = 8\nmax_tasks_per_requestor = 8\n[plugins.content_kinds]\nelicitation = true\n",
+        redis.url()
+    );
+    std::fs::write(&config, text).unwrap();
+    let mut replicas: Vec<Option<Replica>> = (0..3)
+        .map(|index| {
+            let name = format!("replica{index}");
+            Some(Replica::start(&name, dir.path(), &config, &shared_cache(), &[("TOOLHOST_REPLICA", &name)]))
+        })
+        .collect();
+    let address: Vec<String> = replicas.iter().map(|replica| replica.as_ref().unwrap().address.clone()).collect();
+    for replica in replicas.iter().flatten() {
+        replica.wait_serving();
+    }
+
+    // Started on one replica, polled on the two others until it completes.
+    let id = start_task(&address[0], "slow_echo", json!({ "text": "far", "ms": 1500 }));
+    assert_eq!(task_request(&address[1], "tasks/get", json!({ "taskId": id }), &id)["result"]["status"], "working");
+    let done = poll_until(&address[2], &id, "completed", Duration::from_secs(30));
+    assert!(done.to_string().contains("far"), "{done}");
+    assert_eq!(poll_until(&address[1], &id, "completed", Duration::from_secs(5)), done);
+
+    // A question asked on one replica is seen on another and answered
+    // through a third, which passes the answer to the running call.
+    let id = start_task(&address[0], "confirm_delete", json!({ "filename": "notes.txt" }));
+    let asked = poll_until(&address[1], &id, "input_required", Duration::from_secs(30));
+    assert!(asked.to_string().contains("Delete notes.txt?"), "{asked}");
+    let key = asked["result"]["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
+    let answer = json!({ key: {"action": "accept", "content": {"confirm": true}} });
+    let updated = task_request(&address[2], "tasks/update", json!({ "taskId": id, "inputResponses": answer }), &id);
+    assert!(updated.get("error").is_none(), "{updated}");
+    let done = poll_until(&address[1], &id, "completed", Duration::from_secs(30));
+    assert!(done.to_string().contains("confirm_delete notes.txt"), "{done}");
+
+    // Cancelled through another replica: cancelled at once everywhere, and
+    // the running call is stopped (its own replica says cancelled too).
+    let id = start_task(&address[1], "slow_echo", json!({ "text": "stop me", "ms": 9000 }));
+    assert_eq!(task_request(&address[0], "tasks/get", json!({ "taskId": id }), &id)["result"]["status"], "working");
+    let cancelled = task_request(&address[2], "tasks/cancel", json!({ "taskId": id }), &id);
+    assert!(cancelled.get("error").is_none(), "{cancelled}");
+    assert_eq!(task_request(&address[0], "tasks/get", json!({ "taskId": id }), &id)["result"]["status"], "cancelled");
+    poll_until(&address[1], &id, "cancelled", Duration::from_secs(5));
+
+    // Another client's view: an id it was never given is unknown on every replica.
+    let last = if id.ends_with('0') { '1' } else { '0' };
+    let never = format!("{}{last}", &id[..id.len() - 1]);
+    let unknown = task_request(&address[0], "tasks/get", json!({ "taskId": never }), &never);
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    // Not blamed on another replica: with the store, any replica would know it.
+    assert_eq!(unknown["error"]["data"]["reason"], "unknown", "{unknown}");
+    for hostile in ["x".repeat(300), "../../etc".to_owned(), "toolhost:task:*".to_owned(), "*".to_owned()] {
+        for method in ["tasks/get", "tasks/cancel"] {
+            let answer = task_request(&address[2], method, json!({ "taskId": hostile }), &hostile);
+            assert_eq!(answer["error"]["code"], -32602, "{method} {hostile:?}: {answer}");
+        }
+    }
+
+    // Through a plain round-robin balancer every poll finds the task.
+    let haproxy = Haproxy::start_plain(&replicas.iter().flatten().collect::<Vec<_>>());
+    let id = start_task(&haproxy.address, "slow_echo", json!({ "text": "balanced", "ms": 1000 }));
+    let done = poll_until(&haproxy.address, &id, "completed", Duration::from_secs(30));
+    assert!(done.to_string().contains("balanced"), "{done}");
+    drop(haproxy);
+
+    // The replica running a task is killed (SIGKILL): the others say
+    // `working` until its lease runs out, then `failed`, saying why.
+    let id = start_task(&address[2], "slow_echo", json!({ "text": "lost", "ms": 9000 }));
+    let polled = task_request(&address[0], "tasks/get", json!({ "taskId": id }), &id);
+    assert_eq!(polled["result"]["status"], "working", "{polled}");
+    let killed = Instant::now();
+    drop(replicas[2].take());
+    let failed = poll_until(&address[0], &id, "failed", Duration::from_secs(30));
+    assert!(killed.elapsed() < Duration::from_secs(20), "the lost task took {:?} to fail", killed.elapsed());
+    assert!(failed.to_string().contains("(`replica2`) stopped answering"), "{failed}");
+    assert_eq!(poll_until(&address[1], &id, "failed", Duration::from_secs(5))["result"], failed["result"]);
+
+    // `max_tasks = 8` holds over the replicas together: five tasks are kept
+    // (until their TTL), so three more become tasks, wherever they start,
+    // and the next call runs in its request instead.
+    let mut made = 0;
+    for attempt in 0..6 {
+        let arguments = json!({ "name": "slow_echo", "arguments": { "text": "more", "ms": 300 } });
+        let created = task_request(&address[attempt % 2], "tools/call", arguments, "slow_echo");
+        match created["result"]["resultType"].as_str() {
+            Some("task") => made += 1,
+            _ => {
+                assert!(created.to_string().contains("more"), "{created}");
+                break;
+            }
+        }
+    }
+    assert_eq!(made, 3, "max_tasks = 8 over two replicas let {made} more tasks through after five");
+}
+
+#[test]
+fn the_store_s_password_comes_from_a_file_or_the_environment_and_is_never_shown() {
+    let password = "s3cret-valkey-password-0123456789";
+    let redis = Redis::start_with(Some(password));
+    let dir = plugin_dir(&["hash"]);
+    let secret = dir.path().join("valkey-password");
+    std::fs::write(&secret, format!("{password}\n")).unwrap();
+    let quotas = "[quotas]\ntools = { sha256 = { rate = \"2/min\" } }\n";
+    let url = redis.url();
+    let good = dir.path().join("good.toml");
+    std::fs::write(&good, format!("[state]\nurl = \"{url}\"\npassword_file = \"valkey-password\"\n{quotas}")).unwrap();
+    // The wrong password in the URL, the right one from the environment: the environment wins.
+    let wrong_url = url.replace("redis://", "redis://:not-it@");
+    let from_env = dir.path().join("env.toml");
+    std::fs::write(&from_env, format!("[state]\nurl = \"{wrong_url}\"\npassword_env = \"VALKEY_PW\"\n{quotas}"))
+        .unwrap();
+    let refused = dir.path().join("refused.toml");
+    std::fs::write(&refused, format!("[state]\nurl = \"{wrong_url}\"\n{quotas}")).unwrap();
+
+    let a = Replica::start("with file", dir.path(), &good, &shared_cache(), &[]);
+    let b = Replica::start("with env", dir.path(), &from_env, &shared_cache(), &[("VALKEY_PW", password)]);
+    let c = Replica::start("wrong password", dir.path(), &refused, &shared_cache(), &[]);
+    a.wait_serving();
+    b.wait_serving();
+    // What the wrong password's replica says on its way up: the store's
+    // line, without the password.
+    let mut printed = Vec::new();
+    while !printed.last().is_some_and(|line: &String| line.starts_with("toolhost: serving MCP at ")) {
+        printed.push(c.lines.recv_timeout(Duration::from_secs(120)).expect("the replica never got ready"));
+    }
+    // One limit of 2/min for the two that got in.
+    let results: Vec<(bool, String)> = [&a, &b, &a]
+        .iter()
+        .map(|replica| outcome(&raw_call(&replica.address, "sha256", json!({"text": "x"}), &[])))
+        .collect();
+    assert_eq!(results.iter().filter(|(failed, _)| !failed).count(), 2, "{results:?}");
+    assert!(results[2].1.contains("2 times per minute"), "{results:?}");
+    // The wrong password: refused in one line that says so, without it.
+    let (failed, text) = outcome(&raw_call(&c.address, "sha256", json!({"text": "x"}), &[]));
+    assert!(failed, "{text}");
+    assert!(text.contains("the password was refused") && text.contains(&url), "{text}");
+    assert!(!text.contains("not-it") && !text.contains(password), "{text}");
+    drop((a, b));
+    // Nothing c printed holds a password.
+    drop(c.process);
+    printed.extend(c.lines.try_iter());
+    assert!(printed.iter().any(|line| line.contains("is unreachable (the password was refused)")), "{printed:?}");
+    for line in &printed {
+        assert!(!line.contains("not-it") && !line.contains(password), "{line}");
+    }
+}
+
+#[test]
+fn rediss_with_a_private_ca_shares_the_quotas_and_an_unknown_issuer_is_refused() {
+    let ca = common::tls::TestCa::new("toolhost test valkey CA");
+    let redis = Redis::start_tls(&ca);
+    let dir = plugin_dir(&["hash"]);
+    std::fs::write(dir.path().join("ca.pem"), &ca.root_pem).unwrap();
+    let quotas = "[quotas]\ntools = { sha256 = { rate = \"2/min\" } }\n";
+    let url = redis.url();
+    let trusted = dir.path().join("trusted.toml");
+    std::fs::write(&trusted, format!("[state]\nurl = \"{url}\"\nca_file = \"ca.pem\"\n{quotas}")).unwrap();
+    let untrusted = dir.path().join("untrusted.toml");
+    std::fs::write(&untrusted, format!("[state]\nurl = \"{url}\"\n{quotas}")).unwrap();
+    let a = Replica::start("trusted a", dir.path(), &trusted, &shared_cache(), &[]);
+    let b = Replica::start("trusted b", dir.path(), &trusted, &shared_cache(), &[]);
+    let c = Replica::start("untrusted", dir.path(), &untrusted, &shared_cache(), &[]);
+    for replica in [&a, &b, &c] {
+        replica.wait_serving();
+    }
+    let results: Vec<(bool, String)> = [&a, &b, &a]
+        .iter()
+        .map(|replica| outcome(&raw_call(&replica.address, "sha256", json!({"text": "x"}), &[])))
+        .collect();
+    assert_eq!(results.iter().filter(|(failed, _)| !failed).count(), 2, "{results:?}");
+    assert!(results[2].1.contains("2 times per minute"), "{results:?}");
+    // The system's roots do not know the test CA: refused, in one line.
+    let (failed, text) = outcome(&raw_call(&c.address, "sha256", json!({"text": "x"}), &[]));
+    assert!(failed, "{text}");
+    assert!(text.contains(&format!("the shared state store {url} is unreachable")), "{text}");
 }

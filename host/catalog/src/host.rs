@@ -70,6 +70,12 @@ pub struct Host {
 }
 
 impl Host {
+    /// Keeps `[quotas]` in `store` from now on, shared with every other
+    /// process using it (`serve` replicas with `[state] url`). Once only.
+    pub fn share_quotas(&self, store: Arc<dyn crate::quota::SharedQuotas>) -> Result<()> {
+        self.quotas.share(store).map_err(anyhow::Error::msg)
+    }
+
     /// A host with no plugins yet, configured by `config`. Compiled plugins
     /// are cached in `config.cache_dir`, else [`Cache::default_dir`]. Fails on
     /// a `ca_file` that cannot be read or holds no usable certificate.
@@ -490,7 +496,7 @@ impl Host {
             return CallReport::rejected(tool, None, error);
         };
         // Held until the call ends: its places under the concurrency caps.
-        let _admitted = match self.quotas.admit(entry) {
+        let _admitted = match self.quotas.admit_shared(entry).await {
             Ok(admitted) => admitted,
             Err(error) => {
                 let plugin = matches!(entry.source(), Source::Plugin { .. }).then(|| entry.origin().to_owned());

@@ -16,14 +16,20 @@
 //! counts against its rate whatever becomes of it (invalid arguments
 //! included). A rate of `N/PERIOD` lets `N` calls through at once and one
 //! more every `PERIOD / N` (a token bucket). Quotas are kept per toolhost
-//! process: each `serve` replica and each `run` has its own.
+//! process (each `serve` replica and each `run` has its own) unless a
+//! [`SharedQuotas`] store is set with [`Quotas::share`]: then every process
+//! using that store draws on one bucket and one cap per quota (`serve` with
+//! `[state] url`, the store living in `toolhost-mcp`; the catalog only knows
+//! this seam).
 
 use crate::{Entry, Source};
 use serde::{Deserialize, Deserializer};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use toolhost_runtime::limits::HumanDuration;
@@ -127,6 +133,42 @@ impl<'de> Deserialize<'de> for Concurrency {
 #[must_use = "the call's places under its concurrency caps are given back when this is dropped"]
 pub struct Admitted {
     _permits: Vec<OwnedSemaphorePermit>,
+    /// A shared store's hold on its caps (given back when dropped).
+    _shared: Option<Box<dyn Send + Sync>>,
+}
+
+/// One quota that applies to a call, as a [`SharedQuotas`] store sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limit {
+    /// A stable name of the quota, the same in every process with the same
+    /// config: `tool:NAME`, `plugin:NAME` or `server:NAME`.
+    pub key: String,
+    /// Whose quota, in words (``tool `fetch` ``), for the refusal.
+    pub scope: String,
+    pub rate: Option<Rate>,
+    pub cap: Option<usize>,
+}
+
+/// What a [`SharedQuotas`] store answers.
+pub enum SharedAdmission {
+    /// Every limit let the call through; the value holds its places under
+    /// the caps until dropped.
+    Admitted(Box<dyn Send + Sync>),
+    /// A limit refused it ([`CallError::Busy`] or [`CallError::RateLimited`]).
+    Refused(CallError),
+    /// The store could not be asked: the reason, in one line.
+    Unavailable(String),
+}
+
+/// A store that keeps quotas for many processes at once (replicas of
+/// `serve`), checking and taking every applying limit in one atomic step.
+pub trait SharedQuotas: Send + Sync {
+    /// Checks the caps first and the rates only then, all or nothing, as
+    /// [`Quotas::admit`] does in one process.
+    fn admit<'a>(&'a self, limits: &'a [Limit]) -> Pin<Box<dyn Future<Output = SharedAdmission> + Send + 'a>>;
+    /// With the store unreachable: whether calls run under this process's own
+    /// quotas (true) or are refused (false, the default).
+    fn fail_open(&self) -> bool;
 }
 
 /// The quotas of one host, with their state: the buckets of the rates and
@@ -134,6 +176,8 @@ pub struct Admitted {
 #[derive(Default)]
 pub struct Quotas {
     limiters: HashMap<(Scope, String), Limiter>,
+    /// Set once by [`Quotas::share`]: the store every replica draws on.
+    shared: OnceLock<Arc<dyn SharedQuotas>>,
 }
 
 /// Whose quota a limiter is.
@@ -187,7 +231,55 @@ impl Quotas {
                 limiters.insert((scope, name.clone()), limiter);
             }
         }
-        Quotas { limiters }
+        Quotas { limiters, shared: OnceLock::new() }
+    }
+
+    /// Keeps these quotas in `store` from now on (once; a second store is
+    /// refused). The limits stay the config's; only their state moves.
+    pub fn share(&self, store: Arc<dyn SharedQuotas>) -> Result<(), String> {
+        self.shared.set(store).map_err(|_| "the quotas are already shared with a store".to_owned())
+    }
+
+    /// [`Quotas::admit`], against the shared store when one is set. With the
+    /// store unreachable a call is refused with the store's one-line reason,
+    /// or (when the store fails open) held to this process's own quotas.
+    pub async fn admit_shared(&self, entry: &Entry) -> Result<Admitted, CallError> {
+        let Some(store) = self.shared.get() else { return self.admit(entry) };
+        let limits: Vec<Limit> = self
+            .applying(entry)
+            .into_iter()
+            .map(|(scope, name, limiter)| Limit {
+                key: format!("{}:{name}", scope.key()),
+                scope: describe(scope, name),
+                rate: limiter.rate.as_ref().map(|(rate, _)| *rate),
+                cap: limiter.cap.as_ref().map(|(cap, _)| *cap),
+            })
+            .collect();
+        if limits.is_empty() {
+            return Ok(Admitted { _permits: Vec::new(), _shared: None });
+        }
+        match store.admit(&limits).await {
+            SharedAdmission::Admitted(hold) => Ok(Admitted { _permits: Vec::new(), _shared: Some(hold) }),
+            SharedAdmission::Refused(error) => Err(error),
+            SharedAdmission::Unavailable(reason) if store.fail_open() => {
+                tracing::warn!(%reason, "the shared quotas are unreachable: holding the call to this replica's own quotas ([state] on_unavailable = \"open\")");
+                self.admit(entry)
+            }
+            SharedAdmission::Unavailable(reason) => Err(CallError::Host(reason)),
+        }
+    }
+
+    /// The limiters that apply to a call of `entry`: its tool's, then its
+    /// plugin's or server's.
+    fn applying<'a>(&'a self, entry: &'a Entry) -> Vec<(Scope, &'a str, &'a Limiter)> {
+        let source = match entry.source() {
+            Source::Plugin { .. } => (Scope::Plugin, entry.origin()),
+            Source::Mcp { .. } => (Scope::Server, entry.origin()),
+        };
+        [(Scope::Tool, entry.name()), source]
+            .into_iter()
+            .filter_map(|(scope, name)| Some((scope, name, self.limiters.get(&(scope, name.to_owned()))?)))
+            .collect()
     }
 
     /// Lets a call to `entry` run, or says why not. The concurrency caps are
@@ -196,16 +288,9 @@ impl Quotas {
     /// places under the caps until it is dropped.
     pub fn admit(&self, entry: &Entry) -> Result<Admitted, CallError> {
         if self.limiters.is_empty() {
-            return Ok(Admitted { _permits: Vec::new() });
+            return Ok(Admitted { _permits: Vec::new(), _shared: None });
         }
-        let source = match entry.source() {
-            Source::Plugin { .. } => (Scope::Plugin, entry.origin()),
-            Source::Mcp { .. } => (Scope::Server, entry.origin()),
-        };
-        let applying: Vec<(Scope, &str, &Limiter)> = [(Scope::Tool, entry.name()), source]
-            .into_iter()
-            .filter_map(|(scope, name)| Some((scope, name, self.limiters.get(&(scope, name.to_owned()))?)))
-            .collect();
+        let applying = self.applying(entry);
         let mut permits = Vec::new();
         for (scope, name, limiter) in &applying {
             if let Some((cap, semaphore)) = &limiter.cap {
@@ -237,7 +322,17 @@ impl Quotas {
         for mut bucket in buckets {
             bucket.tokens -= 1.0;
         }
-        Ok(Admitted { _permits: permits })
+        Ok(Admitted { _permits: permits, _shared: None })
+    }
+}
+
+impl Scope {
+    fn key(self) -> &'static str {
+        match self {
+            Scope::Tool => "tool",
+            Scope::Plugin => "plugin",
+            Scope::Server => "server",
+        }
     }
 }
 

@@ -102,6 +102,8 @@ pub struct HttpOptions {
     pub max_calls_per_requestor: Option<usize>,
     /// Questions one requestor may have waiting at once (`None`: 16).
     pub max_questions_per_requestor: Option<usize>,
+    /// With `[state] url`: the store the replicas share tasks in.
+    pub store: Option<crate::state::Store>,
 }
 
 impl Default for HttpOptions {
@@ -120,6 +122,7 @@ impl Default for HttpOptions {
             tasks: None,
             max_calls_per_requestor: None,
             max_questions_per_requestor: None,
+            store: None,
         }
     }
 }
@@ -142,6 +145,7 @@ impl HttpOptions {
             tasks: config.tasks.clone(),
             max_calls_per_requestor: config.max_calls_per_requestor,
             max_questions_per_requestor: config.max_questions_per_requestor,
+            store: None,
         }
     }
 }
@@ -163,6 +167,9 @@ pub async fn serve_http(
         .build()?;
     let metrics = server.metrics().clone();
     let server_tasks = server.tasks();
+    if let (Some(store), Some(tasks)) = (&options.store, &server_tasks) {
+        tasks.share(crate::state::tasks::StoreTasks::new(store.clone()));
+    }
     let mut allowed_hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec();
     allowed_hosts.extend(options.allowed_hosts.iter().cloned());
     let mut allowed_origins: Vec<String> =

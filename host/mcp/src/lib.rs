@@ -18,6 +18,7 @@ pub mod http;
 pub mod metrics;
 pub mod oauth;
 pub mod server;
+pub mod state;
 pub mod tasks;
 pub mod tasks2025;
 pub mod wire;

@@ -191,6 +191,29 @@ impl ToolServer {
         Ok(task)
     }
 
+    /// With `[state] url`: the task `id` as the shared store shows it (it
+    /// runs on another replica), if the request may see it; else `local`,
+    /// this replica's own answer.
+    async fn shared_task(
+        &self,
+        id: &str,
+        context: &RequestContext<RoleServer>,
+        local: ErrorData,
+    ) -> Result<crate::state::tasks::Remote, ErrorData> {
+        let Some(tasks) = &self.shared.tasks else { return Err(local) };
+        let Some(shared) = tasks.shared() else { return Err(local) };
+        let Some(remote) = shared.find(id, &Caller::of(context)).await? else {
+            return Err(tasks.unknown_in_store(id, local));
+        };
+        if !self.in_scope(context, &remote.tool, &remote.origin) {
+            return Err(ErrorData::invalid_params(
+                format!("task `{}` is a call of a tool this token has not the scope for", remote.id),
+                None,
+            ));
+        }
+        Ok(remote)
+    }
+
     /// The task `id`, if the request may see it.
     pub(crate) fn task(&self, id: &str, context: &RequestContext<RoleServer>) -> Result<Arc<Task>, ErrorData> {
         let Some(tasks) = &self.shared.tasks else {
@@ -374,9 +397,15 @@ impl ToolServer {
         tokio::pin!(deadline, finished);
         let mut due = after.is_zero();
         loop {
-            if due && phased.escalate(&task, &task_asker, || tasks.keep(&task).is_ok()) {
-                owned.disarm();
-                return Ok(CallToolResponse::Task(CreateTaskResult::new(task.handle())));
+            // With `[state] url`, room is made and the task is durable
+            // before its handle goes out (a no-op without).
+            if due && tasks.reserve(&task).await? {
+                if phased.escalate(&task, &task_asker, || tasks.keep(&task).is_ok()) {
+                    tasks.mirror(&task);
+                    owned.disarm();
+                    return Ok(CallToolResponse::Task(CreateTaskResult::new(task.handle())));
+                }
+                tasks.unreserve(&task).await;
             }
             let changed = phased.changed();
             tokio::select! {
@@ -975,7 +1004,10 @@ impl ServerHandler for ToolServer {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        Ok(GetTaskResult::new(self.extension_task(&request.task_id, &context)?.detailed()))
+        match self.extension_task(&request.task_id, &context) {
+            Ok(task) => Ok(GetTaskResult::new(task.detailed())),
+            Err(error) => Ok(GetTaskResult::new(self.shared_task(&request.task_id, &context, error).await?.detailed)),
+        }
     }
 
     async fn update_task(
@@ -983,7 +1015,16 @@ impl ServerHandler for ToolServer {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.extension_task(&request.task_id, &context)?.update(request.input_responses)
+        match self.extension_task(&request.task_id, &context) {
+            Ok(task) => task.update(request.input_responses),
+            Err(error) => {
+                let remote = self.shared_task(&request.task_id, &context, error).await?;
+                match self.shared.tasks.as_ref().and_then(|tasks| tasks.shared()) {
+                    Some(shared) => shared.update(&remote, request.input_responses).await,
+                    None => Ok(()),
+                }
+            }
+        }
     }
 
     async fn cancel_task(
@@ -991,7 +1032,15 @@ impl ServerHandler for ToolServer {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.extension_task(&request.task_id, &context)?.cancel();
+        match self.extension_task(&request.task_id, &context) {
+            Ok(task) => task.cancel(),
+            Err(error) => {
+                let remote = self.shared_task(&request.task_id, &context, error).await?;
+                if let Some(shared) = self.shared.tasks.as_ref().and_then(|tasks| tasks.shared()) {
+                    shared.cancel(&remote).await?;
+                }
+            }
+        }
         Ok(())
     }
 

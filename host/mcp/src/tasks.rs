@@ -180,6 +180,8 @@ pub struct Tasks {
     expired: Mutex<VecDeque<(String, Owner)>>,
     /// Woken when a task is kept, so that the expiry timer looks again.
     kept: Arc<Notify>,
+    /// With `[state] url`: the store every replica finds tasks in.
+    shared: std::sync::OnceLock<Arc<crate::state::tasks::StoreTasks>>,
 }
 
 /// Why a task was not kept.
@@ -256,7 +258,67 @@ impl Tasks {
             entries: Mutex::default(),
             expired: Mutex::default(),
             kept: Arc::new(Notify::new()),
+            shared: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Keeps these tasks in the shared store too (`[state] url`), so that
+    /// every replica finds them, and listens for other replicas'
+    /// cancellations and answers of the tasks this one runs. Once only;
+    /// needs a tokio runtime.
+    pub fn share(self: &Arc<Self>, store: Arc<crate::state::tasks::StoreTasks>) {
+        if self.shared.set(store.clone()).is_ok() {
+            store.listen(Arc::downgrade(self));
+        }
+    }
+
+    /// The shared store, if any.
+    pub fn shared(&self) -> Option<&Arc<crate::state::tasks::StoreTasks>> {
+        self.shared.get()
+    }
+
+    /// With a shared store: makes room for `task` under `max_tasks` and its
+    /// requestor's share over every replica and writes its record, before
+    /// its handle goes out. `Ok(false)`: no room (the call goes on in its
+    /// request, as when this process is full; so too with the store
+    /// unreachable and `on_unavailable = "open"`); `Err`: the store is
+    /// unreachable (closed). Without a store, `Ok(true)` at once: [`Tasks::keep`]
+    /// counts.
+    pub async fn reserve(&self, task: &Arc<Task>) -> Result<bool, ErrorData> {
+        let Some(shared) = self.shared.get() else { return Ok(true) };
+        match shared.reserve(task, self.max_tasks, self.max_per_requestor).await {
+            Ok(None) => Ok(true),
+            Ok(Some(full)) => {
+                tracing::debug!(task = %task.id, %full, "not made a task");
+                Ok(false)
+            }
+            Err(reason) if shared.fails_open() => {
+                tracing::warn!(%reason, "the call goes on in its request instead of becoming a task");
+                Ok(false)
+            }
+            Err(reason) => Err(ErrorData::internal_error(format!("the call could not become a task: {reason}"), None)),
+        }
+    }
+
+    /// Gives back a [`Tasks::reserve`] whose call did not become a task.
+    pub async fn unreserve(&self, task: &Arc<Task>) {
+        if let Some(shared) = self.shared.get() {
+            shared.unreserve(task).await;
+        }
+    }
+
+    /// Once `task` is kept and its handle about to go out: with a shared
+    /// store, keeps its record up to date until it ends.
+    pub fn mirror(&self, task: &Arc<Task>) {
+        if let Some(shared) = self.shared.get() {
+            shared.mirror(task);
+        }
+    }
+
+    /// The task `id` this process runs, whoever owns it (for a message
+    /// another replica passed on after checking the owner).
+    pub(crate) fn local(&self, id: &str) -> Option<Arc<Task>> {
+        self.entries().get(id).cloned()
     }
 
     /// Starts the timer that ends each task at its TTL (a running call is
@@ -423,6 +485,17 @@ impl Tasks {
     }
 
     /// The error for an id of this replica and run that `caller` has no task under.
+    /// With a shared store that has no record of `id`: this replica's own
+    /// answer `local`, unless it blames another replica or an earlier run
+    /// (any replica would have found the task in the store): then unknown.
+    pub(crate) fn unknown_in_store(&self, id: &str, local: ErrorData) -> ErrorData {
+        let reason = local.data.as_ref().and_then(|data| data.get("reason")).and_then(Value::as_str);
+        match reason {
+            Some("other_replica" | "replica_restarted") => self.unknown(id),
+            _ => local,
+        }
+    }
+
     fn unknown(&self, id: &str) -> ErrorData {
         let why = format!(
             "is not known here: it has expired (tasks are kept {} from their creation) or was never created",
@@ -504,7 +577,7 @@ fn rand_fallback() -> u128 {
 }
 
 /// `2026-11-24T10:30:00.123Z`.
-fn iso8601(time: SystemTime) -> String {
+pub(crate) fn iso8601(time: SystemTime) -> String {
     let since = time.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
     let seconds = since.as_secs();
     let (days, rest) = (seconds / 86_400, seconds % 86_400);
@@ -660,6 +733,11 @@ impl Task {
             Status::Cancelled => TaskPayload::Cancelled,
         };
         DetailedTask::new(task, payload)
+    }
+
+    /// How long the task is kept from its creation.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
     }
 
     /// The task's handle, for the `CreateTaskResult`.

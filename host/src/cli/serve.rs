@@ -45,6 +45,8 @@ pub struct Args {
 pub async fn run(config: Config, dir: &Path, args: Args) -> Result<ExitCode> {
     let Some(address) = args.http else {
         let host = Host::new(config.clone())?;
+        // On stdio only the quotas are shared: its tasks and session are its one client's.
+        share_state(&host, &config).await?;
         super::load_into(&host, &config, dir).await?;
         let host = Arc::new(host);
         let _watcher = start_watching(&host, dir, &args)?;
@@ -107,6 +109,7 @@ pub async fn run(config: Config, dir: &Path, args: Args) -> Result<ExitCode> {
     let bound = listener.local_addr().context("could not read the bound address")?;
     eprintln!("toolhost: listening on http://{bound} (ready once the plugins are loaded: /readyz)");
     let host = Arc::new(Host::new(config.clone())?);
+    options.store = share_state(&host, &config).await?;
     let stop = tokio_util::sync::CancellationToken::new();
     let server = tokio::spawn(mcp::serve_http(host.clone(), listener, options, stop.clone()));
     super::load_into(&host, &config, dir).await?;
@@ -123,6 +126,21 @@ pub async fn run(config: Config, dir: &Path, args: Args) -> Result<ExitCode> {
     server.await.context("the HTTP server stopped unexpectedly")??;
     eprintln!("toolhost: stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// With `[state] url`: keeps the quotas in the shared store, and returns it
+/// for the tasks. A store that does not answer now is said in one line and
+/// the replica starts anyway (calls then follow `on_unavailable` until it is
+/// back); only a bad setting stops it.
+async fn share_state(host: &Host, config: &Config) -> Result<Option<mcp::state::Store>> {
+    let replica = std::env::var(mcp::tasks::REPLICA_ENV).unwrap_or_else(|_| "replica".to_owned());
+    let Some(store) = mcp::state::Store::open(&config.state, &replica)? else { return Ok(None) };
+    host.share_quotas(Arc::new(mcp::state::quotas::StoreQuotas::new(store.clone())))?;
+    match store.ping().await {
+        Ok(()) => eprintln!("toolhost: shared state in {}", store.shown()),
+        Err(reason) => eprintln!("toolhost: {reason}"),
+    }
+    Ok(Some(store))
 }
 
 /// Watches the plugins folder (unless `--no-watch`) and, with

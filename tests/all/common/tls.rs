@@ -12,6 +12,9 @@ pub struct TestCa {
     pub root_pem: String,
     /// TLS server settings presenting the issued certificate.
     pub server: Arc<rustls::ServerConfig>,
+    /// The issued certificate and its key, PEM (for servers not in Rust).
+    pub server_cert_pem: String,
+    pub server_key_pem: String,
 }
 
 impl TestCa {
@@ -30,6 +33,7 @@ impl TestCa {
         server_params.distinguished_name.push(DnType::CommonName, "toolhost test server");
         let server_cert = server_params.signed_by(&server_key, &issuer).expect("server certificate");
 
+        let (server_cert_pem, server_key_pem) = (server_cert.pem(), server_key.serialize_pem());
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(server_key.serialize_der()));
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let server = rustls::ServerConfig::builder_with_provider(provider)
@@ -38,6 +42,6 @@ impl TestCa {
             .with_no_client_auth()
             .with_single_cert(vec![server_cert.der().clone()], key)
             .expect("server TLS settings");
-        TestCa { root_pem: root.pem(), server: Arc::new(server) }
+        TestCa { root_pem: root.pem(), server: Arc::new(server), server_cert_pem, server_key_pem }
     }
 }
