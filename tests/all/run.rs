@@ -2196,3 +2196,52 @@ fn with_hundreds_of_tools_the_model_searches_for_them_instead_of_getting_all() {
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(server.requests()[0].body["tools"].as_array().unwrap().len(), 500);
 }
+
+#[test]
+fn a_cut_result_can_be_read_on_with_read_output() {
+    let work = tempfile::tempdir().unwrap();
+    let config = work.path().join("toolhost.toml");
+    std::fs::write(&config, "[model]\noutput_budget = \"1KiB\"\n").unwrap();
+    let config = config.display().to_string();
+    // 5,000 characters, each position readable: "0000 0001 0002 …".
+    let text: String = (0..1000).map(|i| format!("{i:04} ")).collect();
+    let script = Script { anthropic: true, stream: false };
+    let arguments = json!({ "text": text }).to_string();
+    // Where the first result's cut begins, as its marker says.
+    let head = 1024 - 64;
+    let from = head / 2;
+    let server = ModelServer::start(vec![
+        script.calls(&[("c1", "echo", &arguments)]),
+        script.calls(&[("r1", "read_output", &format!(r#"{{"call_id":"c1","offset":{from}}}"#))]),
+        script.calls(&[("r2", "read_output", r#"{"call_id":"nope","offset":0}"#)]),
+        script.text("read it"),
+    ]);
+    let events = work.path().join("events.jsonl");
+    let args = ["run", "echo a lot", "--yes", "--events", &events.display().to_string()];
+    let output =
+        toolhost_env(Path::new("."), script, &server, &bundled(), &args, None, &[("TOOLHOST_CONFIG", &config)]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let requests = server.requests();
+    let tool_names = |request: &common::model_server::Request| -> Vec<String> {
+        request.body["tools"].as_array().unwrap().iter().map(|tool| tool["name"].as_str().unwrap().to_owned()).collect()
+    };
+    assert!(!tool_names(&requests[0]).contains(&"read_output".to_owned()), "offered only once something was cut");
+    assert!(tool_names(&requests[1]).contains(&"read_output".to_owned()));
+
+    let cut = &script.results(&requests[1])[0].1;
+    let marker = format!(r#"read_output with {{"call_id": "c1", "offset": {from}}} reads them"#);
+    assert!(cut.contains(&marker), "{cut}");
+    assert!(cut.len() <= 1024 + 80, "the result kept to the budget: {}", cut.len());
+
+    let (id, read, is_error) = script.results(&requests[2])[0].clone();
+    assert_eq!((id.as_str(), is_error), ("r1", false));
+    let part = read.split("\n[… ").next().unwrap();
+    assert_eq!(part, &text[from..from + part.len()], "the bytes that were cut, from the offset");
+    assert!(part.len() >= 800, "{}", part.len());
+    assert!(read.contains("more bytes: read_output with offset"), "{read}");
+    let (_, unknown, is_error) = script.results(&requests[3])[0].clone();
+    assert!(is_error && unknown.contains("no cut output is kept for call `nope`"), "{unknown}");
+
+    let events = std::fs::read_to_string(&events).unwrap();
+    assert!(events.contains(r#""event":"output_read""#) && events.contains(r#""of":"c1""#), "{events}");
+}

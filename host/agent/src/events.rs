@@ -21,7 +21,9 @@
 //!   `tool_call_completed` or `tool_call_failed` (kind `cancelled`, without
 //!   `tool_call_started` when Ctrl-C came before it started);
 //! - `tool_search`, for a call of the loop's own search tool (offered
-//!   instead of every tool when the tool list is large): what it found.
+//!   instead of every tool when the tool list is large): what it found;
+//! - `output_read`, for a call of the loop's `read_output` (offered once a
+//!   result was cut to the output budget): what part of which output.
 
 use crate::model::{StopKind, TokenUsage};
 use serde::Serialize;
@@ -82,6 +84,18 @@ pub enum Event {
         /// How many tools it can reach only through tool search.
         #[serde(skip_serializing_if = "is_zero")]
         deferred: u64,
+    },
+    /// The model read part of a cut result with the loop's `read_output`:
+    /// the call's final event.
+    OutputRead {
+        /// The call id.
+        call_id: String,
+        /// The call whose whole output was read.
+        of: String,
+        /// Where the part read starts, in bytes.
+        offset: usize,
+        /// How many bytes were read.
+        bytes: usize,
     },
     /// The model called the loop's search tool: the call's final event.
     ToolSearch {

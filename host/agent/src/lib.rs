@@ -139,6 +139,9 @@ pub struct Agent {
     specs: Mutex<(u64, Arc<Tools>)>,
     /// Tools the model found (or called) while searching, oldest first.
     found: Mutex<Vec<String>>,
+    /// Whole outputs of calls whose result was cut to the budget, by call
+    /// id, oldest first, for the loop's `read_output`.
+    kept: Mutex<Kept>,
     options: AgentOptions,
     approvals: ApprovalConfig,
     approver: Arc<dyn Approver>,
@@ -169,6 +172,7 @@ impl Agent {
             model_name: model_name.into(),
             specs,
             found: Mutex::new(Vec::new()),
+            kept: Mutex::new(Kept::default()),
             options: AgentOptions::default(),
             approvals,
             approver,
@@ -232,15 +236,54 @@ impl Agent {
     /// The tools sent with one request: every tool, or while searching the
     /// search tool, the `always` ones and those found lately.
     fn offered(&self, tools: &Tools) -> Vec<ToolSpec> {
-        if !self.searching(tools) {
-            return tools.specs.clone();
+        let mut offered = if self.searching(tools) {
+            let found = self.found.lock().unwrap_or_else(|p| p.into_inner());
+            let wanted =
+                |spec: &&ToolSpec| self.options.tool_search.always.contains(&spec.name) || found.contains(&spec.name);
+            let mut offered = vec![tools.search_spec()];
+            offered.extend(tools.specs.iter().filter(wanted).cloned());
+            offered
+        } else {
+            tools.specs.clone()
+        };
+        // Once a result was cut, the rest of it can be read.
+        if !self.kept.lock().unwrap_or_else(|p| p.into_inner()).outputs.is_empty() {
+            offered.push(tools.read_spec());
         }
-        let found = self.found.lock().unwrap_or_else(|p| p.into_inner());
-        let wanted =
-            |spec: &&ToolSpec| self.options.tool_search.always.contains(&spec.name) || found.contains(&spec.name);
-        let mut offered = vec![tools.search_spec()];
-        offered.extend(tools.specs.iter().filter(wanted).cloned());
         offered
+    }
+
+    /// Answers a call of `read_output`: a slice of a cut result's whole output.
+    fn read_output(&self, call: &ToolCall) -> ToolResult {
+        let arguments: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
+        let of = arguments.get("call_id").and_then(serde_json::Value::as_str).unwrap_or_default();
+        let offset = arguments.get("offset").and_then(serde_json::Value::as_u64).unwrap_or(0) as usize;
+        let kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        let Some((_, text)) = kept.outputs.iter().find(|(id, _)| id == of) else {
+            let message = format!(
+                "no cut output is kept for call `{of}`: `call_id` must be the id of a call whose result said bytes \
+                 were cut"
+            );
+            self.emit(failed_before_running(call, "invalid_arguments", &message));
+            return error_result(call, message);
+        };
+        let budget = self.options.output_budget.saturating_sub(96).max(1);
+        let start = text.floor_char_boundary(offset.min(text.len()));
+        let end = text.floor_char_boundary(start.saturating_add(budget).min(text.len()));
+        let end = if end == start { text.ceil_char_boundary((start + 1).min(text.len())) } else { end };
+        let mut content = text[start..end].to_owned();
+        if end < text.len() {
+            content.push_str(&format!("\n[… {} more bytes: read_output with offset {end} …]", text.len() - end));
+        }
+        self.emit(Event::OutputRead { call_id: call.id.clone(), of: of.to_owned(), offset: start, bytes: end - start });
+        ToolResult {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content,
+            is_error: false,
+            media: Vec::new(),
+            source: None,
+        }
     }
 
     /// Keeps `names` offered while searching, as the most recent.
@@ -569,9 +612,13 @@ impl Agent {
         // Approvals first, one at a time, so a person is asked in order.
         for (i, call) in calls.iter().enumerate() {
             self.emit(requested(turn, call));
-            // The loop's own search tool (its name is one no tool has).
+            // The loop's own tools (their names are ones no tool has).
             if call.name == tools.search_name && catalog.find(&call.name).is_none() {
                 results[i] = Some(self.search(tools, call));
+                continue;
+            }
+            if call.name == tools.read_name && catalog.find(&call.name).is_none() {
+                results[i] = Some(self.read_output(call));
                 continue;
             }
             let Some(entry) = catalog.find(&call.name) else {
@@ -747,7 +794,21 @@ impl Agent {
             report.refused.iter().map(|refusal| format!("\n[toolhost refused: {refusal}]")).collect();
         match report.outcome {
             Ok(output) => {
-                let (mut content, truncated_bytes) = cut_to_budget(&output.as_str(), self.options.output_budget);
+                let whole = output.as_str();
+                let (mut content, truncated_bytes) = cut_to_budget(&whole, self.options.output_budget);
+                if truncated_bytes > 0 {
+                    // The whole output is kept, and the marker says how to read what was cut.
+                    let from = cut_points(&whole, self.options.output_budget).map_or(0, |(head_end, _)| head_end);
+                    content = content.replacen(
+                        &format!("[… {truncated_bytes} bytes cut …]"),
+                        &format!(
+                            "[… {truncated_bytes} bytes cut: read_output with {{\"call_id\": \"{}\", \"offset\": {from}}} reads them …]",
+                            call.id
+                        ),
+                        1,
+                    );
+                    self.kept.lock().unwrap_or_else(|p| p.into_inner()).keep(call.id.clone(), whole.into_owned());
+                }
                 content.push_str(&refusals);
                 self.emit(Event::ToolCallCompleted {
                     call_id: call.id.clone(),
@@ -797,6 +858,32 @@ struct Tools {
     index: search::Index,
     /// The search tool's name: `search_tools`, unless a tool has it.
     search_name: String,
+    /// The cut-output reader's: `read_output`, unless a tool has it.
+    read_name: String,
+}
+
+/// Whole outputs of cut results, oldest first, at most `Kept::BYTES` in all.
+#[derive(Default)]
+struct Kept {
+    outputs: std::collections::VecDeque<(String, String)>,
+    bytes: usize,
+}
+
+impl Kept {
+    /// What is kept at most, in bytes: older outputs make room.
+    const BYTES: usize = 32 << 20;
+
+    fn keep(&mut self, call_id: String, text: String) {
+        if text.len() > Self::BYTES {
+            return;
+        }
+        self.bytes += text.len();
+        self.outputs.push_back((call_id, text));
+        while self.bytes > Self::BYTES {
+            let Some((_, old)) = self.outputs.pop_front() else { break };
+            self.bytes -= old.len();
+        }
+    }
 }
 
 impl Tools {
@@ -810,15 +897,40 @@ impl Tools {
                 schema: entry.schema().clone(),
             })
             .collect();
-        let mut search_name = "search_tools".to_owned();
-        while catalog.find(&search_name).is_some() {
-            search_name.insert_str(0, "toolhost_");
-        }
+        let own_name = |name: &str| {
+            let mut name = name.to_owned();
+            while catalog.find(&name).is_some() {
+                name.insert_str(0, "toolhost_");
+            }
+            name
+        };
+        let search_name = own_name("search_tools");
+        let read_name = own_name("read_output");
         Tools {
             tokens: specs.iter().map(search::estimated_tokens).sum(),
             index: search::Index::new(&specs),
             specs,
             search_name,
+            read_name,
+        }
+    }
+
+    /// The cut-output reader as the model sees it.
+    fn read_spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.read_name.clone(),
+            description: "Reads the part of a tool's result that was cut to fit the context, from the call id and \
+                          offset its marker gives."
+                .to_owned(),
+            schema: serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "call_id": {"type": "string", "description": "The id of the call whose result was cut."},
+                    "offset": {"type": "integer", "minimum": 0, "description": "The byte offset to read from."}
+                },
+                "required": ["call_id", "offset"],
+                "additionalProperties": false
+            }),
         }
     }
 
@@ -925,14 +1037,25 @@ fn media_of(output: &toolhost_runtime::outcome::ToolOutput) -> Vec<Media> {
 /// `text` if it fits in `budget` bytes, else its head and tail around a
 /// marker saying how much was cut; and the number of bytes cut.
 pub fn cut_to_budget(text: &str, budget: usize) -> (String, usize) {
+    match cut_points(text, budget) {
+        None => (text.to_owned(), 0),
+        Some((head_end, tail_start)) => {
+            let cut = tail_start - head_end;
+            (format!("{}\n[… {cut} bytes cut …]\n{}", &text[..head_end], &text[tail_start..]), cut)
+        }
+    }
+}
+
+/// Where [`cut_to_budget`] cuts `text`: the end of the head it keeps and
+/// the start of the tail; none when it fits.
+fn cut_points(text: &str, budget: usize) -> Option<(usize, usize)> {
     if text.len() <= budget {
-        return (text.to_owned(), 0);
+        return None;
     }
     let keep = budget.saturating_sub(64);
     let head_end = text.floor_char_boundary(keep / 2);
     let tail_start = text.ceil_char_boundary(text.len() - (keep - keep / 2));
-    let cut = tail_start - head_end;
-    (format!("{}\n[… {cut} bytes cut …]\n{}", &text[..head_end], &text[tail_start..]), cut)
+    Some((head_end, tail_start))
 }
 
 #[cfg(test)]

@@ -341,13 +341,17 @@ impl ToolServer {
         let arguments = arguments_text(&request.arguments);
         let span = request_span("tools/call", &name, context);
         let (server, running) = (self.clone(), task.clone());
+        // The handle says what the task was when it was made (`working`),
+        // whatever the call has reached by the time it goes out: a question
+        // asked at once shows at the first `tasks/get`.
+        let handle = task.experimental();
         tokio::spawn(async move {
             let call = (&name[..], &origin[..], &arguments[..]);
             if let Some(report) = server.run_task_call(&catalog, call, hooks, span, &caller, &running.cancel).await {
                 server.settle_task(&running, report, None, &asker, wrap);
             }
         });
-        Ok(json!({ "task": task.experimental() }))
+        Ok(json!({ "task": handle }))
     }
 
     /// `tasks/list`: this session's tasks, oldest first, a page at a time.

@@ -269,7 +269,7 @@ impl StoreTasks {
             let why = format!(
                 "the toolhost replica running it (`{}`) stopped answering: it stopped, crashed or lost the shared \
                  state store, and its lease on the task ran out {}s ago. Call the tool again",
-                crate::tasks::printable(&name),
+                toolhost_runtime::text::quoted(&name),
                 (now - lease) / 1000
             );
             let error = json!({ "code": -32603, "message": why }).as_object().cloned().unwrap_or_default();
