@@ -276,14 +276,7 @@ impl Agent {
             content.push_str(&format!("\n[… {} more bytes: read_output with offset {end} …]", text.len() - end));
         }
         self.emit(Event::OutputRead { call_id: call.id.clone(), of: of.to_owned(), offset: start, bytes: end - start });
-        ToolResult {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            content,
-            is_error: false,
-            media: Vec::new(),
-            source: None,
-        }
+        text_result(call, content)
     }
 
     /// Keeps `names` offered while searching, as the most recent.
@@ -338,14 +331,7 @@ impl Agent {
             )
         };
         let (content, _) = cut_to_budget(&content, self.options.output_budget);
-        ToolResult {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            content,
-            is_error: false,
-            media: Vec::new(),
-            source: None,
-        }
+        text_result(call, content)
     }
 
     fn emit(&self, event: Event) {
@@ -1003,15 +989,20 @@ fn json_kind(value: &serde_json::Value) -> &'static str {
     }
 }
 
-fn error_result(call: &ToolCall, content: String) -> ToolResult {
+/// The answer `content` to `call`, from the loop itself (no media, no source).
+fn text_result(call: &ToolCall, content: String) -> ToolResult {
     ToolResult {
         call_id: call.id.clone(),
         name: call.name.clone(),
         content,
-        is_error: true,
+        is_error: false,
         media: Vec::new(),
         source: None,
     }
+}
+
+fn error_result(call: &ToolCall, content: String) -> ToolResult {
+    ToolResult { is_error: true, ..text_result(call, content) }
 }
 
 /// The images and audio of a tool's output, for the providers that take
