@@ -64,7 +64,8 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     let exports = top_level_exports(&wasm).with_context(|| format!("{shown} cannot be read"))?;
     let documented = exported_items(&resolve);
     if !documented.iter().any(|name| exports.contains(name)) {
-        let listed: Vec<&str> = exports.iter().map(String::as_str).collect();
+        // The names are the file's, shown as text that cannot act on a terminal.
+        let listed: Vec<String> = exports.iter().take(20).map(|name| toolhost::runtime::text::quoted(name)).collect();
         bail!(
             "the WIT at {} describes none of what {shown} exports ({}): pass the WIT the component was built from",
             args.wit.display(),
