@@ -235,8 +235,15 @@ impl Agent {
 
     /// The tools sent with one request: every tool, or while searching the
     /// search tool, the `always` ones and those found lately.
-    fn offered(&self, tools: &Tools) -> Vec<ToolSpec> {
-        let mut offered = if self.searching(tools) {
+    fn offered(&self, tools: &Tools) -> Arc<Vec<ToolSpec>> {
+        let searching = self.searching(tools);
+        // Once a result was cut, the rest of it can be read.
+        let readable = !self.kept.lock().unwrap_or_else(|p| p.into_inner()).outputs.is_empty();
+        if !searching && !readable {
+            // The common case: the generation's list as it is, not copied per turn.
+            return tools.specs.clone();
+        }
+        let mut offered = if searching {
             let found = self.found.lock().unwrap_or_else(|p| p.into_inner());
             let wanted =
                 |spec: &&ToolSpec| self.options.tool_search.always.contains(&spec.name) || found.contains(&spec.name);
@@ -244,13 +251,12 @@ impl Agent {
             offered.extend(tools.specs.iter().filter(wanted).cloned());
             offered
         } else {
-            tools.specs.clone()
+            tools.specs.as_ref().clone()
         };
-        // Once a result was cut, the rest of it can be read.
-        if !self.kept.lock().unwrap_or_else(|p| p.into_inner()).outputs.is_empty() {
+        if readable {
             offered.push(tools.read_spec());
         }
-        offered
+        Arc::new(offered)
     }
 
     /// Answers a call of `read_output`: a slice of a cut result's whole output.
@@ -838,7 +844,7 @@ impl Agent {
 
 /// One catalog generation's tools as the loop offers them.
 struct Tools {
-    specs: Vec<ToolSpec>,
+    specs: Arc<Vec<ToolSpec>>,
     /// Their estimated tokens, all together.
     tokens: usize,
     index: search::Index,
@@ -895,7 +901,7 @@ impl Tools {
         Tools {
             tokens: specs.iter().map(search::estimated_tokens).sum(),
             index: search::Index::new(&specs),
-            specs,
+            specs: Arc::new(specs),
             search_name,
             read_name,
         }
