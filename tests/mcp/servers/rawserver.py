@@ -57,9 +57,13 @@ for line in sys.stdin:
         info = {"name": "rawserver", "version": "1"}
         send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": info}})
     elif method == "tools/list":
-        send({"jsonrpc": "2.0", "id": rid, "result": {"tools": tools()}})
+        # Deaf: the input is closed before the answer goes out, so no request
+        # written after it can land in the pipe's buffer (a race that made
+        # toolhost wait for the output to end instead).
         if mode == "deaf":
             os.close(0)
+        send({"jsonrpc": "2.0", "id": rid, "result": {"tools": tools()}})
+        if mode == "deaf":
             time.sleep(20)
             sys.exit(0)
     elif method == "tools/call":
