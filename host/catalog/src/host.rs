@@ -2,7 +2,7 @@
 
 use crate::config::{self, HostConfig};
 use crate::plugin::{self, Code, Plugin, Tool};
-use crate::{Catalog, LoadProblem, ProblemKind, SharedCatalog, Source};
+use crate::{Caller, Catalog, LoadProblem, ProblemKind, SharedCatalog, Source};
 use anyhow::{Context, Result};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -67,6 +67,8 @@ pub struct Host {
     /// The content (SHA-256) of each file hot reload last refused, so the
     /// same refusal is said once.
     pub(crate) refused: std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, String>>,
+    /// `[audit]` and `[[hooks]]`, when either is configured (`crate::accountable`).
+    accountable: Option<Arc<toolhost_audit::Accountable>>,
 }
 
 impl Host {
@@ -118,7 +120,15 @@ impl Host {
                 }
             }
         }
+        if let Some(key) = &config.audit.key {
+            protected.push((key.clone(), "the `[audit]` key (which signs the audit log)".to_owned()));
+        }
+        if let Some(file) = &config.audit.file {
+            protected.push((file.clone(), "the `[audit]` log".to_owned()));
+        }
         check_grants(&config, &protected)?;
+        let accountable =
+            toolhost_audit::Accountable::new(&config.audit, &config.hooks).map_err(anyhow::Error::msg)?.map(Arc::new);
         Ok(Host {
             engine,
             pagemap,
@@ -133,6 +143,7 @@ impl Host {
             tls,
             ticker,
             refused: Default::default(),
+            accountable,
         })
     }
 
@@ -452,6 +463,26 @@ impl Host {
         overrides: &LimitOverrides,
         hooks: CallHooks,
     ) -> CallReport {
+        self.call_as(catalog, tool, arguments, overrides, hooks, &Caller::default()).await
+    }
+
+    /// Whether calls are audited or hooked (`[audit]`, `[[hooks]]`): front
+    /// ends fill in a [`Caller`] only then.
+    pub fn accountable(&self) -> bool {
+        self.accountable.is_some()
+    }
+
+    /// [`Host::call_observed`] by `caller`, whom the audit line and the
+    /// hooks name. Without `[audit]` and `[[hooks]]` the caller is not looked at.
+    pub async fn call_as(
+        &self,
+        catalog: &Catalog,
+        tool: &str,
+        arguments: &str,
+        overrides: &LimitOverrides,
+        hooks: CallHooks,
+        caller: &Caller,
+    ) -> CallReport {
         use tracing::field::Empty;
         let span = tracing::info_span!(
             "tool_call",
@@ -464,8 +495,20 @@ impl Host {
             http_bytes = Empty,
             wall_ms = Empty,
         );
-        let call = self.call_spanned(catalog, tool, arguments, overrides, hooks);
-        let report = tracing::Instrument::instrument(call, span.clone()).await;
+        let report = match &self.accountable {
+            None => {
+                tracing::Instrument::instrument(
+                    self.call_spanned(catalog, tool, arguments, overrides, hooks),
+                    span.clone(),
+                )
+                .await
+            }
+            Some(accountable) => {
+                let call =
+                    crate::accountable::call(self, accountable, catalog, tool, arguments, overrides, hooks, caller);
+                tracing::Instrument::instrument(call, span.clone()).await
+            }
+        };
         if !span.is_disabled() {
             if let Some(plugin) = &report.plugin {
                 span.record("plugin", plugin.as_str());
@@ -483,7 +526,7 @@ impl Host {
         report
     }
 
-    async fn call_spanned(
+    pub(crate) async fn call_spanned(
         &self,
         catalog: &Catalog,
         tool: &str,
@@ -615,42 +658,61 @@ impl std::fmt::Display for OfferError {
 impl Host {
     /// Reads the resource at `uri` from the plugin that lists it (or whose
     /// template matches it; the first in file-name order), in a fresh
-    /// instance under the plugin's limits and grants.
+    /// instance under the plugin's limits and grants. Audited as `caller`'s
+    /// under `[audit]`.
     pub async fn read_resource(
         &self,
         catalog: &Catalog,
         uri: &str,
         hooks: CallHooks,
+        caller: &Caller,
     ) -> Result<Vec<ContentBlock>, OfferError> {
-        let listed = |plugin: &&Arc<Plugin>| plugin.offers.resources.iter().any(|resource| resource.uri == uri);
-        let templated = |plugin: &&Arc<Plugin>| {
-            plugin
-                .offers
-                .templates
-                .iter()
-                .any(|template| toolhost_runtime::offers::matches_template(&template.uri_template, uri))
+        let plugin = resource_owner(catalog, uri);
+        let time = self.accountable.as_ref().map(|_| toolhost_audit::log::now());
+        let read = match plugin {
+            None => Err(OfferError::NotFound(format!("the resource `{uri}`"))),
+            Some(plugin) => match self.offer_request(plugin, Request::ReadResource { uri }, hooks).await {
+                Ok(Response::Read(read)) => read.map_err(OfferError::Failed),
+                Ok(_) => Err(wrong_answer()),
+                Err(error) => Err(error),
+            },
         };
-        let plugin = catalog.plugins().iter().find(listed).or_else(|| catalog.plugins().iter().find(templated));
-        let plugin = plugin.ok_or_else(|| OfferError::NotFound(format!("the resource `{uri}`")))?;
-        match self.offer_request(plugin, Request::ReadResource { uri }, hooks).await? {
-            Response::Read(read) => read.map_err(OfferError::Failed),
-            _ => Err(wrong_answer()),
+        if let (Some(accountable), Some(time)) = (&self.accountable, time) {
+            let arguments = serde_json::json!({"uri": uri});
+            let owner = plugin.map(|plugin| &**plugin);
+            crate::accountable::record_offer(accountable, "resource", time, caller, uri, owner, arguments, &read);
         }
+        read
     }
 
     /// Fills in the prompt `name` with `arguments`, as its plugin does.
+    /// Audited as `caller`'s under `[audit]`.
     pub async fn get_prompt(
         &self,
         catalog: &Catalog,
         name: &str,
         arguments: &[(String, String)],
         hooks: CallHooks,
+        caller: &Caller,
     ) -> Result<toolhost_runtime::offers::PromptResult, OfferError> {
-        let plugin = self.prompt_owner(catalog, name)?;
-        match self.offer_request(plugin, Request::GetPrompt { name, arguments }, hooks).await? {
-            Response::Prompt(prompt) => prompt.map_err(OfferError::Failed),
-            _ => Err(wrong_answer()),
+        let time = self.accountable.as_ref().map(|_| toolhost_audit::log::now());
+        let owner = self.prompt_owner(catalog, name);
+        let prompt = match &owner {
+            Err(error) => Err(error.clone()),
+            Ok(plugin) => match self.offer_request(plugin, Request::GetPrompt { name, arguments }, hooks).await {
+                Ok(Response::Prompt(prompt)) => prompt.map_err(OfferError::Failed),
+                Ok(_) => Err(wrong_answer()),
+                Err(error) => Err(error),
+            },
+        };
+        if let (Some(accountable), Some(time)) = (&self.accountable, time) {
+            let arguments: serde_json::Map<String, Value> =
+                arguments.iter().map(|(key, value)| (key.clone(), Value::String(value.clone()))).collect();
+            let owner = owner.ok().map(|plugin| &**plugin);
+            let arguments = Value::Object(arguments);
+            crate::accountable::record_offer(accountable, "prompt", time, caller, name, owner, arguments, &prompt);
         }
+        prompt
     }
 
     /// Suggests values for `argument` of a prompt or resource template, as
@@ -705,6 +767,19 @@ impl Host {
         };
         invocation.result.map_err(OfferError::Failed)
     }
+}
+
+/// The plugin that lists the resource `uri`, else the first whose template matches it.
+fn resource_owner<'a>(catalog: &'a Catalog, uri: &str) -> Option<&'a Arc<Plugin>> {
+    let listed = |plugin: &&Arc<Plugin>| plugin.offers.resources.iter().any(|resource| resource.uri == uri);
+    let templated = |plugin: &&Arc<Plugin>| {
+        plugin
+            .offers
+            .templates
+            .iter()
+            .any(|template| toolhost_runtime::offers::matches_template(&template.uri_template, uri))
+    };
+    catalog.plugins().iter().find(listed).or_else(|| catalog.plugins().iter().find(templated))
 }
 
 fn wrong_answer() -> OfferError {
