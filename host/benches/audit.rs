@@ -35,8 +35,14 @@ fn main() {
         Config { cache_dir: Some(cache.clone()), ..parsed }
     };
     let log = dir.path().join("audit.log");
-    let audited = format!("[audit]\nfile = {:?}\nkey = {:?}\n", log.display().to_string(), keys.join("audit.key").display().to_string());
-    let hooked = format!("{audited}[[hooks]]\nwhen = \"before\"\ncommand = [\"sh\", \"-c\", \"echo '{{\\\"decision\\\":\\\"allow\\\"}}'\"]\n");
+    let audited = format!(
+        "[audit]\nfile = {:?}\nkey = {:?}\n",
+        log.display().to_string(),
+        keys.join("audit.key").display().to_string()
+    );
+    let hooked = format!(
+        "{audited}[[hooks]]\nwhen = \"before\"\ncommand = [\"sh\", \"-c\", \"echo '{{\\\"decision\\\":\\\"allow\\\"}}'\"]\n"
+    );
     runtime.block_on(async {
         let plain = load(config(""), &echo).await;
         let logged = load(config(&audited), &echo).await;
@@ -62,7 +68,10 @@ fn main() {
         let _ = std::fs::remove_file(&log);
         let hook = load(config(&hooked), &echo).await;
         let hooked = stats(calls(&hook, HOOKED).await);
-        println!("  with [audit] and one before-hook command: p50 {:>8.1?}  mean {:>8.1?} ({HOOKED} calls)", hooked.0, hooked.2);
+        println!(
+            "  with [audit] and one before-hook command: p50 {:>8.1?}  mean {:>8.1?} ({HOOKED} calls)",
+            hooked.0, hooked.2
+        );
     });
 }
 

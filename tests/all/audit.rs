@@ -23,6 +23,7 @@ case "$input" in
   *hang-me*) sleep 30 ;;
   *crash-me*) echo boom >&2; exit 3 ;;
   *garbage*) echo hello there ;;
+  *ask-me*) echo '{"decision":"ask","reason":"is this fine?"}' ;;
   *) echo '{"decision":"allow"}' ;;
 esac
 "#;
@@ -426,4 +427,101 @@ fn the_same_hook_applies_to_a_models_call_in_run() {
     let lines = setup.lines();
     assert_eq!(lines[0]["caller"]["path"], "agent");
     assert_eq!(lines[0]["hooks"][0]["decision"], "deny");
+}
+
+#[test]
+fn an_ask_with_no_one_to_ask_is_denied() {
+    let setup = Setup::new("");
+    let output = setup.call("sha256", r#"{"text":"ask-me"}"#);
+    assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
+    assert!(stderr(&output).contains("is this fine? (hook `policy` asked;"), "{}", stderr(&output));
+    let lines = setup.lines();
+    assert_eq!(lines[0]["hooks"][0]["decision"], "ask");
+    assert_eq!(lines[0]["outcome"]["error"], "denied");
+}
+
+#[test]
+fn a_url_hook_gets_the_call_and_its_answer_decides() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let mut bodies = Vec::new();
+        for answer in [r#"{"decision":"deny","reason":"the endpoint said no"}"#, "not json at all"] {
+            let (mut stream, _) = listener.accept().unwrap();
+            stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+            let mut request = Vec::new();
+            let mut buffer = [0u8; 4096];
+            // Headers, then the body by its Content-Length.
+            loop {
+                let read = stream.read(&mut buffer).unwrap();
+                request.extend_from_slice(&buffer[..read]);
+                let text = String::from_utf8_lossy(&request).into_owned();
+                if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                    let length: usize = head
+                        .lines()
+                        .find_map(|line| line.to_ascii_lowercase().strip_prefix("content-length: ").map(str::to_owned))
+                        .and_then(|value| value.trim().parse().ok())
+                        .unwrap_or(0);
+                    if body.len() >= length {
+                        bodies.push(body.to_owned());
+                        break;
+                    }
+                }
+                if read == 0 {
+                    break;
+                }
+            }
+            let response = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                answer.len()
+            );
+            stream.write_all(response.as_bytes()).unwrap();
+        }
+        bodies
+    });
+    let setup = Setup::new("");
+    std::fs::write(
+        setup.path("toolhost.toml"),
+        format!("[[hooks]]\nname = \"remote\"\nwhen = \"before\"\nurl = \"http://127.0.0.1:{port}/decide\"\n"),
+    )
+    .unwrap();
+    let output = setup.call("sha256", r#"{"text":"anything"}"#);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains("the endpoint said no (hook `remote`)"), "{}", stderr(&output));
+    let output = setup.call("sha256", r#"{"text":"anything"}"#);
+    assert!(
+        stderr(&output).contains("the hook `remote` failed: answered something that is not a JSON decision"),
+        "{}",
+        stderr(&output)
+    );
+    let bodies = server.join().unwrap();
+    let first: Value = serde_json::from_str(&bodies[0]).unwrap();
+    assert_eq!(first["when"], "before");
+    assert_eq!(first["tool"], "sha256");
+    assert_eq!(first["arguments"], json!({"text": "anything"}));
+    // Hooks without [audit]: no log is written.
+    assert!(!setup.path("audit.log").exists());
+}
+
+#[test]
+fn included_arguments_are_scrubbed_of_the_plugins_secrets() {
+    let setup = Setup::new("");
+    std::fs::write(
+        setup.path("toolhost.toml"),
+        "[audit]\nfile = \"audit.log\"\nkey = \"keys/audit.key\"\ninclude_arguments = true\n\n[plugins.hash]\nsecrets = [\"AUDIT_TEST_SECRET\"]\n",
+    )
+    .unwrap();
+    let plugins = setup.plugins.path().display().to_string();
+    let output = common::toolhost_with_env(
+        setup.dir.path(),
+        &["--plugins", &plugins, "call", "sha256", r#"{"text":"token s3cr3t-value-0123456789 here"}"#],
+        &[("AUDIT_TEST_SECRET", "s3cr3t-value-0123456789")],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let log = std::fs::read_to_string(setup.path("audit.log")).unwrap();
+    assert!(!log.contains("s3cr3t-value-0123456789"), "{log}");
+    let lines = setup.lines();
+    assert!(lines[0]["arguments"]["text"].as_str().unwrap().starts_with("token "), "{}", lines[0]);
+    // The digest is of what was called, not of what is shown.
+    assert_eq!(lines[0]["arguments_sha256"], common::sha256_hex(br#"{"text":"token s3cr3t-value-0123456789 here"}"#));
 }

@@ -331,3 +331,60 @@ fn rotate_aside(path: &Path) -> Result<PathBuf, String> {
         .map_err(|err| format!("could not move the audit log {} aside: {err}", path.display()))?;
     Ok(moved)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::{Algorithm, PublicKey};
+
+    fn key() -> (SigningKey, PublicKey) {
+        let key = SigningKey::from_pkcs8(&SigningKey::generate(Algorithm::Ed25519).unwrap()).unwrap();
+        let public = key.public().clone();
+        (key, public)
+    }
+
+    #[test]
+    fn records_dropped_under_pressure_are_counted_in_the_chain() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        let (key, public) = key();
+        let log = AuditLog::open(Target::File { path: path.clone(), rotate: u64::MAX }, key, 1).unwrap();
+        for index in 0..2000 {
+            log.record(json!({"kind": "tool", "n": index}));
+        }
+        let lost = log.lost();
+        drop(log);
+        let summary = crate::verify::verify(std::slice::from_ref(&path), &public).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let written = text.lines().filter(|line| line.contains(r#""kind":"tool""#)).count() as u64;
+        assert_eq!(written + summary.lost, 2000, "{summary:?}");
+        assert_eq!(summary.lost, lost);
+    }
+
+    #[test]
+    fn a_second_writer_is_refused_and_a_restart_continues_the_chain() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        let ours = SigningKey::generate(Algorithm::Ed25519).unwrap();
+        let public = SigningKey::from_pkcs8(&ours).unwrap().public().clone();
+        let (theirs, their_public) = key();
+        let target = Target::File { path: path.clone(), rotate: u64::MAX };
+        let log = AuditLog::open(target.clone(), SigningKey::from_pkcs8(&ours).unwrap(), 16).unwrap();
+        log.record(json!({"kind": "tool"}));
+        let err = AuditLog::open(target.clone(), SigningKey::from_pkcs8(&ours).unwrap(), 16).unwrap_err();
+        assert!(err.contains("being written by another toolhost"), "{err}");
+        drop(log);
+        let log = AuditLog::open(target.clone(), SigningKey::from_pkcs8(&ours).unwrap(), 16).unwrap();
+        log.record(json!({"kind": "tool"}));
+        drop(log);
+        let summary = crate::verify::verify(std::slice::from_ref(&path), &public).unwrap();
+        assert_eq!((summary.lines, summary.last_seq), (2, 2));
+        // Another key does not continue our chain: ours is moved aside.
+        let log = AuditLog::open(target, theirs, 16).unwrap();
+        log.record(json!({"kind": "tool"}));
+        drop(log);
+        let moved = dir.path().join("audit.log.1");
+        assert_eq!(crate::verify::verify(&[moved], &public).unwrap().lines, 2);
+        assert_eq!(crate::verify::verify(&[path], &their_public).unwrap().first_seq, 1);
+    }
+}
