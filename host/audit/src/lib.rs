@@ -202,10 +202,10 @@ impl Accountable {
         self.log.as_ref().map_or(0, log::AuditLog::lost)
     }
 
-    /// Queues `record` (see [`call_record`]); never waits.
-    pub fn record(&self, record: Value) {
+    /// Queues `record`; never waits. The writer turns it into a line.
+    pub fn record(&self, record: CallRecord) {
         if let Some(log) = &self.log {
-            log.record(record);
+            log.record(log::Pending::Call(Box::new(record), self.include_arguments));
         }
     }
 }
@@ -232,52 +232,98 @@ pub struct Component {
     pub grants: Option<Value>,
 }
 
-/// The record of one call (or resource read, prompt) for [`Accountable::record`].
-/// `kind` is `tool`, `resource` or `prompt`; `name` the tool, URI or prompt.
-#[allow(clippy::too_many_arguments)]
-pub fn call_record(
-    kind: &'static str,
-    time: String,
-    caller: &Caller,
-    name: &str,
-    component: &Component,
-    arguments_sha256: String,
-    arguments: Option<Value>,
-    hooks: &[HookNote],
-    report: &CallReport,
-) -> Value {
-    let mut map = Map::new();
-    map.insert("kind".to_owned(), json!(kind));
-    map.insert("time".to_owned(), json!(time));
-    map.insert("caller".to_owned(), caller.to_json());
-    map.insert(kind.to_owned(), json!(name));
-    if let Some(plugin) = &component.plugin {
-        map.insert("plugin".to_owned(), json!(plugin));
-        map.insert("source".to_owned(), json!(component.source));
+/// Where a call went (a plugin, an MCP server), described on the writer's
+/// thread, off the call's path.
+pub trait Origin: Send + Sync {
+    /// Its name, digest and grants.
+    fn component(&self) -> Component;
+    /// `arguments` (its JSON `value` when it parsed) as a line may show
+    /// them: scrubbed by the scrubber of its outputs.
+    fn shown(&self, text: &str, value: Option<Value>) -> Value;
+}
+
+/// One call's record as the call hands it over: cheap to make (what it
+/// already holds, moved), turned into a line by the writer.
+pub struct CallRecord {
+    /// `tool`, `resource` or `prompt`.
+    pub kind: &'static str,
+    /// When it started.
+    pub started: std::time::SystemTime,
+    /// Who called.
+    pub caller: Caller,
+    /// The tool, URI or prompt.
+    pub name: String,
+    /// What ran it, when it was found.
+    pub origin: Option<std::sync::Arc<dyn Origin>>,
+    /// The arguments as called (after any rewrite): JSON text.
+    pub arguments: String,
+    /// The hooks' decisions.
+    pub hooks: Vec<HookNote>,
+    /// `Ok`, or the error's kind and message.
+    pub outcome: Result<(), (&'static str, String)>,
+    /// What it used.
+    pub usage: toolhost_runtime::outcome::Usage,
+    /// What was refused: target and kind.
+    pub refused: Vec<(String, &'static str)>,
+}
+
+impl CallRecord {
+    /// The outcome, usage and refusals of `report`.
+    pub fn outcome_of(report: &CallReport) -> Result<(), (&'static str, String)> {
+        match &report.outcome {
+            Ok(_) => Ok(()),
+            Err(error) => Err((error.kind(), error.to_string())),
+        }
     }
-    if let Some(sha256) = &component.sha256 {
-        map.insert("component".to_owned(), json!(format!("sha256:{sha256}")));
+
+    /// The refusals of `report`, as lines name them.
+    pub fn refused_of(report: &CallReport) -> Vec<(String, &'static str)> {
+        report.refused.iter().map(|refusal| (refusal.target.clone(), refusal.reason.kind())).collect()
     }
-    if let Some(grants) = &component.grants {
-        map.insert("grants".to_owned(), grants.clone());
+
+    /// The record as a line's fields (before `v`, `seq`, `prev`, `key`, `sig`).
+    pub fn into_json(self, include_arguments: bool) -> Value {
+        let mut map = Map::new();
+        let time =
+            chrono::DateTime::<chrono::Utc>::from(self.started).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        map.insert("kind".to_owned(), json!(self.kind));
+        map.insert("time".to_owned(), json!(time));
+        map.insert("caller".to_owned(), self.caller.to_json());
+        map.insert(self.kind.to_owned(), json!(self.name));
+        let component = self.origin.as_ref().map(|origin| origin.component()).unwrap_or_default();
+        if let Some(plugin) = &component.plugin {
+            map.insert("plugin".to_owned(), json!(plugin));
+            map.insert("source".to_owned(), json!(component.source));
+        }
+        if let Some(sha256) = &component.sha256 {
+            map.insert("component".to_owned(), json!(format!("sha256:{sha256}")));
+        }
+        if let Some(grants) = component.grants {
+            map.insert("grants".to_owned(), grants);
+        }
+        let text = if self.arguments.trim().is_empty() { "{}" } else { self.arguments.as_str() };
+        let value = serde_json::from_str::<Value>(text).ok();
+        map.insert("arguments_sha256".to_owned(), json!(arguments_digest(value.as_ref(), text)));
+        if include_arguments {
+            let shown = match &self.origin {
+                Some(origin) => origin.shown(text, value),
+                None => json!({"withheld": "no scrubber for this tool (it was not found)"}),
+            };
+            map.insert("arguments".to_owned(), shown);
+        }
+        if !self.hooks.is_empty() {
+            map.insert("hooks".to_owned(), Value::Array(self.hooks.iter().map(HookNote::to_json).collect()));
+        }
+        let outcome = match self.outcome {
+            Ok(()) => json!({"ok": true}),
+            Err((kind, message)) => json!({"ok": false, "error": kind, "message": message}),
+        };
+        map.insert("outcome".to_owned(), outcome);
+        map.insert("usage".to_owned(), serde_json::to_value(self.usage).unwrap_or(Value::Null));
+        if !self.refused.is_empty() {
+            let refused = self.refused.into_iter().map(|(target, kind)| json!({"target": target, "kind": kind}));
+            map.insert("refused".to_owned(), Value::Array(refused.collect()));
+        }
+        Value::Object(map)
     }
-    map.insert("arguments_sha256".to_owned(), json!(arguments_sha256));
-    if let Some(arguments) = arguments {
-        map.insert("arguments".to_owned(), arguments);
-    }
-    if !hooks.is_empty() {
-        map.insert("hooks".to_owned(), Value::Array(hooks.iter().map(HookNote::to_json).collect()));
-    }
-    let outcome = match &report.outcome {
-        Ok(_) => json!({"ok": true}),
-        Err(error) => json!({"ok": false, "error": error.kind(), "message": error.to_string()}),
-    };
-    map.insert("outcome".to_owned(), outcome);
-    map.insert("usage".to_owned(), serde_json::to_value(report.usage).unwrap_or(Value::Null));
-    if !report.refused.is_empty() {
-        let refused =
-            report.refused.iter().map(|refusal| json!({"target": refusal.target, "kind": refusal.reason.kind()}));
-        map.insert("refused".to_owned(), Value::Array(refused.collect()));
-    }
-    Value::Object(map)
 }

@@ -42,9 +42,26 @@ pub enum Target {
     Stdout,
 }
 
+/// What waits for the writer.
+pub enum Pending {
+    /// A line's fields as they are.
+    Json(Value),
+    /// A call's record, laid out by the writer (arguments shown or not).
+    Call(Box<crate::CallRecord>, bool),
+}
+
+impl Pending {
+    fn into_json(self) -> Value {
+        match self {
+            Pending::Json(value) => value,
+            Pending::Call(record, include_arguments) => record.into_json(include_arguments),
+        }
+    }
+}
+
 /// The writing end: cheap to share, never blocks.
 pub struct AuditLog {
-    sender: Option<SyncSender<Value>>,
+    sender: Option<SyncSender<Pending>>,
     lost: Arc<AtomicU64>,
     lost_total: AtomicU64,
     writer: Option<std::thread::JoinHandle<()>>,
@@ -73,9 +90,9 @@ impl AuditLog {
         Ok(AuditLog { sender: Some(sender), lost, lost_total: AtomicU64::new(0), writer: Some(writer) })
     }
 
-    /// Queues `record` (a JSON object) to be written; drops and counts it
-    /// when the writer is that far behind.
-    pub fn record(&self, record: Value) {
+    /// Queues `record` to be written; drops and counts it when the writer
+    /// is that far behind.
+    pub fn record(&self, record: Pending) {
         let Some(sender) = &self.sender else { return };
         match sender.try_send(record) {
             Ok(()) => {}
@@ -110,7 +127,7 @@ struct Chain {
     prev: String,
 }
 
-fn write_lines(receiver: Receiver<Value>, mut sink: Sink, key: SigningKey, lost: Arc<AtomicU64>) {
+fn write_lines(receiver: Receiver<Pending>, mut sink: Sink, key: SigningKey, lost: Arc<AtomicU64>) {
     let report = |sink: &mut Sink, result: std::io::Result<()>| {
         if let Err(err) = result {
             tracing::error!(target = %sink.describe(), "could not write the audit log: {err}");
@@ -125,7 +142,7 @@ fn write_lines(receiver: Receiver<Value>, mut sink: Sink, key: SigningKey, lost:
                 let result = sink.append(json!({"kind": "lost", "count": dropped, "time": now()}), &key);
                 report(&mut sink, result);
             }
-            let result = sink.append(record, &key);
+            let result = sink.append(record.into_json(), &key);
             report(&mut sink, result);
             next = receiver.try_recv().ok();
         }
@@ -350,7 +367,7 @@ mod tests {
         let (key, public) = key();
         let log = AuditLog::open(Target::File { path: path.clone(), rotate: u64::MAX }, key, 1).unwrap();
         for index in 0..2000 {
-            log.record(json!({"kind": "tool", "n": index}));
+            log.record(Pending::Json(json!({"kind": "tool", "n": index})));
         }
         let lost = log.lost();
         drop(log);
@@ -370,18 +387,18 @@ mod tests {
         let (theirs, their_public) = key();
         let target = Target::File { path: path.clone(), rotate: u64::MAX };
         let log = AuditLog::open(target.clone(), SigningKey::from_pkcs8(&ours).unwrap(), 16).unwrap();
-        log.record(json!({"kind": "tool"}));
+        log.record(Pending::Json(json!({"kind": "tool"})));
         let err = AuditLog::open(target.clone(), SigningKey::from_pkcs8(&ours).unwrap(), 16).unwrap_err();
         assert!(err.contains("being written by another toolhost"), "{err}");
         drop(log);
         let log = AuditLog::open(target.clone(), SigningKey::from_pkcs8(&ours).unwrap(), 16).unwrap();
-        log.record(json!({"kind": "tool"}));
+        log.record(Pending::Json(json!({"kind": "tool"})));
         drop(log);
         let summary = crate::verify::verify(std::slice::from_ref(&path), &public).unwrap();
         assert_eq!((summary.lines, summary.last_seq), (2, 2));
         // Another key does not continue our chain: ours is moved aside.
         let log = AuditLog::open(target, theirs, 16).unwrap();
-        log.record(json!({"kind": "tool"}));
+        log.record(Pending::Json(json!({"kind": "tool"})));
         drop(log);
         let moved = dir.path().join("audit.log.1");
         assert_eq!(crate::verify::verify(&[moved], &public).unwrap().lines, 2);

@@ -6,11 +6,13 @@
 //! is configured; otherwise nothing of this runs.
 
 use crate::host::{Host, OfferError};
+use crate::plugin::Plugin;
 use crate::{Catalog, Source};
 use serde_json::{Value, json};
 use std::borrow::Cow;
+use std::sync::Arc;
 use toolhost_audit::hooks::{Decision, Hook, OnError};
-use toolhost_audit::{Accountable, Caller, Component, HookNote};
+use toolhost_audit::{Accountable, CallRecord, Caller, Component, HookNote, Origin};
 use toolhost_grants::env::Redactor;
 use toolhost_runtime::ask::{Answer, Asked, Elicitation, Elicited, Question};
 use toolhost_runtime::limits::LimitOverrides;
@@ -29,10 +31,11 @@ pub(crate) async fn call(
     hooks: CallHooks,
     caller: &Caller,
 ) -> CallReport {
-    let time = toolhost_audit::log::now();
-    let (component, redactor) = component_of(catalog, tool);
-    let plugin = component.plugin.as_deref();
-    let caller_json = caller.to_json();
+    let started = std::time::SystemTime::now();
+    let entry = catalog.find(tool);
+    let plugin = entry.map(|entry| entry.origin());
+    let caller_json =
+        if accountable.before.is_empty() && accountable.after.is_empty() { Value::Null } else { caller.to_json() };
     let mut notes = Vec::new();
     let mut arguments: Cow<'_, str> = Cow::Borrowed(arguments);
     let mut refused = None;
@@ -79,22 +82,25 @@ pub(crate) async fn call(
     }
     let ran = refused.is_none();
     let mut report = match refused {
-        Some(error) => {
-            let plugin = catalog.find(tool).map(|entry| entry.origin().to_owned());
-            CallReport::rejected(tool, plugin, error)
-        }
+        Some(error) => CallReport::rejected(tool, plugin.map(str::to_owned), error),
         None => host.call_spanned(catalog, tool, &arguments, overrides, hooks).await,
     };
     if ran && report.plugin.is_some() {
         after(accountable, tool, plugin, &arguments, &caller_json, &mut report, &mut notes).await;
     }
     if accountable.logs() {
-        let value = serde_json::from_str::<Value>(if arguments.trim().is_empty() { "{}" } else { &arguments }).ok();
-        let digest = toolhost_audit::arguments_digest(value.as_ref(), &arguments);
-        let shown = accountable.include_arguments().then(|| shown_arguments(&arguments, value, redactor));
-        let record =
-            toolhost_audit::call_record("tool", time, caller, tool, &component, digest, shown, &notes, &report);
-        accountable.record(record);
+        accountable.record(CallRecord {
+            kind: "tool",
+            started,
+            caller: caller.clone(),
+            name: tool.to_owned(),
+            origin: entry.map(origin_of),
+            arguments: arguments.into_owned(),
+            hooks: notes,
+            outcome: CallRecord::outcome_of(&report),
+            usage: report.usage,
+            refused: CallRecord::refused_of(&report),
+        });
     }
     report
 }
@@ -150,30 +156,33 @@ async fn after(
 pub(crate) fn record_offer<T>(
     accountable: &Accountable,
     kind: &'static str,
-    time: String,
+    started: std::time::SystemTime,
     caller: &Caller,
     name: &str,
-    plugin: Option<&crate::plugin::Plugin>,
+    plugin: Option<&Arc<Plugin>>,
     arguments: Value,
     result: &Result<T, OfferError>,
 ) {
     if !accountable.logs() {
         return;
     }
-    let component = match plugin {
-        Some(plugin) => plugin_component(plugin),
-        None => Component::default(),
-    };
-    let digest = toolhost_audit::arguments_digest(Some(&arguments), "");
     let outcome = match result {
-        Ok(_) => Ok(toolhost_runtime::outcome::ToolOutput::Text(String::new())),
-        Err(OfferError::Failed(error)) => Err(error.clone()),
-        Err(OfferError::NotFound(what)) => Err(CallError::Host(format!("no loaded plugin offers {what}"))),
+        Ok(_) => Ok(()),
+        Err(OfferError::Failed(error)) => Err((error.kind(), error.to_string())),
+        Err(error @ OfferError::NotFound(_)) => Err(("not_found", error.to_string())),
     };
-    let mut report = CallReport::rejected(name, component.plugin.clone(), CallError::InputRequired);
-    report.outcome = outcome;
-    let shown = accountable.include_arguments().then_some(arguments);
-    accountable.record(toolhost_audit::call_record(kind, time, caller, name, &component, digest, shown, &[], &report));
+    accountable.record(CallRecord {
+        kind,
+        started,
+        caller: caller.clone(),
+        name: name.to_owned(),
+        origin: plugin.map(|plugin| Arc::new(PluginOrigin(plugin.clone())) as Arc<dyn Origin>),
+        arguments: arguments.to_string(),
+        hooks: Vec::new(),
+        outcome,
+        usage: Default::default(),
+        refused: Vec::new(),
+    });
 }
 
 fn note(hook: &Hook, decision: &'static str, reason: Option<String>, approved: Option<bool>) -> HookNote {
@@ -192,39 +201,53 @@ fn as_json(arguments: &str) -> Value {
     serde_json::from_str(arguments).unwrap_or_else(|_| Value::String(arguments.to_owned()))
 }
 
+/// A plugin as an audit line describes it.
+struct PluginOrigin(Arc<Plugin>);
+
+/// An MCP server as an audit line describes it.
+struct ServerOrigin(Arc<toolhost_mcp_client::McpServer>);
+
+impl Origin for PluginOrigin {
+    fn component(&self) -> Component {
+        Component {
+            plugin: Some(self.0.name.to_string()),
+            source: "plugin",
+            sha256: Some(self.0.sha256.clone()),
+            grants: Some(grants_json(&self.0.grants)),
+        }
+    }
+
+    fn shown(&self, text: &str, value: Option<Value>) -> Value {
+        shown_arguments(text, value, self.0.code.redactor())
+    }
+}
+
+impl Origin for ServerOrigin {
+    fn component(&self) -> Component {
+        Component { plugin: Some(self.0.name().to_owned()), source: "mcp", sha256: None, grants: None }
+    }
+
+    fn shown(&self, text: &str, value: Option<Value>) -> Value {
+        shown_arguments(text, value, self.0.redactor())
+    }
+}
+
+fn origin_of(entry: &crate::Entry) -> Arc<dyn Origin> {
+    match entry.source() {
+        Source::Plugin { plugin, .. } => Arc::new(PluginOrigin(plugin.clone())),
+        Source::Mcp { server, .. } => Arc::new(ServerOrigin(server.clone())),
+    }
+}
+
 /// The arguments as a line shows them: scrubbed of the plugin's (or
 /// server's) secrets by the scrubber its outputs go through.
-fn shown_arguments(text: &str, value: Option<Value>, redactor: Option<&Redactor>) -> Value {
-    let Some(redactor) = redactor else {
-        return json!({"withheld": "no scrubber for this tool (it was not found)"});
-    };
+fn shown_arguments(text: &str, value: Option<Value>, redactor: &Redactor) -> Value {
     match value {
         Some(value) => match redactor.scrub_json(text.to_owned(), value) {
             Ok(scrubbed) => serde_json::from_str(&scrubbed).unwrap_or(Value::String(scrubbed)),
             Err(why) => json!({"withheld": why}),
         },
         None => Value::String(redactor.scrub(text.to_owned())),
-    }
-}
-
-/// The plugin or server behind `tool`, and its scrubber.
-fn component_of<'a>(catalog: &'a Catalog, tool: &str) -> (Component, Option<&'a Redactor>) {
-    match catalog.find(tool).map(|entry| entry.source()) {
-        Some(Source::Plugin { plugin, .. }) => (plugin_component(plugin), Some(plugin.code.redactor())),
-        Some(Source::Mcp { server, .. }) => (
-            Component { plugin: Some(server.name().to_owned()), source: "mcp", sha256: None, grants: None },
-            Some(server.redactor()),
-        ),
-        None => (Component::default(), None),
-    }
-}
-
-fn plugin_component(plugin: &crate::plugin::Plugin) -> Component {
-    Component {
-        plugin: Some(plugin.name.to_string()),
-        source: "plugin",
-        sha256: Some(plugin.sha256.clone()),
-        grants: Some(grants_json(&plugin.grants)),
     }
 }
 

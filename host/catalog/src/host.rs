@@ -668,7 +668,7 @@ impl Host {
         caller: &Caller,
     ) -> Result<Vec<ContentBlock>, OfferError> {
         let plugin = resource_owner(catalog, uri);
-        let time = self.accountable.as_ref().map(|_| toolhost_audit::log::now());
+        let started = std::time::SystemTime::now();
         let read = match plugin {
             None => Err(OfferError::NotFound(format!("the resource `{uri}`"))),
             Some(plugin) => match self.offer_request(plugin, Request::ReadResource { uri }, hooks).await {
@@ -677,10 +677,9 @@ impl Host {
                 Err(error) => Err(error),
             },
         };
-        if let (Some(accountable), Some(time)) = (&self.accountable, time) {
+        if let Some(accountable) = &self.accountable {
             let arguments = serde_json::json!({"uri": uri});
-            let owner = plugin.map(|plugin| &**plugin);
-            crate::accountable::record_offer(accountable, "resource", time, caller, uri, owner, arguments, &read);
+            crate::accountable::record_offer(accountable, "resource", started, caller, uri, plugin, arguments, &read);
         }
         read
     }
@@ -695,7 +694,7 @@ impl Host {
         hooks: CallHooks,
         caller: &Caller,
     ) -> Result<toolhost_runtime::offers::PromptResult, OfferError> {
-        let time = self.accountable.as_ref().map(|_| toolhost_audit::log::now());
+        let started = std::time::SystemTime::now();
         let owner = self.prompt_owner(catalog, name);
         let prompt = match &owner {
             Err(error) => Err(error.clone()),
@@ -705,12 +704,12 @@ impl Host {
                 Err(error) => Err(error),
             },
         };
-        if let (Some(accountable), Some(time)) = (&self.accountable, time) {
+        if let Some(accountable) = &self.accountable {
             let arguments: serde_json::Map<String, Value> =
                 arguments.iter().map(|(key, value)| (key.clone(), Value::String(value.clone()))).collect();
-            let owner = owner.ok().map(|plugin| &**plugin);
+            let owner = owner.ok();
             let arguments = Value::Object(arguments);
-            crate::accountable::record_offer(accountable, "prompt", time, caller, name, owner, arguments, &prompt);
+            crate::accountable::record_offer(accountable, "prompt", started, caller, name, owner, arguments, &prompt);
         }
         prompt
     }
