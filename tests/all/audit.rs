@@ -525,3 +525,43 @@ fn included_arguments_are_scrubbed_of_the_plugins_secrets() {
     // The digest is of what was called, not of what is shown.
     assert_eq!(lines[0]["arguments_sha256"], common::sha256_hex(br#"{"text":"token s3cr3t-value-0123456789 here"}"#));
 }
+
+#[test]
+fn resource_reads_and_prompts_over_serve_are_audited() {
+    let mut setup = Setup::new("");
+    setup.plugins = plugin_dir(&["content_kinds"]);
+    let plugins = setup.plugins.path().display().to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["--plugins", &plugins, "serve"])
+        .current_dir(setup.dir.path())
+        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut answers = BufReader::new(child.stdout.take().unwrap()).lines();
+    writeln!(stdin, "{INITIALIZE}").unwrap();
+    let _ = answers.next().unwrap().unwrap();
+    writeln!(stdin, "{INITIALIZED}").unwrap();
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{{"uri":"test://static-text"}}}}"#)
+        .unwrap();
+    let read: Value = serde_json::from_str(&answers.next().unwrap().unwrap()).unwrap();
+    assert!(read["result"]["contents"].is_array(), "{read}");
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":3,"method":"prompts/get","params":{{"name":"test_simple_prompt"}}}}"#)
+        .unwrap();
+    let prompt: Value = serde_json::from_str(&answers.next().unwrap().unwrap()).unwrap();
+    assert!(prompt["result"]["messages"].is_array(), "{prompt}");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let lines = setup.wait_for_lines(2);
+    assert_eq!(lines[0]["kind"], "resource");
+    assert_eq!(lines[0]["resource"], "test://static-text");
+    assert_eq!(lines[0]["plugin"], "content_kinds");
+    assert_eq!(lines[0]["outcome"]["ok"], true);
+    assert_eq!(lines[0]["caller"]["client"], "audit-test");
+    assert_eq!(lines[1]["kind"], "prompt");
+    assert_eq!(lines[1]["prompt"], "test_simple_prompt");
+    assert!(setup.verify("audit.log", "keys/audit.pub").status.success());
+}
