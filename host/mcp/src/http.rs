@@ -37,8 +37,8 @@ use super::ServeConfig;
 use super::framing::{self, Checked, InFlight as InFlightRequests};
 use super::metrics::{self, Endpoint, Metrics, Readiness, Snapshot};
 use super::oauth::{GrantedScopes, Principal, ResourceServer};
+use super::revision;
 use super::server::ToolServer;
-use super::tasks2025;
 use anyhow::Result;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode, header};
@@ -538,10 +538,13 @@ impl Front {
         let mut entered = None;
         let mut body = body;
         // A 2025-11-25 session's requests, when tasks run: its task requests
-        // go to toolhost's own handler, and two answers are completed (tasks2025).
+        // go to toolhost's own handler, and two answers are completed (revision).
         let experimental = self.tasks.is_some()
-            && parts.headers.get("mcp-protocol-version").and_then(|value| value.to_str().ok())
-                == Some(tasks2025::VERSION);
+            && parts
+                .headers
+                .get("mcp-protocol-version")
+                .and_then(|value| value.to_str().ok())
+                .is_some_and(revision::rewrites);
         let mut watch = None;
         if parts.method == http::Method::POST {
             let scope = session.as_deref().map(|session| (&self.requests, session));
@@ -559,9 +562,7 @@ impl Front {
                     // rmcp reads exactly what was checked here.
                     body = Bytes::from(passed.bytes);
                     // `initialize` says which revision the session has; `tools/list` is adjusted for 2025-11-25.
-                    watch = passed.watch.filter(|watch| {
-                        self.tasks.is_some() && (*watch == tasks2025::Watch::Initialize || experimental)
-                    });
+                    watch = passed.watch.filter(|watch| self.tasks.is_some() && (watch.early() || experimental));
                 }
                 Checked::Answer(answers) => {
                     let mut response = Response::new(Full::new(Bytes::from(framing::answer_body(answers))).boxed());
@@ -744,9 +745,9 @@ impl Drop for InFlight {
 }
 
 /// `response` with its JSON-RPC answer completed for a 2025-11-25 session
-/// ([`tasks2025::adjust`]). Such answers (`initialize`, `tools/list`) end
+/// ([`revision::adjust`]). Such answers (`initialize`, `tools/list`) end
 /// at once, so the body is read whole.
-async fn adjusted(response: Response<Body>, watch: tasks2025::Watch) -> Response<Body> {
+async fn adjusted(response: Response<Body>, watch: revision::Watch) -> Response<Body> {
     let (mut parts, body) = response.into_parts();
     let Ok(collected) = body.collect().await;
     let event_stream = parts
@@ -754,7 +755,7 @@ async fn adjusted(response: Response<Body>, watch: tasks2025::Watch) -> Response
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
         .is_some_and(|value| value.starts_with("text/event-stream"));
-    let body = tasks2025::adjust_body(watch, &collected.to_bytes(), event_stream);
+    let body = revision::adjust_body(watch, &collected.to_bytes(), event_stream);
     parts.headers.remove(header::CONTENT_LENGTH);
     Response::from_parts(parts, Full::new(Bytes::from(body)).boxed())
 }

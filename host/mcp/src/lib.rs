@@ -17,10 +17,10 @@ pub mod framing;
 pub mod http;
 pub mod metrics;
 pub mod oauth;
+pub mod revision;
 pub mod server;
 pub mod state;
 pub mod tasks;
-pub mod tasks2025;
 pub mod wire;
 
 use anyhow::Result;

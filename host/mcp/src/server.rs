@@ -909,7 +909,10 @@ impl ServerHandler for ToolServer {
         let declared = context.client_capabilities().is_some_and(|capabilities| capabilities.supports_tasks());
         match (support, &self.shared.tasks) {
             (TaskSupport::Required, _)
-                if !declared && context.protocol_version().is_some_and(|v| v.as_str() == crate::tasks2025::VERSION) =>
+                if !declared
+                    && context
+                        .protocol_version()
+                        .is_some_and(|v| v.as_str() == crate::tasks::EXPERIMENTAL_REVISION) =>
             {
                 // MCP 2025-11-25: a tool whose `execution.taskSupport` is `required` called without `task`.
                 return Err(ErrorData::new(

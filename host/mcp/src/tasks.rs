@@ -41,6 +41,10 @@ use toolhost_runtime::ask::{Answer, AskError, Asked, Asker, Question};
 use toolhost_runtime::limits::HumanDuration;
 use toolhost_runtime::text::quoted;
 
+/// The MCP revision whose experimental tasks (SEP-1686) are served beside
+/// SEP-2663's, through `revision::tasks2025`.
+pub const EXPERIMENTAL_REVISION: &str = "2025-11-25";
+
 /// The environment variable naming this replica in its task ids (e.g. the
 /// pod's name); without it each process picks a random name.
 pub const REPLICA_ENV: &str = "TOOLHOST_REPLICA";
