@@ -15,6 +15,7 @@ mod deploy;
 mod docs;
 mod grants;
 mod hardening;
+mod imports;
 mod languages;
 mod loading;
 mod mcp;
