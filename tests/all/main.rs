@@ -8,6 +8,7 @@
 mod common;
 
 mod asking;
+mod audit;
 mod cli;
 mod contract_v0_2;
 mod credentials;

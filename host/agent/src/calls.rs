@@ -210,7 +210,8 @@ impl Agent {
         };
         let hooks = toolhost_runtime::sandbox::CallHooks { progress, asker: Some(Arc::new(asker)) };
         let overrides = LimitOverrides::default();
-        let report = self.host.call_observed(catalog, &call.name, &call.arguments, &overrides, hooks).await;
+        let caller = toolhost_catalog::Caller::on("agent");
+        let report = self.host.call_as(catalog, &call.name, &call.arguments, &overrides, hooks, &caller).await;
         let duration_ms = report.usage.wall.as_secs_f64() * 1_000.0;
         // The model is told what the host refused, so it does not retry blindly.
         let refusals: String =

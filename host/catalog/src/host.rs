@@ -2,7 +2,7 @@
 
 use crate::config::{self, HostConfig};
 use crate::plugin::{self, Code, Plugin, Tool};
-use crate::{Catalog, LoadProblem, ProblemKind, SharedCatalog, Source};
+use crate::{Caller, Catalog, LoadProblem, ProblemKind, SharedCatalog, Source};
 use anyhow::{Context, Result};
 use serde_json::Value;
 use std::path::Path;
@@ -73,6 +73,8 @@ pub struct Host {
     /// The content (SHA-256) of each file hot reload last refused, so the
     /// same refusal is said once.
     pub(crate) refused: std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, String>>,
+    /// `[audit]` and `[[hooks]]`, when either is configured (`crate::accountable`).
+    accountable: Option<Arc<toolhost_audit::Accountable>>,
 }
 
 impl Host {
@@ -124,7 +126,15 @@ impl Host {
                 }
             }
         }
+        if let Some(key) = &config.audit.key {
+            protected.push((key.clone(), "the `[audit]` key (which signs the audit log)".to_owned()));
+        }
+        if let Some(file) = &config.audit.file {
+            protected.push((file.clone(), "the `[audit]` log".to_owned()));
+        }
         check_grants(&config, &protected)?;
+        let accountable =
+            toolhost_audit::Accountable::new(&config.audit, &config.hooks).map_err(anyhow::Error::msg)?.map(Arc::new);
         Ok(Host {
             engine,
             pagemap,
@@ -139,6 +149,7 @@ impl Host {
             tls,
             ticker,
             refused: Default::default(),
+            accountable,
         })
     }
 
@@ -458,6 +469,26 @@ impl Host {
         overrides: &LimitOverrides,
         hooks: CallHooks,
     ) -> CallReport {
+        self.call_as(catalog, tool, arguments, overrides, hooks, &Caller::default()).await
+    }
+
+    /// Whether calls are audited or hooked (`[audit]`, `[[hooks]]`): front
+    /// ends fill in a [`Caller`] only then.
+    pub fn accountable(&self) -> bool {
+        self.accountable.is_some()
+    }
+
+    /// [`Host::call_observed`] by `caller`, whom the audit line and the
+    /// hooks name. Without `[audit]` and `[[hooks]]` the caller is not looked at.
+    pub async fn call_as(
+        &self,
+        catalog: &Catalog,
+        tool: &str,
+        arguments: &str,
+        overrides: &LimitOverrides,
+        hooks: CallHooks,
+        caller: &Caller,
+    ) -> CallReport {
         use tracing::field::Empty;
         let span = tracing::info_span!(
             "tool_call",
@@ -470,8 +501,20 @@ impl Host {
             http_bytes = Empty,
             wall_ms = Empty,
         );
-        let call = self.call_spanned(catalog, tool, arguments, overrides, hooks);
-        let report = tracing::Instrument::instrument(call, span.clone()).await;
+        let report = match &self.accountable {
+            None => {
+                tracing::Instrument::instrument(
+                    self.call_spanned(catalog, tool, arguments, overrides, hooks),
+                    span.clone(),
+                )
+                .await
+            }
+            Some(accountable) => {
+                let call =
+                    crate::accountable::call(self, accountable, catalog, tool, arguments, overrides, hooks, caller);
+                tracing::Instrument::instrument(call, span.clone()).await
+            }
+        };
         if !span.is_disabled() {
             if let Some(plugin) = &report.plugin {
                 span.record("plugin", plugin.as_str());
@@ -489,7 +532,7 @@ impl Host {
         report
     }
 
-    async fn call_spanned(
+    pub(crate) async fn call_spanned(
         &self,
         catalog: &Catalog,
         tool: &str,

@@ -82,6 +82,16 @@ impl Principal {
     pub fn key(&self) -> &str {
         &self.0
     }
+
+    /// The token's subject and client id (an empty one as none), for the audit log.
+    pub fn parts(&self) -> (&str, Option<&str>) {
+        let (length, rest) = self.0.split_once(':').unwrap_or(("0", &self.0));
+        let length = length.parse::<usize>().unwrap_or(0).min(rest.len());
+        match (rest.get(..length), rest.get(length..)) {
+            (Some(subject), Some(client)) => (subject, Some(client).filter(|client| !client.is_empty())),
+            _ => (rest, None),
+        }
+    }
 }
 
 impl std::fmt::Debug for Principal {

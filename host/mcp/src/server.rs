@@ -435,6 +435,24 @@ impl ToolServer {
         }
     }
 
+    /// Who the audit log and hooks name for `caller`'s request on `path`
+    /// (`serve-http` for a request over HTTP); nothing is gathered unless
+    /// `[audit]` or `[[hooks]]` is configured.
+    fn audited(
+        &self,
+        caller: &Caller,
+        path: &'static str,
+        context: Option<&RequestContext<RoleServer>>,
+    ) -> toolhost_catalog::Caller {
+        if !self.host().accountable() {
+            return toolhost_catalog::Caller::default();
+        }
+        let http = caller.session.as_deref().is_none_or(|session| session.starts_with("http:"));
+        let path = if path == "serve" && http { "serve-http" } else { path };
+        let client = context.and_then(|context| context.peer.peer_info()).map(|info| info.client_info.name.clone());
+        caller.audited(path, client)
+    }
+
     /// Runs a task's call (tool `name` of `origin` with `arguments`) once
     /// one of `caller`'s call slots is free, counted in the metrics, until it
     /// ends (its report) or `cancel` (`None`: its future is dropped, so the
@@ -451,8 +469,9 @@ impl ToolServer {
         let _slot = self.admit(caller, cancel).await.ok()?;
         let active = self.shared.metrics.start_call(name, origin);
         let overrides = LimitOverrides::default();
+        let who = self.audited(caller, "task", None);
         let call = tracing::Instrument::instrument(
-            self.host().call_observed(catalog, name, arguments, &overrides, hooks),
+            self.host().call_as(catalog, name, arguments, &overrides, hooks, &who),
             span,
         );
         let report = tokio::select! {
@@ -764,7 +783,8 @@ impl ServerHandler for ToolServer {
         let Ok(_slot) = self.admit(&caller, &context.ct).await else {
             return Err(ErrorData::internal_error("the read was cancelled", None));
         };
-        let read = self.host().read_resource(&catalog, &request.uri, hooks).await;
+        let who = self.audited(&caller, "serve", Some(&context));
+        let read = self.host().read_resource(&catalog, &request.uri, hooks, &who).await;
         if let Some(end) = self.end_round(round, read.as_ref().err().and_then(ran)) {
             return end.map(ReadResourceResponse::InputRequired);
         }
@@ -831,7 +851,8 @@ impl ServerHandler for ToolServer {
                 (name, value)
             })
             .collect();
-        let prompt = self.host().get_prompt(&catalog, &request.name, &arguments, hooks).await;
+        let who = self.audited(&caller, "serve", Some(&context));
+        let prompt = self.host().get_prompt(&catalog, &request.name, &arguments, hooks, &who).await;
         if let Some(end) = self.end_round(round, prompt.as_ref().err().and_then(ran)) {
             return end.map(GetPromptResponse::InputRequired);
         }
@@ -976,8 +997,9 @@ impl ServerHandler for ToolServer {
         hooks.progress = observer;
         hooks.asker = hooks.asker.map(|asker| self.fair(asker, &caller, self.timeout_of(origin)));
         let span = request_span("tools/call", name, &context);
+        let who = self.audited(&caller, "serve", Some(&context));
         let call = tracing::Instrument::instrument(
-            self.host().call_observed(&catalog, name, &arguments, &overrides, hooks),
+            self.host().call_as(&catalog, name, &arguments, &overrides, hooks, &who),
             span,
         );
         // Dropping the call's future drops its store: the guest stops at its next epoch tick.

@@ -42,6 +42,13 @@ pub struct Args {
     pub include_mcp: bool,
 }
 
+impl Args {
+    /// Whether MCP goes over HTTP (else stdio, whose stdout is MCP's).
+    pub fn over_http(&self) -> bool {
+        self.http.is_some()
+    }
+}
+
 pub async fn run(config: Config, dir: &Path, args: Args) -> Result<ExitCode> {
     let Some(address) = args.http else {
         let host = Host::new(config.clone())?;

@@ -3,8 +3,8 @@
 //! fresh sandbox, and why one could not be had ([`OfferError`]).
 
 use super::Host;
-use crate::Catalog;
 use crate::plugin::Plugin;
+use crate::{Caller, Catalog};
 use anyhow::Result;
 use std::sync::Arc;
 use toolhost_runtime::content::ContentBlock;
@@ -32,12 +32,14 @@ impl std::fmt::Display for OfferError {
 impl Host {
     /// Reads the resource at `uri` from the plugin that lists it (or whose
     /// template matches it; the first in file-name order), in a fresh
-    /// instance under the plugin's limits and grants.
+    /// instance under the plugin's limits and grants. Audited as `caller`'s
+    /// under `[audit]`.
     pub async fn read_resource(
         &self,
         catalog: &Catalog,
         uri: &str,
         hooks: CallHooks,
+        caller: &Caller,
     ) -> Result<Vec<ContentBlock>, OfferError> {
         let listed = |plugin: &&Arc<Plugin>| plugin.offers.resources.iter().any(|resource| resource.uri == uri);
         let templated = |plugin: &&Arc<Plugin>| {
@@ -48,26 +50,50 @@ impl Host {
                 .any(|template| toolhost_runtime::offers::matches_template(&template.uri_template, uri))
         };
         let plugin = catalog.plugins().iter().find(listed).or_else(|| catalog.plugins().iter().find(templated));
-        let plugin = plugin.ok_or_else(|| OfferError::NotFound(format!("the resource `{uri}`")))?;
-        match self.offer_request(plugin, Request::ReadResource { uri }, hooks).await? {
-            Response::Read(read) => read.map_err(OfferError::Failed),
-            _ => Err(wrong_answer()),
+        let started = std::time::SystemTime::now();
+        let read = match plugin {
+            None => Err(OfferError::NotFound(format!("the resource `{uri}`"))),
+            Some(plugin) => match self.offer_request(plugin, Request::ReadResource { uri }, hooks).await {
+                Ok(Response::Read(read)) => read.map_err(OfferError::Failed),
+                Ok(_) => Err(wrong_answer()),
+                Err(error) => Err(error),
+            },
+        };
+        if let Some(accountable) = &self.accountable {
+            let arguments = serde_json::json!({"uri": uri});
+            crate::accountable::record_offer(accountable, "resource", started, caller, uri, plugin, arguments, &read);
         }
+        read
     }
 
     /// Fills in the prompt `name` with `arguments`, as its plugin does.
+    /// Audited as `caller`'s under `[audit]`.
     pub async fn get_prompt(
         &self,
         catalog: &Catalog,
         name: &str,
         arguments: &[(String, String)],
         hooks: CallHooks,
+        caller: &Caller,
     ) -> Result<toolhost_runtime::offers::PromptResult, OfferError> {
-        let plugin = self.prompt_owner(catalog, name)?;
-        match self.offer_request(plugin, Request::GetPrompt { name, arguments }, hooks).await? {
-            Response::Prompt(prompt) => prompt.map_err(OfferError::Failed),
-            _ => Err(wrong_answer()),
+        let started = std::time::SystemTime::now();
+        let owner = self.prompt_owner(catalog, name);
+        let prompt = match &owner {
+            Err(error) => Err(error.clone()),
+            Ok(plugin) => match self.offer_request(plugin, Request::GetPrompt { name, arguments }, hooks).await {
+                Ok(Response::Prompt(prompt)) => prompt.map_err(OfferError::Failed),
+                Ok(_) => Err(wrong_answer()),
+                Err(error) => Err(error),
+            },
+        };
+        if let Some(accountable) = &self.accountable {
+            let arguments: serde_json::Map<String, serde_json::Value> =
+                arguments.iter().map(|(key, value)| (key.clone(), serde_json::Value::String(value.clone()))).collect();
+            let arguments = serde_json::Value::Object(arguments);
+            let owner = owner.ok();
+            crate::accountable::record_offer(accountable, "prompt", started, caller, name, owner, arguments, &prompt);
         }
+        prompt
     }
 
     /// Suggests values for `argument` of a prompt or resource template, as
