@@ -24,6 +24,16 @@
 //! that asks a plugin to run something its token lacks the scope for (a
 //! tool, a resource, a prompt, a completion) is 403 naming the scope.
 //!
+//! With `[state] url` sessions are every replica's ([`sessions`]): a
+//! session's record is written to the store when its `initialize` succeeds
+//! (before its id goes out), every request naming a session is checked
+//! against the record first (its owner; no record is an unknown session,
+//! and a copy held here is closed), rmcp restores a session this replica
+//! holds no copy of from the record, `max_sessions_per_requestor` is counted
+//! in the store, and the record, not this replica's use, decides expiry.
+//! With the store unreachable a session's requests get 503 naming it, or
+//! (`on_unavailable = "open"`) this replica's copy answers alone.
+//!
 //! The operator endpoints answer `GET` (and `HEAD`) after the same `Host`
 //! check (403): `/healthz` is 200 while the process serves, `/readyz` 200
 //! once ready and 503 with the reason before (and while shutting down), both
