@@ -1622,6 +1622,9 @@ fn a_shared_session_is_its_owner_s_only_ends_everywhere_and_outlives_the_store_g
         assert_eq!((deleted.status, deleted.body), (made_up.status, made_up.body), "{}", replica.address);
     }
     assert_eq!(session_call(&haproxy.address, Some(&alice), &session, 91, "still").status, 200);
+    // An id no replica would mint (far too long) is unknown, without a store lookup.
+    let long = "a".repeat(4000);
+    assert_eq!(session_call(&replicas[0].address, Some(&alice), &long, 89, "long").status, 404);
 
     // `max_sessions_per_requestor = 2` counts every replica's sessions:
     // Alice's second opens (on another replica), her third is refused

@@ -39,6 +39,9 @@ use std::time::Duration;
 
 /// How long a place taken for an `initialize` lasts if the session never opens.
 const TICKET: Duration = Duration::from_secs(30);
+/// The longest session id looked up (rmcp's are UUIDs, 36 characters): a
+/// longer one is a session that does not exist, without asking the store.
+pub const MAX_SESSION_ID: usize = 128;
 /// The most sessions ids checked for liveness in one round trip.
 const BATCH: usize = 256;
 
@@ -218,6 +221,9 @@ impl SessionRecords {
     /// expiry back when it is theirs). `counted`: the owner's sessions are
     /// counted (`[serve.oauth]`).
     pub async fn touch(&self, id: &str, owner: &str, counted: bool) -> Looked {
+        if id.len() > MAX_SESSION_ID {
+            return Looked::NotOwned;
+        }
         let mut invocation = self.touch.prepare_invoke();
         invocation.key(self.record(id)).key(self.owned(owner)).arg(owner).arg(self.idle_ms()).arg(id).arg(if counted {
             "1"
@@ -318,6 +324,9 @@ impl SessionStore for Restore {
         Self: 'c,
     {
         Box::pin(async move {
+            if session_id.len() > MAX_SESSION_ID {
+                return Ok(None);
+            }
             let params =
                 self.0.params(session_id).await.map_err(|err| Box::new(Unreachable(err)) as SessionStoreError)?;
             let Some(params) = params else { return Ok(None) };
