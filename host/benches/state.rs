@@ -22,6 +22,8 @@
 //! Each task is waited for (not measured) before the next; `max_tasks` is
 //! raised so that the 1,100 tasks kept for their TTL all become tasks.
 //!
+//! `STATE_BENCH_SESSIONS_ONLY=1` measures the sessions alone.
+//!
 //! Figures go to BENCHMARKS.md; nothing here asserts a time.
 
 use serde_json::{Value, json};
@@ -279,6 +281,9 @@ fn run(name: &str, state: &str) {
     report(&format!("ping in a session, {name}"), pings(&mut stream, &address, &session));
     if let Some((_, other_address, other_stream)) = &mut other {
         report(&format!("ping in a session elsewhere, {name}"), pings(other_stream, other_address, &session));
+    }
+    if std::env::var_os("STATE_BENCH_SESSIONS_ONLY").is_some() {
+        return;
     }
     let mut elsewhere = Vec::new();
     let call = json!({"name": "echo", "arguments": {"text": "hello, world"}});

@@ -1680,3 +1680,59 @@ fn a_shared_session_is_its_owner_s_only_ends_everywhere_and_outlives_the_store_g
         assert_eq!(response.status, 200, "{}", response.body);
     }
 }
+
+#[test]
+fn a_2025_11_25_client_s_answer_reaches_the_replica_whose_call_asked() {
+    let redis = Redis::start();
+    let dir = plugin_dir(&["content_kinds"]);
+    let config = dir.path().join("toolhost.toml");
+    let text = format!("[state]\nurl = \"{}\"\n[plugins.content_kinds]\nelicitation = true\n", redis.url());
+    std::fs::write(&config, text).unwrap();
+    let (a, b) = (
+        Replica::start("replica a", dir.path(), &config, &shared_cache(), &[]),
+        Replica::start("replica b", dir.path(), &config, &shared_cache(), &[]),
+    );
+    a.wait_serving();
+    b.wait_serving();
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    let opened = in_session(&a.address, None, None, "POST", &initialize.to_string());
+    let session = opened
+        .head
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id").then(|| value.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("{}", opened.head));
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    assert_eq!(in_session(&b.address, None, Some(&session), "POST", &initialized).status, 202);
+
+    // A call on replica a asks the client (on the call's own stream); the
+    // client's answer goes, as a round-robin balancer may send it, to b.
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "test_elicitation", "arguments": {"message": "who are you?"}}});
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2025-11-25"),
+        ("Mcp-Session-Id", session.as_str()),
+    ];
+    let stream = send(&a.address, "POST", "/mcp", &headers, &call.to_string()).unwrap();
+    let mut lines = BufReader::new(stream).lines().map_while(Result::ok);
+    let mut next_message = || -> Value {
+        let line = lines.find(|line| line.starts_with("data: {")).expect("the call's stream ended");
+        serde_json::from_str(&line["data: ".len()..]).unwrap()
+    };
+    let asked = next_message();
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept",
+        "content": {"username": "ada", "email": "ada@example.com"}}});
+    let answered = in_session(&b.address, None, Some(&session), "POST", &answer.to_string());
+    assert_eq!(answered.status, 202, "{}", answered.body);
+    let result = next_message();
+    assert_eq!(result["id"], 7, "{result}");
+    let text = result["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("ada@example.com"), "{result}");
+}

@@ -208,6 +208,7 @@ pub async fn serve_http(
     let mut config = config;
     if let Some(records) = &records {
         config.session_store = Some(Arc::new(sessions::Restore(records.clone())));
+        records.listen(Arc::downgrade(&sessions));
     }
     let service: StreamableHttpService<ToolServer, LocalSessionManager> =
         StreamableHttpService::new(move || Ok(server.for_new_session()), sessions.clone(), config);
@@ -629,7 +630,14 @@ impl Front {
                     in_use.or_else(|| (shared == Some(true)).then(|| InUse::begin(&self.activity, session.clone())));
                 let ending = parts.method == http::Method::DELETE;
                 let level = self.records.as_ref().and(sessions::set_level(&body));
+                // A client's answer to a call's question: the call may run on another replica.
+                let answer = (self.records.is_some() && sessions::is_answer(&body)).then(|| body.clone());
                 let response = self.service.handle(Request::from_parts(parts, Full::new(body))).await;
+                if let (Some(records), Some(answer)) = (&self.records, answer)
+                    && response.status().is_success()
+                {
+                    records.pass_answer(&session, &answer).await;
+                }
                 if let (Some(records), Some(level)) = (&self.records, level)
                     && response.status().is_success()
                     && let Err(reason) = records.set_level(&session, &level).await

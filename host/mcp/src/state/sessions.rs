@@ -30,11 +30,13 @@
 use super::Store;
 use crate::oauth::Principal;
 use redis::Script;
-use rmcp::model::InitializeRequestParams;
+use rmcp::model::{ClientJsonRpcMessage, InitializeRequestParams};
+use rmcp::transport::streamable_http_server::session::SessionManager;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::{SessionState, SessionStore, SessionStoreError};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 /// How long a place taken for an `initialize` lasts if the session never opens.
@@ -289,6 +291,68 @@ impl SessionRecords {
         }
     }
 
+    /// Passes a 2025-11-25 client's answer in session `id` (a JSON-RPC
+    /// response to a question a call asked it) to every replica: the one
+    /// whose call asked may not be the one the balancer sent it to.
+    pub async fn pass_answer(&self, id: &str, body: &[u8]) {
+        let Ok(body) = std::str::from_utf8(body) else { return };
+        let message = serde_json::json!({"from": self.store.me, "session": id, "body": body}).to_string();
+        let mut connection = self.store.connection();
+        let channel = self.store.key(&["session-answers"]);
+        let mut publish = redis::cmd("PUBLISH");
+        publish.arg(&channel).arg(message);
+        if let Err(reason) = self.store.run(publish.query_async::<i64>(&mut connection)).await {
+            tracing::warn!("MCP session {id}: a client's answer was not passed to the other replicas: {reason}");
+        }
+    }
+
+    /// Hands the answers other replicas pass on ([`SessionRecords::pass_answer`])
+    /// to this replica's copy of their session, if it holds one, for as long
+    /// as `sessions` lives; reconnects when the store goes away. The replica
+    /// that passed it checked the owner.
+    pub fn listen(self: &Arc<Self>, sessions: Weak<LocalSessionManager>) {
+        let records = self.clone();
+        tokio::spawn(async move {
+            let channel = records.store.key(&["session-answers"]);
+            loop {
+                if sessions.strong_count() == 0 {
+                    return;
+                }
+                if let Ok(mut pubsub) = records.store.pubsub().await
+                    && pubsub.subscribe(&channel).await.is_ok()
+                {
+                    let mut messages = pubsub.on_message();
+                    while let Some(message) = futures_util::StreamExt::next(&mut messages).await {
+                        let Some(sessions) = sessions.upgrade() else { return };
+                        let Ok(text) = message.get_payload::<String>() else { continue };
+                        records.deliver(&sessions, &text).await;
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        });
+    }
+
+    async fn deliver(&self, sessions: &LocalSessionManager, text: &str) {
+        let Ok(passed) = serde_json::from_str::<serde_json::Value>(text) else { return };
+        let (Some(from), Some(id), Some(body)) =
+            (passed["from"].as_str(), passed["session"].as_str(), passed["body"].as_str())
+        else {
+            return;
+        };
+        if from == self.store.me {
+            return;
+        }
+        let id: Arc<str> = Arc::from(id);
+        if !sessions.sessions.read().await.contains_key(&id) {
+            return;
+        }
+        let Ok(message) = serde_json::from_str::<ClientJsonRpcMessage>(body) else { return };
+        if let Err(err) = sessions.accept_message(&id, message).await {
+            tracing::debug!("MCP session {id}: an answer passed on by another replica was not taken: {err}");
+        }
+    }
+
     /// The `initialize` params of session `id` as written, if it has a record.
     async fn params(&self, id: &str) -> Result<Option<String>, String> {
         let mut connection = self.store.connection();
@@ -367,6 +431,14 @@ impl SessionStore for Restore {
 #[derive(Debug, Clone, Copy)]
 #[allow(deprecated)] // as the server handler, which still serves it to 2025-11-25 clients
 pub struct SessionLevel(pub rmcp::model::LoggingLevel);
+
+/// Whether `body` is a client's answer (a JSON-RPC response or error, no method).
+pub fn is_answer(body: &[u8]) -> bool {
+    let Ok(message) = serde_json::from_slice::<serde_json::Value>(body) else { return false };
+    message.get("method").is_none()
+        && message.get("id").is_some()
+        && (message.get("result").is_some() || message.get("error").is_some())
+}
 
 /// The `params` of an `initialize` request body, as JSON text.
 pub fn initialize_params(body: &[u8]) -> Option<String> {
