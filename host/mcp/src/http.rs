@@ -24,6 +24,16 @@
 //! that asks a plugin to run something its token lacks the scope for (a
 //! tool, a resource, a prompt, a completion) is 403 naming the scope.
 //!
+//! With `[state] url` sessions are every replica's ([`sessions`]): a
+//! session's record is written to the store when its `initialize` succeeds
+//! (before its id goes out), every request naming a session is checked
+//! against the record first (its owner; no record is an unknown session,
+//! and a copy held here is closed), rmcp restores a session this replica
+//! holds no copy of from the record, `max_sessions_per_requestor` is counted
+//! in the store, and the record, not this replica's use, decides expiry.
+//! With the store unreachable a session's requests get 503 naming it, or
+//! (`on_unavailable = "open"`) this replica's copy answers alone.
+//!
 //! The operator endpoints answer `GET` (and `HEAD`) after the same `Host`
 //! check (403): `/healthz` is 200 while the process serves, `/readyz` 200
 //! once ready and 503 with the reason before (and while shutting down), both
@@ -39,6 +49,7 @@ use super::metrics::{self, Endpoint, Metrics, Readiness, Snapshot};
 use super::oauth::{GrantedScopes, Principal, ResourceServer};
 use super::revision;
 use super::server::ToolServer;
+use super::state::sessions::{self, Looked, SessionRecords};
 use anyhow::Result;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode, header};
@@ -191,6 +202,14 @@ pub async fn serve_http(
     let mut sessions = LocalSessionManager::default();
     sessions.session_config = session_config;
     let sessions = Arc::new(sessions);
+    // With `[state] url`: sessions are recorded in the store, and a replica
+    // without a copy of one restores it from its record (state::sessions).
+    let records = options.store.clone().map(|store| SessionRecords::new(store, options.session_idle));
+    let mut config = config;
+    if let Some(records) = &records {
+        config.session_store = Some(Arc::new(sessions::Restore(records.clone())));
+        records.listen(Arc::downgrade(&sessions));
+    }
     let service: StreamableHttpService<ToolServer, LocalSessionManager> =
         StreamableHttpService::new(move || Ok(server.for_new_session()), sessions.clone(), config);
     let front = Arc::new(Front {
@@ -216,6 +235,7 @@ pub async fn serve_http(
         opening: tokio::sync::Mutex::new(()),
         requests: InFlightRequests::default(),
         tasks: server_tasks,
+        records,
     });
     // Closes idle sessions even when no request comes to notice them.
     let sweeper = front.clone();
@@ -324,6 +344,8 @@ struct Front {
     requests: InFlightRequests,
     /// The tasks of this process, when tools may run as tasks (`[serve.tasks]`).
     tasks: Option<Arc<crate::tasks::Tasks>>,
+    /// With `[state] url`: every replica's sessions.
+    records: Option<Arc<SessionRecords>>,
 }
 
 /// How a session is being used: its requests still open (a streamed
@@ -521,8 +543,15 @@ impl Front {
         let in_flight = (parts.method == http::Method::POST).then(|| InFlight::enter(&self.in_flight));
         let mut session: Option<Arc<str>> =
             parts.headers.get("mcp-session-id").and_then(|value| value.to_str().ok()).map(Arc::from);
+        let mut shared = None;
+        if let (Some(records), Some(id)) = (&self.records, &session) {
+            match self.look_up(records, id, principal.as_ref(), &mut parts).await {
+                Ok(found) => shared = found,
+                Err(response) => return response,
+            }
+        }
         if let Some(id) = &session
-            && !self.session_admits(id, principal.as_ref())
+            && (shared == Some(false) || !self.session_admits(id, principal.as_ref()))
         {
             // Another principal's session is, to this one, a session that does
             // not exist: rmcp answers as it does for any unknown id.
@@ -585,7 +614,8 @@ impl Front {
         }
         let response = match session {
             Some(session) => {
-                if self.idle_for(&session).is_some_and(|idle| idle >= self.idle) {
+                // With the store, its record decides when a session expires.
+                if self.records.is_none() && self.idle_for(&session).is_some_and(|idle| idle >= self.idle) {
                     // Expired: closed now, so rmcp answers 404 and the client starts over.
                     self.close(&session).await;
                 }
@@ -596,8 +626,25 @@ impl Front {
                     .await
                     .contains_key(&session)
                     .then(|| InUse::begin(&self.activity, session.clone()));
+                // A session another replica opened is restored here by rmcp: counted in use too.
+                let in_use =
+                    in_use.or_else(|| (shared == Some(true)).then(|| InUse::begin(&self.activity, session.clone())));
                 let ending = parts.method == http::Method::DELETE;
+                let level = self.records.as_ref().and(sessions::set_level(&body));
+                // A client's answer to a call's question: the call may run on another replica.
+                let answer = (self.records.is_some() && sessions::is_answer(&body)).then(|| body.clone());
                 let response = self.service.handle(Request::from_parts(parts, Full::new(body))).await;
+                if let (Some(records), Some(answer)) = (&self.records, answer)
+                    && response.status().is_success()
+                {
+                    records.pass_answer(&session, &answer).await;
+                }
+                if let (Some(records), Some(level)) = (&self.records, level)
+                    && response.status().is_success()
+                    && let Err(reason) = records.set_level(&session, &level).await
+                {
+                    tracing::warn!("MCP session {session}: its log level was not recorded: {reason}");
+                }
                 if ending && response.status().is_success() {
                     self.end_tasks_of(&session);
                     self.owners.lock().unwrap_or_else(|p| p.into_inner()).remove(&session);
@@ -622,8 +669,20 @@ impl Front {
                         ),
                     );
                 }
-                // One principal cannot take every session (`[serve.oauth]`; without it there is one principal).
-                if let Some(principal) = &principal {
+                let params = self.records.as_ref().and_then(|_| sessions::initialize_params(&body));
+                let mut ticket = None;
+                if let (Some(records), Some(principal)) = (&self.records, &principal) {
+                    // One principal's sessions on every replica, counted and taken in one step.
+                    match records.reserve(&sessions::owner_of(Some(principal)), self.max_sessions_per_requestor).await {
+                        Ok(Ok(taken)) => ticket = Some(taken),
+                        Ok(Err(held)) => return self.too_many_sessions(held),
+                        Err(reason) if records.fails_open() => {
+                            tracing::warn!("this MCP session is kept by this replica only: {reason}");
+                        }
+                        Err(reason) => return unavailable_store(&reason),
+                    }
+                } else if let Some(principal) = &principal {
+                    // One principal cannot take every session (`[serve.oauth]`; without it there is one principal).
                     let held = self
                         .owners
                         .lock()
@@ -632,20 +691,35 @@ impl Front {
                         .filter(|owner| owner.as_ref() == Some(principal))
                         .count();
                     if held >= self.max_sessions_per_requestor {
-                        return plain_owned(
-                            StatusCode::SERVICE_UNAVAILABLE,
-                            format!(
-                                "Service Unavailable: this client has {held} MCP sessions open, the most this server \
-                                 allows one client (`max_sessions_per_requestor = {}` in [serve] of toolhost.toml); \
-                                 end one (DELETE) or wait for one to go idle",
-                                self.max_sessions_per_requestor
-                            ),
-                        );
+                        return self.too_many_sessions(held);
                     }
                 }
                 let response = self.service.handle(Request::from_parts(parts, Full::new(body))).await;
                 let opened: Option<Arc<str>> =
                     response.headers().get("mcp-session-id").and_then(|value| value.to_str().ok()).map(Arc::from);
+                if let Some(records) = &self.records {
+                    let owner = sessions::owner_of(principal.as_ref());
+                    match (&opened, &params) {
+                        // Recorded before its id goes out, so every replica knows it at once.
+                        (Some(session), Some(params)) => {
+                            if let Err(reason) = records.open(session, &owner, params, ticket.as_deref()).await {
+                                if let Some(ticket) = &ticket {
+                                    records.release(&owner, ticket).await;
+                                }
+                                if !records.fails_open() {
+                                    let _ = self.sessions.close_session(session).await;
+                                    return unavailable_store(&reason);
+                                }
+                                tracing::warn!("MCP session {session} is kept by this replica only: {reason}");
+                            }
+                        }
+                        _ => {
+                            if let Some(ticket) = &ticket {
+                                records.release(&owner, ticket).await;
+                            }
+                        }
+                    }
+                }
                 match opened {
                     Some(session) => {
                         self.owners.lock().unwrap_or_else(|p| p.into_inner()).insert(session.clone(), principal);
@@ -671,6 +745,56 @@ impl Front {
         }
     }
 
+    /// Looks the session `id` a request of `principal` names up in the store:
+    /// `Some(true)` theirs (its log level then goes into `parts`), `Some(false)`
+    /// not (none, or another's: a copy held here of a session that ended
+    /// elsewhere or expired is closed), `None` the store could not say and
+    /// sessions fail open (this replica's own copy decides); `Err` the
+    /// refusal when they fail closed.
+    async fn look_up(
+        &self,
+        records: &SessionRecords,
+        id: &Arc<str>,
+        principal: Option<&Principal>,
+        parts: &mut http::request::Parts,
+    ) -> Result<Option<bool>, Response<Body>> {
+        match records.touch(id, &sessions::owner_of(principal), principal.is_some()).await {
+            Looked::Owned(level) => {
+                let level = level.and_then(|level| serde_json::from_value(serde_json::Value::String(level)).ok());
+                self.owners.lock().unwrap_or_else(|p| p.into_inner()).entry(id.clone()).or_insert(principal.cloned());
+                if let Some(level) = level {
+                    parts.extensions.insert(sessions::SessionLevel(level));
+                }
+                Ok(Some(true))
+            }
+            Looked::NotOwned => {
+                let held = self.owners.lock().unwrap_or_else(|p| p.into_inner()).get(id).cloned();
+                if held.is_some_and(|owner| owner.as_ref() == principal) {
+                    self.close(id).await;
+                }
+                Ok(Some(false))
+            }
+            Looked::Unavailable(reason) if records.fails_open() => {
+                tracing::warn!("MCP session {id}: this replica's copy answers alone: {reason}");
+                Ok(None)
+            }
+            Looked::Unavailable(reason) => Err(unavailable_store(&reason)),
+        }
+    }
+
+    /// The refusal of an `initialize` past `max_sessions_per_requestor`.
+    fn too_many_sessions(&self, held: usize) -> Response<Body> {
+        plain_owned(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "Service Unavailable: this client has {held} MCP sessions open, the most this server allows one \
+                 client (`max_sessions_per_requestor = {}` in [serve] of toolhost.toml); end one (DELETE) or wait \
+                 for one to go idle",
+                self.max_sessions_per_requestor
+            ),
+        )
+    }
+
     /// How long `session` has been idle (no request open), if it is.
     fn idle_for(&self, session: &Arc<str>) -> Option<Duration> {
         let seen = self.activity.lock().unwrap_or_else(|p| p.into_inner());
@@ -680,6 +804,9 @@ impl Front {
     /// Closes every session idle for `session_idle`, and forgets sessions
     /// that ended otherwise (a client's DELETE).
     async fn close_idle_sessions(&self) {
+        if let Some(records) = &self.records {
+            return self.sweep_shared(records).await;
+        }
         let expired: Vec<Arc<str>> = {
             let live = self.sessions.sessions.read().await;
             let mut seen = self.activity.lock().unwrap_or_else(|p| p.into_inner());
@@ -698,6 +825,40 @@ impl Front {
         };
         for session in expired {
             self.close(&session).await;
+        }
+    }
+
+    /// With the store: closes the copies held here of sessions whose record
+    /// is gone (ended elsewhere, expired: their tasks end), lets go of copies
+    /// idle here for `session_idle` (the session lives on in the store), and
+    /// keeps the records of sessions in use here (a GET stream) alive.
+    async fn sweep_shared(&self, records: &SessionRecords) {
+        let local: Vec<Arc<str>> = self.sessions.sessions.read().await.keys().cloned().collect();
+        {
+            let live: std::collections::HashSet<&Arc<str>> = local.iter().collect();
+            self.activity.lock().unwrap_or_else(|p| p.into_inner()).retain(|session, _| live.contains(session));
+            self.owners.lock().unwrap_or_else(|p| p.into_inner()).retain(|session, _| live.contains(session));
+        }
+        let Ok(alive) = records.alive(&local).await else { return };
+        let (mut in_use, mut idle) = (Vec::new(), Vec::new());
+        for (session, alive) in local.into_iter().zip(alive) {
+            if !alive {
+                self.close(&session).await;
+                continue;
+            }
+            let seen = self.activity.lock().unwrap_or_else(|p| p.into_inner());
+            match seen.get(&session) {
+                Some(usage) if usage.open > 0 => in_use.push(session.clone()),
+                Some(usage) if usage.last.elapsed() < self.idle => {}
+                _ => idle.push(session.clone()),
+            }
+        }
+        records.keep(&in_use).await;
+        for session in idle {
+            tracing::debug!("letting go of this replica's copy of MCP session {session}: idle here");
+            let _ = self.sessions.close_session(&session).await;
+            self.activity.lock().unwrap_or_else(|p| p.into_inner()).remove(&session);
+            self.owners.lock().unwrap_or_else(|p| p.into_inner()).remove(&session);
         }
     }
 
@@ -806,6 +967,16 @@ fn host_allowed<B>(request: &Request<B>, allowed: &[Authority]) -> bool {
     let Ok(given) = http::uri::Authority::try_from(given) else { return false };
     let Some(given) = Authority::parse(given.as_str()) else { return false };
     allowed.iter().any(|entry| entry.host == given.host && entry.port.is_none_or(|port| given.port == Some(port)))
+}
+
+/// A session request refused because the shared store cannot be asked.
+fn unavailable_store(reason: &str) -> Response<Body> {
+    let mut response = plain_owned(
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!("Service Unavailable: MCP sessions could not be checked: {reason}"),
+    );
+    response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+    response
 }
 
 fn unauthorized() -> Response<Body> {

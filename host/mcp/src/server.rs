@@ -570,7 +570,13 @@ impl ToolServer {
 
     async fn send_logs(&self, report: &CallReport, context: &RequestContext<RoleServer>) {
         // 2026-07-28 clients opt in per request (`_meta`), older ones per session (`logging/setLevel`).
-        let session = *self.level.lock().unwrap_or_else(|p| p.into_inner());
+        // With `[state] url`, the level as the session's record says (set on whichever replica).
+        let recorded = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<crate::state::sessions::SessionLevel>())
+            .map(|level| level.0);
+        let session = recorded.or(*self.level.lock().unwrap_or_else(|p| p.into_inner()));
         let Some(threshold) = context.meta.log_level().or(session) else { return };
         for record in &report.logs {
             let level = level_of(record);
