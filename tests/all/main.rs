@@ -25,6 +25,7 @@ mod network;
 mod new;
 mod oauth;
 mod oci;
+mod profiles;
 mod reload;
 mod replicas;
 mod run;

@@ -115,6 +115,10 @@ pub struct HttpOptions {
     pub max_questions_per_requestor: Option<usize>,
     /// With `[state] url`: the store the replicas share tasks in.
     pub store: Option<crate::state::Store>,
+    /// `[serve] tools` and `[serve.profiles]`: what each request is offered.
+    pub profiles: Arc<crate::profiles::Profiles>,
+    /// The most tools one `tools/list` page holds (`None`: 1000).
+    pub page_size: Option<usize>,
 }
 
 impl Default for HttpOptions {
@@ -134,6 +138,8 @@ impl Default for HttpOptions {
             max_calls_per_requestor: None,
             max_questions_per_requestor: None,
             store: None,
+            profiles: Arc::default(),
+            page_size: None,
         }
     }
 }
@@ -157,6 +163,8 @@ impl HttpOptions {
             max_calls_per_requestor: config.max_calls_per_requestor,
             max_questions_per_requestor: config.max_questions_per_requestor,
             store: None,
+            profiles: Arc::default(),
+            page_size: config.page_size,
         }
     }
 }
@@ -175,6 +183,7 @@ pub async fn serve_http(
         .oauth(options.oauth.clone())
         .tasks(options.tasks.clone())
         .requestor_limits(options.max_calls_per_requestor, options.max_questions_per_requestor)
+        .page_size(options.page_size)
         .build()?;
     let metrics = server.metrics().clone();
     let server_tasks = server.tasks();
@@ -236,6 +245,7 @@ pub async fn serve_http(
         requests: InFlightRequests::default(),
         tasks: server_tasks,
         records,
+        profiles: options.profiles.clone(),
     });
     // Closes idle sessions even when no request comes to notice them.
     let sweeper = front.clone();
@@ -346,6 +356,8 @@ struct Front {
     tasks: Option<Arc<crate::tasks::Tasks>>,
     /// With `[state] url`: every replica's sessions.
     records: Option<Arc<SessionRecords>>,
+    /// What each request is offered (`[serve] tools`, `[serve.profiles]`).
+    profiles: Arc<crate::profiles::Profiles>,
 }
 
 /// How a session is being used: its requests still open (a streamed
@@ -497,12 +509,26 @@ impl Front {
         {
             return unread(unauthorized());
         }
-        let (scopes, principal) = match &self.oauth {
+        let (scopes, principal, grant) = match &self.oauth {
             Some(oauth) => match oauth.check(request.headers()).await {
-                Ok(grant) => (Some(grant.scopes), Some(grant.principal)),
+                Ok(grant) => (Some(grant.scopes.clone()), Some(grant.principal.clone()), Some(grant)),
                 Err(refusal) => return unread(refused(refusal)),
             },
-            None => (None, None),
+            None => (None, None, None),
+        };
+        // The request's profile: `/mcp/NAME`, else the one its token is bound to.
+        let facts = grant.as_ref().map(|grant| crate::profiles::TokenFacts {
+            subject: &grant.subject,
+            client: grant.client.as_deref(),
+            scopes: Some(&grant.scopes.0),
+        });
+        let named = request.uri().path().strip_prefix("/mcp/");
+        let profile = match self.profiles.pick(named, facts.as_ref()) {
+            Ok(profile) => profile,
+            Err(refusal) => {
+                let status = StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::FORBIDDEN);
+                return unread(plain_owned(status, refusal.message));
+            }
         };
         if let Some(reason) = self.readiness.reason() {
             let mut response = plain_owned(
@@ -612,6 +638,7 @@ impl Front {
         if let Some(principal) = principal.clone() {
             parts.extensions.insert(principal);
         }
+        parts.extensions.insert(profile);
         let response = match session {
             Some(session) => {
                 // With the store, its record decides when a session expires.
