@@ -13,10 +13,16 @@
 //!   a store, the task's record is written before that answer);
 //! - a `tasks/get` of that running task on the replica running it (answered
 //!   from memory, store or not), and with a store on a second replica
-//!   (answered from the store's record).
+//!   (answered from the store's record);
+//! - a `ping` in a 2025-11-25 session on the replica that opened it (with a
+//!   store, every request of a session looks its record up first), and with
+//!   a store on a second replica (which restored the session from its record
+//!   on the first one, not measured).
 //!
 //! Each task is waited for (not measured) before the next; `max_tasks` is
 //! raised so that the 1,100 tasks kept for their TTL all become tasks.
+//!
+//! `STATE_BENCH_SESSIONS_ONLY=1` measures the sessions alone.
 //!
 //! Figures go to BENCHMARKS.md; nothing here asserts a time.
 
@@ -193,6 +199,71 @@ fn read_response(stream: &mut TcpStream) -> Value {
     serde_json::from_str(data).unwrap_or_else(|err| panic!("{err}: {text}"))
 }
 
+/// Opens a 2025-11-25 session on `address`; its id.
+fn open_session(address: &str) -> String {
+    let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}})
+    .to_string();
+    let mut stream = TcpStream::connect(address).unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).unwrap();
+    let session = raw
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id").then(|| value.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("no session: {raw}"));
+    let mut stream = TcpStream::connect(address).unwrap();
+    in_session(&mut stream, address, &session, r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    session
+}
+
+/// One POST of `body` in `session` on a kept-alive connection; its answer (none for a notification).
+fn in_session(stream: &mut TcpStream, address: &str, session: &str, body: &str) -> Option<Value> {
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n\
+         Mcp-Session-Id: {session}\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body.as_bytes()).unwrap();
+    if body.contains("\"id\"") {
+        Some(read_response(stream))
+    } else {
+        let mut reader = BufReader::new(stream);
+        let mut line = String::new();
+        while line != "\r\n" {
+            line.clear();
+            reader.read_line(&mut line).unwrap();
+        }
+        None
+    }
+}
+
+/// `ping`s in one session through `stream`, timed.
+fn pings(stream: &mut TcpStream, address: &str, session: &str) -> Vec<Duration> {
+    let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let mut samples = Vec::new();
+    for index in 0..WARMUP + iterations() {
+        let started = Instant::now();
+        let answer = in_session(stream, address, session, ping).unwrap();
+        let took = started.elapsed();
+        assert!(answer.get("result").is_some(), "{answer}");
+        if index >= WARMUP {
+            samples.push(took);
+        }
+    }
+    samples
+}
+
 fn run(name: &str, state: &str) {
     let folder = tempfile::tempdir().unwrap();
     let (child, address) = serve(state, folder.path());
@@ -206,6 +277,14 @@ fn run(name: &str, state: &str) {
         stream.set_nodelay(true).unwrap();
         (child, address, stream)
     });
+    let session = open_session(&address);
+    report(&format!("ping in a session, {name}"), pings(&mut stream, &address, &session));
+    if let Some((_, other_address, other_stream)) = &mut other {
+        report(&format!("ping in a session elsewhere, {name}"), pings(other_stream, other_address, &session));
+    }
+    if std::env::var_os("STATE_BENCH_SESSIONS_ONLY").is_some() {
+        return;
+    }
     let mut elsewhere = Vec::new();
     let call = json!({"name": "echo", "arguments": {"text": "hello, world"}});
     let mut calls = Vec::new();

@@ -269,6 +269,7 @@ impl Haproxy {
     }
 }
 
+#[derive(Debug)]
 struct Response {
     status: u16,
     head: String,
@@ -1472,4 +1473,266 @@ fn rediss_with_a_private_ca_shares_the_quotas_and_an_unknown_issuer_is_refused()
     let (failed, text) = outcome(&raw_call(&c.address, "sha256", json!({"text": "x"}), &[]));
     assert!(failed, "{text}");
     assert!(text.contains(&format!("the shared state store {url} is unreachable")), "{text}");
+}
+
+// ---------------------------------------------------------------------------
+// 2025-11-25 sessions in the shared store: any replica serves any session.
+
+/// A 2025-11-25 session's (or `initialize`'s) request to `address`.
+fn in_session(address: &str, token: Option<&str>, session: Option<&str>, method: &str, body: &str) -> Response {
+    let bearer = token.map(|token| format!("Bearer {token}"));
+    let mut headers = vec![
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    if let Some(bearer) = &bearer {
+        headers.push(("Authorization", bearer));
+    }
+    if let Some(session) = session {
+        headers.push(("Mcp-Session-Id", session));
+    }
+    request(address, method, "/mcp", &headers, body).expect("connect")
+}
+
+/// Opens a 2025-11-25 session through `address`: its id, or the refusal.
+fn open_session(address: &str, token: Option<&str>) -> Result<String, Response> {
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let response = in_session(address, token, None, "POST", &initialize.to_string());
+    if response.status != 200 {
+        return Err(response);
+    }
+    let session = response
+        .head
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id").then(|| value.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("no Mcp-Session-Id: {}", response.head));
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    let response = in_session(address, token, Some(&session), "POST", &initialized);
+    assert_eq!(response.status, 202, "{}{}", response.head, response.body);
+    Ok(session)
+}
+
+/// `sha256` of `text` in `session` through `address`: the response.
+fn session_call(address: &str, token: Option<&str>, session: &str, id: u64, text: &str) -> Response {
+    let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "sha256", "arguments": {"text": text}}});
+    in_session(address, token, Some(session), "POST", &call.to_string())
+}
+
+/// The `sha256` calls `address` ran (its `/metrics`).
+fn sha256_calls(address: &str, headers: &[(&str, &str)]) -> f64 {
+    let metrics = get(address, "/metrics", headers).unwrap().body;
+    metrics
+        .lines()
+        .filter(|line| line.starts_with("toolhost_tool_calls_total{") && line.contains("tool=\"sha256\""))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[test]
+fn a_2025_11_25_sdk_session_works_through_plain_round_robin_with_the_store() {
+    let redis = Redis::start();
+    let (dir, config) = shared_plugins(&redis, "");
+    let replicas: Vec<Replica> = (0..3)
+        .map(|index| Replica::start(&format!("replica {index}"), dir.path(), &config, &shared_cache(), &[]))
+        .collect();
+    for replica in &replicas {
+        replica.wait_serving();
+    }
+    let haproxy = Haproxy::start_plain(&replicas.iter().collect::<Vec<_>>());
+    // The official Python SDK in its 2025-11-25 mode: one session, nine
+    // calls, every request balanced round robin with nothing sticky.
+    let (_client, results) = client("legacy", &haproxy.url(), 9, 0, "shared");
+    let all = all_results(&results);
+    assert_eq!(all.last().unwrap()["protocol"], "2025-11-25", "{all:?}");
+    let calls = per_call(&all, 9, "shared");
+    assert!(calls.iter().all(|call| call["ok"] == true), "{all:?}");
+    assert!(!all.iter().any(|line| line.get("reconnected").is_some()), "the session was lost: {all:?}");
+    let served: Vec<f64> = replicas.iter().map(|replica| Exposition::read(&replica.address, &[]).echoes()).collect();
+    assert_eq!(served.iter().sum::<f64>(), 9.0, "{served:?}");
+    assert!(served.iter().filter(|&&echoes| echoes > 0.0).count() >= 2, "one session, several replicas: {served:?}");
+}
+
+#[test]
+fn a_shared_session_is_its_owner_s_only_ends_everywhere_and_outlives_the_store_going_away() {
+    let (_authorization, issuer) = authorization_server(&json!({}));
+    let mut redis = Redis::start();
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let extra = format!(
+        "[serve]\nmax_sessions_per_requestor = 2\n\
+         [serve.oauth]\nissuer = \"{issuer}\"\nresource = \"{url}\"\nscopes = [\"mcp\"]\n"
+    );
+    let (dir, config) = shared_plugins(&redis, &extra);
+    let replicas: Vec<Replica> = (0..3)
+        .map(|index| Replica::start(&format!("replica {index}"), dir.path(), &config, &shared_cache(), &[]))
+        .collect();
+    for replica in &replicas {
+        replica.wait_serving();
+    }
+    let haproxy = Haproxy::launch(port, haproxy_plain_config(port, &replicas.iter().collect::<Vec<_>>()));
+    // Two users with the same scopes, different subjects.
+    let mint = |subject: &str| {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+        let claims = json!({"iss": issuer, "aud": url, "exp": now + 600, "scope": "mcp", "sub": subject});
+        let body = json!({"claims": claims}).to_string();
+        let response = request(
+            issuer.trim_start_matches("http://"),
+            "POST",
+            "/mint",
+            &[("content-type", "application/json")],
+            &body,
+        )
+        .unwrap();
+        let minted: Value = serde_json::from_str(&response.body).unwrap();
+        minted["token"].as_str().unwrap().to_owned()
+    };
+    let (alice, mallory) = (mint("alice"), mint("mallory"));
+
+    // Alice's session, opened through the balancer, is served by every
+    // replica asked directly and through the balancer.
+    let session = open_session(&haproxy.address, Some(&alice)).unwrap();
+    let mut id = 1;
+    for address in replicas.iter().map(|replica| replica.address.as_str()).chain([haproxy.address.as_str(); 3]) {
+        id += 1;
+        let response = session_call(address, Some(&alice), &session, id, &format!("call {id}"));
+        assert_eq!(response.status, 200, "{address}: {}{}", response.head, response.body);
+        let (failed, text) = outcome(&response);
+        assert!(!failed && text.len() == 64, "{address}: {text}");
+    }
+    let bearer = format!("Bearer {alice}");
+    for replica in &replicas {
+        assert!(sha256_calls(&replica.address, &[("authorization", &bearer)]) >= 1.0, "{}", replica.address);
+    }
+
+    // Another subject with the same scopes replaying the id: on every
+    // replica, the answer of a session that does not exist; the session is
+    // untouched.
+    for replica in &replicas {
+        let response = session_call(&replica.address, Some(&mallory), &session, 90, "stolen");
+        assert_eq!(response.status, 404, "{}: {}", replica.address, response.body);
+        // Her DELETE gets what a DELETE of an id never given out gets, and ends nothing.
+        let deleted = in_session(&replica.address, Some(&mallory), Some(&session), "DELETE", "");
+        let made_up = in_session(&replica.address, Some(&mallory), Some("0123456789abcdef"), "DELETE", "");
+        assert_eq!((deleted.status, deleted.body), (made_up.status, made_up.body), "{}", replica.address);
+    }
+    assert_eq!(session_call(&haproxy.address, Some(&alice), &session, 91, "still").status, 200);
+    // An id no replica would mint (far too long) is unknown, without a store lookup.
+    let long = "a".repeat(4000);
+    assert_eq!(session_call(&replicas[0].address, Some(&alice), &long, 89, "long").status, 404);
+
+    // `max_sessions_per_requestor = 2` counts every replica's sessions:
+    // Alice's second opens (on another replica), her third is refused
+    // wherever it lands; Mallory has her own two.
+    let second = open_session(&haproxy.address, Some(&alice)).unwrap();
+    for replica in &replicas {
+        let refused = open_session(&replica.address, Some(&alice)).unwrap_err();
+        assert_eq!(refused.status, 503, "{}", refused.body);
+        assert!(refused.body.contains("this client has 2 MCP sessions open"), "{}", refused.body);
+    }
+    open_session(&haproxy.address, Some(&mallory)).unwrap();
+
+    // A DELETE through one replica ends the session on all of them, and
+    // gives Alice's place back.
+    let deleted = in_session(&replicas[1].address, Some(&alice), Some(&session), "DELETE", "");
+    assert!((200..300).contains(&deleted.status), "{}{}", deleted.head, deleted.body);
+    for replica in &replicas {
+        let response = session_call(&replica.address, Some(&alice), &session, 92, "ended");
+        assert_eq!(response.status, 404, "{}: {}", replica.address, response.body);
+    }
+    let third = open_session(&haproxy.address, Some(&alice)).unwrap();
+    assert_eq!(session_call(&replicas[2].address, Some(&alice), &third, 93, "third").status, 200);
+
+    // The store goes away: a session's requests are refused with one line
+    // naming it (closed by default), never served by a replica alone.
+    redis.kill();
+    let refused = session_call(&haproxy.address, Some(&alice), &second, 94, "down");
+    assert_eq!(refused.status, 503, "{}", refused.body);
+    assert!(
+        refused.body.contains(&format!("the shared state store {} is unreachable", redis.url())),
+        "{}",
+        refused.body
+    );
+    // It comes back empty (no persistence): the sessions it held are gone
+    // on every replica (404: the client initializes again), and new ones work.
+    redis.restart();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let response = session_call(&haproxy.address, Some(&alice), &second, 95, "back");
+        if response.status == 404 {
+            break;
+        }
+        assert_eq!(response.status, 503, "{}", response.body);
+        assert!(Instant::now() < deadline, "the replicas never reconnected to the store: {}", response.body);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    for replica in &replicas {
+        assert_eq!(session_call(&replica.address, Some(&alice), &third, 96, "gone").status, 404);
+    }
+    let again = open_session(&haproxy.address, Some(&alice)).unwrap();
+    for (index, replica) in replicas.iter().enumerate() {
+        let response = session_call(&replica.address, Some(&alice), &again, 97 + index as u64, "again");
+        assert_eq!(response.status, 200, "{}", response.body);
+    }
+}
+
+#[test]
+fn a_2025_11_25_client_s_answer_reaches_the_replica_whose_call_asked() {
+    let redis = Redis::start();
+    let dir = plugin_dir(&["content_kinds"]);
+    let config = dir.path().join("toolhost.toml");
+    let text = format!("[state]\nurl = \"{}\"\n[plugins.content_kinds]\nelicitation = true\n", redis.url());
+    std::fs::write(&config, text).unwrap();
+    let (a, b) = (
+        Replica::start("replica a", dir.path(), &config, &shared_cache(), &[]),
+        Replica::start("replica b", dir.path(), &config, &shared_cache(), &[]),
+    );
+    a.wait_serving();
+    b.wait_serving();
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    let opened = in_session(&a.address, None, None, "POST", &initialize.to_string());
+    let session = opened
+        .head
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id").then(|| value.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("{}", opened.head));
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    assert_eq!(in_session(&b.address, None, Some(&session), "POST", &initialized).status, 202);
+
+    // A call on replica a asks the client (on the call's own stream); the
+    // client's answer goes, as a round-robin balancer may send it, to b.
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "test_elicitation", "arguments": {"message": "who are you?"}}});
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2025-11-25"),
+        ("Mcp-Session-Id", session.as_str()),
+    ];
+    let stream = send(&a.address, "POST", "/mcp", &headers, &call.to_string()).unwrap();
+    let mut lines = BufReader::new(stream).lines().map_while(Result::ok);
+    let mut next_message = || -> Value {
+        let line = lines.find(|line| line.starts_with("data: {")).expect("the call's stream ended");
+        serde_json::from_str(&line["data: ".len()..]).unwrap()
+    };
+    let asked = next_message();
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept",
+        "content": {"username": "ada", "email": "ada@example.com"}}});
+    let answered = in_session(&b.address, None, Some(&session), "POST", &answer.to_string());
+    assert_eq!(answered.status, 202, "{}", answered.body);
+    let result = next_message();
+    assert_eq!(result["id"], 7, "{result}");
+    let text = result["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("ada@example.com"), "{result}");
 }

@@ -24,6 +24,16 @@
 //! that asks a plugin to run something its token lacks the scope for (a
 //! tool, a resource, a prompt, a completion) is 403 naming the scope.
 //!
+//! With `[state] url` sessions are every replica's ([`sessions`]): a
+//! session's record is written to the store when its `initialize` succeeds
+//! (before its id goes out), every request naming a session is checked
+//! against the record first (its owner; no record is an unknown session,
+//! and a copy held here is closed), rmcp restores a session this replica
+//! holds no copy of from the record, `max_sessions_per_requestor` is counted
+//! in the store, and the record, not this replica's use, decides expiry.
+//! With the store unreachable a session's requests get 503 naming it, or
+//! (`on_unavailable = "open"`) this replica's copy answers alone.
+//!
 //! The operator endpoints answer `GET` (and `HEAD`) after the same `Host`
 //! check (403): `/healthz` is 200 while the process serves, `/readyz` 200
 //! once ready and 503 with the reason before (and while shutting down), both
@@ -37,8 +47,9 @@ use super::ServeConfig;
 use super::framing::{self, Checked, InFlight as InFlightRequests};
 use super::metrics::{self, Endpoint, Metrics, Readiness, Snapshot};
 use super::oauth::{GrantedScopes, Principal, ResourceServer};
+use super::revision;
 use super::server::ToolServer;
-use super::tasks2025;
+use super::state::sessions::{self, Looked, SessionRecords};
 use anyhow::Result;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode, header};
@@ -104,6 +115,10 @@ pub struct HttpOptions {
     pub max_questions_per_requestor: Option<usize>,
     /// With `[state] url`: the store the replicas share tasks in.
     pub store: Option<crate::state::Store>,
+    /// `[serve] tools` and `[serve.profiles]`: what each request is offered.
+    pub profiles: Arc<crate::profiles::Profiles>,
+    /// The most tools one `tools/list` page holds (`None`: 1000).
+    pub page_size: Option<usize>,
 }
 
 impl Default for HttpOptions {
@@ -123,6 +138,8 @@ impl Default for HttpOptions {
             max_calls_per_requestor: None,
             max_questions_per_requestor: None,
             store: None,
+            profiles: Arc::default(),
+            page_size: None,
         }
     }
 }
@@ -146,6 +163,8 @@ impl HttpOptions {
             max_calls_per_requestor: config.max_calls_per_requestor,
             max_questions_per_requestor: config.max_questions_per_requestor,
             store: None,
+            profiles: Arc::default(),
+            page_size: config.page_size,
         }
     }
 }
@@ -164,6 +183,7 @@ pub async fn serve_http(
         .oauth(options.oauth.clone())
         .tasks(options.tasks.clone())
         .requestor_limits(options.max_calls_per_requestor, options.max_questions_per_requestor)
+        .page_size(options.page_size)
         .build()?;
     let metrics = server.metrics().clone();
     let server_tasks = server.tasks();
@@ -191,6 +211,14 @@ pub async fn serve_http(
     let mut sessions = LocalSessionManager::default();
     sessions.session_config = session_config;
     let sessions = Arc::new(sessions);
+    // With `[state] url`: sessions are recorded in the store, and a replica
+    // without a copy of one restores it from its record (state::sessions).
+    let records = options.store.clone().map(|store| SessionRecords::new(store, options.session_idle));
+    let mut config = config;
+    if let Some(records) = &records {
+        config.session_store = Some(Arc::new(sessions::Restore(records.clone())));
+        records.listen(Arc::downgrade(&sessions));
+    }
     let service: StreamableHttpService<ToolServer, LocalSessionManager> =
         StreamableHttpService::new(move || Ok(server.for_new_session()), sessions.clone(), config);
     let front = Arc::new(Front {
@@ -216,6 +244,8 @@ pub async fn serve_http(
         opening: tokio::sync::Mutex::new(()),
         requests: InFlightRequests::default(),
         tasks: server_tasks,
+        records,
+        profiles: options.profiles.clone(),
     });
     // Closes idle sessions even when no request comes to notice them.
     let sweeper = front.clone();
@@ -324,6 +354,10 @@ struct Front {
     requests: InFlightRequests,
     /// The tasks of this process, when tools may run as tasks (`[serve.tasks]`).
     tasks: Option<Arc<crate::tasks::Tasks>>,
+    /// With `[state] url`: every replica's sessions.
+    records: Option<Arc<SessionRecords>>,
+    /// What each request is offered (`[serve] tools`, `[serve.profiles]`).
+    profiles: Arc<crate::profiles::Profiles>,
 }
 
 /// How a session is being used: its requests still open (a streamed
@@ -475,12 +509,26 @@ impl Front {
         {
             return unread(unauthorized());
         }
-        let (scopes, principal) = match &self.oauth {
+        let (scopes, principal, grant) = match &self.oauth {
             Some(oauth) => match oauth.check(request.headers()).await {
-                Ok(grant) => (Some(grant.scopes), Some(grant.principal)),
+                Ok(grant) => (Some(grant.scopes.clone()), Some(grant.principal.clone()), Some(grant)),
                 Err(refusal) => return unread(refused(refusal)),
             },
-            None => (None, None),
+            None => (None, None, None),
+        };
+        // The request's profile: `/mcp/NAME`, else the one its token is bound to.
+        let facts = grant.as_ref().map(|grant| crate::profiles::TokenFacts {
+            subject: &grant.subject,
+            client: grant.client.as_deref(),
+            scopes: Some(&grant.scopes.0),
+        });
+        let named = request.uri().path().strip_prefix("/mcp/");
+        let profile = match self.profiles.pick(named, facts.as_ref()) {
+            Ok(profile) => profile,
+            Err(refusal) => {
+                let status = StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::FORBIDDEN);
+                return unread(plain_owned(status, refusal.message));
+            }
         };
         if let Some(reason) = self.readiness.reason() {
             let mut response = plain_owned(
@@ -521,8 +569,15 @@ impl Front {
         let in_flight = (parts.method == http::Method::POST).then(|| InFlight::enter(&self.in_flight));
         let mut session: Option<Arc<str>> =
             parts.headers.get("mcp-session-id").and_then(|value| value.to_str().ok()).map(Arc::from);
+        let mut shared = None;
+        if let (Some(records), Some(id)) = (&self.records, &session) {
+            match self.look_up(records, id, principal.as_ref(), &mut parts).await {
+                Ok(found) => shared = found,
+                Err(response) => return response,
+            }
+        }
         if let Some(id) = &session
-            && !self.session_admits(id, principal.as_ref())
+            && (shared == Some(false) || !self.session_admits(id, principal.as_ref()))
         {
             // Another principal's session is, to this one, a session that does
             // not exist: rmcp answers as it does for any unknown id.
@@ -538,10 +593,13 @@ impl Front {
         let mut entered = None;
         let mut body = body;
         // A 2025-11-25 session's requests, when tasks run: its task requests
-        // go to toolhost's own handler, and two answers are completed (tasks2025).
+        // go to toolhost's own handler, and two answers are completed (revision).
         let experimental = self.tasks.is_some()
-            && parts.headers.get("mcp-protocol-version").and_then(|value| value.to_str().ok())
-                == Some(tasks2025::VERSION);
+            && parts
+                .headers
+                .get("mcp-protocol-version")
+                .and_then(|value| value.to_str().ok())
+                .is_some_and(revision::rewrites);
         let mut watch = None;
         if parts.method == http::Method::POST {
             let scope = session.as_deref().map(|session| (&self.requests, session));
@@ -559,9 +617,7 @@ impl Front {
                     // rmcp reads exactly what was checked here.
                     body = Bytes::from(passed.bytes);
                     // `initialize` says which revision the session has; `tools/list` is adjusted for 2025-11-25.
-                    watch = passed.watch.filter(|watch| {
-                        self.tasks.is_some() && (*watch == tasks2025::Watch::Initialize || experimental)
-                    });
+                    watch = passed.watch.filter(|watch| self.tasks.is_some() && (watch.early() || experimental));
                 }
                 Checked::Answer(answers) => {
                     let mut response = Response::new(Full::new(Bytes::from(framing::answer_body(answers))).boxed());
@@ -582,9 +638,11 @@ impl Front {
         if let Some(principal) = principal.clone() {
             parts.extensions.insert(principal);
         }
+        parts.extensions.insert(profile);
         let response = match session {
             Some(session) => {
-                if self.idle_for(&session).is_some_and(|idle| idle >= self.idle) {
+                // With the store, its record decides when a session expires.
+                if self.records.is_none() && self.idle_for(&session).is_some_and(|idle| idle >= self.idle) {
                     // Expired: closed now, so rmcp answers 404 and the client starts over.
                     self.close(&session).await;
                 }
@@ -595,8 +653,25 @@ impl Front {
                     .await
                     .contains_key(&session)
                     .then(|| InUse::begin(&self.activity, session.clone()));
+                // A session another replica opened is restored here by rmcp: counted in use too.
+                let in_use =
+                    in_use.or_else(|| (shared == Some(true)).then(|| InUse::begin(&self.activity, session.clone())));
                 let ending = parts.method == http::Method::DELETE;
+                let level = self.records.as_ref().and(sessions::set_level(&body));
+                // A client's answer to a call's question: the call may run on another replica.
+                let answer = (self.records.is_some() && sessions::is_answer(&body)).then(|| body.clone());
                 let response = self.service.handle(Request::from_parts(parts, Full::new(body))).await;
+                if let (Some(records), Some(answer)) = (&self.records, answer)
+                    && response.status().is_success()
+                {
+                    records.pass_answer(&session, &answer).await;
+                }
+                if let (Some(records), Some(level)) = (&self.records, level)
+                    && response.status().is_success()
+                    && let Err(reason) = records.set_level(&session, &level).await
+                {
+                    tracing::warn!("MCP session {session}: its log level was not recorded: {reason}");
+                }
                 if ending && response.status().is_success() {
                     self.end_tasks_of(&session);
                     self.owners.lock().unwrap_or_else(|p| p.into_inner()).remove(&session);
@@ -621,8 +696,20 @@ impl Front {
                         ),
                     );
                 }
-                // One principal cannot take every session (`[serve.oauth]`; without it there is one principal).
-                if let Some(principal) = &principal {
+                let params = self.records.as_ref().and_then(|_| sessions::initialize_params(&body));
+                let mut ticket = None;
+                if let (Some(records), Some(principal)) = (&self.records, &principal) {
+                    // One principal's sessions on every replica, counted and taken in one step.
+                    match records.reserve(&sessions::owner_of(Some(principal)), self.max_sessions_per_requestor).await {
+                        Ok(Ok(taken)) => ticket = Some(taken),
+                        Ok(Err(held)) => return self.too_many_sessions(held),
+                        Err(reason) if records.fails_open() => {
+                            tracing::warn!("this MCP session is kept by this replica only: {reason}");
+                        }
+                        Err(reason) => return unavailable_store(&reason),
+                    }
+                } else if let Some(principal) = &principal {
+                    // One principal cannot take every session (`[serve.oauth]`; without it there is one principal).
                     let held = self
                         .owners
                         .lock()
@@ -631,20 +718,35 @@ impl Front {
                         .filter(|owner| owner.as_ref() == Some(principal))
                         .count();
                     if held >= self.max_sessions_per_requestor {
-                        return plain_owned(
-                            StatusCode::SERVICE_UNAVAILABLE,
-                            format!(
-                                "Service Unavailable: this client has {held} MCP sessions open, the most this server \
-                                 allows one client (`max_sessions_per_requestor = {}` in [serve] of toolhost.toml); \
-                                 end one (DELETE) or wait for one to go idle",
-                                self.max_sessions_per_requestor
-                            ),
-                        );
+                        return self.too_many_sessions(held);
                     }
                 }
                 let response = self.service.handle(Request::from_parts(parts, Full::new(body))).await;
                 let opened: Option<Arc<str>> =
                     response.headers().get("mcp-session-id").and_then(|value| value.to_str().ok()).map(Arc::from);
+                if let Some(records) = &self.records {
+                    let owner = sessions::owner_of(principal.as_ref());
+                    match (&opened, &params) {
+                        // Recorded before its id goes out, so every replica knows it at once.
+                        (Some(session), Some(params)) => {
+                            if let Err(reason) = records.open(session, &owner, params, ticket.as_deref()).await {
+                                if let Some(ticket) = &ticket {
+                                    records.release(&owner, ticket).await;
+                                }
+                                if !records.fails_open() {
+                                    let _ = self.sessions.close_session(session).await;
+                                    return unavailable_store(&reason);
+                                }
+                                tracing::warn!("MCP session {session} is kept by this replica only: {reason}");
+                            }
+                        }
+                        _ => {
+                            if let Some(ticket) = &ticket {
+                                records.release(&owner, ticket).await;
+                            }
+                        }
+                    }
+                }
                 match opened {
                     Some(session) => {
                         self.owners.lock().unwrap_or_else(|p| p.into_inner()).insert(session.clone(), principal);
@@ -670,6 +772,56 @@ impl Front {
         }
     }
 
+    /// Looks the session `id` a request of `principal` names up in the store:
+    /// `Some(true)` theirs (its log level then goes into `parts`), `Some(false)`
+    /// not (none, or another's: a copy held here of a session that ended
+    /// elsewhere or expired is closed), `None` the store could not say and
+    /// sessions fail open (this replica's own copy decides); `Err` the
+    /// refusal when they fail closed.
+    async fn look_up(
+        &self,
+        records: &SessionRecords,
+        id: &Arc<str>,
+        principal: Option<&Principal>,
+        parts: &mut http::request::Parts,
+    ) -> Result<Option<bool>, Response<Body>> {
+        match records.touch(id, &sessions::owner_of(principal), principal.is_some()).await {
+            Looked::Owned(level) => {
+                let level = level.and_then(|level| serde_json::from_value(serde_json::Value::String(level)).ok());
+                self.owners.lock().unwrap_or_else(|p| p.into_inner()).entry(id.clone()).or_insert(principal.cloned());
+                if let Some(level) = level {
+                    parts.extensions.insert(sessions::SessionLevel(level));
+                }
+                Ok(Some(true))
+            }
+            Looked::NotOwned => {
+                let held = self.owners.lock().unwrap_or_else(|p| p.into_inner()).get(id).cloned();
+                if held.is_some_and(|owner| owner.as_ref() == principal) {
+                    self.close(id).await;
+                }
+                Ok(Some(false))
+            }
+            Looked::Unavailable(reason) if records.fails_open() => {
+                tracing::warn!("MCP session {id}: this replica's copy answers alone: {reason}");
+                Ok(None)
+            }
+            Looked::Unavailable(reason) => Err(unavailable_store(&reason)),
+        }
+    }
+
+    /// The refusal of an `initialize` past `max_sessions_per_requestor`.
+    fn too_many_sessions(&self, held: usize) -> Response<Body> {
+        plain_owned(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "Service Unavailable: this client has {held} MCP sessions open, the most this server allows one \
+                 client (`max_sessions_per_requestor = {}` in [serve] of toolhost.toml); end one (DELETE) or wait \
+                 for one to go idle",
+                self.max_sessions_per_requestor
+            ),
+        )
+    }
+
     /// How long `session` has been idle (no request open), if it is.
     fn idle_for(&self, session: &Arc<str>) -> Option<Duration> {
         let seen = self.activity.lock().unwrap_or_else(|p| p.into_inner());
@@ -679,6 +831,9 @@ impl Front {
     /// Closes every session idle for `session_idle`, and forgets sessions
     /// that ended otherwise (a client's DELETE).
     async fn close_idle_sessions(&self) {
+        if let Some(records) = &self.records {
+            return self.sweep_shared(records).await;
+        }
         let expired: Vec<Arc<str>> = {
             let live = self.sessions.sessions.read().await;
             let mut seen = self.activity.lock().unwrap_or_else(|p| p.into_inner());
@@ -697,6 +852,40 @@ impl Front {
         };
         for session in expired {
             self.close(&session).await;
+        }
+    }
+
+    /// With the store: closes the copies held here of sessions whose record
+    /// is gone (ended elsewhere, expired: their tasks end), lets go of copies
+    /// idle here for `session_idle` (the session lives on in the store), and
+    /// keeps the records of sessions in use here (a GET stream) alive.
+    async fn sweep_shared(&self, records: &SessionRecords) {
+        let local: Vec<Arc<str>> = self.sessions.sessions.read().await.keys().cloned().collect();
+        {
+            let live: std::collections::HashSet<&Arc<str>> = local.iter().collect();
+            self.activity.lock().unwrap_or_else(|p| p.into_inner()).retain(|session, _| live.contains(session));
+            self.owners.lock().unwrap_or_else(|p| p.into_inner()).retain(|session, _| live.contains(session));
+        }
+        let Ok(alive) = records.alive(&local).await else { return };
+        let (mut in_use, mut idle) = (Vec::new(), Vec::new());
+        for (session, alive) in local.into_iter().zip(alive) {
+            if !alive {
+                self.close(&session).await;
+                continue;
+            }
+            let seen = self.activity.lock().unwrap_or_else(|p| p.into_inner());
+            match seen.get(&session) {
+                Some(usage) if usage.open > 0 => in_use.push(session.clone()),
+                Some(usage) if usage.last.elapsed() < self.idle => {}
+                _ => idle.push(session.clone()),
+            }
+        }
+        records.keep(&in_use).await;
+        for session in idle {
+            tracing::debug!("letting go of this replica's copy of MCP session {session}: idle here");
+            let _ = self.sessions.close_session(&session).await;
+            self.activity.lock().unwrap_or_else(|p| p.into_inner()).remove(&session);
+            self.owners.lock().unwrap_or_else(|p| p.into_inner()).remove(&session);
         }
     }
 
@@ -744,9 +933,9 @@ impl Drop for InFlight {
 }
 
 /// `response` with its JSON-RPC answer completed for a 2025-11-25 session
-/// ([`tasks2025::adjust`]). Such answers (`initialize`, `tools/list`) end
+/// ([`revision::adjust`]). Such answers (`initialize`, `tools/list`) end
 /// at once, so the body is read whole.
-async fn adjusted(response: Response<Body>, watch: tasks2025::Watch) -> Response<Body> {
+async fn adjusted(response: Response<Body>, watch: revision::Watch) -> Response<Body> {
     let (mut parts, body) = response.into_parts();
     let Ok(collected) = body.collect().await;
     let event_stream = parts
@@ -754,7 +943,7 @@ async fn adjusted(response: Response<Body>, watch: tasks2025::Watch) -> Response
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
         .is_some_and(|value| value.starts_with("text/event-stream"));
-    let body = tasks2025::adjust_body(watch, &collected.to_bytes(), event_stream);
+    let body = revision::adjust_body(watch, &collected.to_bytes(), event_stream);
     parts.headers.remove(header::CONTENT_LENGTH);
     Response::from_parts(parts, Full::new(Bytes::from(body)).boxed())
 }
@@ -805,6 +994,16 @@ fn host_allowed<B>(request: &Request<B>, allowed: &[Authority]) -> bool {
     let Ok(given) = http::uri::Authority::try_from(given) else { return false };
     let Some(given) = Authority::parse(given.as_str()) else { return false };
     allowed.iter().any(|entry| entry.host == given.host && entry.port.is_none_or(|port| given.port == Some(port)))
+}
+
+/// A session request refused because the shared store cannot be asked.
+fn unavailable_store(reason: &str) -> Response<Body> {
+    let mut response = plain_owned(
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!("Service Unavailable: MCP sessions could not be checked: {reason}"),
+    );
+    response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+    response
 }
 
 fn unauthorized() -> Response<Body> {

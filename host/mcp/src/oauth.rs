@@ -105,6 +105,10 @@ impl std::fmt::Debug for Principal {
 pub struct Grant {
     pub scopes: GrantedScopes,
     pub principal: Principal,
+    /// The token's subject (`sub`), to match `[serve.profiles]` against.
+    pub subject: Arc<str>,
+    /// The token's client (`client_id`, else `azp`), if it names one.
+    pub client: Option<Arc<str>>,
 }
 
 /// How long fetched keys are kept.
@@ -330,7 +334,8 @@ impl ResourceServer {
                 format!("the token lacks the scope{} {}", if missing.len() == 1 { "" } else { "s" }, missing.join(" "));
             return Err(self.refusal(http::StatusCode::FORBIDDEN, Some(("insufficient_scope", &description)), &common));
         }
-        Ok(Grant { scopes: GrantedScopes(Arc::new(scopes)), principal })
+        let (subject, client) = (Arc::from(subject), client.map(Arc::from));
+        Ok(Grant { scopes: GrantedScopes(Arc::new(scopes)), principal, subject, client })
     }
 
     /// Verifies `token`: `Err` says why it is refused (no secret in it).

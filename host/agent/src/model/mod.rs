@@ -196,11 +196,9 @@ impl ModelClient {
     fn http_failure(&self, url: &str, status: u16, body: &str, retry_after: Option<Duration>) -> Failure {
         let message = error_message(body, status);
         match status {
-            401 | 403 => Failure::Final(ModelError::Auth {
-                status,
-                message,
-                hint: self.endpoint.protocol.wire().key_hint().to_owned(),
-            }),
+            401 | 403 => {
+                Failure::Final(ModelError::Auth { status, message, hint: self.endpoint.protocol.wire().key_hint() })
+            }
             404 => Failure::Final(ModelError::NotFound { url: url.to_owned(), message }),
             408 | 409 | 425 | 429 | 500..=599 => {
                 Failure::Retryable { error: ModelError::Unavailable { status, attempts: 0, message }, retry_after }

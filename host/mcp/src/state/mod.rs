@@ -23,6 +23,7 @@
 //! replica's own limits (`"open"`).
 
 pub mod quotas;
+pub mod sessions;
 pub mod store;
 pub mod tasks;
 
