@@ -133,6 +133,13 @@ pub struct Config {
     /// OpenTelemetry traces over OTLP (off unless set, or the `OTEL_*` variables).
     #[serde(default)]
     pub telemetry: crate::telemetry::TelemetryConfig,
+    /// `[audit]`: a signed, chained log line for every call (off unless set).
+    #[serde(default)]
+    pub audit: toolhost_audit::AuditConfig,
+    /// `[[hooks]]`: the operator's commands or endpoints that allow, deny,
+    /// ask about or rewrite a call before it runs, and see it after.
+    #[serde(default)]
+    pub hooks: Vec<toolhost_audit::hooks::HookConfig>,
     /// The file this config was read from (none for a config parsed from text).
     #[serde(skip)]
     pub file: Option<PathBuf>,
@@ -238,6 +245,16 @@ impl Config {
                 }
             }
         }
+        config.audit.file = config.audit.file.map(|file| base.join(file));
+        config.audit.key = config.audit.key.map(|file| base.join(file));
+        for hook in &mut config.hooks {
+            // A program named with a path is relative to the config file; a bare name is looked up in PATH.
+            if let Some(program) = hook.command.first_mut()
+                && program.contains('/')
+            {
+                *program = base.join(&*program).to_string_lossy().into_owned();
+            }
+        }
         for entry in config.trust.entries_mut() {
             for key in &mut entry.keys {
                 *key = base.join(&*key);
@@ -250,6 +267,10 @@ impl Config {
     /// Parses config text.
     pub fn parse(text: &str) -> Result<Config> {
         let config: Config = toml::from_str(text).map_err(|err| anyhow::anyhow!("{}", err.to_string().trim_end()))?;
+        config.audit.check().map_err(anyhow::Error::msg)?;
+        for (index, hook) in config.hooks.iter().enumerate() {
+            toolhost_audit::hooks::Hook::new(index + 1, hook).map_err(anyhow::Error::msg)?;
+        }
         if config.max_concurrent_calls == Some(0) {
             anyhow::bail!("`max_concurrent_calls` must be at least 1");
         }
@@ -310,6 +331,8 @@ impl From<Config> for HostConfig {
             approvals: config.approvals,
             quotas: config.quotas,
             mcp_servers: config.mcp_servers,
+            audit: config.audit,
+            hooks: config.hooks,
             protected: config
                 .file
                 .iter()

@@ -21,6 +21,7 @@ pub mod telemetry;
 
 /// The model loop, providers, approvals, events and transcripts.
 pub use toolhost_agent as agent;
+pub use toolhost_audit as audit;
 /// The tool catalog, the [`Host`] that fills and calls it, and hot reload.
 pub use toolhost_catalog as catalog;
 pub use toolhost_catalog::{inspect, plugin};
@@ -40,7 +41,7 @@ pub mod mcp {
     pub use toolhost_mcp_client as client;
 }
 
-pub use catalog::{Catalog, Entry, Host, HostConfig, LoadProblem, ProblemKind, SharedCatalog};
+pub use catalog::{Caller, Catalog, Entry, Host, HostConfig, LoadProblem, ProblemKind, SharedCatalog};
 pub use config::Config;
 pub use grants::Grants;
 pub use grants::manifest::Manifest;

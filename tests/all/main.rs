@@ -8,6 +8,7 @@
 mod common;
 
 mod asking;
+mod audit;
 mod cli;
 mod contract_v0_2;
 mod credentials;
@@ -15,6 +16,7 @@ mod deploy;
 mod docs;
 mod grants;
 mod hardening;
+mod imports;
 mod languages;
 mod loading;
 mod mcp;
@@ -23,6 +25,7 @@ mod network;
 mod new;
 mod oauth;
 mod oci;
+mod profiles;
 mod reload;
 mod replicas;
 mod run;

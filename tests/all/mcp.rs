@@ -61,7 +61,7 @@ fn toolhost_args(dir: &Path, config: &Path) -> Vec<String> {
 }
 
 /// A child process killed when dropped.
-struct Running(Child);
+pub(crate) struct Running(Child);
 
 impl Drop for Running {
     fn drop(&mut self) {
@@ -71,7 +71,7 @@ impl Drop for Running {
 }
 
 /// Starts `toolhost serve --http 127.0.0.1:0 EXTRA…` and returns it with its URL.
-fn serve_http(dir: &Path, config: &Path, extra: &[&str], env: &[(&str, &str)]) -> (Running, String) {
+pub(crate) fn serve_http(dir: &Path, config: &Path, extra: &[&str], env: &[(&str, &str)]) -> (Running, String) {
     let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
     command
         .args(&toolhost_args(dir, config)[1..])
@@ -98,7 +98,7 @@ fn serve_http(dir: &Path, config: &Path, extra: &[&str], env: &[(&str, &str)]) -
 }
 
 /// Runs `client.py` and parses the JSON it prints.
-fn python_client(args: &[String]) -> Value {
+pub(crate) fn python_client(args: &[String]) -> Value {
     run_python(&python(), "client.py", args)
 }
 
@@ -115,13 +115,13 @@ fn run_python(python: &Path, name: &str, args: &[String]) -> Value {
     serde_json::from_str(stdout.trim()).unwrap_or_else(|err| panic!("{name} printed no JSON ({err}): {stdout}"))
 }
 
-fn stdio_args(mode: &str, scenario: &str, dir: &Path, config: &Path) -> Vec<String> {
+pub(crate) fn stdio_args(mode: &str, scenario: &str, dir: &Path, config: &Path) -> Vec<String> {
     let mut args = vec!["--mode".to_owned(), mode.to_owned(), scenario.to_owned(), "--".to_owned()];
     args.extend(toolhost_args(dir, config));
     args
 }
 
-fn http_args(mode: &str, scenario: &str, url: &str) -> Vec<String> {
+pub(crate) fn http_args(mode: &str, scenario: &str, url: &str) -> Vec<String> {
     vec!["--mode".to_owned(), mode.to_owned(), "--url".to_owned(), url.to_owned(), scenario.to_owned()]
 }
 
@@ -934,7 +934,7 @@ async fn a_task_asked_of_another_replica_or_after_a_restart_is_a_clear_error() {
 
 /// The JSON-RPC message of a Streamable HTTP response body: the body itself,
 /// or the `data:` of the SSE event that carries it.
-fn message_of(body: &str) -> Value {
+pub(crate) fn message_of(body: &str) -> Value {
     let data = body.lines().filter_map(|line| line.strip_prefix("data:")).map(str::trim).find(|data| !data.is_empty());
     serde_json::from_str(data.unwrap_or(body)).unwrap_or_else(|err| panic!("no JSON-RPC message ({err}): {body}"))
 }

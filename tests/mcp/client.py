@@ -33,6 +33,9 @@ Scenarios:
                  inputRequests with tasks/update; then a task cancelled, an unknown
                  id, a task past its plugin's timeout, and a client without the
                  extension
+    pages        walk tools/list page by page (nextCursor), then a forged cursor,
+                 then call each --call NAME (with {"text": "hi"}); prints the page
+                 sizes, every name, the seconds the walk took and each outcome
     oauth        with --client ID:SECRET:SCOPES --issuer URL: an OAuth client
                  (client credentials) lists the tools and calls the first one it sees
 
@@ -239,6 +242,40 @@ async def sdk(client, prefix="sdk"):
     out["media"] = [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in media.content]
     out["media_structured"] = media.structured_content
     out["asked"] = ASKED
+    return out
+
+
+async def pages(client, calls):
+    out = {"protocol": client.protocol_version, "pages": [], "names": []}
+    cursor, first_cursor = None, None
+    started = time.monotonic()
+    while True:
+        listed = await client.list_tools(cursor=cursor)
+        out["pages"].append(len(listed.tools))
+        out["names"].extend(tool.name for tool in listed.tools)
+        cursor = listed.next_cursor
+        if cursor is None:
+            break
+        first_cursor = first_cursor or cursor
+        if len(out["pages"]) > 10000:
+            raise RuntimeError("the server never stopped giving cursors")
+    out["seconds"] = time.monotonic() - started
+    if first_cursor:
+        middle = len(first_cursor) // 2
+        forged = first_cursor[:middle] + ("A" if first_cursor[middle] != "A" else "B") + first_cursor[middle + 1:]
+        try:
+            await client.list_tools(cursor=forged)
+            out["forged"] = "accepted"
+        except MCPError as err:
+            out["forged"] = {"code": err.code, "message": err.error.message}
+        again = await client.list_tools(cursor=first_cursor)
+        out["again"] = [tool.name for tool in again.tools]
+    out["calls"] = {}
+    for name in calls:
+        try:
+            out["calls"][name] = as_json(await client.call_tool(name, {"text": "hi"}))
+        except MCPError as err:
+            out["calls"][name] = {"code": err.code, "message": err.error.message}
     return out
 
 
@@ -468,6 +505,8 @@ async def main():
     parser.add_argument("--client")
     parser.add_argument("--issuer")
     parser.add_argument("--prefix", default="sdk")
+    parser.add_argument("--call", action="append", default=[])
+    parser.add_argument("--serve-arg", action="append", default=[])
     parser.add_argument("scenario")
     parser.add_argument("command", nargs="*")
     args = parser.parse_args()
@@ -480,7 +519,7 @@ async def main():
     if args.url:
         server = args.url
     else:
-        server = StdioServerParameters(command=args.command[0], args=args.command[1:] + ["serve"], env=dict(os.environ))
+        server = StdioServerParameters(command=args.command[0], args=args.command[1:] + ["serve"] + args.serve_arg, env=dict(os.environ))
     answers = {}
     if args.scenario in ("asking", "sdk"):
         answers = {"sampling_callback": on_sampling, "elicitation_callback": on_elicitation, "list_roots_callback": on_roots}
@@ -495,8 +534,13 @@ async def main():
     )
     async with client:
         scenario = {"basics": basics, "listchanged": listchanged, "logs": logs, "quotas": quotas, "typed": typed, "content": content,
-                    "asking": asking, "sdk": sdk, "undeclared": undeclared}[args.scenario]
-        result = await (scenario(client, args.prefix) if args.scenario == "sdk" else scenario(client))
+                    "asking": asking, "sdk": sdk, "undeclared": undeclared, "pages": pages}[args.scenario]
+        if args.scenario == "sdk":
+            result = await scenario(client, args.prefix)
+        elif args.scenario == "pages":
+            result = await scenario(client, args.call)
+        else:
+            result = await scenario(client)
     print(json.dumps(result, default=str))
 
 

@@ -54,6 +54,10 @@ pub struct HostConfig {
     /// host adds its own: the compile cache and its key, `ca_file`, credential
     /// files and the plugins folder.
     pub protected: Vec<(PathBuf, String)>,
+    /// `[audit]`: the signed log of every call (off unless set).
+    pub audit: toolhost_audit::AuditConfig,
+    /// `[[hooks]]`: the operator's rules before and after each call.
+    pub hooks: Vec<toolhost_audit::hooks::HookConfig>,
 }
 
 /// What the host needs of one plugin's `[plugins.NAME]`.

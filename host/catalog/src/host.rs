@@ -2,17 +2,16 @@
 
 use crate::config::{self, HostConfig};
 use crate::plugin::{self, Code, Plugin, Tool};
-use crate::{Catalog, LoadProblem, ProblemKind, SharedCatalog, Source};
+use crate::{Caller, Catalog, LoadProblem, ProblemKind, SharedCatalog, Source};
 use anyhow::{Context, Result};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
 use toolhost_grants as grants;
 use toolhost_runtime::cache::{Cache, Listing, Origin};
 use toolhost_runtime::compiler::Remembered;
 use toolhost_runtime::compiler::{self, CompileBounds, Compiler};
-use toolhost_runtime::content::{Content, ContentBlock};
 use toolhost_runtime::engine::{self, EpochTicker};
 use toolhost_runtime::limits::{LimitOverrides, Limits};
 use toolhost_runtime::offers::Offers;
@@ -21,6 +20,13 @@ use toolhost_runtime::sandbox::{Bound, CallHooks, Guest, HostState, Request, Res
 use toolhost_runtime::tls;
 use wasmtime::Engine;
 use wasmtime::component::Linker;
+mod folder;
+mod offers;
+mod schema;
+pub use folder::stem;
+use folder::{check_grants, plugin_files};
+pub use offers::OfferError;
+use schema::{describe_mismatch, plain, structured};
 
 /// A file loaded for the first time: its contract, the tools it listed,
 /// what loading noted, its code and where that came from.
@@ -67,6 +73,8 @@ pub struct Host {
     /// The content (SHA-256) of each file hot reload last refused, so the
     /// same refusal is said once.
     pub(crate) refused: std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, String>>,
+    /// `[audit]` and `[[hooks]]`, when either is configured (`crate::accountable`).
+    accountable: Option<Arc<toolhost_audit::Accountable>>,
 }
 
 impl Host {
@@ -118,7 +126,15 @@ impl Host {
                 }
             }
         }
+        if let Some(key) = &config.audit.key {
+            protected.push((key.clone(), "the `[audit]` key (which signs the audit log)".to_owned()));
+        }
+        if let Some(file) = &config.audit.file {
+            protected.push((file.clone(), "the `[audit]` log".to_owned()));
+        }
         check_grants(&config, &protected)?;
+        let accountable =
+            toolhost_audit::Accountable::new(&config.audit, &config.hooks).map_err(anyhow::Error::msg)?.map(Arc::new);
         Ok(Host {
             engine,
             pagemap,
@@ -133,6 +149,7 @@ impl Host {
             tls,
             ticker,
             refused: Default::default(),
+            accountable,
         })
     }
 
@@ -452,6 +469,26 @@ impl Host {
         overrides: &LimitOverrides,
         hooks: CallHooks,
     ) -> CallReport {
+        self.call_as(catalog, tool, arguments, overrides, hooks, &Caller::default()).await
+    }
+
+    /// Whether calls are audited or hooked (`[audit]`, `[[hooks]]`): front
+    /// ends fill in a [`Caller`] only then.
+    pub fn accountable(&self) -> bool {
+        self.accountable.is_some()
+    }
+
+    /// [`Host::call_observed`] by `caller`, whom the audit line and the
+    /// hooks name. Without `[audit]` and `[[hooks]]` the caller is not looked at.
+    pub async fn call_as(
+        &self,
+        catalog: &Catalog,
+        tool: &str,
+        arguments: &str,
+        overrides: &LimitOverrides,
+        hooks: CallHooks,
+        caller: &Caller,
+    ) -> CallReport {
         use tracing::field::Empty;
         let span = tracing::info_span!(
             "tool_call",
@@ -464,8 +501,20 @@ impl Host {
             http_bytes = Empty,
             wall_ms = Empty,
         );
-        let call = self.call_spanned(catalog, tool, arguments, overrides, hooks);
-        let report = tracing::Instrument::instrument(call, span.clone()).await;
+        let report = match &self.accountable {
+            None => {
+                tracing::Instrument::instrument(
+                    self.call_spanned(catalog, tool, arguments, overrides, hooks),
+                    span.clone(),
+                )
+                .await
+            }
+            Some(accountable) => {
+                let call =
+                    crate::accountable::call(self, accountable, catalog, tool, arguments, overrides, hooks, caller);
+                tracing::Instrument::instrument(call, span.clone()).await
+            }
+        };
         if !span.is_disabled() {
             if let Some(plugin) = &report.plugin {
                 span.record("plugin", plugin.as_str());
@@ -483,7 +532,7 @@ impl Host {
         report
     }
 
-    async fn call_spanned(
+    pub(crate) async fn call_spanned(
         &self,
         catalog: &Catalog,
         tool: &str,
@@ -594,344 +643,6 @@ impl Host {
     }
 }
 
-/// Why a resource, prompt or completion could not be had.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OfferError {
-    /// No loaded plugin offers it (the text names what was asked for).
-    NotFound(String),
-    /// The plugin failed, or its answer was refused (as a call's would be).
-    Failed(CallError),
-}
-
-impl std::fmt::Display for OfferError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            OfferError::NotFound(what) => write!(f, "no loaded plugin offers {what}"),
-            OfferError::Failed(err) => write!(f, "{err}"),
-        }
-    }
-}
-
-impl Host {
-    /// Reads the resource at `uri` from the plugin that lists it (or whose
-    /// template matches it; the first in file-name order), in a fresh
-    /// instance under the plugin's limits and grants.
-    pub async fn read_resource(
-        &self,
-        catalog: &Catalog,
-        uri: &str,
-        hooks: CallHooks,
-    ) -> Result<Vec<ContentBlock>, OfferError> {
-        let listed = |plugin: &&Arc<Plugin>| plugin.offers.resources.iter().any(|resource| resource.uri == uri);
-        let templated = |plugin: &&Arc<Plugin>| {
-            plugin
-                .offers
-                .templates
-                .iter()
-                .any(|template| toolhost_runtime::offers::matches_template(&template.uri_template, uri))
-        };
-        let plugin = catalog.plugins().iter().find(listed).or_else(|| catalog.plugins().iter().find(templated));
-        let plugin = plugin.ok_or_else(|| OfferError::NotFound(format!("the resource `{uri}`")))?;
-        match self.offer_request(plugin, Request::ReadResource { uri }, hooks).await? {
-            Response::Read(read) => read.map_err(OfferError::Failed),
-            _ => Err(wrong_answer()),
-        }
-    }
-
-    /// Fills in the prompt `name` with `arguments`, as its plugin does.
-    pub async fn get_prompt(
-        &self,
-        catalog: &Catalog,
-        name: &str,
-        arguments: &[(String, String)],
-        hooks: CallHooks,
-    ) -> Result<toolhost_runtime::offers::PromptResult, OfferError> {
-        let plugin = self.prompt_owner(catalog, name)?;
-        match self.offer_request(plugin, Request::GetPrompt { name, arguments }, hooks).await? {
-            Response::Prompt(prompt) => prompt.map_err(OfferError::Failed),
-            _ => Err(wrong_answer()),
-        }
-    }
-
-    /// Suggests values for `argument` of a prompt or resource template, as
-    /// the plugin that offers it does.
-    pub async fn complete(
-        &self,
-        catalog: &Catalog,
-        reference: toolhost_runtime::offers::Reference<'_>,
-        argument: &str,
-        value: &str,
-        context: &[(String, String)],
-    ) -> Result<toolhost_runtime::offers::Completion, OfferError> {
-        use toolhost_runtime::offers::Reference;
-        let plugin = match reference {
-            Reference::Prompt(name) => self.prompt_owner(catalog, name)?,
-            Reference::Template(template) => catalog
-                .plugins()
-                .iter()
-                .find(|plugin| plugin.offers.templates.iter().any(|offered| offered.uri_template == template))
-                .ok_or_else(|| OfferError::NotFound(format!("the resource template `{template}`")))?,
-        };
-        match self
-            .offer_request(plugin, Request::Complete { reference, argument, value, context }, CallHooks::default())
-            .await?
-        {
-            Response::Completion(done) => done.map_err(OfferError::Failed),
-            _ => Err(wrong_answer()),
-        }
-    }
-
-    fn prompt_owner<'a>(&self, catalog: &'a Catalog, name: &str) -> Result<&'a Arc<Plugin>, OfferError> {
-        catalog
-            .plugins()
-            .iter()
-            .find(|plugin| plugin.offers.prompts.iter().any(|prompt| prompt.name == name))
-            .ok_or_else(|| OfferError::NotFound(format!("the prompt `{name}`")))
-    }
-
-    /// Runs `request` for `plugin` in a fresh instance, like a call.
-    async fn offer_request(
-        &self,
-        plugin: &Arc<Plugin>,
-        request: Request<'_>,
-        hooks: CallHooks,
-    ) -> Result<Response, OfferError> {
-        let sandbox = plugin.code.sandbox().await.map_err(|reason| {
-            OfferError::Failed(CallError::Host(format!("could not load plugin `{}`: {reason}", plugin.name)))
-        })?;
-        let invocation = {
-            let _permit = self.permits.acquire().await;
-            sandbox.invoke(&plugin.limits, request, hooks).await
-        };
-        invocation.result.map_err(OfferError::Failed)
-    }
-}
-
-fn wrong_answer() -> OfferError {
-    OfferError::Failed(CallError::Host("the plugin answered the wrong request".to_owned()))
-}
-
-/// Checks the `json` block of a result against the tool's output schema:
-/// a tool that declares one must return a structured result that matches it.
-/// A result of one plain text or JSON block is that text or JSON, whichever
-/// contract produced it: every front end then shows and serves it alike.
-fn plain(mut blocks: Vec<ContentBlock>) -> ToolOutput {
-    match blocks.as_mut_slice() {
-        [ContentBlock { content: Content::Text { text }, annotations: None }] => ToolOutput::Text(std::mem::take(text)),
-        [ContentBlock { content: Content::Json { json, .. }, annotations: None }] => {
-            ToolOutput::Json(std::mem::take(json))
-        }
-        _ => ToolOutput::Content(blocks),
-    }
-}
-
-fn structured(validator: &jsonschema::Validator, schema: &Value, blocks: &[ContentBlock]) -> Result<(), CallError> {
-    let json = blocks.iter().find(|block| matches!(block.content, Content::Json { .. }));
-    let Some(json) = json else {
-        return Err(CallError::InvalidOutput(
-            "it declares an output schema but returned no `json` block; this is a bug in the plugin".to_owned(),
-        ));
-    };
-    let value =
-        json.content.json_value().ok_or_else(|| CallError::InvalidOutput("its `json` block is not JSON".to_owned()))?;
-    match validator.iter_errors(&value).next() {
-        None => Ok(()),
-        Some(err) => Err(CallError::InvalidOutput(format!(
-            "its `json` block does not match its output schema ({}); this is a bug in the plugin",
-            describe_mismatch_in(&err, schema, "the block")
-        ))),
-    }
-}
-
-/// "at `/path`: what is wrong", cut to a readable length. A value outside an
-/// enum (`enum`, or `oneOf`/`anyOf` of `const`s as schemars writes an enum
-/// with doc comments) names every allowed value, and a value that is none of
-/// a variant's cases (constants and one-key objects, as a WIT `variant` or a
-/// serde enum with data is written) names every case: the model needs them
-/// to fix its call. `schema` is the document `err` came from.
-fn describe_mismatch(err: &jsonschema::ValidationError<'_>, schema: &Value) -> String {
-    describe_mismatch_in(err, schema, "the arguments")
-}
-
-/// [`describe_mismatch`] of a document other than the arguments (`whole`).
-fn describe_mismatch_in(err: &jsonschema::ValidationError<'_>, schema: &Value, whole: &str) -> String {
-    // The right case with a wrong payload: what is wrong inside it.
-    if let Some(inner) = chosen_case_error(err, schema) {
-        return describe_mismatch_in(inner, schema, whole);
-    }
-    let path = err.instance_path().as_str();
-    let allowed = allowed_values(err.kind())
-        .map(|values| values.iter().map(Value::to_string).collect::<Vec<_>>())
-        .or_else(|| variant_cases(err, schema).map(|cases| cases.into_iter().map(|case| case.shown).collect()));
-    let what = match allowed {
-        Some(listed) => {
-            let mut listed = listed.join(", ");
-            cut(&mut listed, 4_000);
-            let mut instance = err.instance().to_string();
-            cut(&mut instance, 200);
-            format!("{instance} is not one of the allowed values: {listed}")
-        }
-        None => {
-            let mut what = err.to_string();
-            cut(&mut what, 300);
-            what
-        }
-    };
-    if path.is_empty() { format!("{what} (at the top level of {whole})") } else { format!("at `{path}`: {what}") }
-}
-
-/// One case of a variant as a schema writes it.
-struct Case {
-    /// As a message shows it: `"standard"`, `{"express": …}`, `null`.
-    shown: String,
-    /// The key of a case with a payload.
-    key: Option<String>,
-}
-
-/// The cases of the `oneOf`/`anyOf` that `err` failed, when each branch is a
-/// constant, an `enum`, `null` or an object of exactly one required key
-/// (`{"express": …}`), through local `$ref`s and nested `oneOf`/`anyOf`s;
-/// `None` when any branch is something else.
-fn variant_cases(err: &jsonschema::ValidationError<'_>, schema: &Value) -> Option<Vec<Case>> {
-    use jsonschema::error::ValidationErrorKind as Kind;
-    if !matches!(err.kind(), Kind::OneOfNotValid { .. } | Kind::AnyOf { .. }) {
-        return None;
-    }
-    let branches = schema.pointer(err.schema_path().as_str())?.as_array()?;
-    let mut cases = Vec::new();
-    for branch in branches {
-        cases.extend(cases_of(schema, branch, 0)?);
-    }
-    (!cases.is_empty()).then_some(cases)
-}
-
-fn cases_of(root: &Value, schema: &Value, depth: usize) -> Option<Vec<Case>> {
-    if depth > 16 {
-        return None;
-    }
-    if let Some(reference) = schema.get("$ref").and_then(Value::as_str) {
-        return cases_of(root, root.pointer(reference.strip_prefix('#')?)?, depth + 1);
-    }
-    let constant = |value: &Value| Case { shown: value.to_string(), key: None };
-    if let Some(value) = schema.get("const") {
-        return Some(vec![constant(value)]);
-    }
-    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
-        return Some(values.iter().map(constant).collect());
-    }
-    if let Some(branches) = schema.get("oneOf").or_else(|| schema.get("anyOf")).and_then(Value::as_array) {
-        let mut cases = Vec::new();
-        for branch in branches {
-            cases.extend(cases_of(root, branch, depth + 1)?);
-        }
-        return Some(cases);
-    }
-    match schema.get("type").and_then(Value::as_str)? {
-        "null" => Some(vec![constant(&Value::Null)]),
-        "object" => {
-            let properties = schema.get("properties")?.as_object()?;
-            let required = schema.get("required")?.as_array()?;
-            match (properties.keys().next(), &required[..]) {
-                (Some(key), [only]) if properties.len() == 1 && only.as_str() == Some(key.as_str()) => {
-                    Some(vec![Case {
-                        shown: format!("{{{}: …}}", Value::from(key.as_str())), key: Some(key.clone())
-                    }])
-                }
-                _ => None,
-            }
-        }
-        _ => None,
-    }
-}
-
-/// When `err` is a variant's mismatch and the value is an object naming one
-/// of its cases (`{"express": "x"}`), the first error inside that case.
-fn chosen_case_error<'e, 'a>(
-    err: &'e jsonschema::ValidationError<'a>,
-    schema: &Value,
-) -> Option<&'e jsonschema::ValidationError<'a>> {
-    use jsonschema::error::ValidationErrorKind as Kind;
-    let (Kind::OneOfNotValid { context } | Kind::AnyOf { context }) = err.kind() else {
-        return None;
-    };
-    let object = err.instance().as_object().filter(|object| object.len() == 1)?;
-    let key = object.keys().next()?;
-    let branches = schema.pointer(err.schema_path().as_str())?.as_array()?;
-    if branches.len() != context.len() {
-        return None;
-    }
-    let chosen = branches.iter().position(|branch| {
-        cases_of(schema, branch, 0).is_some_and(|cases| cases.iter().any(|case| case.key.as_ref() == Some(key)))
-    })?;
-    context[chosen].first()
-}
-
-fn cut(text: &mut String, limit: usize) {
-    if text.len() > limit {
-        let at = text.floor_char_boundary(limit);
-        text.truncate(at);
-        text.push('…');
-    }
-}
-
-/// Every value an `enum`, a `const`, or a `oneOf`/`anyOf` made only of those
-/// (and of `null`) allows; `None` when the failed keyword allows more than a list.
-fn allowed_values(kind: &jsonschema::error::ValidationErrorKind) -> Option<Vec<Value>> {
-    use jsonschema::JsonType;
-    use jsonschema::error::{TypeKind, ValidationErrorKind as Kind};
-    match kind {
-        Kind::Enum { options } => options.as_array().cloned(),
-        Kind::Constant { expected_value } => Some(vec![Value::clone(expected_value)]),
-        Kind::OneOfNotValid { context } | Kind::AnyOf { context } => {
-            let mut allowed = Vec::new();
-            for branch in context {
-                // A branch `{"type": "string", "const": "days"}` fails on its
-                // constant (and on its type, for a number): the constant counts.
-                let listed = branch.iter().find_map(|err| allowed_values(err.kind()));
-                match (listed, &branch[..]) {
-                    (Some(listed), _) => allowed.extend(listed),
-                    (None, [only]) if matches!(only.kind(), Kind::Type { kind: TypeKind::Single(JsonType::Null) }) => {
-                        allowed.push(Value::Null)
-                    }
-                    _ => return None,
-                }
-            }
-            (!allowed.is_empty()).then_some(allowed)
-        }
-        _ => None,
-    }
-}
-
-/// The `*.wasm` files directly in `dir`, sorted.
-pub(crate) fn plugin_files(dir: &Path) -> Result<Vec<PathBuf>> {
-    let entries = std::fs::read_dir(dir).with_context(|| {
-        format!("could not read the plugins folder {} ({})", dir.display(), missing_folder_advice(dir))
-    })?;
-    let mut paths: Vec<PathBuf> = entries
-        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-        // Not only regular files: a folder, FIFO or broken symlink named
-        // `*.wasm` is reported as skipped (by `plugin::read`), not ignored.
-        .filter(|path| path.extension().is_some_and(|ext| ext == "wasm"))
-        .collect();
-    paths.sort();
-    Ok(paths)
-}
-
-/// What to do about a plugins folder that cannot be read. Building the
-/// bundled plugins (`bash plugins/build.sh`) is advised only for the
-/// `plugins/dist` of a checkout of toolhost, which has that script beside it:
-/// anyone else points toolhost at the folder holding their `.wasm` files.
-fn missing_folder_advice(dir: &Path) -> &'static str {
-    let checkout =
-        dir.ends_with("plugins/dist") && dir.parent().is_some_and(|parent| parent.join("build.sh").is_file());
-    if checkout {
-        "build the bundled plugins with `bash plugins/build.sh`, or point --plugins at a folder of .wasm files"
-    } else {
-        "point --plugins, or `plugins_dir` in toolhost.toml, at the folder that holds your .wasm files: \
-         `--plugins .` for the folder you are in"
-    }
-}
-
 /// A plugin's grant notices as load problems.
 pub(crate) fn grant_notices(plugin: &Plugin) -> impl Iterator<Item = LoadProblem> + '_ {
     plugin.notices.iter().map(|notice| LoadProblem {
@@ -939,141 +650,4 @@ pub(crate) fn grant_notices(plugin: &Plugin) -> impl Iterator<Item = LoadProblem
         paths: vec![plugin.path.clone()],
         reason: notice.clone(),
     })
-}
-
-pub fn stem(path: &Path) -> String {
-    path.file_stem().map(|stem| stem.to_string_lossy().into_owned()).unwrap_or_default()
-}
-
-/// Refuses a config that grants a plugin a folder holding one of `protected`
-/// (each with what it is): a plugin that could read or change toolhost's own
-/// files (its compile cache, config, lock, keys or credentials) would hold
-/// what its grants do not give it. Paths are compared resolved, so no
-/// spelling or link of a folder gets past.
-fn check_grants(config: &HostConfig, protected: &[(std::path::PathBuf, String)]) -> Result<()> {
-    let protected: Vec<(std::path::PathBuf, &str)> =
-        protected.iter().map(|(path, what)| (resolved(path), what.as_str())).collect();
-    for (plugin, settings) in &config.plugins {
-        for dir in &settings.grants.files.dirs {
-            let Ok(granted) = std::fs::canonicalize(&dir.host) else { continue };
-            if let Some((path, what)) = protected.iter().find(|(path, _)| path.starts_with(&granted)) {
-                anyhow::bail!(
-                    "`[plugins.{plugin}]` grants the folder {} (as {}), which holds {what} ({}); a plugin there could \
-                     read or change it. Grant a folder that does not hold toolhost's own files",
-                    dir.host.display(),
-                    dir.guest,
-                    path.display()
-                );
-            }
-        }
-    }
-    Ok(())
-}
-
-/// `path` with every link and `..` resolved, as far as it exists (a file
-/// toolhost has not written yet is resolved through its nearest folder).
-fn resolved(path: &Path) -> std::path::PathBuf {
-    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
-    let mut rest = Vec::new();
-    let mut at = absolute.as_path();
-    loop {
-        if let Ok(real) = std::fs::canonicalize(at) {
-            return rest.iter().rev().fold(real, |path, part| path.join(part));
-        }
-        match (at.parent(), at.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name.to_owned());
-                at = parent;
-            }
-            _ => return absolute,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::describe_mismatch;
-    use serde_json::{Value, json};
-
-    fn mismatch(schema: &Value, args: Value) -> String {
-        let validator = jsonschema::validator_for(schema).unwrap();
-        let err = validator.iter_errors(&args).next().expect("the arguments do not match");
-        describe_mismatch(&err, schema)
-    }
-
-    #[test]
-    fn a_value_outside_an_enum_names_every_allowed_value() {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "unit": { "enum": ["days", "hours", "minutes", "seconds"] },
-                // schemars, for an enum whose variants have doc comments; and an Option of it.
-                "step": { "$ref": "#/$defs/Step" },
-                "maybe": { "anyOf": [{ "$ref": "#/$defs/Step" }, { "type": "null" }] },
-            },
-            "$defs": {
-                "Step": { "oneOf": [
-                    { "type": "string", "const": "walk", "description": "Slowly." },
-                    { "type": "string", "const": "run", "description": "Fast." },
-                ] },
-            },
-        });
-        assert_eq!(
-            mismatch(&schema, json!({ "unit": "weeks" })),
-            r#"at `/unit`: "weeks" is not one of the allowed values: "days", "hours", "minutes", "seconds""#
-        );
-        assert_eq!(
-            mismatch(&schema, json!({ "step": "dance" })),
-            r#"at `/step`: "dance" is not one of the allowed values: "walk", "run""#
-        );
-        assert_eq!(
-            mismatch(&schema, json!({ "step": 7 })),
-            r#"at `/step`: 7 is not one of the allowed values: "walk", "run""#
-        );
-        assert_eq!(
-            mismatch(&schema, json!({ "maybe": "fly" })),
-            r#"at `/maybe`: "fly" is not one of the allowed values: "walk", "run", null"#
-        );
-        // Anything else keeps the validator's own words.
-        let message = mismatch(&json!({ "type": "object", "required": ["a"] }), json!({}));
-        assert!(message.contains("\"a\" is a required property"), "{message}");
-    }
-
-    #[test]
-    fn a_value_outside_a_variant_names_every_case() {
-        // A WIT `variant shipping { standard, express(u32) }` as toolhost's
-        // typed functions write it, inline and behind a `$ref`, and optional.
-        let shipping = json!({ "oneOf": [
-            { "const": "standard" },
-            { "type": "object", "properties": { "express": { "type": "integer", "minimum": 0, "maximum": 4294967295u32 } },
-              "required": ["express"], "additionalProperties": false },
-        ] });
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "shipping": shipping,
-                "by_ref": { "$ref": "#/$defs/Shipping" },
-                "maybe": { "anyOf": [shipping, { "type": "null" }] },
-            },
-            "$defs": { "Shipping": shipping },
-        });
-        let cases = r#"is not one of the allowed values: "standard", {"express": …}"#;
-        for (args, at) in [
-            (json!({ "shipping": "none" }), "/shipping"),
-            (json!({ "shipping": { "expres": 2 } }), "/shipping"),
-            (json!({ "shipping": 3 }), "/shipping"),
-            (json!({ "by_ref": "none" }), "/by_ref"),
-        ] {
-            let message = mismatch(&schema, args.clone());
-            assert!(message.starts_with(&format!("at `{at}`: ")) && message.ends_with(cases), "{args}: {message}");
-            assert!(!message.contains("oneOf"), "{message}");
-        }
-        assert_eq!(
-            mismatch(&schema, json!({ "maybe": "none" })),
-            r#"at `/maybe`: "none" is not one of the allowed values: "standard", {"express": …}, null"#
-        );
-        // The right case with a wrong payload says what is wrong inside it.
-        let message = mismatch(&schema, json!({ "shipping": { "express": -1 } }));
-        assert!(message.starts_with("at `/shipping/express`: -1 is less than the minimum of 0"), "{message}");
-    }
 }

@@ -28,6 +28,7 @@
 //! the agent and the registry client; below it the runtime, the grants and
 //! the MCP client.
 
+mod accountable;
 pub mod config;
 pub mod host;
 pub mod inspect;
@@ -41,6 +42,7 @@ pub mod servers;
 pub use config::{HostConfig, PluginSettings};
 pub use host::Host;
 pub use problems::{LoadProblem, ProblemKind};
+pub use toolhost_audit::Caller;
 
 use crate::plugin::{Plugin, Tool};
 use serde_json::Value;

@@ -83,6 +83,11 @@ pub(crate) struct Code {
 }
 
 impl Code {
+    /// The scrubber of its outputs (its secrets' values), for what an audit line shows.
+    pub(crate) fn redactor(&self) -> &toolhost_grants::env::Redactor {
+        &self.bound.granted.redactor
+    }
+
     /// Code to be loaded from the cache (or the file) when first used, its
     /// calls run with `bound`.
     pub(crate) fn lazy(

@@ -248,6 +248,11 @@ impl McpServer {
         &self.name
     }
 
+    /// The scrubber of its outputs (its secrets' values).
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
     /// Its settings.
     pub fn config(&self) -> &McpServerConfig {
         &self.config

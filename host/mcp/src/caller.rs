@@ -76,6 +76,20 @@ impl Caller {
         }
     }
 
+    /// Who the audit log and the hooks name (`[audit]`, `[[hooks]]`): the
+    /// token's subject and client, else the client's name from `initialize`
+    /// (`client_name`), and the session; `path` names the way in.
+    pub fn audited(&self, path: &'static str, client_name: Option<String>) -> toolhost_catalog::Caller {
+        let (subject, client) = match &self.principal {
+            Some(principal) => {
+                let (subject, client) = principal.parts();
+                (Some(subject.to_owned()), client.map(str::to_owned))
+            }
+            None => (None, None),
+        };
+        toolhost_catalog::Caller { path, subject, client: client.or(client_name), session: self.session.clone() }
+    }
+
     /// Bytes that tie something sealed for this caller (a `requestState`,
     /// a cursor) to it.
     pub fn binding(&self) -> String {

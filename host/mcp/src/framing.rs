@@ -17,13 +17,14 @@
 //! (rmcp would take it for a custom request). A request whose id is still in flight is refused the same way,
 //! so no two answers ever share an id. A batch (which MCP no longer has) is
 //! answered with one error per request in it. Everything else goes to rmcp
-//! unchanged, and everything rmcp writes goes out unchanged, but for MCP
-//! 2025-11-25's experimental tasks when the server runs tasks: a 2025-11-25
-//! session's task requests are renamed for toolhost's own handler, and the
-//! answers to its `initialize` and `tools/list` completed
-//! ([`crate::tasks2025`]).
+//! unchanged, and everything rmcp writes goes out unchanged, but for the MCP
+//! revisions rewritten around rmcp when the server runs tasks (today
+//! 2025-11-25's experimental tasks): a session's requests may be renamed for
+//! toolhost's own handler and some answers completed, through the one
+//! interface of [`crate::revision`], which this layer calls without knowing
+//! what it rewrites.
 
-use crate::tasks2025::{self, Watch};
+use crate::revision::{self, Watch};
 use serde::de::{DeserializeSeed, Deserializer, Error as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
@@ -57,7 +58,7 @@ fn key(scope: &str, id: &Value) -> String {
 /// returns the reader and writer rmcp is to use, and the task that writes
 /// to `output`, which ends once rmcp's writer is dropped and everything
 /// has been written. `tasks`: the server runs tasks, so a 2025-11-25
-/// session gets its experimental tasks ([`crate::tasks2025`]).
+/// session gets its experimental tasks ([`crate::revision`]).
 pub fn guard<R, W>(input: R, output: W, tasks: bool) -> ((DuplexStream, DuplexStream), JoinHandle<()>)
 where
     R: AsyncRead + Unpin + Send + 'static,
@@ -115,7 +116,7 @@ async fn read_side<R: AsyncRead + Unpin>(
             match check(&line, Some((&in_flight, "")), experimental) {
                 Checked::Pass(passed) => {
                     // `initialize` says which revision the session has; `tools/list` is adjusted for 2025-11-25.
-                    let watch = passed.watch.filter(|watch| *watch == Watch::Initialize || experimental);
+                    let watch = passed.watch.filter(|watch| watch.early() || experimental);
                     if let (true, Some(watch), Some(key)) = (session.tasks, watch, &passed.entered) {
                         session.watched.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), watch);
                     }
@@ -282,7 +283,7 @@ fn check_message(message: &Value, in_flight: Option<(&InFlight, &str)>, experime
         return refuse(INVALID_PARAMS, "`params` must be an object");
     }
     if let Some(method) = message.get("method").and_then(Value::as_str)
-        && method.starts_with(tasks2025::PREFIX)
+        && revision::reserved(method)
     {
         return refuse(METHOD_NOT_FOUND, &format!("`{}` is not an MCP method", toolhost_runtime::text::quoted(method)));
     }
@@ -313,14 +314,14 @@ fn check_message(message: &Value, in_flight: Option<(&InFlight, &str)>, experime
         }
         Ok(_) => {}
     }
-    let bytes = match experimental.then(|| tasks2025::renamed(message)).flatten() {
+    let bytes = match experimental.then(|| revision::renamed(message)).flatten() {
         Some(renamed) => renamed,
         None => match serde_json::to_vec(message) {
             Ok(bytes) => bytes,
             Err(err) => return refuse(INVALID_REQUEST, &format!("the message cannot be read: {err}")),
         },
     };
-    let passed = Passed { entered: None, target: Target::of(message), bytes, watch: tasks2025::watch(message) };
+    let passed = Passed { entered: None, target: Target::of(message), bytes, watch: revision::watch(message) };
     let Some((in_flight, scope)) = in_flight else { return Checked::Pass(passed) };
     let mut entered = None;
     if is_request && !id.is_null() {
@@ -369,7 +370,7 @@ async fn write_side<W: AsyncWrite + Unpin>(
                 });
                 match watched {
                     Some(watch) => {
-                        let (adjusted, experimental) = tasks2025::adjust_line(watch, &partial);
+                        let (adjusted, experimental) = revision::adjust_line(watch, &partial);
                         if experimental {
                             session.experimental.store(true, Ordering::Release);
                         }
@@ -718,7 +719,7 @@ mod tests {
         let ours = r#"{"jsonrpc":"2.0","id":2,"method":"toolhost/2025-11-25/tasks/get","params":{"taskId":"x"}}"#;
         assert_eq!(answer(ours)["error"]["code"], METHOD_NOT_FOUND);
         let list = br#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#;
-        assert!(matches!(check(list, None, false), Checked::Pass(Passed { watch: Some(Watch::ToolsList), .. })));
+        assert!(matches!(check(list, None, false), Checked::Pass(Passed { watch: Some(watch), .. }) if !watch.early()));
     }
 
     #[test]

@@ -47,9 +47,9 @@ use super::ServeConfig;
 use super::framing::{self, Checked, InFlight as InFlightRequests};
 use super::metrics::{self, Endpoint, Metrics, Readiness, Snapshot};
 use super::oauth::{GrantedScopes, Principal, ResourceServer};
+use super::revision;
 use super::server::ToolServer;
 use super::state::sessions::{self, Looked, SessionRecords};
-use super::tasks2025;
 use anyhow::Result;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode, header};
@@ -115,6 +115,10 @@ pub struct HttpOptions {
     pub max_questions_per_requestor: Option<usize>,
     /// With `[state] url`: the store the replicas share tasks in.
     pub store: Option<crate::state::Store>,
+    /// `[serve] tools` and `[serve.profiles]`: what each request is offered.
+    pub profiles: Arc<crate::profiles::Profiles>,
+    /// The most tools one `tools/list` page holds (`None`: 1000).
+    pub page_size: Option<usize>,
 }
 
 impl Default for HttpOptions {
@@ -134,6 +138,8 @@ impl Default for HttpOptions {
             max_calls_per_requestor: None,
             max_questions_per_requestor: None,
             store: None,
+            profiles: Arc::default(),
+            page_size: None,
         }
     }
 }
@@ -157,6 +163,8 @@ impl HttpOptions {
             max_calls_per_requestor: config.max_calls_per_requestor,
             max_questions_per_requestor: config.max_questions_per_requestor,
             store: None,
+            profiles: Arc::default(),
+            page_size: config.page_size,
         }
     }
 }
@@ -175,6 +183,7 @@ pub async fn serve_http(
         .oauth(options.oauth.clone())
         .tasks(options.tasks.clone())
         .requestor_limits(options.max_calls_per_requestor, options.max_questions_per_requestor)
+        .page_size(options.page_size)
         .build()?;
     let metrics = server.metrics().clone();
     let server_tasks = server.tasks();
@@ -236,6 +245,7 @@ pub async fn serve_http(
         requests: InFlightRequests::default(),
         tasks: server_tasks,
         records,
+        profiles: options.profiles.clone(),
     });
     // Closes idle sessions even when no request comes to notice them.
     let sweeper = front.clone();
@@ -346,6 +356,8 @@ struct Front {
     tasks: Option<Arc<crate::tasks::Tasks>>,
     /// With `[state] url`: every replica's sessions.
     records: Option<Arc<SessionRecords>>,
+    /// What each request is offered (`[serve] tools`, `[serve.profiles]`).
+    profiles: Arc<crate::profiles::Profiles>,
 }
 
 /// How a session is being used: its requests still open (a streamed
@@ -497,12 +509,26 @@ impl Front {
         {
             return unread(unauthorized());
         }
-        let (scopes, principal) = match &self.oauth {
+        let (scopes, principal, grant) = match &self.oauth {
             Some(oauth) => match oauth.check(request.headers()).await {
-                Ok(grant) => (Some(grant.scopes), Some(grant.principal)),
+                Ok(grant) => (Some(grant.scopes.clone()), Some(grant.principal.clone()), Some(grant)),
                 Err(refusal) => return unread(refused(refusal)),
             },
-            None => (None, None),
+            None => (None, None, None),
+        };
+        // The request's profile: `/mcp/NAME`, else the one its token is bound to.
+        let facts = grant.as_ref().map(|grant| crate::profiles::TokenFacts {
+            subject: &grant.subject,
+            client: grant.client.as_deref(),
+            scopes: Some(&grant.scopes.0),
+        });
+        let named = request.uri().path().strip_prefix("/mcp/");
+        let profile = match self.profiles.pick(named, facts.as_ref()) {
+            Ok(profile) => profile,
+            Err(refusal) => {
+                let status = StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::FORBIDDEN);
+                return unread(plain_owned(status, refusal.message));
+            }
         };
         if let Some(reason) = self.readiness.reason() {
             let mut response = plain_owned(
@@ -567,10 +593,13 @@ impl Front {
         let mut entered = None;
         let mut body = body;
         // A 2025-11-25 session's requests, when tasks run: its task requests
-        // go to toolhost's own handler, and two answers are completed (tasks2025).
+        // go to toolhost's own handler, and two answers are completed (revision).
         let experimental = self.tasks.is_some()
-            && parts.headers.get("mcp-protocol-version").and_then(|value| value.to_str().ok())
-                == Some(tasks2025::VERSION);
+            && parts
+                .headers
+                .get("mcp-protocol-version")
+                .and_then(|value| value.to_str().ok())
+                .is_some_and(revision::rewrites);
         let mut watch = None;
         if parts.method == http::Method::POST {
             let scope = session.as_deref().map(|session| (&self.requests, session));
@@ -588,9 +617,7 @@ impl Front {
                     // rmcp reads exactly what was checked here.
                     body = Bytes::from(passed.bytes);
                     // `initialize` says which revision the session has; `tools/list` is adjusted for 2025-11-25.
-                    watch = passed.watch.filter(|watch| {
-                        self.tasks.is_some() && (*watch == tasks2025::Watch::Initialize || experimental)
-                    });
+                    watch = passed.watch.filter(|watch| self.tasks.is_some() && (watch.early() || experimental));
                 }
                 Checked::Answer(answers) => {
                     let mut response = Response::new(Full::new(Bytes::from(framing::answer_body(answers))).boxed());
@@ -611,6 +638,7 @@ impl Front {
         if let Some(principal) = principal.clone() {
             parts.extensions.insert(principal);
         }
+        parts.extensions.insert(profile);
         let response = match session {
             Some(session) => {
                 // With the store, its record decides when a session expires.
@@ -905,9 +933,9 @@ impl Drop for InFlight {
 }
 
 /// `response` with its JSON-RPC answer completed for a 2025-11-25 session
-/// ([`tasks2025::adjust`]). Such answers (`initialize`, `tools/list`) end
+/// ([`revision::adjust`]). Such answers (`initialize`, `tools/list`) end
 /// at once, so the body is read whole.
-async fn adjusted(response: Response<Body>, watch: tasks2025::Watch) -> Response<Body> {
+async fn adjusted(response: Response<Body>, watch: revision::Watch) -> Response<Body> {
     let (mut parts, body) = response.into_parts();
     let Ok(collected) = body.collect().await;
     let event_stream = parts
@@ -915,7 +943,7 @@ async fn adjusted(response: Response<Body>, watch: tasks2025::Watch) -> Response
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
         .is_some_and(|value| value.starts_with("text/event-stream"));
-    let body = tasks2025::adjust_body(watch, &collected.to_bytes(), event_stream);
+    let body = revision::adjust_body(watch, &collected.to_bytes(), event_stream);
     parts.headers.remove(header::CONTENT_LENGTH);
     Response::from_parts(parts, Full::new(Bytes::from(body)).boxed())
 }

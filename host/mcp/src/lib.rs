@@ -17,10 +17,12 @@ pub mod framing;
 pub mod http;
 pub mod metrics;
 pub mod oauth;
+pub mod revision;
+pub mod pages;
+pub mod profiles;
 pub mod server;
 pub mod state;
 pub mod tasks;
-pub mod tasks2025;
 pub mod wire;
 
 use anyhow::Result;
@@ -64,6 +66,26 @@ pub struct ServeConfig {
     pub oauth: Option<oauth::OAuthConfig>,
     /// Which tools run as MCP tasks (`io.modelcontextprotocol/tasks`), and for how long tasks are kept.
     pub tasks: Option<tasks::TasksConfig>,
+    /// The tools this server offers at all (include / exclude by tool,
+    /// plugin or pattern); every tool unless set.
+    pub tools: Option<profiles::ToolFilter>,
+    /// Named subsets of those for some clients (`--profile NAME`,
+    /// `/mcp/NAME`, or matched to a token with `[serve.oauth]`).
+    #[serde(default)]
+    pub profiles: std::collections::BTreeMap<String, profiles::ProfileConfig>,
+    /// The most tools one `tools/list` page holds (1000 unless set).
+    pub page_size: Option<usize>,
+}
+
+/// What `toolhost serve` on stdio offers its one client.
+#[derive(Default)]
+pub struct StdioOptions {
+    /// Which tools run as MCP tasks.
+    pub tasks: Option<tasks::TasksConfig>,
+    /// The profile the client is served (`--profile`; `[serve] tools` alone when `None`).
+    pub profile: Option<Arc<profiles::Profile>>,
+    /// The most tools one `tools/list` page holds.
+    pub page_size: Option<usize>,
 }
 
 /// Serves MCP on stdin/stdout until the client closes it. Stdout carries
@@ -72,12 +94,15 @@ pub struct ServeConfig {
 /// reactor rather than a blocking thread per read and write, which saves two
 /// thread hand-offs per message. Every message passes [`framing`] first, so
 /// each one with an id is answered, whatever it holds.
-pub async fn serve_stdio(host: Arc<Host>, tasks: Option<tasks::TasksConfig>) -> Result<()> {
+pub async fn serve_stdio(host: Arc<Host>, options: StdioOptions) -> Result<()> {
+    let StdioOptions { tasks, profile, page_size } = options;
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     let runs_tasks = tasks.as_ref().is_some_and(tasks::TasksConfig::enabled);
     let (transport, written) = framing::guard(stdin, stdout, runs_tasks);
     let running = ToolServer::builder(host)
         .tasks(tasks)
+        .profile(profile)
+        .page_size(page_size)
         .build()?
         .serve(transport)
         .await

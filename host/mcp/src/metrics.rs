@@ -125,6 +125,10 @@ impl Endpoint {
     pub fn of(path: &str) -> Endpoint {
         match path {
             "/mcp" => Endpoint::Mcp,
+            // A profile's endpoint (`[serve.profiles.NAME]`): one path segment more.
+            named if named.strip_prefix("/mcp/").is_some_and(|name| !name.is_empty() && !name.contains('/')) => {
+                Endpoint::Mcp
+            }
             "/healthz" => Endpoint::Healthz,
             "/readyz" => Endpoint::Readyz,
             "/metrics" => Endpoint::Metrics,

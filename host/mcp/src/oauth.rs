@@ -82,6 +82,16 @@ impl Principal {
     pub fn key(&self) -> &str {
         &self.0
     }
+
+    /// The token's subject and client id (an empty one as none), for the audit log.
+    pub fn parts(&self) -> (&str, Option<&str>) {
+        let (length, rest) = self.0.split_once(':').unwrap_or(("0", &self.0));
+        let length = length.parse::<usize>().unwrap_or(0).min(rest.len());
+        match (rest.get(..length), rest.get(length..)) {
+            (Some(subject), Some(client)) => (subject, Some(client).filter(|client| !client.is_empty())),
+            _ => (rest, None),
+        }
+    }
 }
 
 impl std::fmt::Debug for Principal {
@@ -95,6 +105,10 @@ impl std::fmt::Debug for Principal {
 pub struct Grant {
     pub scopes: GrantedScopes,
     pub principal: Principal,
+    /// The token's subject (`sub`), to match `[serve.profiles]` against.
+    pub subject: Arc<str>,
+    /// The token's client (`client_id`, else `azp`), if it names one.
+    pub client: Option<Arc<str>>,
 }
 
 /// How long fetched keys are kept.
@@ -320,7 +334,8 @@ impl ResourceServer {
                 format!("the token lacks the scope{} {}", if missing.len() == 1 { "" } else { "s" }, missing.join(" "));
             return Err(self.refusal(http::StatusCode::FORBIDDEN, Some(("insufficient_scope", &description)), &common));
         }
-        Ok(Grant { scopes: GrantedScopes(Arc::new(scopes)), principal })
+        let (subject, client) = (Arc::from(subject), client.map(Arc::from));
+        Ok(Grant { scopes: GrantedScopes(Arc::new(scopes)), principal, subject, client })
     }
 
     /// Verifies `token`: `Err` says why it is refused (no secret in it).

@@ -24,6 +24,7 @@
 
 use crate::caller::{Caller, Fair, Requestors};
 use crate::metrics::Metrics;
+use crate::profiles::Profile;
 use crate::tasks::{Outcome, Task, TaskAsker, TaskSupport, Tasks, TasksConfig};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, CompleteRequestParams,
@@ -75,6 +76,10 @@ struct Shared {
     tasks: Option<Arc<Tasks>>,
     /// What each requestor holds, and may hold.
     requestors: Arc<Requestors>,
+    /// The profile of a request that brings none (stdio's `--profile`).
+    profile: Option<Arc<Profile>>,
+    /// The most tools one `tools/list` page holds.
+    page_size: usize,
 }
 
 /// The settings of a [`ToolServer`], given before it is made
@@ -85,6 +90,8 @@ pub struct ToolServerBuilder {
     tasks: Option<TasksConfig>,
     calls: Option<usize>,
     questions: Option<usize>,
+    profile: Option<Arc<Profile>>,
+    page_size: Option<usize>,
 }
 
 impl ToolServerBuilder {
@@ -92,6 +99,19 @@ impl ToolServerBuilder {
     /// (`[serve.oauth]`; `None`: every tool).
     pub fn oauth(mut self, oauth: Option<Arc<crate::oauth::ResourceServer>>) -> ToolServerBuilder {
         self.oauth = oauth;
+        self
+    }
+
+    /// Offers only what `profile` allows to a request that brings no
+    /// profile of its own (HTTP puts one on each request).
+    pub fn profile(mut self, profile: Option<Arc<Profile>>) -> ToolServerBuilder {
+        self.profile = profile;
+        self
+    }
+
+    /// At most `size` tools per `tools/list` page (`None`: 1000).
+    pub fn page_size(mut self, size: Option<usize>) -> ToolServerBuilder {
+        self.page_size = size;
         self
     }
 
@@ -114,8 +134,9 @@ impl ToolServerBuilder {
     /// out of range. Call it inside the tokio runtime when tasks are on (it
     /// starts their expiry timer).
     pub fn build(self) -> anyhow::Result<ToolServer> {
-        let ToolServerBuilder { host, oauth, tasks, calls, questions } = self;
+        let ToolServerBuilder { host, oauth, tasks, calls, questions, profile, page_size } = self;
         let seal = crate::asking::StateSeal::from_env()?;
+        let page_size = crate::pages::page_size(page_size)?;
         if calls == Some(0) || questions == Some(0) {
             anyhow::bail!(
                 "[serve] max_calls_per_requestor and max_questions_per_requestor must be at least 1 (they bound \
@@ -141,7 +162,7 @@ impl ToolServerBuilder {
         }
         let listed = Mutex::new((u64::MAX, Arc::new(Vec::new())));
         let metrics = Arc::new(Metrics::default());
-        let shared = Shared { host, metrics, seal, oauth, listed, tasks, requestors };
+        let shared = Shared { host, metrics, seal, oauth, listed, tasks, requestors, profile, page_size };
         Ok(ToolServer { shared: Arc::new(shared), level: Arc::new(Mutex::new(None)) })
     }
 }
@@ -157,7 +178,15 @@ impl ToolServer {
     /// every setting is given before the handler exists, so none can be
     /// dropped because the handler is already shared.
     pub fn builder(host: Arc<Host>) -> ToolServerBuilder {
-        ToolServerBuilder { host, oauth: None, tasks: None, calls: None, questions: None }
+        ToolServerBuilder {
+            host,
+            oauth: None,
+            tasks: None,
+            calls: None,
+            questions: None,
+            profile: None,
+            page_size: None,
+        }
     }
 
     /// Whether calls of `entry` may run as tasks, and how long they run in
@@ -229,8 +258,19 @@ impl ToolServer {
         Ok(task)
     }
 
-    /// Whether the request's token (if `[serve.oauth]`) may see the tool `name` of `origin`.
+    /// The profile of a request: the one HTTP picked for it, else the server's.
+    fn profile_of<'a>(&'a self, context: &'a RequestContext<RoleServer>) -> Option<&'a Profile> {
+        let picked =
+            context.extensions.get::<http::request::Parts>().and_then(|parts| parts.extensions.get::<Arc<Profile>>());
+        picked.or(self.shared.profile.as_ref()).map(|profile| &**profile)
+    }
+
+    /// Whether the request may see the tool `name` of `origin`: its profile
+    /// offers it and its token (if `[serve.oauth]`) has the scope for it.
     pub(crate) fn in_scope(&self, context: &RequestContext<RoleServer>, name: &str, origin: &str) -> bool {
+        if self.profile_of(context).is_some_and(|profile| !profile.allows(name, origin)) {
+            return false;
+        }
         let Some(oauth) = &self.shared.oauth else { return true };
         let Some(scope) = oauth.tool_scope(name, origin) else { return true };
         granted(context).is_some_and(|granted| granted.0.contains(scope))
@@ -240,6 +280,9 @@ impl ToolServer {
     /// plugin `plugin` offers besides tools (resources, templates, prompts,
     /// completions): the plugin's scope, if it has one.
     pub(crate) fn plugin_in_scope(&self, context: &RequestContext<RoleServer>, plugin: &str) -> bool {
+        if self.profile_of(context).is_some_and(|profile| !profile.allows_plugin(plugin)) {
+            return false;
+        }
         let Some(oauth) = &self.shared.oauth else { return true };
         let Some(scope) = oauth.plugin_scope(plugin) else { return true };
         granted(context).is_some_and(|granted| granted.0.contains(scope))
@@ -435,6 +478,24 @@ impl ToolServer {
         }
     }
 
+    /// Who the audit log and hooks name for `caller`'s request on `path`
+    /// (`serve-http` for a request over HTTP); nothing is gathered unless
+    /// `[audit]` or `[[hooks]]` is configured.
+    fn audited(
+        &self,
+        caller: &Caller,
+        path: &'static str,
+        context: Option<&RequestContext<RoleServer>>,
+    ) -> toolhost_catalog::Caller {
+        if !self.host().accountable() {
+            return toolhost_catalog::Caller::default();
+        }
+        let http = caller.session.as_deref().is_none_or(|session| session.starts_with("http:"));
+        let path = if path == "serve" && http { "serve-http" } else { path };
+        let client = context.and_then(|context| context.peer.peer_info()).map(|info| info.client_info.name.clone());
+        caller.audited(path, client)
+    }
+
     /// Runs a task's call (tool `name` of `origin` with `arguments`) once
     /// one of `caller`'s call slots is free, counted in the metrics, until it
     /// ends (its report) or `cancel` (`None`: its future is dropped, so the
@@ -451,8 +512,9 @@ impl ToolServer {
         let _slot = self.admit(caller, cancel).await.ok()?;
         let active = self.shared.metrics.start_call(name, origin);
         let overrides = LimitOverrides::default();
+        let who = self.audited(caller, "task", None);
         let call = tracing::Instrument::instrument(
-            self.host().call_observed(catalog, name, arguments, &overrides, hooks),
+            self.host().call_as(catalog, name, arguments, &overrides, hooks, &who),
             span,
         );
         let report = tokio::select! {
@@ -709,26 +771,31 @@ impl ServerHandler for ToolServer {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let _span = request_span("tools/list", "", &context).entered();
         let catalog = self.host().catalog();
         let listed = self.listed(&catalog);
-        if self.shared.oauth.is_none() {
-            return Ok(ListToolsResult::with_all_items(listed.as_ref().clone()));
-        }
-        // Only the tools the token has the scopes for (a list per caller:
-        // rmcp marks it `cacheScope: "private"`).
-        let visible = listed
-            .iter()
-            .filter(|tool| {
-                let origin = catalog.find(&tool.name).map(|entry| entry.origin().to_owned()).unwrap_or_default();
-                self.in_scope(&context, &tool.name, &origin)
-            })
-            .cloned()
-            .collect();
-        Ok(ListToolsResult::with_all_items(visible))
+        // Only the tools of the request's profile that its token has the
+        // scopes for (a list per caller: rmcp marks it `cacheScope: "private"`).
+        let everything =
+            self.shared.oauth.is_none() && self.profile_of(&context).is_none_or(|profile| profile.is_everything());
+        let visible: Vec<&Tool> = if everything {
+            listed.iter().collect()
+        } else {
+            listed
+                .iter()
+                .filter(|tool| {
+                    let origin = catalog.find(&tool.name).map(Entry::origin).unwrap_or_default();
+                    self.in_scope(&context, &tool.name, origin)
+                })
+                .collect()
+        };
+        let profile = self.profile_of(&context).and_then(Profile::name).unwrap_or("");
+        let binding = format!("tools/list\n{profile}\n{}", Caller::of(&context).binding());
+        let cursor = request.as_ref().and_then(|request| request.cursor.as_deref());
+        crate::pages::page(&visible, cursor, &self.shared.seal, binding.as_bytes(), self.shared.page_size)
     }
 
     async fn list_resources(
@@ -770,7 +837,8 @@ impl ServerHandler for ToolServer {
         let Ok(_slot) = self.admit(&caller, &context.ct).await else {
             return Err(ErrorData::internal_error("the read was cancelled", None));
         };
-        let read = self.host().read_resource(&catalog, &request.uri, hooks).await;
+        let who = self.audited(&caller, "serve", Some(&context));
+        let read = self.host().read_resource(&catalog, &request.uri, hooks, &who).await;
         if let Some(end) = self.end_round(round, read.as_ref().err().and_then(ran)) {
             return end.map(ReadResourceResponse::InputRequired);
         }
@@ -837,7 +905,8 @@ impl ServerHandler for ToolServer {
                 (name, value)
             })
             .collect();
-        let prompt = self.host().get_prompt(&catalog, &request.name, &arguments, hooks).await;
+        let who = self.audited(&caller, "serve", Some(&context));
+        let prompt = self.host().get_prompt(&catalog, &request.name, &arguments, hooks, &who).await;
         if let Some(end) = self.end_round(round, prompt.as_ref().err().and_then(ran)) {
             return end.map(GetPromptResponse::InputRequired);
         }
@@ -915,7 +984,10 @@ impl ServerHandler for ToolServer {
         let declared = context.client_capabilities().is_some_and(|capabilities| capabilities.supports_tasks());
         match (support, &self.shared.tasks) {
             (TaskSupport::Required, _)
-                if !declared && context.protocol_version().is_some_and(|v| v.as_str() == crate::tasks2025::VERSION) =>
+                if !declared
+                    && context
+                        .protocol_version()
+                        .is_some_and(|v| v.as_str() == crate::tasks::EXPERIMENTAL_REVISION) =>
             {
                 // MCP 2025-11-25: a tool whose `execution.taskSupport` is `required` called without `task`.
                 return Err(ErrorData::new(
@@ -979,8 +1051,9 @@ impl ServerHandler for ToolServer {
         hooks.progress = observer;
         hooks.asker = hooks.asker.map(|asker| self.fair(asker, &caller, self.timeout_of(origin)));
         let span = request_span("tools/call", name, &context);
+        let who = self.audited(&caller, "serve", Some(&context));
         let call = tracing::Instrument::instrument(
-            self.host().call_observed(&catalog, name, &arguments, &overrides, hooks),
+            self.host().call_as(&catalog, name, &arguments, &overrides, hooks, &who),
             span,
         );
         // Dropping the call's future drops its store: the guest stops at its next epoch tick.

@@ -44,6 +44,8 @@ use std::time::{Duration, SystemTime};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+/// Kept here too for the callers that load through the cache.
+pub use crate::compiler::release_freed_memory;
 use crate::compiler::{CompileError, Compiler};
 use toolhost_grants::manifest::HintsTable;
 
@@ -536,18 +538,6 @@ pub fn tune_allocator() {
             libc::mallopt(libc::M_MMAP_THRESHOLD, 4 << 20);
             libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 20);
         });
-    }
-}
-
-/// Asks the allocator to give the memory it holds free back to the system.
-/// After each compile, and once more when a folder has loaded: a trim taken
-/// while other plugins were still compiling in parallel cannot release what
-/// their compilers were still using then.
-pub fn release_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: `malloc_trim` only returns free memory to the system.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }
 

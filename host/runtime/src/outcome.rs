@@ -138,6 +138,10 @@ pub enum CallError {
     /// The host could not run the call at all (for example no instance slot).
     #[error("could not be run: {0}")]
     Host(String),
+    /// The operator's hook (`[[hooks]]`) refused the call before it ran, or
+    /// withheld its result after; the text is the hook's reason.
+    #[error("was refused by the operator's hook: {0}")]
+    Denied(String),
     /// The call stopped to ask its client, which answers by calling again
     /// (MCP 2026-07-28); only a front end that suspends calls sees it.
     #[error("stopped to ask the client, which answers by calling again")]
@@ -185,6 +189,7 @@ impl CallError {
             CallError::RateLimited { .. } => "rate_limited",
             CallError::Busy { .. } => "busy",
             CallError::Host(_) => "host",
+            CallError::Denied(_) => "denied",
             CallError::InputRequired => "input_required",
         }
     }

@@ -106,7 +106,8 @@ pub async fn run(host: &Host, config: &Config, args: Args) -> Result<ExitCode> {
         on_sampled: Some(on_sampled),
     };
     let hooks = toolhost::runtime::sandbox::CallHooks { progress, asker: Some(std::sync::Arc::new(asker)) };
-    let call = host.call_observed(&catalog, &args.tool, &arguments, &overrides, hooks);
+    let caller = toolhost::Caller::on("call");
+    let call = host.call_as(&catalog, &args.tool, &arguments, &overrides, hooks, &caller);
     let report = tokio::select! {
         report = call => report,
         _ = tokio::signal::ctrl_c() => {

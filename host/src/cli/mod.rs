@@ -2,6 +2,7 @@
 //! turns flags into library values, runs a command, and prints the result.
 
 mod asking;
+mod audit;
 mod call;
 mod chat;
 mod embed_docs;
@@ -72,6 +73,8 @@ enum Command {
     Pull(pull::Args),
     /// Publish a plugin (and its NAME.toml) to an OCI registry; prints the pushed digest
     Push(push::Args),
+    /// Check a signed audit log (`verify`), or make the key pair that signs one (`keygen`)
+    Audit(audit::Args),
 }
 
 /// Runs the command line and maps the result to an exit status.
@@ -108,6 +111,11 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         init_tracing(cli.verbose, None)?;
         return embed_docs::run(args);
     }
+    // Nor does `audit`: it checks a log with a key given on the command line.
+    if let Command::Audit(args) = &cli.command {
+        init_tracing(cli.verbose, None)?;
+        return audit::run(args);
+    }
     let config = Config::discover(cli.config.as_deref())?;
     // Kept to the end of the command: dropping it sends the last spans.
     let _telemetry = init_tracing(cli.verbose, Some(&config.telemetry))?;
@@ -130,6 +138,12 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             chat::run(load(&config, cli.plugins.as_deref()).await?, &config, &dir, args).await
         }
         Command::Serve(mut args) => {
+            if config.audit.stdout && !args.over_http() {
+                anyhow::bail!(
+                    "`[audit] stdout = true` cannot be used with `serve` over stdio, whose stdout carries MCP: \
+                     give `[audit] file` instead"
+                );
+            }
             let dir = plugins_dir(&config, cli.plugins.as_deref());
             // MCP servers' tools are re-exported only when asked for.
             let mut config = config;
@@ -146,6 +160,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             pull::run(config, dir, args).await
         }
         Command::Push(args) => push::run(config, args).await,
+        Command::Audit(_) => unreachable!("handled before the config is read"),
     }
 }
 

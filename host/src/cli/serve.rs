@@ -10,7 +10,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use toolhost::catalog::reload::Watcher;
 use toolhost::mcp::metrics::Readiness;
-use toolhost::mcp::{self, HttpOptions};
+use toolhost::mcp::profiles::Profiles;
+use toolhost::mcp::{self, HttpOptions, StdioOptions};
 use toolhost::{Config, Host};
 
 #[derive(clap::Args)]
@@ -40,20 +41,46 @@ pub struct Args {
     /// sandboxed); off by default, and those servers are not even started
     #[arg(long)]
     pub include_mcp: bool,
+
+    /// On stdio: offer only the tools of `[serve.profiles.NAME]` (over
+    /// HTTP a client picks a profile with the URL /mcp/NAME)
+    #[arg(long, value_name = "NAME")]
+    profile: Option<String>,
+}
+
+impl Args {
+    /// Whether MCP goes over HTTP (else stdio, whose stdout is MCP's).
+    pub fn over_http(&self) -> bool {
+        self.http.is_some()
+    }
 }
 
 pub async fn run(config: Config, dir: &Path, args: Args) -> Result<ExitCode> {
+    let serve = &config.serve;
     let Some(address) = args.http else {
+        let profiles = Profiles::new(serve.tools.as_ref(), &serve.profiles, false)?;
+        let profile = match &args.profile {
+            Some(name) => profiles.named(name).context("--profile")?,
+            None => profiles.pick(None, None).map_err(|refusal| anyhow::anyhow!(refusal.message))?,
+        };
+        mcp::pages::page_size(serve.page_size)?;
         let host = Host::new(config.clone())?;
         // On stdio only the quotas are shared: its tasks and session are its one client's.
         share_state(&host, &config).await?;
         super::load_into(&host, &config, dir).await?;
         let host = Arc::new(host);
+        check_profiles(&host, Arc::new(profiles))?;
         let _watcher = start_watching(&host, dir, &args)?;
-        mcp::serve_stdio(host, config.serve.tasks.clone()).await.context("the MCP session on stdio failed")?;
+        let options = StdioOptions { tasks: serve.tasks.clone(), profile: Some(profile), page_size: serve.page_size };
+        mcp::serve_stdio(host, options).await.context("the MCP session on stdio failed")?;
         return Ok(ExitCode::SUCCESS);
     };
-    let serve = &config.serve;
+    if let Some(name) = &args.profile {
+        anyhow::bail!(
+            "--profile is for stdio: over HTTP each client picks its profile with the URL http://ADDR/mcp/{name} \
+             (or, with [serve.oauth], its token)"
+        );
+    }
     let token_env = args.token_env.clone().or_else(|| serve.token_env.clone());
     let token = match &token_env {
         Some(name) => {
@@ -85,7 +112,10 @@ pub async fn run(config: Config, dir: &Path, args: Args) -> Result<ExitCode> {
              Set one with --token-env NAME (or `token_env` in [serve]), protect it with [serve.oauth], or bind 127.0.0.1"
         );
     }
+    let profiles = Arc::new(Profiles::new(serve.tools.as_ref(), &serve.profiles, oauth.is_some())?);
+    mcp::pages::page_size(serve.page_size)?;
     let mut options = HttpOptions::from_config(serve);
+    options.profiles = profiles.clone();
     options.token = token;
     options.oauth = oauth;
     options.allowed_hosts.extend(args.allow_hosts.iter().cloned());
@@ -113,6 +143,7 @@ pub async fn run(config: Config, dir: &Path, args: Args) -> Result<ExitCode> {
     let stop = tokio_util::sync::CancellationToken::new();
     let server = tokio::spawn(mcp::serve_http(host.clone(), listener, options, stop.clone()));
     super::load_into(&host, &config, dir).await?;
+    check_profiles(&host, profiles)?;
     let _watcher = start_watching(&host, dir, &args)?;
     readiness.set_ready();
     eprintln!("toolhost: serving MCP at http://{bound}/mcp");
@@ -126,6 +157,38 @@ pub async fn run(config: Config, dir: &Path, args: Args) -> Result<ExitCode> {
     server.await.context("the HTTP server stopped unexpectedly")??;
     eprintln!("toolhost: stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Checks `[serve] tools` and `[serve.profiles]` against the loaded
+/// catalog: a name that is no loaded tool or plugin stops the start (a
+/// typo would silently offer less, or exclude nothing); a pattern matching
+/// nothing is a warning. After each reload both are warnings, since a
+/// plugin may be on its way back (the profiles keep applying: a tool that
+/// comes back under a name they cover is offered, or left out, as before).
+fn check_profiles(host: &Arc<Host>, profiles: Arc<Profiles>) -> Result<()> {
+    let (unknown, empty) = profiles.unmatched(&host.catalog());
+    for warning in &empty {
+        eprintln!("toolhost: warning: {warning}");
+    }
+    if !unknown.is_empty() {
+        anyhow::bail!(
+            "{} (a plugin that failed to load? see above; a pattern like `name*` may match later)",
+            unknown.join("; ")
+        );
+    }
+    let mut generations = host.shared_catalog().subscribe();
+    generations.mark_unchanged();
+    let host = Arc::downgrade(host);
+    tokio::spawn(async move {
+        while generations.changed().await.is_ok() {
+            let Some(host) = host.upgrade() else { return };
+            let (unknown, empty) = profiles.unmatched(&host.catalog());
+            for warning in unknown.iter().chain(&empty) {
+                eprintln!("toolhost: warning: after the reload, {warning}");
+            }
+        }
+    });
+    Ok(())
 }
 
 /// With `[state] url`: keeps the quotas in the shared store, and returns it

@@ -9,7 +9,7 @@
 //! settings, store, ids, limits and call path; only the wire differs. rmcp
 //! models SEP-2663 alone, so this revision's messages go around it:
 //!
-//! - [`framing`](crate::framing) renames a 2025-11-25 session's `tools/call`
+//! - the transports rename (through [`super::Revision`]) a 2025-11-25 session's `tools/call`
 //!   with `task`, `tasks/get` and `tasks/cancel` to [`PREFIX`]`…` so that
 //!   rmcp hands them (and `tasks/result`, `tasks/list`, which it does not
 //!   know) to [`ToolServer`]'s custom-request handler, which answers in this
@@ -17,6 +17,9 @@
 //! - the answers to `initialize` and `tools/list` are adjusted on their way
 //!   out ([`adjust`]): rmcp's types have no place for `capabilities.tasks`
 //!   or `execution`.
+//!
+//! [`Tasks2025`] is this revision's [`super::Revision`]: the transports call
+//! it through `revision` and never name this module.
 //!
 //! A call's questions (elicitation, sampling, roots) make the task
 //! `input_required`; they are sent to the client as requests on the stream
@@ -42,7 +45,7 @@ use std::time::Duration;
 use toolhost_runtime::sandbox::{CallHooks, Progress, ProgressObserver};
 
 /// The protocol revision these tasks belong to.
-pub const VERSION: &str = "2025-11-25";
+pub const VERSION: &str = crate::tasks::EXPERIMENTAL_REVISION;
 /// The method prefix of the requests renamed for toolhost's handler.
 pub const PREFIX: &str = "toolhost/2025-11-25/";
 /// The `_meta` key tying a message to its task.
@@ -118,42 +121,30 @@ pub(crate) fn adjust(watch: Watch, message: &mut Value) -> bool {
     }
 }
 
-/// [`adjust`] on one JSON-RPC line (stdio); the line to write (ending in a
-/// newline) and whether the session uses these tasks.
-pub(crate) fn adjust_line(watch: Watch, line: &[u8]) -> (Vec<u8>, bool) {
-    let Ok(mut message) = serde_json::from_slice::<Value>(line) else { return (line.to_vec(), false) };
-    let ours = adjust(watch, &mut message);
-    let mut out = serde_json::to_vec(&message).unwrap_or_else(|_| line.to_vec());
-    out.push(b'\n');
-    (out, ours)
-}
+/// This revision's rewriting, as the transports call it.
+pub(crate) struct Tasks2025;
 
-/// [`adjust`] on an HTTP response body: one JSON message, or an event
-/// stream whose `data:` lines are messages.
-pub(crate) fn adjust_body(watch: Watch, body: &[u8], event_stream: bool) -> Vec<u8> {
-    if !event_stream {
-        return match serde_json::from_slice::<Value>(body) {
-            Ok(mut message) => {
-                adjust(watch, &mut message);
-                serde_json::to_vec(&message).unwrap_or_else(|_| body.to_vec())
-            }
-            Err(_) => body.to_vec(),
-        };
+impl super::Revision for Tasks2025 {
+    fn version(&self) -> &'static str {
+        VERSION
     }
-    let mut out = Vec::with_capacity(body.len() + 128);
-    for line in body.split_inclusive(|&byte| byte == b'\n') {
-        let data = line.strip_prefix(b"data:").map(|data| data.strip_prefix(b" ").unwrap_or(data));
-        match data.and_then(|data| serde_json::from_slice::<Value>(data.trim_ascii_end()).ok()) {
-            Some(mut message) if message.get("result").is_some() => {
-                adjust(watch, &mut message);
-                out.extend_from_slice(b"data: ");
-                out.extend_from_slice(&serde_json::to_vec(&message).unwrap_or_default());
-                out.extend_from_slice(if line.ends_with(b"\r\n") { b"\r\n" } else { b"\n" });
-            }
-            _ => out.extend_from_slice(line),
-        }
+
+    fn prefix(&self) -> &'static str {
+        PREFIX
     }
-    out
+
+    fn renamed(&self, message: &Value) -> Option<Vec<u8>> {
+        renamed(message)
+    }
+
+    fn watch(&self, message: &Value) -> Option<(u8, bool)> {
+        watch(message).map(|watch| (watch as u8, watch == Watch::Initialize))
+    }
+
+    fn adjust(&self, kind: u8, message: &mut Value) -> bool {
+        let watch = if kind == Watch::Initialize as u8 { Watch::Initialize } else { Watch::ToolsList };
+        adjust(watch, message)
+    }
 }
 
 /// How long a `tasks/list` cursor stays good.
@@ -527,14 +518,19 @@ mod tests {
         let list = json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [
             {"name": "a", "_meta": {"toolhost/taskSupport": "optional"}}, {"name": "b"}]}});
         let body = format!("id: 0\ndata: \nretry: 3000\n\nid: 1\ndata: {list}\n\n");
-        let adjusted = String::from_utf8(adjust_body(Watch::ToolsList, body.as_bytes(), true)).unwrap();
+        // Through the transports' interface, as they call it.
+        let tools_list = super::super::watch(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).unwrap();
+        assert!(!tools_list.early());
+        let initialize_request = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}});
+        assert!(super::super::watch(&initialize_request).is_some_and(|watch| watch.early()));
+        let adjusted = String::from_utf8(super::super::adjust_body(tools_list, body.as_bytes(), true)).unwrap();
         let data = adjusted.lines().find_map(|line| line.strip_prefix("data: {")).unwrap();
         let message: Value = serde_json::from_str(&format!("{{{data}")).unwrap();
         assert_eq!(message["result"]["tools"][0]["execution"], json!({"taskSupport": "optional"}));
         assert_eq!(message["result"]["tools"][1].get("execution"), None);
         assert!(adjusted.starts_with("id: 0\ndata: \nretry: 3000\n\nid: 1\n"), "{adjusted}");
-        let (line, ours) = adjust_line(Watch::ToolsList, list.to_string().as_bytes());
+        let (line, ours) = super::super::adjust_line(tools_list, list.to_string().as_bytes());
         assert!(!ours && line.ends_with(b"\n"));
-        assert_eq!(adjust_body(Watch::ToolsList, b"not json", false), b"not json");
+        assert_eq!(super::super::adjust_body(tools_list, b"not json", false), b"not json");
     }
 }

@@ -1,0 +1,329 @@
+//! Accountable calls: a signed, chained audit line for every call on every
+//! path, and the operator's hooks that allow, deny, ask about or rewrite a
+//! call before it runs (and see its outcome after).
+//!
+//! The catalog's `Host` holds one [`Accountable`] when `[audit]` or
+//! `[[hooks]]` is configured, and none otherwise (then a call pays nothing
+//! for this crate). Front ends tell it who is calling with a [`Caller`].
+//!
+//! - [`log`]: the writer (a bounded queue and a thread; lost lines counted
+//!   and said), [`verify`]: the checker behind `toolhost audit verify`,
+//!   [`keys`]: the Ed25519 / ECDSA P-256 keys, [`canonical`]: the byte form
+//!   lines are hashed and signed in, [`hooks`]: `[[hooks]]`.
+
+pub mod canonical;
+pub mod hooks;
+pub mod keys;
+pub mod log;
+pub mod verify;
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+use std::path::PathBuf;
+use toolhost_runtime::limits::ByteSize;
+use toolhost_runtime::outcome::CallReport;
+
+/// How large a log file grows before it is moved aside, unless configured.
+pub const DEFAULT_ROTATE: u64 = 100 << 20;
+
+/// `[audit]` as written.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditConfig {
+    /// The log file (relative to the config file's folder).
+    pub file: Option<PathBuf>,
+    /// Or standard output (not with `serve` over stdio, whose stdout is MCP's).
+    #[serde(default)]
+    pub stdout: bool,
+    /// The size at which the file is moved to `FILE.N` and a new one begun.
+    pub rotate_size: Option<ByteSize>,
+    /// The private key (PKCS#8 PEM or DER) that signs every line.
+    pub key: Option<PathBuf>,
+    /// The key's algorithm, checked against the key file: `ed25519` or `ecdsa-p256`.
+    pub algorithm: Option<keys::Algorithm>,
+    /// Whether lines carry the arguments themselves (scrubbed of the
+    /// plugin's secrets), not only their SHA-256.
+    #[serde(default)]
+    pub include_arguments: bool,
+    /// Records that may wait for the writer; more are dropped and counted.
+    pub queue: Option<usize>,
+}
+
+impl AuditConfig {
+    /// Whether an audit log is configured at all.
+    pub fn is_on(&self) -> bool {
+        self.file.is_some() || self.stdout
+    }
+
+    /// Checks the section (without touching files).
+    pub fn check(&self) -> Result<(), String> {
+        if !self.is_on() {
+            if self.key.is_some() || self.include_arguments || self.rotate_size.is_some() {
+                return Err("[audit] needs `file = \"PATH\"` or `stdout = true`: where the log goes".to_owned());
+            }
+            return Ok(());
+        }
+        if self.file.is_some() && self.stdout {
+            return Err("[audit]: give `file` or `stdout = true`, not both".to_owned());
+        }
+        if self.key.is_none() {
+            return Err(
+                "[audit] needs `key = \"PATH\"`, the private key that signs each line (make one with `toolhost audit \
+                 keygen --out DIR`)"
+                    .to_owned(),
+            );
+        }
+        if self.queue == Some(0) {
+            return Err("[audit] `queue` must be at least 1".to_owned());
+        }
+        if self.rotate_size.is_some_and(|size| size.bytes() < 4096) {
+            return Err("[audit] `rotate_size` must be at least 4KiB".to_owned());
+        }
+        Ok(())
+    }
+}
+
+/// Who is calling, as the front end knows it. Every field is optional;
+/// `Caller::default()` is a library caller that said nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Caller {
+    /// The path: `call`, `run`, `chat`, `serve` (stdio), `serve-http`, `task`.
+    pub path: &'static str,
+    /// The OAuth subject (`sub`) of the token, under `[serve.oauth]`.
+    pub subject: Option<String>,
+    /// The OAuth client id, or the MCP client's name from `initialize`.
+    pub client: Option<String>,
+    /// The MCP session.
+    pub session: Option<String>,
+}
+
+impl Caller {
+    /// A caller on `path` with nothing else known.
+    pub fn on(path: &'static str) -> Caller {
+        Caller { path, ..Caller::default() }
+    }
+
+    /// As audit lines and hooks see it.
+    pub fn to_json(&self) -> Value {
+        let mut map = Map::new();
+        map.insert("path".to_owned(), json!(if self.path.is_empty() { "library" } else { self.path }));
+        for (name, value) in [("subject", &self.subject), ("client", &self.client), ("session", &self.session)] {
+            if let Some(value) = value {
+                map.insert(name.to_owned(), json!(value));
+            }
+        }
+        Value::Object(map)
+    }
+}
+
+/// What a hook decided about one call, for its audit line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookNote {
+    /// The hook's name.
+    pub hook: String,
+    /// `before` or `after`.
+    pub when: &'static str,
+    /// `allow`, `deny`, `ask`, `rewrite`, or `error`.
+    pub decision: &'static str,
+    /// Its reason, or the error.
+    pub reason: Option<String>,
+    /// For `ask`: whether the person approved.
+    pub approved: Option<bool>,
+}
+
+impl HookNote {
+    fn to_json(&self) -> Value {
+        let mut value = json!({"hook": self.hook, "when": self.when, "decision": self.decision});
+        if let Some(reason) = &self.reason {
+            value["reason"] = json!(reason);
+        }
+        if let Some(approved) = self.approved {
+            value["approved"] = json!(approved);
+        }
+        value
+    }
+}
+
+/// What the host holds when `[audit]` or `[[hooks]]` is configured.
+#[derive(Debug)]
+pub struct Accountable {
+    log: Option<log::AuditLog>,
+    include_arguments: bool,
+    /// Before-hooks, in config order.
+    pub before: Vec<hooks::Hook>,
+    /// After-hooks, in config order.
+    pub after: Vec<hooks::Hook>,
+}
+
+impl Accountable {
+    /// Sets up `[audit]` and `[[hooks]]`; `None` when neither is configured.
+    /// Fails with one line on a key that cannot be read or a log that cannot be opened.
+    pub fn new(audit: &AuditConfig, hooks: &[hooks::HookConfig]) -> Result<Option<Accountable>, String> {
+        audit.check()?;
+        let hooks = hooks
+            .iter()
+            .enumerate()
+            .map(|(index, config)| hooks::Hook::new(index + 1, config))
+            .collect::<Result<Vec<_>, _>>()?;
+        if !audit.is_on() && hooks.is_empty() {
+            return Ok(None);
+        }
+        let log = match (&audit.key, audit.is_on()) {
+            (Some(key), true) => {
+                let key = keys::SigningKey::load(key, audit.algorithm)?;
+                let target = match &audit.file {
+                    Some(path) => log::Target::File {
+                        path: path.clone(),
+                        rotate: audit.rotate_size.map_or(DEFAULT_ROTATE, ByteSize::bytes),
+                    },
+                    None => log::Target::Stdout,
+                };
+                Some(log::AuditLog::open(target, key, audit.queue.unwrap_or(log::DEFAULT_QUEUE))?)
+            }
+            _ => None,
+        };
+        let (before, after) = hooks.into_iter().partition(|hook| hook.when == hooks::When::Before);
+        Ok(Some(Accountable { log, include_arguments: audit.include_arguments, before, after }))
+    }
+
+    /// Whether calls are logged (hooks may be configured without a log).
+    pub fn logs(&self) -> bool {
+        self.log.is_some()
+    }
+
+    /// Whether lines carry the (scrubbed) arguments.
+    pub fn include_arguments(&self) -> bool {
+        self.include_arguments
+    }
+
+    /// Records dropped because the writer was behind.
+    pub fn lost(&self) -> u64 {
+        self.log.as_ref().map_or(0, log::AuditLog::lost)
+    }
+
+    /// Queues `record`; never waits. The writer turns it into a line.
+    pub fn record(&self, record: CallRecord) {
+        if let Some(log) = &self.log {
+            log.record(log::Pending::Call(Box::new(record), self.include_arguments));
+        }
+    }
+}
+
+/// The hex SHA-256 of the canonical form of `arguments` (or of the text
+/// itself when it is not JSON), what every line carries.
+pub fn arguments_digest(arguments: Option<&Value>, text: &str) -> String {
+    match arguments {
+        Some(value) => keys::hex(&Sha256::digest(canonical::to_vec(value))),
+        None => keys::hex(&Sha256::digest(text.as_bytes())),
+    }
+}
+
+/// What ran, for a call's line.
+#[derive(Debug, Clone, Default)]
+pub struct Component {
+    /// The plugin (file stem), or the MCP server's name.
+    pub plugin: Option<String>,
+    /// `plugin` or `mcp`.
+    pub source: &'static str,
+    /// The component's hex SHA-256.
+    pub sha256: Option<String>,
+    /// The grants in force, as the config wrote them (never a value).
+    pub grants: Option<Value>,
+}
+
+/// Where a call went (a plugin, an MCP server), described on the writer's
+/// thread, off the call's path.
+pub trait Origin: Send + Sync {
+    /// Its name, digest and grants.
+    fn component(&self) -> Component;
+    /// `arguments` (its JSON `value` when it parsed) as a line may show
+    /// them: scrubbed by the scrubber of its outputs.
+    fn shown(&self, text: &str, value: Option<Value>) -> Value;
+}
+
+/// One call's record as the call hands it over: cheap to make (what it
+/// already holds, moved), turned into a line by the writer.
+pub struct CallRecord {
+    /// `tool`, `resource` or `prompt`.
+    pub kind: &'static str,
+    /// When it started.
+    pub started: std::time::SystemTime,
+    /// Who called.
+    pub caller: Caller,
+    /// The tool, URI or prompt.
+    pub name: String,
+    /// What ran it, when it was found.
+    pub origin: Option<std::sync::Arc<dyn Origin>>,
+    /// The arguments as called (after any rewrite): JSON text.
+    pub arguments: String,
+    /// The hooks' decisions.
+    pub hooks: Vec<HookNote>,
+    /// `Ok`, or the error's kind and message.
+    pub outcome: Result<(), (&'static str, String)>,
+    /// What it used.
+    pub usage: toolhost_runtime::outcome::Usage,
+    /// What was refused: target and kind.
+    pub refused: Vec<(String, &'static str)>,
+}
+
+impl CallRecord {
+    /// The outcome, usage and refusals of `report`.
+    pub fn outcome_of(report: &CallReport) -> Result<(), (&'static str, String)> {
+        match &report.outcome {
+            Ok(_) => Ok(()),
+            Err(error) => Err((error.kind(), error.to_string())),
+        }
+    }
+
+    /// The refusals of `report`, as lines name them.
+    pub fn refused_of(report: &CallReport) -> Vec<(String, &'static str)> {
+        report.refused.iter().map(|refusal| (refusal.target.clone(), refusal.reason.kind())).collect()
+    }
+
+    /// The record as a line's fields (before `v`, `seq`, `prev`, `key`, `sig`).
+    pub fn into_json(self, include_arguments: bool) -> Value {
+        let mut map = Map::new();
+        let time =
+            chrono::DateTime::<chrono::Utc>::from(self.started).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        map.insert("kind".to_owned(), json!(self.kind));
+        map.insert("time".to_owned(), json!(time));
+        map.insert("caller".to_owned(), self.caller.to_json());
+        map.insert(self.kind.to_owned(), json!(self.name));
+        let component = self.origin.as_ref().map(|origin| origin.component()).unwrap_or_default();
+        if let Some(plugin) = &component.plugin {
+            map.insert("plugin".to_owned(), json!(plugin));
+            map.insert("source".to_owned(), json!(component.source));
+        }
+        if let Some(sha256) = &component.sha256 {
+            map.insert("component".to_owned(), json!(format!("sha256:{sha256}")));
+        }
+        if let Some(grants) = component.grants {
+            map.insert("grants".to_owned(), grants);
+        }
+        let text = if self.arguments.trim().is_empty() { "{}" } else { self.arguments.as_str() };
+        let value = serde_json::from_str::<Value>(text).ok();
+        map.insert("arguments_sha256".to_owned(), json!(arguments_digest(value.as_ref(), text)));
+        if include_arguments {
+            let shown = match &self.origin {
+                Some(origin) => origin.shown(text, value),
+                None => json!({"withheld": "no scrubber for this tool (it was not found)"}),
+            };
+            map.insert("arguments".to_owned(), shown);
+        }
+        if !self.hooks.is_empty() {
+            map.insert("hooks".to_owned(), Value::Array(self.hooks.iter().map(HookNote::to_json).collect()));
+        }
+        let outcome = match self.outcome {
+            Ok(()) => json!({"ok": true}),
+            Err((kind, message)) => json!({"ok": false, "error": kind, "message": message}),
+        };
+        map.insert("outcome".to_owned(), outcome);
+        map.insert("usage".to_owned(), serde_json::to_value(self.usage).unwrap_or(Value::Null));
+        if !self.refused.is_empty() {
+            let refused = self.refused.into_iter().map(|(target, kind)| json!({"target": target, "kind": kind}));
+            map.insert("refused".to_owned(), Value::Array(refused.collect()));
+        }
+        Value::Object(map)
+    }
+}

@@ -1,0 +1,180 @@
+//! `toolhost audit verify`: walks audit log files in order and says where
+//! the chain breaks: a line edited (not canonical, or its signature does not
+//! match), removed, reordered or repeated (its `seq` and `prev` do not follow
+//! the line before), cut short (the last line does not end), or signed by
+//! another key. Everything a line says is trusted only once its signature has
+//! been checked, so `seq` and `prev` can name what is missing.
+//!
+//! What it cannot see: whole lines removed from the end of the newest file.
+//! The summary names the last `seq` and digest, for comparing with a receipt
+//! or a copy kept elsewhere.
+
+use crate::canonical;
+use crate::keys::{PublicKey, hex};
+use crate::log::GENESIS;
+use base64::Engine as _;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+
+/// The longest line an audit log may hold.
+pub const MAX_LINE: usize = 4 << 20;
+
+/// An intact log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summary {
+    /// Lines checked.
+    pub lines: u64,
+    /// The first line's `seq` (1 when the log starts the chain).
+    pub first_seq: u64,
+    /// The last line's `seq`.
+    pub last_seq: u64,
+    /// The hex SHA-256 of the last line.
+    pub last_digest: String,
+    /// Records the writer said it dropped (`lost` lines).
+    pub lost: u64,
+}
+
+/// Where and why a log is not intact.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Break {
+    /// The file.
+    pub file: PathBuf,
+    /// The line, from 1.
+    pub line: u64,
+    /// Why, in one sentence.
+    pub reason: String,
+}
+
+impl std::fmt::Display for Break {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}: {}", self.file.display(), self.line, self.reason)
+    }
+}
+
+/// Checks `files`, oldest first, as one chain signed by `key`.
+pub fn verify(files: &[PathBuf], key: &PublicKey) -> Result<Summary, Break> {
+    let mut state: Option<(u64, String)> = None;
+    let mut summary = Summary { lines: 0, first_seq: 0, last_seq: 0, last_digest: String::new(), lost: 0 };
+    for file in files {
+        let fail = |line: u64, reason: String| Break { file: file.clone(), line, reason };
+        let opened =
+            toolhost_grants::readfile::open_regular(file).map_err(|err| fail(0, format!("cannot read it: {err}")))?;
+        let mut reader = BufReader::new(opened);
+        let mut number = 0u64;
+        let mut bytes = Vec::new();
+        loop {
+            bytes.clear();
+            let read = (&mut reader)
+                .take(MAX_LINE as u64 + 1)
+                .read_until(b'\n', &mut bytes)
+                .map_err(|err| fail(number + 1, format!("cannot read it: {err}")))?;
+            if read == 0 {
+                break;
+            }
+            number += 1;
+            if bytes.last() != Some(&b'\n') {
+                let reason = if bytes.len() > MAX_LINE {
+                    format!("longer than {MAX_LINE} bytes: not a line toolhost wrote")
+                } else {
+                    "cut short: the last line does not end (the file was truncated, or toolhost stopped while \
+                     writing it)"
+                        .to_owned()
+                };
+                return Err(fail(number, reason));
+            }
+            bytes.pop();
+            let (seq, digest, lost) = check_line(&bytes, key, state.as_ref()).map_err(|reason| fail(number, reason))?;
+            if summary.lines == 0 {
+                summary.first_seq = seq;
+            }
+            summary.lines += 1;
+            summary.last_seq = seq;
+            summary.lost += lost;
+            state = Some((seq, digest));
+        }
+    }
+    if let Some((_, digest)) = state {
+        summary.last_digest = digest;
+    }
+    Ok(summary)
+}
+
+/// Checks one line after `before` (its `seq` and digest); returns its own,
+/// and how many records it says were lost.
+fn check_line(bytes: &[u8], key: &PublicKey, before: Option<&(u64, String)>) -> Result<(u64, String, u64), String> {
+    let value: Value = serde_json::from_slice(bytes)
+        .map_err(|_| "not a JSON line (edited, damaged, or not an audit log)".to_owned())?;
+    let Value::Object(mut map) = value.clone() else {
+        return Err("not a JSON object (edited, or not an audit log)".to_owned());
+    };
+    if canonical::to_vec(&value) != bytes {
+        return Err("not in the form toolhost writes (the line was edited)".to_owned());
+    }
+    let signer = map.get("key").and_then(Value::as_str).unwrap_or("");
+    if signer != key.fingerprint() {
+        return Err(format!(
+            "signed by the key {signer}, not by the key given ({}): the wrong key, or the line was edited",
+            key.fingerprint()
+        ));
+    }
+    let signature = map
+        .remove("sig")
+        .and_then(|sig| sig.as_str().and_then(|sig| base64::engine::general_purpose::STANDARD.decode(sig).ok()))
+        .ok_or_else(|| "has no signature (the line was edited)".to_owned())?;
+    if !key.verifies(&canonical::to_vec(&Value::Object(map.clone())), &signature) {
+        return Err("its signature does not match its content (the line was edited)".to_owned());
+    }
+    let seq = map.get("seq").and_then(Value::as_u64).ok_or("has no `seq`")?;
+    let prev = map.get("prev").and_then(Value::as_str).ok_or("has no `prev`")?;
+    match before {
+        None if seq == 1 && prev != GENESIS => return Err("starts the chain but does not say so".to_owned()),
+        None => {}
+        Some((before_seq, before_digest)) => {
+            let expected = before_seq + 1;
+            if seq > expected {
+                return Err(if seq == expected + 1 {
+                    format!("line seq {expected} is missing before it (removed)")
+                } else {
+                    format!("lines seq {expected} to {} are missing before it (removed)", seq - 1)
+                });
+            }
+            if seq < expected {
+                return Err(format!("seq {seq} comes after seq {before_seq} (lines reordered or repeated)"));
+            }
+            if prev != before_digest {
+                return Err(
+                    "does not follow the line before it (that line was replaced by another signed one)".to_owned()
+                );
+            }
+        }
+    }
+    let lost = match map.get("kind").and_then(Value::as_str) {
+        Some("lost") => map.get("count").and_then(Value::as_u64).unwrap_or(0),
+        _ => 0,
+    };
+    Ok((seq, hex(&Sha256::digest(bytes)), lost))
+}
+
+/// One line saying an intact log is intact.
+pub fn describe(summary: &Summary, files: &[PathBuf]) -> String {
+    let what = match files {
+        [one] => one.display().to_string(),
+        many => format!("{} files", many.len()),
+    };
+    let start = if summary.first_seq > 1 {
+        format!(" (continuing an earlier file from seq {})", summary.first_seq)
+    } else {
+        String::new()
+    };
+    let lost = if summary.lost > 0 {
+        format!("; {} record(s) were dropped while the writer was behind, as the log says", summary.lost)
+    } else {
+        String::new()
+    };
+    format!(
+        "{what}: intact, {} line(s), seq {} to {}{start}; last line sha256 {}{lost}",
+        summary.lines, summary.first_seq, summary.last_seq, summary.last_digest
+    )
+}

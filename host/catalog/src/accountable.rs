@@ -1,0 +1,291 @@
+//! A call under `[audit]` and `[[hooks]]`: the before-hooks decide (allow,
+//! deny, ask through the call's own asker, rewrite the arguments, which the
+//! call then checks against the schema like any others), the call runs, the
+//! after-hooks see its outcome (and may withhold the result), and one audit
+//! line records all of it. `Host::call_as` comes here only when one of the two
+//! is configured; otherwise nothing of this runs.
+
+use crate::host::{Host, OfferError};
+use crate::plugin::Plugin;
+use crate::{Catalog, Source};
+use serde_json::{Value, json};
+use std::borrow::Cow;
+use std::sync::Arc;
+use toolhost_audit::hooks::{Decision, Hook, OnError};
+use toolhost_audit::{Accountable, CallRecord, Caller, Component, HookNote, Origin};
+use toolhost_grants::env::Redactor;
+use toolhost_runtime::ask::{Answer, Asked, Elicitation, Elicited, Question};
+use toolhost_runtime::limits::LimitOverrides;
+use toolhost_runtime::outcome::{CallError, CallReport};
+use toolhost_runtime::sandbox::CallHooks;
+
+/// Runs `tool` as `Host::call_as` does, under `accountable`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn call(
+    host: &Host,
+    accountable: &Accountable,
+    catalog: &Catalog,
+    tool: &str,
+    arguments: &str,
+    overrides: &LimitOverrides,
+    hooks: CallHooks,
+    caller: &Caller,
+) -> CallReport {
+    let started = std::time::SystemTime::now();
+    let entry = catalog.find(tool);
+    let plugin = entry.map(|entry| entry.origin());
+    let caller_json =
+        if accountable.before.is_empty() && accountable.after.is_empty() { Value::Null } else { caller.to_json() };
+    let mut notes = Vec::new();
+    let mut arguments: Cow<'_, str> = Cow::Borrowed(arguments);
+    let mut refused = None;
+    for hook in accountable.before.iter().filter(|hook| hook.applies(tool, plugin)) {
+        let input = json!({
+            "when": "before",
+            "tool": tool,
+            "plugin": plugin,
+            "arguments": as_json(&arguments),
+            "caller": caller_json,
+        });
+        match hook.decide(&input).await {
+            Ok(Decision::Allow) => notes.push(note(hook, "allow", None, None)),
+            Ok(Decision::Deny(reason)) => {
+                refused = Some(CallError::Denied(format!("{reason} (hook `{}`)", hook.name)));
+                notes.push(note(hook, "deny", Some(reason), None));
+                break;
+            }
+            Ok(Decision::Ask(reason)) => {
+                let approved = ask(&hooks, tool, &reason).await;
+                notes.push(note(hook, "ask", Some(reason.clone()), approved));
+                if approved != Some(true) {
+                    let why = match approved {
+                        Some(_) => "the person asked said no",
+                        None => "no one could be asked on this path",
+                    };
+                    refused = Some(CallError::Denied(format!("{reason} (hook `{}` asked; {why})", hook.name)));
+                    break;
+                }
+            }
+            Ok(Decision::Rewrite(new)) => {
+                arguments = Cow::Owned(new.to_string());
+                notes.push(note(hook, "rewrite", None, None));
+            }
+            Err(error) => {
+                notes.push(note(hook, "error", Some(error.clone()), None));
+                if hook.on_error == OnError::Deny {
+                    refused = Some(CallError::Denied(format!("the hook `{}` failed: {error}", hook.name)));
+                    break;
+                }
+                tracing::warn!(hook = %hook.name, "the hook failed, and the call goes on (`on_error = \"allow\"`): {error}");
+            }
+        }
+    }
+    let ran = refused.is_none();
+    let mut report = match refused {
+        Some(error) => CallReport::rejected(tool, plugin.map(str::to_owned), error),
+        None => host.call_spanned(catalog, tool, &arguments, overrides, hooks).await,
+    };
+    if ran && report.plugin.is_some() {
+        after(accountable, tool, plugin, &arguments, &caller_json, &mut report, &mut notes).await;
+    }
+    if accountable.logs() {
+        accountable.record(CallRecord {
+            kind: "tool",
+            started,
+            caller: caller.clone(),
+            name: tool.to_owned(),
+            origin: entry.map(origin_of),
+            arguments: arguments.into_owned(),
+            hooks: notes,
+            outcome: CallRecord::outcome_of(&report),
+            usage: report.usage,
+            refused: CallRecord::refused_of(&report),
+        });
+    }
+    report
+}
+
+/// Runs the after-hooks on a call that ran; a `deny` withholds its result.
+async fn after(
+    accountable: &Accountable,
+    tool: &str,
+    plugin: Option<&str>,
+    arguments: &str,
+    caller: &Value,
+    report: &mut CallReport,
+    notes: &mut Vec<HookNote>,
+) {
+    for hook in accountable.after.iter().filter(|hook| hook.applies(tool, plugin)) {
+        let outcome = match &report.outcome {
+            Ok(output) => json!({"ok": true, "output": output.as_str()}),
+            Err(error) => json!({"ok": false, "error": error.kind(), "message": error.to_string()}),
+        };
+        let input = json!({
+            "when": "after",
+            "tool": tool,
+            "plugin": plugin,
+            "arguments": as_json(arguments),
+            "caller": caller,
+            "outcome": outcome,
+            "usage": report.usage,
+        });
+        match hook.decide(&input).await {
+            Ok(Decision::Deny(reason)) => {
+                report.outcome =
+                    Err(CallError::Denied(format!("{reason} (hook `{}`; the result was withheld)", hook.name)));
+                notes.push(note(hook, "deny", Some(reason), None));
+                return;
+            }
+            Ok(_) => notes.push(note(hook, "allow", None, None)),
+            Err(error) => {
+                notes.push(note(hook, "error", Some(error.clone()), None));
+                if hook.on_error == OnError::Deny {
+                    report.outcome = Err(CallError::Denied(format!(
+                        "the hook `{}` failed: {error} (the result was withheld)",
+                        hook.name
+                    )));
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Records a resource read or a prompt (`kind`), which hooks do not see.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn record_offer<T>(
+    accountable: &Accountable,
+    kind: &'static str,
+    started: std::time::SystemTime,
+    caller: &Caller,
+    name: &str,
+    plugin: Option<&Arc<Plugin>>,
+    arguments: Value,
+    result: &Result<T, OfferError>,
+) {
+    if !accountable.logs() {
+        return;
+    }
+    let outcome = match result {
+        Ok(_) => Ok(()),
+        Err(OfferError::Failed(error)) => Err((error.kind(), error.to_string())),
+        Err(error @ OfferError::NotFound(_)) => Err(("not_found", error.to_string())),
+    };
+    accountable.record(CallRecord {
+        kind,
+        started,
+        caller: caller.clone(),
+        name: name.to_owned(),
+        origin: plugin.map(|plugin| Arc::new(PluginOrigin(plugin.clone())) as Arc<dyn Origin>),
+        arguments: arguments.to_string(),
+        hooks: Vec::new(),
+        outcome,
+        usage: Default::default(),
+        refused: Vec::new(),
+    });
+}
+
+fn note(hook: &Hook, decision: &'static str, reason: Option<String>, approved: Option<bool>) -> HookNote {
+    let when = match hook.when {
+        toolhost_audit::hooks::When::Before => "before",
+        toolhost_audit::hooks::When::After => "after",
+    };
+    HookNote { hook: hook.name.clone(), when, decision, reason, approved }
+}
+
+/// The arguments as JSON for a hook: the object, or the text when it is not JSON.
+fn as_json(arguments: &str) -> Value {
+    if arguments.trim().is_empty() {
+        return json!({});
+    }
+    serde_json::from_str(arguments).unwrap_or_else(|_| Value::String(arguments.to_owned()))
+}
+
+/// A plugin as an audit line describes it.
+struct PluginOrigin(Arc<Plugin>);
+
+/// An MCP server as an audit line describes it.
+struct ServerOrigin(Arc<toolhost_mcp_client::McpServer>);
+
+impl Origin for PluginOrigin {
+    fn component(&self) -> Component {
+        Component {
+            plugin: Some(self.0.name.to_string()),
+            source: "plugin",
+            sha256: Some(self.0.sha256.clone()),
+            grants: Some(grants_json(&self.0.grants)),
+        }
+    }
+
+    fn shown(&self, text: &str, value: Option<Value>) -> Value {
+        shown_arguments(text, value, self.0.code.redactor())
+    }
+}
+
+impl Origin for ServerOrigin {
+    fn component(&self) -> Component {
+        Component { plugin: Some(self.0.name().to_owned()), source: "mcp", sha256: None, grants: None }
+    }
+
+    fn shown(&self, text: &str, value: Option<Value>) -> Value {
+        shown_arguments(text, value, self.0.redactor())
+    }
+}
+
+fn origin_of(entry: &crate::Entry) -> Arc<dyn Origin> {
+    match entry.source() {
+        Source::Plugin { plugin, .. } => Arc::new(PluginOrigin(plugin.clone())),
+        Source::Mcp { server, .. } => Arc::new(ServerOrigin(server.clone())),
+    }
+}
+
+/// The arguments as a line shows them: scrubbed of the plugin's (or
+/// server's) secrets by the scrubber its outputs go through.
+fn shown_arguments(text: &str, value: Option<Value>, redactor: &Redactor) -> Value {
+    match value {
+        Some(value) => match redactor.scrub_json(text.to_owned(), value) {
+            Ok(scrubbed) => serde_json::from_str(&scrubbed).unwrap_or(Value::String(scrubbed)),
+            Err(why) => json!({"withheld": why}),
+        },
+        None => Value::String(redactor.scrub(text.to_owned())),
+    }
+}
+
+/// The grants in force, as the config names them (never a value).
+fn grants_json(grants: &toolhost_grants::Grants) -> Value {
+    let strings = |items: Vec<String>| Value::Array(items.into_iter().map(Value::String).collect());
+    json!({
+        "http": strings(grants.network.hosts.iter().map(ToString::to_string).collect()),
+        "sockets": grants.network.sockets,
+        "env": strings(grants.env.names.iter().map(ToString::to_string).collect()),
+        "secrets": strings(grants.env.secrets.iter().map(ToString::to_string).collect()),
+        "dirs": strings(grants.files.dirs.iter().map(ToString::to_string).collect()),
+        "credentials": strings(grants.credentials.iter().map(ToString::to_string).collect()),
+        "elicitation": grants.requests.elicitation,
+        "sampling": grants.requests.sampling,
+        "roots": grants.requests.roots,
+    })
+}
+
+/// Asks a person, through the call's asker, whether `tool` may run: `None`
+/// when this path has no one to ask.
+async fn ask(hooks: &CallHooks, tool: &str, reason: &str) -> Option<bool> {
+    let asker = hooks.asker.as_ref()?;
+    let message = format!("An operator's hook asks whether the tool `{tool}` may run: {reason}");
+    let schema = json!({
+        "type": "object",
+        "properties": {"approve": {"type": "boolean", "title": "Allow this call?"}},
+        "required": ["approve"],
+    });
+    let questions = [("toolhost.hook".to_owned(), Question::Elicit(Elicitation::Form { message, schema }))];
+    match asker.ask(&questions).await {
+        Asked::Answers(answers) => match answers.into_iter().next() {
+            Some(Ok(Answer::Elicited(Elicited::Accepted(content)))) => {
+                Some(content.get("approve").and_then(Value::as_bool) == Some(true))
+            }
+            Some(Ok(_)) => Some(false),
+            Some(Err(_)) | None => None,
+        },
+        Asked::Suspend => None,
+    }
+}

@@ -1,0 +1,527 @@
+//! Accountable calls through the real binary and real plugins: the signed,
+//! chained audit log (`[audit]`) and `toolhost audit verify` catching an
+//! edited, removed, reordered or cut log and a wrong key; and `[[hooks]]`
+//! that deny, rewrite (checked against the schema again), hang, crash and
+//! print garbage, applied alike on `call`, `serve` (stdio and HTTP) and `run`.
+
+use crate::common;
+use common::model_server::{ModelServer, Script};
+use common::{plugin_dir, stderr, stdout, toolhost};
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The hook every test uses: it decides by what the arguments say.
+const HOOK: &str = r#"#!/bin/sh
+input=$(cat)
+case "$input" in
+  *deny-me*) echo '{"decision":"deny","reason":"no secrets today"}' ;;
+  *rewrite-bad*) echo '{"decision":"rewrite","arguments":{"nope":1}}' ;;
+  *rewrite-me*) echo '{"decision":"rewrite","arguments":{"text":"abc"}}' ;;
+  *hang-me*) sleep 30 ;;
+  *crash-me*) echo boom >&2; exit 3 ;;
+  *garbage*) echo hello there ;;
+  *ask-me*) echo '{"decision":"ask","reason":"is this fine?"}' ;;
+  *) echo '{"decision":"allow"}' ;;
+esac
+"#;
+
+/// A folder with a key pair (made by `toolhost audit keygen`), the hook, and
+/// a config logging to `audit.log` with the hook before every call.
+struct Setup {
+    dir: tempfile::TempDir,
+    plugins: tempfile::TempDir,
+}
+
+impl Setup {
+    fn new(extra: &str) -> Setup {
+        let dir = tempfile::tempdir().unwrap();
+        let keys = dir.path().join("keys");
+        std::fs::create_dir(&keys).unwrap();
+        let output = toolhost(dir.path(), &["audit", "keygen", "--out", "keys"]);
+        assert!(output.status.success(), "{}", stderr(&output));
+        assert!(stdout(&output).contains("audit.key"), "{}", stdout(&output));
+        let hook = dir.path().join("hook.sh");
+        std::fs::write(&hook, HOOK).unwrap();
+        std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let config = format!(
+            r#"
+[audit]
+file = "audit.log"
+key = "keys/audit.key"
+
+[[hooks]]
+name = "policy"
+when = "before"
+command = ["./hook.sh"]
+timeout = "1s"
+{extra}
+"#
+        );
+        std::fs::write(dir.path().join("toolhost.toml"), config).unwrap();
+        Setup { dir, plugins: plugin_dir(&["hash"]) }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn call(&self, tool: &str, arguments: &str) -> std::process::Output {
+        let plugins = self.plugins.path().display().to_string();
+        toolhost(self.dir.path(), &["--plugins", &plugins, "call", tool, arguments])
+    }
+
+    fn verify(&self, file: &str, key: &str) -> std::process::Output {
+        toolhost(self.dir.path(), &["audit", "verify", file, "--key", key])
+    }
+
+    fn lines(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.path("audit.log")).unwrap_or_default();
+        text.lines().map(|line| serde_json::from_str(line).unwrap()).collect()
+    }
+
+    /// Waits for the log to hold `count` lines (a server writes them a moment after answering).
+    fn wait_for_lines(&self, count: usize) -> Vec<Value> {
+        let started = Instant::now();
+        loop {
+            let lines = self.lines();
+            if lines.len() >= count || started.elapsed() > Duration::from_secs(30) {
+                return lines;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+#[test]
+fn every_call_is_logged_signed_and_chained_and_verify_finds_each_break() {
+    let setup = Setup::new("");
+    for text in ["one", "two", "three"] {
+        let output = setup.call("sha256", &json!({ "text": text }).to_string());
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    let output = setup.call("sha256", r#"{"txt":"no"}"#);
+    assert!(!output.status.success());
+    let lines = setup.lines();
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    let first = &lines[0];
+    assert_eq!(first["seq"], 1);
+    assert_eq!(first["prev"], "0".repeat(64));
+    assert_eq!(first["tool"], "sha256");
+    assert_eq!(first["plugin"], "hash");
+    assert_eq!(first["caller"]["path"], "call");
+    assert_eq!(first["outcome"]["ok"], true);
+    assert_eq!(first["hooks"][0]["decision"], "allow");
+    let sha = common::sha256_hex(&std::fs::read(common::plugin("hash")).unwrap());
+    assert_eq!(first["component"], format!("sha256:{sha}"));
+    // The canonical arguments' digest, and not the arguments themselves (not configured).
+    assert_eq!(first["arguments_sha256"], common::sha256_hex(br#"{"text":"one"}"#));
+    assert!(first.get("arguments").is_none());
+    assert_eq!(lines[3]["outcome"]["error"], "invalid_arguments");
+    assert_eq!(lines[1]["prev"], common::sha256_hex(first_line(&setup.path("audit.log")).as_bytes()));
+
+    let output = setup.verify("audit.log", "keys/audit.pub");
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("intact, 4 line(s), seq 1 to 4"), "{}", stdout(&output));
+
+    let original = std::fs::read_to_string(setup.path("audit.log")).unwrap();
+    let lines: Vec<&str> = original.lines().collect();
+    let broken = |name: &str, text: String, says: &str, line: usize| {
+        std::fs::write(setup.path(name), text).unwrap();
+        let output = setup.verify(name, "keys/audit.pub");
+        assert_eq!(output.status.code(), Some(1), "{name}: {}", stdout(&output));
+        let err = stderr(&output);
+        assert!(err.contains(&format!("{name}:{line}: ")) && err.contains(says), "{name}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    };
+    let joined = |lines: &[&str]| lines.iter().map(|line| format!("{line}\n")).collect::<String>();
+    // An edited outcome.
+    let edited = lines[1].replace(r#""ok":true"#, r#""ok":false"#);
+    assert_ne!(edited, lines[1]);
+    broken("edited.log", joined(&[lines[0], &edited, lines[2], lines[3]]), "signature does not match", 2);
+    // An edit that changes the form only.
+    let spaced = lines[2].replacen(':', ": ", 1);
+    broken("spaced.log", joined(&[lines[0], lines[1], &spaced, lines[3]]), "not in the form toolhost writes", 3);
+    // A line removed.
+    broken("removed.log", joined(&[lines[0], lines[2], lines[3]]), "seq 2 is missing", 2);
+    // Two lines swapped.
+    broken("swapped.log", joined(&[lines[0], lines[1], lines[3], lines[2]]), "seq 3 is missing", 3);
+    // A line repeated.
+    broken("repeated.log", joined(&[lines[0], lines[1], lines[1], lines[2]]), "reordered or repeated", 3);
+    // Cut short in the middle of the last line.
+    let cut = &original[..original.len() - 20];
+    broken("cut.log", cut.to_owned(), "cut short", 4);
+    // Garbage appended.
+    broken("garbage.log", format!("{original}hello\n"), "not a JSON line", 5);
+
+    // Another key refuses every line.
+    let other = setup.path("other");
+    std::fs::create_dir(&other).unwrap();
+    assert!(toolhost(setup.dir.path(), &["audit", "keygen", "--out", "other"]).status.success());
+    let output = setup.verify("audit.log", "other/audit.pub");
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains("audit.log:1: signed by the key sha256:"), "{}", stderr(&output));
+    // keygen never replaces a key.
+    let output = toolhost(setup.dir.path(), &["audit", "keygen", "--out", "keys"]);
+    assert!(!output.status.success() && stderr(&output).contains("already exists"), "{}", stderr(&output));
+}
+
+#[test]
+fn the_chain_continues_across_restarts_and_rotation() {
+    let setup = Setup::new("");
+    std::fs::write(
+        setup.path("toolhost.toml"),
+        "[audit]\nfile = \"audit.log\"\nkey = \"keys/audit.key\"\nrotate_size = \"4KiB\"\ninclude_arguments = true\n",
+    )
+    .unwrap();
+    for index in 0..12 {
+        let output = setup.call("sha256", &json!({ "text": format!("call {index} {}", "x".repeat(300)) }).to_string());
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    let mut files: Vec<String> = std::fs::read_dir(setup.dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("audit.log."))
+        .collect();
+    assert!(!files.is_empty(), "no rotation at 4KiB");
+    files.sort_by_key(|name| name.rsplit('.').next().unwrap().parse::<u32>().unwrap());
+    files.push("audit.log".to_owned());
+    let mut args = vec!["audit", "verify"];
+    args.extend(files.iter().map(String::as_str));
+    args.extend(["--key", "keys/audit.pub"]);
+    let output = toolhost(setup.dir.path(), &args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("intact, 12 line(s), seq 1 to 12"), "{}", stdout(&output));
+    // The newest file alone continues the chain.
+    let output = setup.verify("audit.log", "keys/audit.pub");
+    assert!(stdout(&output).contains("continuing an earlier file"), "{}{}", stdout(&output), stderr(&output));
+    // Leaving out a middle file is a break.
+    if files.len() > 2 {
+        let output =
+            toolhost(setup.dir.path(), &["audit", "verify", &files[0], "audit.log", "--key", "keys/audit.pub"]);
+        assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
+        assert!(stderr(&output).contains("missing"), "{}", stderr(&output));
+    }
+    let last = setup.lines().pop().unwrap();
+    assert_eq!(last["arguments"]["text"].as_str().unwrap().split(' ').nth(1), Some("11"));
+}
+
+#[test]
+fn hooks_deny_rewrite_and_fail_closed_on_call() {
+    let setup = Setup::new("");
+    // Denied: the reason reaches the caller.
+    let output = setup.call("sha256", r#"{"text":"deny-me"}"#);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("refused by the operator's hook: no secrets today (hook `policy`)"),
+        "{}",
+        stderr(&output)
+    );
+    // Rewritten: the call runs on the hook's arguments.
+    let output = setup.call("sha256", r#"{"text":"rewrite-me"}"#);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
+    // A rewrite the schema refuses is refused like any bad arguments.
+    let output = setup.call("sha256", r#"{"text":"rewrite-bad"}"#);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains("invalid arguments"), "{}", stderr(&output));
+    // A hook that hangs is killed at its timeout, and the call denied.
+    let started = Instant::now();
+    let output = setup.call("sha256", r#"{"text":"hang-me"}"#);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains("did not answer within 1000ms and was killed"), "{}", stderr(&output));
+    assert!(started.elapsed() < Duration::from_secs(25), "{:?}", started.elapsed());
+    // One that crashes, and one that prints garbage: denied, saying why.
+    let output = setup.call("sha256", r#"{"text":"crash-me"}"#);
+    assert!(
+        stderr(&output).contains("the hook `policy` failed: `./hook.sh` exited with status 3: boom"),
+        "{}",
+        stderr(&output)
+    );
+    let output = setup.call("sha256", r#"{"text":"garbage"}"#);
+    assert!(stderr(&output).contains("not a JSON decision: `hello there`"), "{}", stderr(&output));
+    assert_eq!(output.status.code(), Some(1));
+
+    let lines = setup.lines();
+    let decisions: Vec<&str> = lines.iter().map(|line| line["hooks"][0]["decision"].as_str().unwrap()).collect();
+    assert_eq!(decisions, ["deny", "rewrite", "rewrite", "error", "error", "error"]);
+    assert_eq!(lines[0]["outcome"]["error"], "denied");
+    assert_eq!(lines[1]["arguments_sha256"], common::sha256_hex(br#"{"text":"abc"}"#));
+    assert_eq!(lines[1]["outcome"]["ok"], true);
+    assert_eq!(lines[2]["outcome"]["error"], "invalid_arguments");
+    assert!(setup.verify("audit.log", "keys/audit.pub").status.success());
+}
+
+#[test]
+fn a_hook_may_fail_open_and_an_after_hook_withholds_a_result() {
+    let setup = Setup::new(
+        r#"on_error = "allow"
+
+[[hooks]]
+name = "outputs"
+when = "after"
+command = ["sh", "-c", "grep -q a9993e364706816aba3e25717850c26c9cd0d89d && echo '{\"decision\":\"deny\",\"reason\":\"that digest is private\"}' || echo '{\"decision\":\"allow\"}'"]
+"#,
+    );
+    let output = setup.call("sha256", r#"{"text":"crash-me"}"#);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let output = setup.call("hash", r#"{"text":"abc","algorithm":"sha1"}"#);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("that digest is private (hook `outputs`; the result was withheld)"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!stdout(&output).contains("a9993e"), "{}", stdout(&output));
+    let lines = setup.lines();
+    assert_eq!(lines[0]["hooks"][0]["decision"], "error");
+    assert_eq!(lines[0]["outcome"]["ok"], true);
+    assert_eq!(
+        lines[1]["hooks"][1],
+        json!({"hook": "outputs", "when": "after", "decision": "deny", "reason": "that digest is private"})
+    );
+}
+
+#[test]
+fn bad_audit_and_hook_settings_are_refused_in_one_line() {
+    for (config, says) in [
+        ("[audit]\nfile = \"a.log\"\n", "needs `key = \"PATH\"`"),
+        ("[audit]\nfile = \"a.log\"\nkey = \"missing.key\"\n", "could not read key file"),
+        ("[audit]\nfile = \"a.log\"\nstdout = true\nkey = \"k\"\n", "not both"),
+        ("[[hooks]]\nwhen = \"before\"\n", "exactly one of `command = [...]` and `url`"),
+        ("[[hooks]]\nwhen = \"before\"\nurl = \"http://example.com/\"\n", "on this machine"),
+        ("[[hooks]]\nwhen = \"during\"\ncommand = [\"true\"]\n", "unknown variant `during`"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("toolhost.toml"), config).unwrap();
+        let plugins = plugin_dir(&["hash"]);
+        let output =
+            toolhost(dir.path(), &["--plugins", &plugins.path().display().to_string(), "call", "sha256", "{}"]);
+        assert_eq!(output.status.code(), Some(2), "{config}");
+        assert!(stderr(&output).contains(says), "{config}: {}", stderr(&output));
+    }
+}
+
+/// The first line of a file, without its line break.
+fn first_line(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap().lines().next().unwrap().to_owned()
+}
+
+const CALL_DENIED: &str =
+    r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sha256","arguments":{"text":"deny-me"}}}"#;
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"audit-test","version":"1"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+#[test]
+fn the_same_hook_applies_on_serve_over_stdio_and_http() {
+    let setup = Setup::new("");
+    let plugins = setup.plugins.path().display().to_string();
+    // stdio
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["--plugins", &plugins, "serve"])
+        .current_dir(setup.dir.path())
+        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout_lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    writeln!(stdin, "{INITIALIZE}").unwrap();
+    let _ = stdout_lines.next().unwrap().unwrap();
+    writeln!(stdin, "{INITIALIZED}").unwrap();
+    writeln!(stdin, "{CALL_DENIED}").unwrap();
+    let answer: Value = serde_json::from_str(&stdout_lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(answer["id"], 2, "{answer}");
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert!(answer["result"]["content"][0]["text"].as_str().unwrap().contains("no secrets today"), "{answer}");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let lines = setup.wait_for_lines(1);
+    assert_eq!(lines[0]["caller"]["path"], "serve");
+    assert_eq!(lines[0]["caller"]["client"], "audit-test");
+    assert_eq!(lines[0]["caller"]["session"], "stdio");
+    assert_eq!(lines[0]["hooks"][0]["decision"], "deny");
+
+    // Streamable HTTP
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["--plugins", &plugins, "serve", "--http", "127.0.0.1:0"])
+        .current_dir(setup.dir.path())
+        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut errors = BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = errors.next().expect("serve --http ended").unwrap();
+        if let Some(url) = line.strip_prefix("toolhost: serving MCP at ") {
+            break url.to_owned();
+        }
+    };
+    std::thread::spawn(move || errors.for_each(drop));
+    let address = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    let (_, response) = http_post(&address, "", INITIALIZE);
+    let session = response
+        .lines()
+        .find_map(|line| line.strip_prefix("mcp-session-id: ").or_else(|| line.strip_prefix("Mcp-Session-Id: ")))
+        .unwrap_or_else(|| panic!("no session in {response}"))
+        .trim()
+        .to_owned();
+    let headers = format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n");
+    let (status, _) = http_post(&address, &headers, INITIALIZED);
+    assert_eq!(status, 202);
+    let (status, response) = http_post(&address, &headers, CALL_DENIED);
+    assert_eq!(status, 200, "{response}");
+    assert!(response.contains("no secrets today (hook `policy`)"), "{response}");
+    let lines = setup.wait_for_lines(2);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(lines[1]["caller"]["path"], "serve-http");
+    assert_eq!(lines[1]["caller"]["session"], format!("http:{session}"));
+    assert_eq!(lines[1]["outcome"]["error"], "denied");
+    let output = setup.verify("audit.log", "keys/audit.pub");
+    assert!(output.status.success(), "{}", stderr(&output));
+}
+
+/// One HTTP/1.1 POST to /mcp; the status and the whole response.
+fn http_post(address: &str, headers: &str, body: &str) -> (u16, String) {
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nAccept: application/json, \
+         text/event-stream\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status = text.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0);
+    (status, text)
+}
+
+#[test]
+fn the_same_hook_applies_to_a_models_call_in_run() {
+    let setup = Setup::new("");
+    let script = Script { anthropic: false, stream: false };
+    let server = ModelServer::start(vec![
+        script.calls(&[("call_1", "sha256", r#"{"text":"deny-me"}"#)]),
+        script.text("It was refused."),
+    ]);
+    let output = script
+        .run_command(&server, setup.plugins.path(), "hash it")
+        .current_dir(setup.dir.path())
+        .env("TOOLHOST_CONFIG", setup.path("toolhost.toml"))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let requests = server.requests();
+    let results = script.results(&requests[1]);
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(results[0].1.contains("no secrets today"), "{results:?}");
+    let lines = setup.lines();
+    assert_eq!(lines[0]["caller"]["path"], "agent");
+    assert_eq!(lines[0]["hooks"][0]["decision"], "deny");
+}
+
+#[test]
+fn an_ask_with_no_one_to_ask_is_denied() {
+    let setup = Setup::new("");
+    let output = setup.call("sha256", r#"{"text":"ask-me"}"#);
+    assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
+    assert!(stderr(&output).contains("is this fine? (hook `policy` asked;"), "{}", stderr(&output));
+    let lines = setup.lines();
+    assert_eq!(lines[0]["hooks"][0]["decision"], "ask");
+    assert_eq!(lines[0]["outcome"]["error"], "denied");
+}
+
+#[test]
+fn a_url_hook_gets_the_call_and_its_answer_decides() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let mut bodies = Vec::new();
+        for answer in [r#"{"decision":"deny","reason":"the endpoint said no"}"#, "not json at all"] {
+            let (mut stream, _) = listener.accept().unwrap();
+            stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+            let mut request = Vec::new();
+            let mut buffer = [0u8; 4096];
+            // Headers, then the body by its Content-Length.
+            loop {
+                let read = stream.read(&mut buffer).unwrap();
+                request.extend_from_slice(&buffer[..read]);
+                let text = String::from_utf8_lossy(&request).into_owned();
+                if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                    let length: usize = head
+                        .lines()
+                        .find_map(|line| line.to_ascii_lowercase().strip_prefix("content-length: ").map(str::to_owned))
+                        .and_then(|value| value.trim().parse().ok())
+                        .unwrap_or(0);
+                    if body.len() >= length {
+                        bodies.push(body.to_owned());
+                        break;
+                    }
+                }
+                if read == 0 {
+                    break;
+                }
+            }
+            let response = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                answer.len()
+            );
+            stream.write_all(response.as_bytes()).unwrap();
+        }
+        bodies
+    });
+    let setup = Setup::new("");
+    std::fs::write(
+        setup.path("toolhost.toml"),
+        format!("[[hooks]]\nname = \"remote\"\nwhen = \"before\"\nurl = \"http://127.0.0.1:{port}/decide\"\n"),
+    )
+    .unwrap();
+    let output = setup.call("sha256", r#"{"text":"anything"}"#);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains("the endpoint said no (hook `remote`)"), "{}", stderr(&output));
+    let output = setup.call("sha256", r#"{"text":"anything"}"#);
+    assert!(
+        stderr(&output).contains("the hook `remote` failed: answered something that is not a JSON decision"),
+        "{}",
+        stderr(&output)
+    );
+    let bodies = server.join().unwrap();
+    let first: Value = serde_json::from_str(&bodies[0]).unwrap();
+    assert_eq!(first["when"], "before");
+    assert_eq!(first["tool"], "sha256");
+    assert_eq!(first["arguments"], json!({"text": "anything"}));
+    // Hooks without [audit]: no log is written.
+    assert!(!setup.path("audit.log").exists());
+}
+
+#[test]
+fn included_arguments_are_scrubbed_of_the_plugins_secrets() {
+    let setup = Setup::new("");
+    std::fs::write(
+        setup.path("toolhost.toml"),
+        "[audit]\nfile = \"audit.log\"\nkey = \"keys/audit.key\"\ninclude_arguments = true\n\n[plugins.hash]\nsecrets = [\"AUDIT_TEST_SECRET\"]\n",
+    )
+    .unwrap();
+    let plugins = setup.plugins.path().display().to_string();
+    let output = common::toolhost_with_env(
+        setup.dir.path(),
+        &["--plugins", &plugins, "call", "sha256", r#"{"text":"token s3cr3t-value-0123456789 here"}"#],
+        &[("AUDIT_TEST_SECRET", "s3cr3t-value-0123456789")],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let log = std::fs::read_to_string(setup.path("audit.log")).unwrap();
+    assert!(!log.contains("s3cr3t-value-0123456789"), "{log}");
+    let lines = setup.lines();
+    assert!(lines[0]["arguments"]["text"].as_str().unwrap().starts_with("token "), "{}", lines[0]);
+    // The digest is of what was called, not of what is shown.
+    assert_eq!(lines[0]["arguments_sha256"], common::sha256_hex(br#"{"text":"token s3cr3t-value-0123456789 here"}"#));
+}
