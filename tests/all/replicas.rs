@@ -1735,4 +1735,26 @@ fn a_2025_11_25_client_s_answer_reaches_the_replica_whose_call_asked() {
     assert_eq!(result["id"], 7, "{result}");
     let text = result["result"]["content"][0]["text"].as_str().unwrap_or_default();
     assert!(text.contains("ada@example.com"), "{result}");
+
+    // The log level the client sets through one replica holds on the other:
+    // a call on replica a logs to the session's GET stream there (where this
+    // revision's notifications go) once the level was set through b.
+    let level = json!({"jsonrpc": "2.0", "id": 9, "method": "logging/setLevel", "params": {"level": "debug"}});
+    assert_eq!(in_session(&b.address, None, Some(&session), "POST", &level.to_string()).status, 200);
+    let listen =
+        [("Accept", "text/event-stream"), ("MCP-Protocol-Version", "2025-11-25"), ("Mcp-Session-Id", session.as_str())];
+    let stream = send(&a.address, "GET", "/mcp", &listen, "").unwrap();
+    let mut notifications = BufReader::new(stream).lines().map_while(Result::ok);
+    assert!(notifications.next().is_some_and(|line| line.starts_with("HTTP/1.1 200")), "the GET stream was refused");
+    let call = json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call",
+        "params": {"name": "test_logging_tool", "arguments": {}}});
+    assert_eq!(in_session(&a.address, None, Some(&session), "POST", &call.to_string()).status, 200);
+    // Bounded: the stream's keep-alives (every 15 s) end a wait past the deadline.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    assert!(
+        notifications
+            .take_while(|_| Instant::now() < deadline)
+            .any(|line| line.starts_with("data: ") && line.contains("notifications/message")),
+        "the level set through replica b did not reach replica a"
+    );
 }

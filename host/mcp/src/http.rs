@@ -657,7 +657,7 @@ impl Front {
                 let in_use =
                     in_use.or_else(|| (shared == Some(true)).then(|| InUse::begin(&self.activity, session.clone())));
                 let ending = parts.method == http::Method::DELETE;
-                let level = self.records.as_ref().and(sessions::set_level(&body));
+                let level = self.records.as_ref().and_then(|_| sessions::set_level(&body));
                 // A client's answer to a call's question: the call may run on another replica.
                 let answer = (self.records.is_some() && sessions::is_answer(&body)).then(|| body.clone());
                 let response = self.service.handle(Request::from_parts(parts, Full::new(body))).await;
