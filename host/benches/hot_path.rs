@@ -530,6 +530,10 @@ fn main() {
     // Plugins compile in bounded worker processes, as in the `toolhost` program.
     toolhost::serve_workers();
     let _ = rustls::crypto::ring::default_provider().install_default();
+    if let Ok(path) = std::env::var("TOOLHOST_BENCH_PROFILE") {
+        profile(&path);
+        return;
+    }
     println!("## the hot path, interleaved ({ROUNDS} rounds, each side's turn alternating)\n");
     println!("{}", machine());
     let mut verdicts = Vec::new();
@@ -654,6 +658,50 @@ fn main() {
         };
         println!("| {} | {} | {met} |", verdict.target, verdict.measured);
     }
+}
+
+/// Only toolhost, on one path, for `perf record` (with `--inherit`, the
+/// default, the `serve` child is recorded too): `host-call` (echo through
+/// `Host::call`), `stdio` or `http` (`sha256` through `serve`, 16 in
+/// flight), `floor-stdio` (the floor, the same way). `TOOLHOST_BENCH_CALLS`
+/// calls (100,000 unless set).
+fn profile(path: &str) {
+    let calls = std::env::var("TOOLHOST_BENCH_CALLS").ok().and_then(|n| n.parse().ok()).unwrap_or(100_000);
+    let cache = tempfile::tempdir().unwrap();
+    let plugins = folder_of("dist", &["echo.wasm", "hash.wasm"]);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let digest = hex_sha256(TEXT);
+    let params = format!(r#"{{"name":"sha256","arguments":{{"text":"{TEXT}"}}}}"#);
+    let mut side = Side::default();
+    match path {
+        "host-call" => runtime.block_on(async {
+            let host = Host::new(Config { cache_dir: Some(cache.path().to_owned()), ..Config::default() }).unwrap();
+            host.load_dir(plugins.path()).await.unwrap();
+            let started = Instant::now();
+            for _ in 0..calls {
+                let report = host.call("echo", bare_wasmtime::ARGS, &LimitOverrides::default()).await;
+                assert!(report.outcome.is_ok());
+            }
+            side.busy = started.elapsed();
+            side.calls = calls;
+        }),
+        "stdio" | "floor-stdio" => {
+            let mut server = if path == "stdio" {
+                StdioServer::start("toolhost serve", toolhost_command(plugins.path(), cache.path(), false))
+            } else {
+                StdioServer::start("the floor", floor_command("stdio"))
+            };
+            server.throughput(&params, &digest, calls, &mut side);
+        }
+        "http" => runtime.block_on(async {
+            let server =
+                HttpServer::start(toolhost_command(plugins.path(), cache.path(), true), "toolhost: serving MCP at ")
+                    .await;
+            Arc::new(server).throughput(&params, &digest, calls, &mut side).await;
+        }),
+        other => panic!("TOOLHOST_BENCH_PROFILE: no path `{other}` (host-call, stdio, floor-stdio, http)"),
+    }
+    println!("{path}: {calls} calls, {:.0} calls/s", side.rate());
 }
 
 /// toolhost and Wassette serving `typed_shop` over stdio, interleaved.
