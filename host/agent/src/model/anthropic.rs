@@ -366,8 +366,8 @@ impl super::protocol::Wire for Messages {
         }
     }
 
-    fn key_hint(&self) -> &'static str {
-        "ANTHROPIC_API_KEY (or `api_key` in the config's [providers] table)"
+    fn key_variable(&self) -> &'static str {
+        "ANTHROPIC_API_KEY"
     }
 
     fn parse_reply(&self, value: &Value) -> Result<Reply, Failure> {

@@ -387,12 +387,8 @@ impl super::protocol::Wire for ChatCompletions {
         request(endpoint, options, conversation, tools)
     }
 
-    fn authorize(&self, request: reqwest::RequestBuilder, key: Option<&super::ApiKey>) -> reqwest::RequestBuilder {
-        super::protocol::bearer(request, key)
-    }
-
-    fn key_hint(&self) -> &'static str {
-        "OPENAI_API_KEY (or `api_key` in the config's [providers] table)"
+    fn key_variable(&self) -> &'static str {
+        "OPENAI_API_KEY"
     }
 
     fn parse_reply(&self, value: &Value) -> Result<Reply, Failure> {

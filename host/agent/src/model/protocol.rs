@@ -29,11 +29,23 @@ pub(super) trait Wire: Sync {
         tools: &[ToolSpec],
     ) -> (String, Value);
 
-    /// `request` carrying `key` (and whatever else the protocol requires of every request).
-    fn authorize(&self, request: reqwest::RequestBuilder, key: Option<&ApiKey>) -> reqwest::RequestBuilder;
+    /// `request` carrying `key` (and whatever else the protocol requires of
+    /// every request): `Authorization: Bearer KEY` unless the protocol says
+    /// otherwise.
+    fn authorize(&self, request: reqwest::RequestBuilder, key: Option<&ApiKey>) -> reqwest::RequestBuilder {
+        match key {
+            Some(key) => request.bearer_auth(key.expose()),
+            None => request,
+        }
+    }
+
+    /// The environment variable a key for this protocol is read from.
+    fn key_variable(&self) -> &'static str;
 
     /// Where a refused key comes from, for the error that says so.
-    fn key_hint(&self) -> &'static str;
+    fn key_hint(&self) -> String {
+        format!("{} (or `api_key` in the config's [providers] table)", self.key_variable())
+    }
 
     /// A whole (not streamed) reply.
     fn parse_reply(&self, value: &Value) -> Result<Reply, Failure>;
@@ -50,13 +62,5 @@ impl Protocol {
             Protocol::OpenaiResponses => &super::responses::Responses,
             Protocol::Anthropic => &super::anthropic::Messages,
         }
-    }
-}
-
-/// `Authorization: Bearer KEY`, as both OpenAI protocols want it.
-pub(super) fn bearer(request: reqwest::RequestBuilder, key: Option<&ApiKey>) -> reqwest::RequestBuilder {
-    match key {
-        Some(key) => request.bearer_auth(key.expose()),
-        None => request,
     }
 }

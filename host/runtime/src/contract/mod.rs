@@ -37,8 +37,17 @@ pub trait Contract: Sync {
     /// `contract` and the cache's listings keep it.
     fn version(&self) -> &'static str;
 
-    /// Whether `component` is a plugin of this kind.
-    fn detect(&self, engine: &Engine, component: &Component) -> bool;
+    /// The export that makes a component a plugin of this kind, for the
+    /// kinds that one export names.
+    fn tools_export(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Whether `component` is a plugin of this kind: by default, whether it
+    /// exports [`Contract::tools_export`].
+    fn detect(&self, engine: &Engine, component: &Component) -> bool {
+        self.tools_export().is_some_and(|name| exports(engine, component, name))
+    }
 
     /// Adds the host side of its imports to the linker every plugin shares.
     fn add_imports(&self, linker: &mut Linker<HostState>) -> anyhow::Result<()>;
@@ -135,6 +144,11 @@ fn joined(items: &[&str], and: &str) -> String {
 /// Whether `component` exports `name`.
 fn exports(engine: &Engine, component: &Component, name: &str) -> bool {
     component.component_type().exports(engine).any(|(export, _)| export == name)
+}
+
+/// Why a linked component's exports do not match `world` (`toolhost:plugin@0.2.0`).
+fn mismatch(world: &str, err: wasmtime::Error) -> String {
+    format!("its exports do not match {world}: {:#}", anyhow::Error::from(err))
 }
 
 /// `instantiating`, under the `instantiate` span every contract's calls share.

@@ -33,8 +33,8 @@ impl Contract for V0_1_0 {
         "0.1.0"
     }
 
-    fn detect(&self, engine: &Engine, component: &Component) -> bool {
-        super::exports(engine, component, TOOLS_EXPORT)
+    fn tools_export(&self) -> Option<&'static str> {
+        Some(TOOLS_EXPORT)
     }
 
     fn add_imports(&self, linker: &mut Linker<HostState>) -> anyhow::Result<()> {
@@ -43,8 +43,7 @@ impl Contract for V0_1_0 {
     }
 
     fn prepare(&self, pre: InstancePre<HostState>, _component: &Component) -> Result<Arc<dyn Guest>, String> {
-        let pre = bindings::PluginPre::new(pre)
-            .map_err(|err| format!("its exports do not match toolhost:plugin@0.1.0: {:#}", anyhow::Error::from(err)))?;
+        let pre = bindings::PluginPre::new(pre).map_err(|err| super::mismatch("toolhost:plugin@0.1.0", err))?;
         Ok(Arc::new(Prepared(pre)))
     }
 }

@@ -55,8 +55,8 @@ impl Contract for V0_2_0 {
         "0.2.0"
     }
 
-    fn detect(&self, engine: &Engine, component: &Component) -> bool {
-        super::exports(engine, component, TOOLS_EXPORT)
+    fn tools_export(&self) -> Option<&'static str> {
+        Some(TOOLS_EXPORT)
     }
 
     fn add_imports(&self, linker: &mut Linker<HostState>) -> anyhow::Result<()> {
@@ -66,13 +66,11 @@ impl Contract for V0_2_0 {
 
     fn prepare(&self, pre: InstancePre<HostState>, component: &Component) -> Result<Arc<dyn Guest>, String> {
         if super::exports(pre.engine(), component, RESOURCES_EXPORT) {
-            let pre = bindings::full::FullPre::new(pre).map_err(|err| {
-                format!("its exports do not match toolhost:plugin@0.2.0's `full` world: {:#}", anyhow::Error::from(err))
-            })?;
+            let pre = bindings::full::FullPre::new(pre)
+                .map_err(|err| super::mismatch("toolhost:plugin@0.2.0's `full` world", err))?;
             return Ok(Arc::new(Full(pre)));
         }
-        let pre = bindings::PluginPre::new(pre)
-            .map_err(|err| format!("its exports do not match toolhost:plugin@0.2.0: {:#}", anyhow::Error::from(err)))?;
+        let pre = bindings::PluginPre::new(pre).map_err(|err| super::mismatch("toolhost:plugin@0.2.0", err))?;
         Ok(Arc::new(Tools(pre)))
     }
 

@@ -1,0 +1,68 @@
+//! What one call did on the network: its request count and the refusals
+//! kept for its `CallReport` ([`Ledger`]), shared by the call's requests and
+//! sockets ([`SharedLedger`]).
+
+use crate::outcome::{Refusal, RefusalReason};
+use std::sync::{Arc, Mutex};
+use toolhost_grants::Granted;
+
+/// Refusals kept per call; further ones are counted.
+pub const REFUSALS_LIMIT: usize = 64;
+
+/// What one call did on the network.
+#[derive(Debug, Default)]
+pub(crate) struct Ledger {
+    /// Requests admitted (and sent, or attempted).
+    pub requests: u32,
+    /// Response body bytes handed to the guest.
+    pub response_bytes: u64,
+    /// Request body bytes sent.
+    pub request_bytes: u64,
+    /// What was refused, first [`REFUSALS_LIMIT`] of them.
+    pub refused: Vec<Refusal>,
+    /// Refusals past the limit.
+    pub more_refused: usize,
+}
+
+/// A call's ledger, shared with the tasks that carry its requests.
+#[derive(Clone)]
+pub(crate) struct SharedLedger {
+    plugin: Arc<str>,
+    /// The plugin's grants, whose secret values are scrubbed from targets (a
+    /// plugin could put one in a host name).
+    pub(super) granted: Arc<Granted>,
+    inner: Arc<Mutex<Ledger>>,
+}
+
+impl SharedLedger {
+    pub(crate) fn new(plugin: Arc<str>, granted: Arc<Granted>) -> SharedLedger {
+        SharedLedger { plugin, granted, inner: Arc::default() }
+    }
+
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Ledger> {
+        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub(super) fn refuse(&self, target: String, reason: RefusalReason) {
+        let target = self.granted.redactor.scrub(target);
+        let reason = match reason {
+            RefusalReason::CredentialUnavailable { why } => {
+                RefusalReason::CredentialUnavailable { why: self.granted.redactor.scrub(why) }
+            }
+            other => other,
+        };
+        let refusal = Refusal { target, reason };
+        tracing::info!(plugin = &*self.plugin, "refused {refusal}");
+        let mut ledger = self.lock();
+        if ledger.refused.len() < REFUSALS_LIMIT {
+            ledger.refused.push(refusal);
+        } else {
+            ledger.more_refused += 1;
+        }
+    }
+
+    /// Takes what was recorded.
+    pub(crate) fn take(&self) -> Ledger {
+        std::mem::take(&mut *self.lock())
+    }
+}
