@@ -73,7 +73,10 @@ test: plugins host
 	$(CARGO) test --workspace
 	$(CARGO) test --manifest-path plugins/Cargo.toml --workspace --exclude not_a_plugin
 
+# hot_path first: the floors (a native MCP server, bare wasmtime, Wassette)
+# and toolhost interleaved, each ratio beside its target (BENCHMARKS.md).
 bench: plugins
+	$(CARGO) bench -p toolhost --bench hot_path
 	$(CARGO) bench -p toolhost --bench per_call
 	$(CARGO) bench -p toolhost --bench languages
 	$(CARGO) bench -p toolhost --bench mcp

@@ -29,7 +29,11 @@
 #[allow(dead_code)]
 mod echo_core;
 
+#[path = "common/bare.rs"]
+mod bare_wasmtime;
 mod common;
+
+use bare_wasmtime::{BareState, bare, bare_call, bare_setup};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -37,9 +41,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use toolhost::{Config, Host, LimitOverrides, ProblemKind, ToolOutput};
-use wasmtime::component::{HasSelf, Linker, ResourceTable};
-use wasmtime::{Config as WasmConfig, Engine, InstanceAllocationStrategy, Store};
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime::Engine;
 
 const ITERATIONS: usize = 5_000;
 const WARMUP: usize = 500;
@@ -71,55 +73,6 @@ const ONE_CALL_EACH: &[(&str, &str)] = &[
     ("page_meta", r#"{"url":"http://127.0.0.1:9/"}"#),
     ("check_url", r#"{"url":"http://127.0.0.1:9/"}"#),
 ];
-
-use bare::toolhost::plugin::call::{
-    Answer, ElicitAnswer, Elicitation, Question, RequestError, Root, SamplingReply, SamplingRequest,
-};
-
-mod bare {
-    wasmtime::component::bindgen!({
-        path: "../wit/v0.2.0",
-        world: "toolhost:plugin/plugin@0.2.0",
-    });
-}
-
-struct BareState {
-    wasi: WasiCtx,
-    table: ResourceTable,
-}
-
-impl WasiView for BareState {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
-    }
-}
-
-impl bare::toolhost::plugin::types::Host for BareState {}
-
-impl bare::toolhost::plugin::log::Host for BareState {
-    fn log(&mut self, _: bare::toolhost::plugin::log::Level, _: String, _: Vec<bare::toolhost::plugin::log::Field>) {}
-}
-
-/// What a running call may ask: echo asks nothing, and the baseline answers nothing.
-impl bare::toolhost::plugin::call::Host for BareState {
-    fn progress(&mut self, _: f64, _: Option<f64>, _: Option<String>) {}
-
-    fn elicit(&mut self, _: Elicitation) -> Result<ElicitAnswer, RequestError> {
-        Err(RequestError::Unsupported("the bare baseline".to_owned()))
-    }
-
-    fn sample(&mut self, _: SamplingRequest) -> Result<SamplingReply, RequestError> {
-        Err(RequestError::Unsupported("the bare baseline".to_owned()))
-    }
-
-    fn roots(&mut self) -> Result<Vec<Root>, RequestError> {
-        Err(RequestError::Unsupported("the bare baseline".to_owned()))
-    }
-
-    fn ask(&mut self, questions: Vec<(String, Question)>) -> Vec<Result<Answer, RequestError>> {
-        questions.iter().map(|_| Err(RequestError::Unsupported("the bare baseline".to_owned()))).collect()
-    }
-}
 
 fn plugins_dir(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins").join(name);
@@ -169,37 +122,6 @@ fn native() -> Stats {
         }
     }
     stats(samples)
-}
-
-/// A bare wasmtime engine configured like toolhost's pool, and the echo
-/// component ready to instantiate in it.
-fn bare_setup(wasm: &[u8], pagemap: bool) -> (Engine, bare::PluginPre<BareState>) {
-    let mut config = WasmConfig::new();
-    let max_instances = toolhost::config::DEFAULT_MAX_CONCURRENT_CALLS as u32;
-    config.allocation_strategy(InstanceAllocationStrategy::Pooling(toolhost::runtime::engine::pooling(
-        max_instances,
-        pagemap,
-        toolhost::runtime::engine::MEMORY_KEEP_RESIDENT,
-    )));
-    let engine = Engine::new(&config).unwrap();
-    let component = wasmtime::component::Component::new(&engine, wasm).unwrap();
-    let mut linker = Linker::<BareState>::new(&engine);
-    wasmtime_wasi::p2::add_to_linker_sync(&mut linker).unwrap();
-    bare::Plugin::add_to_linker::<BareState, HasSelf<BareState>>(&mut linker, |state| state).unwrap();
-    let pre = bare::PluginPre::new(linker.instantiate_pre(&component).unwrap()).unwrap();
-    (engine, pre)
-}
-
-/// One echo call in a fresh instance, with nothing else.
-fn bare_call(engine: &Engine, pre: &bare::PluginPre<BareState>) {
-    let mut store = Store::new(engine, BareState { wasi: WasiCtx::builder().build(), table: ResourceTable::new() });
-    let plugin = pre.instantiate(&mut store).unwrap();
-    let out = plugin.toolhost_plugin_tools().call_call_tool(&mut store, "echo", ARGS).unwrap();
-    drop(store);
-    let blocks = out.expect("echo answers");
-    assert!(
-        matches!(&blocks[..], [bare::toolhost::plugin::types::Block { content: bare::toolhost::plugin::types::Content::Text(text), .. }] if text == "hello, world")
-    );
 }
 
 fn bare_wasmtime(engine: &Engine, pre: &bare::PluginPre<BareState>) -> Stats {
