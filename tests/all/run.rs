@@ -2128,7 +2128,9 @@ fn with_hundreds_of_tools_the_model_searches_for_them_instead_of_getting_all() {
     let plugins = folder.path().display().to_string();
     let work = tempfile::tempdir().unwrap();
     let config = work.path().join("toolhost.toml");
-    std::fs::write(&config, "[model]\nalways_tools = [\"tool_001\"]\n").unwrap();
+    // (Anthropic's own tool search switched off: the loop's is tested here
+    // on both protocols; the native one in the next test.)
+    std::fs::write(&config, "[model]\nalways_tools = [\"tool_001\"]\ntool_search_native = false\n").unwrap();
     let config = config.display().to_string();
     for script in [Script { anthropic: false, stream: false }, Script { anthropic: true, stream: true }] {
         let server = ModelServer::start(vec![
@@ -2175,8 +2177,11 @@ fn with_hundreds_of_tools_the_model_searches_for_them_instead_of_getting_all() {
             std::fs::read_to_string(&events).unwrap().lines().map(|line| serde_json::from_str(line).unwrap()).collect();
         let started = events.iter().find(|event| event["event"] == "run_started").unwrap();
         assert_eq!((started["tools"].clone(), started["deferred"].clone()), (json!(2), json!(499)), "{started}");
+        assert_eq!(started["search"], "builtin", "{started}");
         let search = events.iter().find(|event| event["event"] == "tool_search").unwrap();
         assert_eq!(search["found"][0], "tool_417", "{search}");
+        assert!(search.get("native").is_none(), "{search}");
+        assert!(requests[0].header("anthropic-beta").is_none(), "{script:?}");
     }
 
     // Switched off, every tool is sent.
@@ -2195,6 +2200,96 @@ fn with_hundreds_of_tools_the_model_searches_for_them_instead_of_getting_all() {
     );
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(server.requests()[0].body["tools"].as_array().unwrap().len(), 500);
+}
+
+#[test]
+fn with_hundreds_of_tools_anthropic_searches_them_itself_with_deferred_loading() {
+    let folder = many_tools(500);
+    let plugins = folder.path().display().to_string();
+    let work = tempfile::tempdir().unwrap();
+    let config = work.path().join("toolhost.toml");
+    // Policy of the found tool: asked, and the answer is no, exactly as for a listed one.
+    std::fs::write(&config, "[model]\nalways_tools = [\"tool_001\"]\n\n[approvals]\ntools = { tool_333 = \"deny\" }\n")
+        .unwrap();
+    let config = config.display().to_string();
+    for stream in [false, true] {
+        let script = Script { anthropic: true, stream };
+        // The model searches with Anthropic's tool search (run by the
+        // provider), which references tool_417, then calls it; later it calls
+        // a found tool the operator's policy denies.
+        let searched = [
+            json!({"type": "text", "text": "Let me look for a weather tool."}),
+            json!({"type": "server_tool_use", "id": "srvtoolu_1", "name": "tool_search_tool_bm25", "input": {"query": "weather forecast"}}),
+            json!({"type": "tool_search_tool_result", "tool_use_id": "srvtoolu_1", "content": {"type": "tool_search_tool_search_result", "tool_references": [{"type": "tool_reference", "tool_name": "tool_417"}, {"type": "tool_reference", "tool_name": "tool_333"}]}}),
+            json!({"type": "tool_use", "id": "c1", "name": "tool_417", "input": {"text": "sunny"}}),
+        ];
+        let server = ModelServer::start(vec![
+            anthropic_reply(stream, &searched, "tool_use"),
+            script.calls(&[("c2", "tool_333", r#"{"text":"x"}"#)]),
+            script.text("Sunny in Paris."),
+        ]);
+        let events = work.path().join("events.jsonl");
+        let args = ["run", "weather in Paris?", "--events", &events.display().to_string()];
+        let output =
+            toolhost_env(Path::new("."), script, &server, &plugins, &args, None, &[("TOOLHOST_CONFIG", &config)]);
+        assert!(output.status.success(), "{stream}: {}", stderr(&output));
+        assert!(stdout(&output).contains("Sunny in Paris."));
+        assert!(
+            stderr(&output).contains(
+                "searched the tools (the provider's tool search) for \"weather forecast\": tool_417, tool_333"
+            ),
+            "{}",
+            stderr(&output)
+        );
+
+        let requests = server.requests();
+        // Every request: Anthropic's search tool first, never deferred; the
+        // always-on tool listed; every other tool deferred; the beta asked for.
+        for request in &requests {
+            let tools = request.body["tools"].as_array().unwrap();
+            assert_eq!(tools.len(), 501);
+            assert_eq!(tools[0], json!({"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}));
+            let deferred: Vec<&str> = tools[1..]
+                .iter()
+                .filter(|tool| tool["defer_loading"] == true)
+                .map(|tool| tool["name"].as_str().unwrap())
+                .collect();
+            assert_eq!(deferred.len(), 499);
+            assert!(!deferred.contains(&"tool_001"));
+            assert!(tools.iter().all(|tool| tool["name"] != "search_tools"), "the loop's own search is not offered");
+            assert_eq!(request.header("anthropic-beta"), Some("advanced-tool-use-2025-11-20"));
+        }
+        // The search's blocks go back as they came, before the call.
+        let replayed = requests[1].body["messages"][1]["content"].as_array().unwrap().clone();
+        let kinds: Vec<&str> = replayed.iter().map(|block| block["type"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["text", "server_tool_use", "tool_search_tool_result", "tool_use"], "{replayed:?}");
+        assert_eq!(replayed[1], searched[1]);
+        assert_eq!(replayed[2], searched[2]);
+        // The found tool ran like a listed one; the denied one did not run.
+        assert_eq!(script.results(&requests[1]), [("c1".to_owned(), "sunny".to_owned(), false)]);
+        let denied = script.results(&requests[2]);
+        assert!(denied[0].2 && denied[0].1.contains("denied"), "{denied:?}");
+
+        let events: Vec<Value> =
+            std::fs::read_to_string(&events).unwrap().lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+        let started = events.iter().find(|event| event["event"] == "run_started").unwrap();
+        assert_eq!(started["search"], "native", "{started}");
+        assert_eq!((started["tools"].clone(), started["deferred"].clone()), (json!(2), json!(499)), "{started}");
+        let search = events.iter().find(|event| event["event"] == "tool_search").unwrap();
+        assert_eq!(search["native"], true, "{search}");
+        assert_eq!(search["call_id"], "srvtoolu_1");
+        assert_eq!(search["found"], json!(["tool_417", "tool_333"]), "{search}");
+        assert!(events.iter().any(|event| event["event"] == "tool_call_denied" && event["tool"] == "tool_333"));
+    }
+
+    // Below the threshold nothing is deferred and no beta is asked for.
+    let script = Script { anthropic: true, stream: false };
+    let server = ModelServer::start(vec![script.text("ok")]);
+    let output = toolhost_env(Path::new("."), script, &server, &bundled(), &["run", "hi", "--yes"], None, &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let request = &server.requests()[0];
+    assert!(request.body["tools"].as_array().unwrap().iter().all(|tool| tool.get("defer_loading").is_none()));
+    assert!(request.header("anthropic-beta").is_none());
 }
 
 #[test]

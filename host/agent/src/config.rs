@@ -30,6 +30,9 @@ pub struct ModelConfig {
     pub tool_search: Option<crate::SearchMode>,
     /// Estimated tokens of the tool list above which `auto` searches.
     pub tool_search_threshold: Option<usize>,
+    /// Use the provider's own tool search where it has one (Anthropic),
+    /// rather than the loop's (default true).
+    pub tool_search_native: Option<bool>,
     /// Tools offered on every request while searching.
     #[serde(default)]
     pub always_tools: Vec<String>,

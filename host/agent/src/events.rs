@@ -22,6 +22,8 @@
 //!   `tool_call_started` when Ctrl-C came before it started);
 //! - `tool_search`, for a call of the loop's own search tool (offered
 //!   instead of every tool when the tool list is large): what it found;
+//!   with `native`, a search the provider ran itself (Anthropic's tool
+//!   search), read from its reply;
 //! - `output_read`, for a call of the loop's `read_output` (offered once a
 //!   result was cut to the output budget): what part of which output.
 
@@ -84,6 +86,11 @@ pub enum Event {
         /// How many tools it can reach only through tool search.
         #[serde(skip_serializing_if = "is_zero")]
         deferred: u64,
+        /// Whose tool search finds them: `builtin` (the loop's search tool)
+        /// or `native` (the provider's own, e.g. Anthropic's tool search
+        /// with `defer_loading`); absent when every tool is listed.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        search: Option<&'static str>,
     },
     /// The model read part of a cut result with the loop's `read_output`:
     /// the call's final event.
@@ -105,6 +112,9 @@ pub enum Event {
         query: String,
         /// The tools found, best first, offered from the next request on.
         found: Vec<String>,
+        /// The provider ran this search itself (its id is `call_id`).
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        native: bool,
     },
     /// A request is going to the model.
     ModelRequest {

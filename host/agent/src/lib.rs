@@ -161,12 +161,21 @@ impl Agent {
         let started = Instant::now();
         conversation.messages.push(Message::User { content: prompt.to_owned() });
         let tools = self.snapshot().1;
-        let offered = self.offered(&tools).len();
+        let offered = self.offered(&tools);
+        // Offered: what the model sees listed, a search tool included.
+        let (search, listed, deferred) = if !self.searching(&tools) {
+            (None, offered.len(), 0)
+        } else if self.searching_natively(&tools) {
+            let deferred = offered.iter().filter(|spec| spec.defer).count();
+            (Some("native"), offered.len() - deferred + 1, deferred)
+        } else {
+            (Some("builtin"), offered.len(), tools.specs.len().saturating_sub(offered.len().saturating_sub(1)))
+        };
         self.emit(Event::RunStarted {
             model: self.model_name.clone(),
-            tools: offered,
-            deferred: tools.specs.len().saturating_sub(offered.saturating_sub(usize::from(self.searching(&tools))))
-                as u64,
+            tools: listed,
+            deferred: deferred as u64,
+            search,
         });
         let mut outcome = RunOutcome {
             status: RunStatus::MaxTurns,
@@ -259,6 +268,15 @@ impl Agent {
             outcome.usage.input += reply.usage.input;
             outcome.usage.output += reply.usage.output;
             outcome.usage.reasoning += reply.usage.reasoning;
+            // Searches the provider ran itself are said like the loop's own.
+            for searched in self.client.searches(&reply) {
+                self.emit(Event::ToolSearch {
+                    call_id: searched.id,
+                    query: searched.query,
+                    found: searched.found,
+                    native: true,
+                });
+            }
             let mut calls = reply.tool_calls;
             ToolCall::normalize(&mut calls, &mut taken);
             self.emit(Event::ModelResponse {

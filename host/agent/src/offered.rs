@@ -31,15 +31,37 @@ impl Agent {
         }
     }
 
+    /// Whether this turn's search is the provider's own (see
+    /// [`ToolSearch::native`](crate::ToolSearch::native)).
+    pub(crate) fn searching_natively(&self, tools: &Tools) -> bool {
+        self.options.tool_search.native && self.client.native_search() && self.searching(tools)
+    }
+
     /// The tools sent with one request: every tool, or while searching the
-    /// search tool, the `always` ones and those found lately.
+    /// search tool, the `always` ones and those found lately; or, where the
+    /// provider searches itself, every tool deferred but the `always` ones.
     pub(crate) fn offered(&self, tools: &Tools) -> Arc<Vec<ToolSpec>> {
         let searching = self.searching(tools);
+        let native = searching && self.searching_natively(tools);
         // Once a result was cut, the rest of it can be read.
         let readable = !self.kept.lock().unwrap_or_else(|p| p.into_inner()).outputs.is_empty();
         if !searching && !readable {
             // The common case: the generation's list as it is, not copied per turn.
             return tools.specs.clone();
+        }
+        if native {
+            let deferred = tools.deferred.get_or_init(|| {
+                let always = &self.options.tool_search.always;
+                let deferred =
+                    tools.specs.iter().map(|spec| ToolSpec { defer: !always.contains(&spec.name), ..spec.clone() });
+                Arc::new(deferred.collect())
+            });
+            if !readable {
+                return deferred.clone();
+            }
+            let mut offered = deferred.as_ref().clone();
+            offered.push(tools.read_spec());
+            return Arc::new(offered);
         }
         let mut offered = if searching {
             let found = self.found.lock().unwrap_or_else(|p| p.into_inner());
@@ -112,7 +134,7 @@ impl Agent {
             tools.index.search(query, limit as usize).into_iter().map(|i| &tools.specs[i]).collect();
         let names: Vec<String> = hits.iter().map(|spec| spec.name.clone()).collect();
         self.remember(names.iter().cloned());
-        self.emit(Event::ToolSearch { call_id: call.id.clone(), query: query.to_owned(), found: names });
+        self.emit(Event::ToolSearch { call_id: call.id.clone(), query: query.to_owned(), found: names, native: false });
         let listed: Vec<serde_json::Value> = hits
             .iter()
             .map(|spec| {
@@ -142,6 +164,9 @@ impl Agent {
 /// One catalog generation's tools as the loop offers them.
 pub(crate) struct Tools {
     pub(crate) specs: Arc<Vec<ToolSpec>>,
+    /// `specs` for the provider's own search: each deferred but the
+    /// `always` ones (made the first time a turn needs it).
+    pub(crate) deferred: std::sync::OnceLock<Arc<Vec<ToolSpec>>>,
     /// Their estimated tokens, all together.
     pub(crate) tokens: usize,
     pub(crate) index: search::Index,
@@ -184,6 +209,7 @@ impl Tools {
                 name: entry.name().to_owned(),
                 description: entry.description().to_owned(),
                 schema: entry.schema().clone(),
+                defer: false,
             })
             .collect();
         let own_name = |name: &str| {
@@ -199,6 +225,7 @@ impl Tools {
             tokens: specs.iter().map(search::estimated_tokens).sum(),
             index: search::Index::new(&specs),
             specs: Arc::new(specs),
+            deferred: std::sync::OnceLock::new(),
             search_name,
             read_name,
         }
@@ -220,6 +247,7 @@ impl Tools {
                 "required": ["call_id", "offset"],
                 "additionalProperties": false
             }),
+            defer: false,
         }
     }
 
@@ -241,6 +269,7 @@ impl Tools {
                 "required": ["query"],
                 "additionalProperties": false
             }),
+            defer: false,
         }
     }
 }

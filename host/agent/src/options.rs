@@ -30,6 +30,10 @@ pub struct ToolSearch {
     pub always: Vec<String>,
     /// How many tools found (or called) lately stay offered.
     pub recent: usize,
+    /// Where the provider searches deferred tools itself (Anthropic's tool
+    /// search tool), let it: every tool is sent deferred but `always`, and
+    /// the loop's own search tool is not offered.
+    pub native: bool,
 }
 
 /// Whether the loop offers tool search.
@@ -58,6 +62,7 @@ impl Default for ToolSearch {
             threshold: Self::DEFAULT_THRESHOLD,
             always: Vec::new(),
             recent: Self::DEFAULT_RECENT,
+            native: true,
         }
     }
 }

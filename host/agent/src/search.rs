@@ -139,7 +139,7 @@ mod tests {
     use serde_json::json;
 
     fn tool(name: &str, description: &str, schema: Value) -> ToolSpec {
-        ToolSpec { name: name.into(), description: description.into(), schema }
+        ToolSpec { name: name.into(), description: description.into(), schema, defer: false }
     }
 
     #[test]

@@ -135,6 +135,7 @@ impl Session {
                 threshold: settings.tool_search_threshold.unwrap_or(ToolSearch::DEFAULT_THRESHOLD),
                 always: settings.always_tools.clone(),
                 recent: ToolSearch::DEFAULT_RECENT,
+                native: settings.tool_search_native.unwrap_or(true),
             },
         };
         // A tool named in `always_tools` that no plugin offers is a typo the operator should hear of.

@@ -368,11 +368,13 @@ impl Terminal {
             Event::ToolCallDenied { tool, reason, .. } => {
                 self.status(&format!("  ⊘ {tool} · denied: {reason}"));
             }
-            Event::ToolSearch { query, found, .. } => {
-                // The query is the model's text: one printable line.
-                let query = toolhost::runtime::text::printable(query).replace(['\n', '\r', '\t'], " ");
-                let found = if found.is_empty() { "nothing".to_owned() } else { found.join(", ") };
-                self.status(&format!("  ⌕ searched the tools for \"{query}\": {found}"));
+            Event::ToolSearch { query, found, native, .. } => {
+                // The query (and, searched by the provider, what it found)
+                // is the model's text: one printable line.
+                let line = |text: &str| toolhost::runtime::text::printable(text).replace(['\n', '\r', '\t'], " ");
+                let found = if found.is_empty() { "nothing".to_owned() } else { line(&found.join(", ")) };
+                let by = if *native { " (the provider's tool search)" } else { "" };
+                self.status(&format!("  ⌕ searched the tools{by} for \"{}\": {found}", line(query)));
             }
             Event::ModelRetry { attempt, max_attempts, wait_ms, reason, .. } => {
                 let spinning = self.state().spinner.is_some();

@@ -11,6 +11,14 @@ use serde_json::{Value, json};
 /// Output tokens asked for when the config does not say (Anthropic requires a value).
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
+/// Anthropic's own tool search, sent when some tools are deferred: it
+/// searches their names, descriptions and arguments by BM25, like the loop's
+/// own search tool, and loads what it finds into the model's context.
+pub(super) const TOOL_SEARCH: &str = "tool_search_tool_bm25";
+const TOOL_SEARCH_TYPE: &str = "tool_search_tool_bm25_20251119";
+/// The beta that deferred loading and the tool search tool are behind.
+const TOOL_SEARCH_BETA: (&str, &str) = ("anthropic-beta", "advanced-tool-use-2025-11-20");
+
 /// The smallest thinking budget Anthropic takes.
 const MIN_THINKING_BUDGET: u32 = 1_024;
 
@@ -65,10 +73,19 @@ pub(super) fn request(
         body["system"] = json!(system);
     }
     if !tools.is_empty() {
-        body["tools"] = tools
-            .iter()
-            .map(|tool| json!({ "name": tool.name, "description": tool.description, "input_schema": tool.schema }))
-            .collect();
+        let mut listed: Vec<Value> = Vec::with_capacity(tools.len() + 1);
+        if tools.iter().any(|tool| tool.defer) {
+            // The search tool is never deferred: it is how the rest are found.
+            listed.push(json!({ "type": TOOL_SEARCH_TYPE, "name": TOOL_SEARCH }));
+        }
+        listed.extend(tools.iter().map(|tool| {
+            let mut listed = json!({ "name": tool.name, "description": tool.description, "input_schema": tool.schema });
+            if tool.defer {
+                listed["defer_loading"] = json!(true);
+            }
+            listed
+        }));
+        body["tools"] = Value::Array(listed);
     }
     (format!("{}/v1/messages", endpoint.base_url.trim_end_matches('/').trim_end_matches("/v1")), body)
 }
@@ -155,6 +172,27 @@ fn kept_blocks(blocks: Vec<Value>) -> Vec<Value> {
             && block.as_object().is_some_and(|fields| fields.keys().all(|key| key == "type" || key == "text"))
     };
     if blocks.iter().all(plain) { Vec::new() } else { blocks }
+}
+
+/// The searches of Anthropic's tool search in a reply's blocks: each
+/// `server_tool_use` of it, with the tools its `tool_search_tool_result`
+/// referenced (none when the search failed).
+fn searches(blocks: &[Value]) -> Vec<super::Searched> {
+    let text = |value: &Value| value.as_str().unwrap_or_default().to_owned();
+    blocks
+        .iter()
+        .filter(|block| block["type"] == "server_tool_use" && block["name"] == TOOL_SEARCH)
+        .map(|block| {
+            let id = text(&block["id"]);
+            let found = blocks
+                .iter()
+                .find(|result| result["type"] == "tool_search_tool_result" && result["tool_use_id"] == id.as_str())
+                .and_then(|result| result["content"]["tool_references"].as_array())
+                .map(|references| references.iter().map(|reference| text(&reference["tool_name"])).collect())
+                .unwrap_or_default();
+            super::Searched { query: text(&block["input"]["query"]), id, found }
+        })
+        .collect()
 }
 
 /// A complete (non-streamed) response.
@@ -368,6 +406,20 @@ impl super::protocol::Wire for Messages {
 
     fn key_variable(&self) -> &'static str {
         "ANTHROPIC_API_KEY"
+    }
+
+    fn native_search(&self) -> bool {
+        true
+    }
+
+    fn searches(&self, state: &ProviderState) -> Vec<super::Searched> {
+        searches(&state.blocks)
+    }
+
+    fn headers(&self, body: &Value) -> &'static [(&'static str, &'static str)] {
+        let searching =
+            body["tools"].as_array().is_some_and(|tools| tools.iter().any(|tool| tool["type"] == TOOL_SEARCH_TYPE));
+        if searching { std::slice::from_ref(&TOOL_SEARCH_BETA) } else { &[] }
     }
 
     fn parse_reply(&self, value: &Value) -> Result<Reply, Failure> {

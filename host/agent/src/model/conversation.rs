@@ -223,6 +223,10 @@ pub struct ToolSpec {
     pub description: String,
     /// JSON Schema of its arguments.
     pub schema: Value,
+    /// Sent for the provider's own tool search to find (deferred loading),
+    /// not listed in full: only where the protocol has it
+    /// (`ModelClient::native_search`).
+    pub defer: bool,
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ pub use errors::ModelError;
 use errors::{Failure, chain, describe_body, error_message, one_line, preview};
 pub use reasoning::{Effort, Reasoning};
 use reply::{Delta, text_of};
-pub use reply::{Reply, StopKind, StopReason, TokenUsage};
+pub use reply::{Reply, Searched, StopKind, StopReason, TokenUsage};
 
 use serde_json::Value;
 use std::time::Duration;
@@ -65,6 +65,18 @@ impl ModelClient {
     /// The endpoint this client talks to.
     pub fn endpoint(&self) -> &Endpoint {
         &self.endpoint
+    }
+
+    /// Whether the provider searches deferred tools itself (Anthropic's
+    /// tool search tool): a [`ToolSpec`] with `defer` is then sent for it to
+    /// find rather than listed in full.
+    pub fn native_search(&self) -> bool {
+        self.endpoint.protocol.wire().native_search()
+    }
+
+    /// The searches the provider ran itself for `reply`.
+    pub fn searches(&self, reply: &Reply) -> Vec<Searched> {
+        self.endpoint.protocol.wire().searches(&reply.state)
     }
 
     /// This client, asking for whole responses of at most `max_tokens` (or
@@ -129,6 +141,9 @@ impl ModelClient {
         let mut request = self.http.post(url).header("content-type", "application/json");
         let wire = self.endpoint.protocol.wire();
         request = wire.authorize(request, self.endpoint.api_key.as_ref());
+        for (name, value) in wire.headers(body) {
+            request = request.header(*name, *value);
+        }
         let send = request.body(body.to_string()).send();
         let response = match tokio::time::timeout(self.options.timeout, send).await {
             Err(_) => return Err(Failure::Timeout),

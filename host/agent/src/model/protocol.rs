@@ -7,7 +7,9 @@
 //! file and one more `Protocol` case.
 
 use super::sse::Events;
-use super::{ApiKey, Conversation, Delta, Endpoint, Failure, Protocol, Reply, RequestOptions, ToolSpec};
+use super::{
+    ApiKey, Conversation, Delta, Endpoint, Failure, Protocol, ProviderState, Reply, RequestOptions, Searched, ToolSpec,
+};
 use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
@@ -37,6 +39,24 @@ pub(super) trait Wire: Sync {
             Some(key) => request.bearer_auth(key.expose()),
             None => request,
         }
+    }
+
+    /// Whether the provider searches deferred tools itself (a `ToolSpec`
+    /// with `defer` is then sent for it to find, not listed in full).
+    fn native_search(&self) -> bool {
+        false
+    }
+
+    /// Headers a request with this `body` needs beyond `authorize`'s (a
+    /// beta feature the body uses).
+    fn headers(&self, _body: &Value) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+
+    /// The searches the provider ran itself for a reply (see
+    /// `native_search`), as they came in its `state`.
+    fn searches(&self, _state: &ProviderState) -> Vec<Searched> {
+        Vec::new()
     }
 
     /// The environment variable a key for this protocol is read from.

@@ -126,6 +126,18 @@ pub(super) enum Delta<'a> {
     Reasoning(&'a str),
 }
 
+/// A search the provider ran itself over the deferred tools (Anthropic's
+/// tool search), read from its reply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Searched {
+    /// The provider's id of the search.
+    pub id: String,
+    /// What the model searched for.
+    pub query: String,
+    /// The tools it found, in the provider's order.
+    pub found: Vec<String>,
+}
+
 /// One model response.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reply {

@@ -401,7 +401,12 @@ mod tests {
             model: "o4-mini".into(),
             api_key: None,
         };
-        let tools = [ToolSpec { name: "sha256".into(), description: "hash".into(), schema: json!({"type": "object"}) }];
+        let tools = [ToolSpec {
+            name: "sha256".into(),
+            description: "hash".into(),
+            schema: json!({"type": "object"}),
+            defer: false,
+        }];
         let (url, body) = request(&endpoint, &RequestOptions::default(), &conversation, &tools);
         assert_eq!(url, "http://127.0.0.1:1/v1/responses");
         assert_eq!(body["instructions"], "be brief");
