@@ -228,7 +228,7 @@ impl ToolServer {
         id: &str,
         context: &RequestContext<RoleServer>,
         local: ErrorData,
-    ) -> Result<crate::state::tasks::Remote, ErrorData> {
+    ) -> Result<crate::tasks::shared::Remote, ErrorData> {
         let Some(tasks) = &self.shared.tasks else { return Err(local) };
         let Some(shared) = tasks.shared() else { return Err(local) };
         let Some(remote) = shared.find(id, &Caller::of(context)).await? else {
