@@ -23,9 +23,13 @@
 #![allow(deprecated)]
 
 mod builder;
+mod owners;
+mod request;
 mod tasks;
 
 pub use builder::ToolServerBuilder;
+pub(crate) use owners::{prompt_plugin, resource_plugin, template_plugin};
+pub(crate) use request::{arguments_text, forward_progress, request_span};
 
 use crate::caller::{Caller, Fair, Requestors};
 use crate::metrics::Metrics;
@@ -247,90 +251,10 @@ impl ToolServer {
     }
 }
 
-/// The span of an MCP request, continuing the client's trace: the
-/// `traceparent` in the request's `_meta`, else in its HTTP headers.
-pub(crate) fn request_span(method: &str, name: &str, context: &RequestContext<RoleServer>) -> tracing::Span {
-    let span = tracing::info_span!("mcp_request", method = %method, name = %name);
-    if span.is_disabled() {
-        return span;
-    }
-    let header = context.extensions.get::<http::request::Parts>().and_then(|parts| parts.headers.get("traceparent"));
-    let traceparent = context
-        .meta
-        .get_traceparent()
-        .map(str::to_owned)
-        .or_else(|| header.and_then(|value| value.to_str().ok()).map(str::to_owned));
-    if let Some(traceparent) = traceparent {
-        toolhost_runtime::trace::continue_from(&span, &traceparent);
-    }
-    span
-}
-
-/// A call's arguments as the host takes them: JSON text (`{}` when none).
-pub(crate) fn arguments_text(arguments: &Option<JsonObject>) -> String {
-    match arguments {
-        Some(arguments) => serde_json::to_string(arguments).unwrap_or_else(|_| "{}".to_owned()),
-        None => "{}".to_owned(),
-    }
-}
-
-/// Sends each progress report given to the returned sender to the client as
-/// `notifications/progress` for `token`, in order; the returned task ends
-/// once the sender is dropped (or the client is gone).
-pub(crate) fn forward_progress(
-    peer: rmcp::service::Peer<RoleServer>,
-    token: rmcp::model::ProgressToken,
-) -> (tokio::sync::mpsc::UnboundedSender<Progress>, tokio::task::JoinHandle<()>) {
-    let (send, mut receive) = tokio::sync::mpsc::unbounded_channel::<Progress>();
-    let forwarding = tokio::spawn(async move {
-        while let Some(progress) = receive.recv().await {
-            let mut param = ProgressNotificationParam::new(token.clone(), progress.done);
-            param.total = progress.total;
-            param.message = progress.message;
-            if peer.notify_progress(param).await.is_err() {
-                break;
-            }
-        }
-    });
-    (send, forwarding)
-}
-
 /// A 2026-07-28 request's round: its asker, and what its state is bound to.
 pub(crate) struct Round {
     asker: Arc<crate::asking::RoundAsker>,
     binding: Vec<u8>,
-}
-
-/// The plugin whose code reading `uri` runs: the first that lists it, else
-/// the first with a template matching it (as `Host::read_resource` picks).
-pub(crate) fn resource_plugin<'a>(catalog: &'a Catalog, uri: &str) -> Option<&'a str> {
-    let plugins = catalog.plugins();
-    let listed = plugins.iter().find(|plugin| plugin.offers.resources.iter().any(|resource| resource.uri == uri));
-    let templated = || {
-        plugins.iter().find(|plugin| {
-            plugin
-                .offers
-                .templates
-                .iter()
-                .any(|template| toolhost_runtime::offers::matches_template(&template.uri_template, uri))
-        })
-    };
-    listed.or_else(templated).map(|plugin| &*plugin.name)
-}
-
-/// The plugin that fills in the prompt `name` (the first that offers it).
-pub(crate) fn prompt_plugin<'a>(catalog: &'a Catalog, name: &str) -> Option<&'a str> {
-    let plugins = catalog.plugins();
-    plugins.iter().find(|plugin| plugin.offers.prompts.iter().any(|prompt| prompt.name == name)).map(|p| &*p.name)
-}
-
-/// The plugin that completes arguments of the resource template `template`.
-pub(crate) fn template_plugin<'a>(catalog: &'a Catalog, template: &str) -> Option<&'a str> {
-    let plugins = catalog.plugins();
-    plugins
-        .iter()
-        .find(|plugin| plugin.offers.templates.iter().any(|offered| offered.uri_template == template))
-        .map(|plugin| &*plugin.name)
 }
 
 /// The scopes of the token a request carried (`[serve.oauth]`).
