@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 /// Circles not broken yet, smallest module first. The test fails when one of
 /// these is gone too, so that this list only shrinks.
-const KNOWN: &[(&str, &[&str])] = &[("runtime", &["content", "outcome"]), ("mcp", &["state", "tasks"])];
+const KNOWN: &[(&str, &[&str])] = &[];
 
 fn src(krate: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(krate).join("src")

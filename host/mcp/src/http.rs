@@ -188,7 +188,7 @@ pub async fn serve_http(
     let metrics = server.metrics().clone();
     let server_tasks = server.tasks();
     if let (Some(store), Some(tasks)) = (&options.store, &server_tasks) {
-        tasks.share(crate::state::tasks::StoreTasks::new(store.clone()));
+        tasks.share(crate::tasks::shared::StoreTasks::new(store.clone()));
     }
     let mut allowed_hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec();
     allowed_hosts.extend(options.allowed_hosts.iter().cloned());

@@ -48,6 +48,7 @@ const MAX_TASK_ID: usize = 256;
 const MAX_REPLICA: usize = 64;
 mod askers;
 mod config;
+pub mod shared;
 mod store;
 mod task;
 pub use askers::{PhasedAsker, TaskAsker};

@@ -7,6 +7,7 @@ pub mod ask;
 pub mod cache;
 pub mod compiler;
 pub mod content;
+pub mod content_check;
 pub mod contract;
 pub mod docs;
 pub mod engine;

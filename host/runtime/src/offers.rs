@@ -5,7 +5,7 @@
 //!
 //! Everything is checked like a tool's list and result: bounded in number and
 //! size, URIs and names one line of plain text, descriptions made printable,
-//! contents and prompt messages through [`crate::content::check`].
+//! contents and prompt messages through [`crate::content_check::check`].
 
 use crate::content::{Content, ContentBlock};
 use crate::limits::{ByteSize, Limits};
@@ -238,7 +238,7 @@ pub fn matches_template(template: &str, uri: &str) -> bool {
 pub fn check_prompt(result: PromptResult, limits: &Limits, redactor: &Redactor) -> Result<PromptResult, CallError> {
     let (roles, blocks): (Vec<&'static str>, Vec<ContentBlock>) =
         result.messages.into_iter().map(|message| (message.role, message.content)).unzip();
-    let blocks = crate::content::check(blocks, limits, redactor)?;
+    let blocks = crate::content_check::check(blocks, limits, redactor)?;
     let messages = roles
         .into_iter()
         .zip(blocks)

@@ -25,7 +25,6 @@
 pub mod quotas;
 pub mod sessions;
 pub mod store;
-pub mod tasks;
 
 use serde::{Deserialize, Deserializer};
 use std::path::PathBuf;

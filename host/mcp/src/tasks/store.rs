@@ -34,7 +34,7 @@ pub struct Tasks {
     /// Woken when a task is kept, so that the expiry timer looks again.
     kept: Arc<Notify>,
     /// With `[state] url`: the store every replica finds tasks in.
-    shared: std::sync::OnceLock<Arc<crate::state::tasks::StoreTasks>>,
+    shared: std::sync::OnceLock<Arc<super::shared::StoreTasks>>,
 }
 
 /// Why a task was not kept.
@@ -119,14 +119,14 @@ impl Tasks {
     /// every replica finds them, and listens for other replicas'
     /// cancellations and answers of the tasks this one runs. Once only;
     /// needs a tokio runtime.
-    pub fn share(self: &Arc<Self>, store: Arc<crate::state::tasks::StoreTasks>) {
+    pub fn share(self: &Arc<Self>, store: Arc<super::shared::StoreTasks>) {
         if self.shared.set(store.clone()).is_ok() {
             store.listen(Arc::downgrade(self));
         }
     }
 
     /// The shared store, if any.
-    pub fn shared(&self) -> Option<&Arc<crate::state::tasks::StoreTasks>> {
+    pub fn shared(&self) -> Option<&Arc<super::shared::StoreTasks>> {
         self.shared.get()
     }
 

@@ -45,10 +45,10 @@ pub(super) fn check_response(response: Response, limits: &Limits, redactor: &Red
             Response::Called(Ok(ToolOutput::Json(text)))
         }
         Response::Called(Ok(ToolOutput::Content(blocks))) => {
-            Response::Called(Ok(ToolOutput::Content(crate::content::check(blocks, limits, redactor)?)))
+            Response::Called(Ok(ToolOutput::Content(crate::content_check::check(blocks, limits, redactor)?)))
         }
         Response::Called(Err(err)) => Response::Called(Err(check_error(err, &within, &scrub)?)),
-        Response::Read(Ok(blocks)) => Response::Read(Ok(crate::content::check(blocks, limits, redactor)?)),
+        Response::Read(Ok(blocks)) => Response::Read(Ok(crate::content_check::check(blocks, limits, redactor)?)),
         Response::Prompt(Ok(prompt)) => Response::Prompt(Ok(crate::offers::check_prompt(prompt, limits, redactor)?)),
         Response::Completion(Ok(done)) => {
             Response::Completion(Ok(crate::offers::check_completion(done, limits, redactor)?))

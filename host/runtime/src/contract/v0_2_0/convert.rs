@@ -41,7 +41,7 @@ pub(super) fn listed(tool: types::Tool) -> ListedTool {
 }
 
 /// A content block as the host keeps it (checked later, with the call's
-/// limits, by [`crate::content::check`]).
+/// limits, by [`crate::content_check::check`]).
 pub(super) fn block(block: types::Block) -> ContentBlock {
     let content = match block.content {
         types::Content::Text(text) => Content::Text { text },

@@ -19,10 +19,13 @@
 //! Ended records are never written again (a Lua script checks), so a
 //! cancellation wins over the running replica's next write, and the record
 //! expires with the task's TTL.
+//!
+//! It is a part of `tasks` built on `state`'s [`Store`] (not a part of
+//! `state`), so that `state` never names `tasks`.
 
-use super::Store;
+use super::{Full, Task, Tasks, iso8601};
 use crate::caller::Caller;
-use crate::tasks::{Full, Task, Tasks};
+use crate::state::{OnUnavailable, Store};
 use redis::{AsyncCommands, Script};
 use rmcp::ErrorData;
 use rmcp::model::{DetailedTask, InputResponses, TaskPayload};
@@ -134,7 +137,7 @@ impl StoreTasks {
 
     /// Whether, with the store unreachable, calls go on without it.
     pub fn fails_open(&self) -> bool {
-        self.store.on_unavailable() == super::OnUnavailable::Open
+        self.store.on_unavailable() == OnUnavailable::Open
     }
 
     fn channel(&self, replica: &str) -> String {
@@ -274,7 +277,7 @@ impl StoreTasks {
             );
             let error = json!({ "code": -32603, "message": why }).as_object().cloned().unwrap_or_default();
             let mut task = remote.detailed.task.clone().with_status_message(why.clone());
-            task.last_updated_at = crate::tasks::iso8601(std::time::SystemTime::now());
+            task.last_updated_at = iso8601(std::time::SystemTime::now());
             let failed = DetailedTask::new(task, TaskPayload::Failed { error });
             remote.detailed = self.end(&key, "failed", &failed).await?.unwrap_or(failed);
             remote.status = status_word(&remote.detailed).to_owned();
@@ -301,7 +304,7 @@ impl StoreTasks {
             return Ok(());
         }
         let mut task = remote.detailed.task.clone().with_status_message("cancelled by the client");
-        task.last_updated_at = crate::tasks::iso8601(std::time::SystemTime::now());
+        task.last_updated_at = iso8601(std::time::SystemTime::now());
         let cancelled = DetailedTask::new(task, TaskPayload::Cancelled);
         self.end(&self.key(&remote.id), "cancelled", &cancelled).await?;
         self.tell(remote, json!({ "op": "cancel", "id": remote.id })).await
