@@ -49,7 +49,7 @@ use super::metrics::{self, Endpoint, Metrics, Readiness, Snapshot};
 use super::oauth::{GrantedScopes, Principal, ResourceServer};
 use super::revision;
 use super::server::ToolServer;
-use super::state::sessions::{self, Looked, SessionRecords};
+use super::state::sessions::{self, SessionRecords};
 use anyhow::Result;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode, header};
@@ -62,15 +62,21 @@ use rmcp::transport::streamable_http_server::session::local::{LocalSessionManage
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use std::collections::HashMap;
 use std::convert::Infallible;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use toolhost_catalog::{Host, ProblemKind};
+
+mod answers;
+mod hosts;
+mod lifecycle;
+
+use answers::{adjusted, guard, plain, plain_owned, refused, unauthorized, unavailable_store, unread};
+use hosts::{Authority, host_allowed};
+use lifecycle::{InUse, Use, starts_session};
 
 /// The largest request body accepted unless configured otherwise.
 pub const DEFAULT_MAX_BODY: u64 = 4 << 20;
@@ -358,67 +364,6 @@ struct Front {
     records: Option<Arc<SessionRecords>>,
     /// What each request is offered (`[serve] tools`, `[serve.profiles]`).
     profiles: Arc<crate::profiles::Profiles>,
-}
-
-/// How a session is being used: its requests still open (a streamed
-/// response, a GET stream), and when the last one ended or began.
-struct Use {
-    open: usize,
-    last: Instant,
-}
-
-/// Counts one request of a session as open until its response body is done.
-struct InUse {
-    activity: Arc<Mutex<HashMap<Arc<str>, Use>>>,
-    session: Arc<str>,
-}
-
-impl InUse {
-    fn begin(activity: &Arc<Mutex<HashMap<Arc<str>, Use>>>, session: Arc<str>) -> InUse {
-        let mut seen = activity.lock().unwrap_or_else(|p| p.into_inner());
-        let usage = seen.entry(session.clone()).or_insert(Use { open: 0, last: Instant::now() });
-        usage.open += 1;
-        usage.last = Instant::now();
-        InUse { activity: activity.clone(), session }
-    }
-}
-
-impl Drop for InUse {
-    fn drop(&mut self) {
-        let mut seen = self.activity.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(usage) = seen.get_mut(&self.session) {
-            usage.open = usage.open.saturating_sub(1);
-            usage.last = Instant::now();
-        }
-    }
-}
-
-/// A response body that holds `G` (a session kept in use, a request counted
-/// in flight) until hyper has sent it all (or the client went away) and
-/// drops it.
-struct Guarded<G> {
-    inner: Body,
-    _guard: G,
-}
-
-impl<G: Unpin> http_body::Body for Guarded<G> {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
-        Pin::new(&mut self.get_mut().inner).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.inner.size_hint()
-    }
 }
 
 impl Front {
@@ -771,149 +716,6 @@ impl Front {
             None => response,
         }
     }
-
-    /// Looks the session `id` a request of `principal` names up in the store:
-    /// `Some(true)` theirs (its log level then goes into `parts`), `Some(false)`
-    /// not (none, or another's: a copy held here of a session that ended
-    /// elsewhere or expired is closed), `None` the store could not say and
-    /// sessions fail open (this replica's own copy decides); `Err` the
-    /// refusal when they fail closed.
-    async fn look_up(
-        &self,
-        records: &SessionRecords,
-        id: &Arc<str>,
-        principal: Option<&Principal>,
-        parts: &mut http::request::Parts,
-    ) -> Result<Option<bool>, Response<Body>> {
-        match records.touch(id, &sessions::owner_of(principal), principal.is_some()).await {
-            Looked::Owned(level) => {
-                let level = level.and_then(|level| serde_json::from_value(serde_json::Value::String(level)).ok());
-                self.owners.lock().unwrap_or_else(|p| p.into_inner()).entry(id.clone()).or_insert(principal.cloned());
-                if let Some(level) = level {
-                    parts.extensions.insert(sessions::SessionLevel(level));
-                }
-                Ok(Some(true))
-            }
-            Looked::NotOwned => {
-                let held = self.owners.lock().unwrap_or_else(|p| p.into_inner()).get(id).cloned();
-                if held.is_some_and(|owner| owner.as_ref() == principal) {
-                    self.close(id).await;
-                }
-                Ok(Some(false))
-            }
-            Looked::Unavailable(reason) if records.fails_open() => {
-                tracing::warn!("MCP session {id}: this replica's copy answers alone: {reason}");
-                Ok(None)
-            }
-            Looked::Unavailable(reason) => Err(unavailable_store(&reason)),
-        }
-    }
-
-    /// The refusal of an `initialize` past `max_sessions_per_requestor`.
-    fn too_many_sessions(&self, held: usize) -> Response<Body> {
-        plain_owned(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!(
-                "Service Unavailable: this client has {held} MCP sessions open, the most this server allows one \
-                 client (`max_sessions_per_requestor = {}` in [serve] of toolhost.toml); end one (DELETE) or wait \
-                 for one to go idle",
-                self.max_sessions_per_requestor
-            ),
-        )
-    }
-
-    /// How long `session` has been idle (no request open), if it is.
-    fn idle_for(&self, session: &Arc<str>) -> Option<Duration> {
-        let seen = self.activity.lock().unwrap_or_else(|p| p.into_inner());
-        seen.get(session).filter(|usage| usage.open == 0).map(|usage| usage.last.elapsed())
-    }
-
-    /// Closes every session idle for `session_idle`, and forgets sessions
-    /// that ended otherwise (a client's DELETE).
-    async fn close_idle_sessions(&self) {
-        if let Some(records) = &self.records {
-            return self.sweep_shared(records).await;
-        }
-        let expired: Vec<Arc<str>> = {
-            let live = self.sessions.sessions.read().await;
-            let mut seen = self.activity.lock().unwrap_or_else(|p| p.into_inner());
-            seen.retain(|session, _| {
-                let live = live.contains_key(session);
-                if !live {
-                    self.end_tasks_of(session);
-                }
-                live
-            });
-            self.owners.lock().unwrap_or_else(|p| p.into_inner()).retain(|session, _| live.contains_key(session));
-            seen.iter()
-                .filter(|(_, usage)| usage.open == 0 && usage.last.elapsed() >= self.idle)
-                .map(|(session, _)| session.clone())
-                .collect()
-        };
-        for session in expired {
-            self.close(&session).await;
-        }
-    }
-
-    /// With the store: closes the copies held here of sessions whose record
-    /// is gone (ended elsewhere, expired: their tasks end), lets go of copies
-    /// idle here for `session_idle` (the session lives on in the store), and
-    /// keeps the records of sessions in use here (a GET stream) alive.
-    async fn sweep_shared(&self, records: &SessionRecords) {
-        let local: Vec<Arc<str>> = self.sessions.sessions.read().await.keys().cloned().collect();
-        {
-            let live: std::collections::HashSet<&Arc<str>> = local.iter().collect();
-            self.activity.lock().unwrap_or_else(|p| p.into_inner()).retain(|session, _| live.contains(session));
-            self.owners.lock().unwrap_or_else(|p| p.into_inner()).retain(|session, _| live.contains(session));
-        }
-        let Ok(alive) = records.alive(&local).await else { return };
-        let (mut in_use, mut idle) = (Vec::new(), Vec::new());
-        for (session, alive) in local.into_iter().zip(alive) {
-            if !alive {
-                self.close(&session).await;
-                continue;
-            }
-            let seen = self.activity.lock().unwrap_or_else(|p| p.into_inner());
-            match seen.get(&session) {
-                Some(usage) if usage.open > 0 => in_use.push(session.clone()),
-                Some(usage) if usage.last.elapsed() < self.idle => {}
-                _ => idle.push(session.clone()),
-            }
-        }
-        records.keep(&in_use).await;
-        for session in idle {
-            tracing::debug!("letting go of this replica's copy of MCP session {session}: idle here");
-            let _ = self.sessions.close_session(&session).await;
-            self.activity.lock().unwrap_or_else(|p| p.into_inner()).remove(&session);
-            self.owners.lock().unwrap_or_else(|p| p.into_inner()).remove(&session);
-        }
-    }
-
-    async fn close(&self, session: &Arc<str>) {
-        tracing::debug!("closing MCP session {session}: idle for {:?}", self.idle);
-        if let Err(err) = self.sessions.close_session(session).await {
-            tracing::debug!("closing MCP session {session}: {err}");
-        }
-        self.activity.lock().unwrap_or_else(|p| p.into_inner()).remove(session);
-        self.owners.lock().unwrap_or_else(|p| p.into_inner()).remove(session);
-        self.end_tasks_of(session);
-    }
-
-    /// Whether a request of `principal` may use the session `id`: it
-    /// belongs to that principal, or it is not one opened here (rmcp then
-    /// answers as for any unknown session).
-    fn session_admits(&self, id: &str, principal: Option<&Principal>) -> bool {
-        let owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
-        owners.get(id).is_none_or(|owner| owner.as_ref() == principal)
-    }
-
-    /// A session ended: its 2025-11-25 tasks, which only it could see, end
-    /// with it (a running call is stopped).
-    fn end_tasks_of(&self, session: &str) {
-        if let Some(tasks) = &self.tasks {
-            tasks.end_owned_by(&format!("http:{session}"));
-        }
-    }
 }
 
 /// One request counted in flight until dropped.
@@ -930,96 +732,6 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
     }
-}
-
-/// `response` with its JSON-RPC answer completed for a 2025-11-25 session
-/// ([`revision::adjust`]). Such answers (`initialize`, `tools/list`) end
-/// at once, so the body is read whole.
-async fn adjusted(response: Response<Body>, watch: revision::Watch) -> Response<Body> {
-    let (mut parts, body) = response.into_parts();
-    let Ok(collected) = body.collect().await;
-    let event_stream = parts
-        .headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| value.starts_with("text/event-stream"));
-    let body = revision::adjust_body(watch, &collected.to_bytes(), event_stream);
-    parts.headers.remove(header::CONTENT_LENGTH);
-    Response::from_parts(parts, Full::new(Bytes::from(body)).boxed())
-}
-
-/// `response` with its body holding `guard` until it is done.
-fn guard<G: Unpin + Send + Sync + 'static>(response: Response<Body>, guard: G) -> Response<Body> {
-    response.map(|inner| Guarded { inner, _guard: guard }.boxed())
-}
-
-/// True when `body` is an `initialize` request (which opens a session).
-fn starts_session(body: &[u8]) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Method<'a> {
-        #[serde(borrow)]
-        method: Option<&'a str>,
-    }
-    serde_json::from_slice::<Method>(body).is_ok_and(|message| message.method == Some("initialize"))
-}
-
-/// A `Host` header value (or an allowed one): the host, lowercased, without
-/// IPv6 brackets, and the port if one is given. Compared as rmcp compares
-/// them on `/mcp`: an allowed entry without a port accepts any port.
-#[derive(Debug, PartialEq, Eq)]
-struct Authority {
-    host: String,
-    port: Option<u16>,
-}
-
-impl Authority {
-    fn parse(value: &str) -> Option<Authority> {
-        let value = value.trim();
-        if value.is_empty() {
-            return None;
-        }
-        let normalize = |host: &str| host.trim_matches(['[', ']']).to_ascii_lowercase();
-        Some(match http::uri::Authority::try_from(value) {
-            Ok(authority) => Authority { host: normalize(authority.host()), port: authority.port_u16() },
-            Err(_) => Authority { host: normalize(value), port: None },
-        })
-    }
-}
-
-/// True when the request's `Host` header is one of `allowed`.
-fn host_allowed<B>(request: &Request<B>, allowed: &[Authority]) -> bool {
-    let Some(given) = request.headers().get(header::HOST).and_then(|value| value.to_str().ok()) else {
-        return false;
-    };
-    let Ok(given) = http::uri::Authority::try_from(given) else { return false };
-    let Some(given) = Authority::parse(given.as_str()) else { return false };
-    allowed.iter().any(|entry| entry.host == given.host && entry.port.is_none_or(|port| given.port == Some(port)))
-}
-
-/// A session request refused because the shared store cannot be asked.
-fn unavailable_store(reason: &str) -> Response<Body> {
-    let mut response = plain_owned(
-        StatusCode::SERVICE_UNAVAILABLE,
-        format!("Service Unavailable: MCP sessions could not be checked: {reason}"),
-    );
-    response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
-    response
-}
-
-fn unauthorized() -> Response<Body> {
-    let mut response = plain(StatusCode::UNAUTHORIZED, "Unauthorized: send `Authorization: Bearer TOKEN`");
-    response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
-    response
-}
-
-/// True when `request` carries `Authorization: Bearer TOKEN` with the right
-/// An OAuth refusal: its status, `WWW-Authenticate` and one line of text.
-fn refused(refusal: crate::oauth::Refusal) -> Response<Body> {
-    let mut response = plain_owned(refusal.status, refusal.message);
-    if let Ok(value) = header::HeaderValue::from_str(&refusal.challenge) {
-        response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
-    }
-    response
 }
 
 impl Front {
@@ -1046,56 +758,4 @@ fn authorized<B>(request: &Request<B>, token: &str) -> bool {
     let Some(value) = request.headers().get(header::AUTHORIZATION) else { return false };
     let Some(given) = value.as_bytes().strip_prefix(b"Bearer ") else { return false };
     given.ct_eq(token.as_bytes()).into()
-}
-
-/// `response`, sent before the request's body was read in full: the
-/// connection closes after it (`Connection: close`).
-fn unread(mut response: Response<Body>) -> Response<Body> {
-    response.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
-    response
-}
-
-fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
-    plain_owned(status, text.to_owned())
-}
-
-fn plain_owned(status: StatusCode, text: String) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from(text)).boxed());
-    *response.status_mut() = status;
-    response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("text/plain; charset=utf-8"));
-    response
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{Authority, host_allowed};
-
-    fn allowed(entries: &[&str]) -> Vec<Authority> {
-        entries.iter().filter_map(|entry| Authority::parse(entry)).collect()
-    }
-
-    fn request(host: Option<&str>) -> http::Request<()> {
-        let mut builder = http::Request::builder().uri("/healthz");
-        if let Some(host) = host {
-            builder = builder.header(http::header::HOST, host);
-        }
-        builder.body(()).unwrap()
-    }
-
-    #[test]
-    fn accepts_allowed_hosts_with_any_port_unless_one_is_named() {
-        let list = allowed(&["localhost", "127.0.0.1", "::1", "Tools.Example.com", "lb.internal:8080"]);
-        for host in ["localhost", "localhost:8931", "127.0.0.1:1", "[::1]:80", "tools.example.com", "lb.internal:8080"]
-        {
-            assert!(host_allowed(&request(Some(host)), &list), "{host}");
-        }
-    }
-
-    #[test]
-    fn rejects_other_hosts_wrong_ports_and_no_host() {
-        let list = allowed(&["localhost", "lb.internal:8080"]);
-        for host in [Some("evil.example.com"), Some("lb.internal:8081"), Some("lb.internal"), Some("a b"), None] {
-            assert!(!host_allowed(&request(host), &list), "{host:?}");
-        }
-    }
 }
