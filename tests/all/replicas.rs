@@ -839,8 +839,12 @@ fn sigterm_drains_the_call_in_flight_then_exits() {
         let _ = sender.send(raw_call(&caller, "slow_echo", serde_json::json!({"text": "drained", "ms": 4000}), &[]));
     });
     // Long enough a call to be seen running on a loaded 2-core machine.
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + Duration::from_secs(60);
     while Exposition::read(&address, &[]).value("toolhost_active_calls", &[]) < 1.0 {
+        // An answer before the call was seen running says why it never ran.
+        if let Ok(early) = answer.try_recv() {
+            panic!("the call was answered before it was seen running: {early:?}");
+        }
         assert!(Instant::now() < deadline, "the call never started");
         std::thread::sleep(Duration::from_millis(20));
     }
