@@ -11,8 +11,9 @@
 //! from the start of a line too long or too deep to parse) and `null` where
 //! none can. The message is parsed once, strictly: an object that names a
 //! member twice (`{"id":1,"id":1,…}`, which JSON parsers read differently)
-//! is refused, and what goes on to rmcp is that parsed value written out
-//! again, so rmcp reads exactly what was checked. A request to one of MCP's
+//! is refused, and what goes on to rmcp is that parsed value (on stdio, as
+//! rmcp's typed message: [`stdio::Framed`] is rmcp's transport there; over
+//! HTTP, written out again), so rmcp reads exactly what was checked. A request to one of MCP's
 //! own methods whose params do not have that method's shape is `-32602`
 //! (rmcp would take it for a custom request). A request whose id is still in flight is refused the same way,
 //! so no two answers ever share an id. A batch (which MCP no longer has) is
@@ -29,13 +30,13 @@ use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
-use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
 mod reading;
+mod stdio;
 
-use reading::{id_in, response_id, strict};
+use reading::{id_in, strict};
+pub use stdio::{Framed, framed};
 
 /// The longest message read (rmcp's own default line limit).
 pub const MAX_LINE: usize = 16 << 20;
@@ -57,109 +58,6 @@ fn key(scope: &str, id: &Value) -> String {
     format!("{scope}\u{0}{id}")
 }
 
-/// Puts the layer between `input`/`output` (the client's side) and rmcp:
-/// returns the reader and writer rmcp is to use, and the task that writes
-/// to `output`, which ends once rmcp's writer is dropped and everything
-/// has been written. `tasks`: the server runs tasks, so a 2025-11-25
-/// session gets its experimental tasks ([`crate::revision`]).
-pub fn guard<R, W>(input: R, output: W, tasks: bool) -> ((DuplexStream, DuplexStream), JoinHandle<()>)
-where
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    let (to_rmcp, rmcp_reads) = tokio::io::duplex(64 << 10);
-    let (rmcp_writes, from_rmcp) = tokio::io::duplex(64 << 10);
-    let in_flight = InFlight::default();
-    let session = Arc::new(Session { tasks, ..Session::default() });
-    // Bounded: a client sending bad lines faster than it reads the answers
-    // is slowed down rather than buffered without end.
-    let (errors, answers) = mpsc::channel(256);
-    tokio::spawn(read_side(input, to_rmcp, in_flight.clone(), session.clone(), errors));
-    let writer = tokio::spawn(write_side(from_rmcp, output, in_flight, session, answers));
-    ((rmcp_reads, rmcp_writes), writer)
-}
-
-/// What the stdio layer knows of its one session, for the 2025-11-25 tasks.
-#[derive(Default)]
-struct Session {
-    /// The server runs tasks.
-    tasks: bool,
-    /// The session negotiated 2025-11-25 (read off the `initialize` answer).
-    experimental: AtomicBool,
-    /// Requests whose answers are adjusted on the way out, by id.
-    watched: Mutex<HashMap<String, Watch>>,
-}
-
-async fn read_side<R: AsyncRead + Unpin>(
-    input: R,
-    mut to_rmcp: DuplexStream,
-    in_flight: InFlight,
-    session: Arc<Session>,
-    errors: mpsc::Sender<Vec<u8>>,
-) {
-    let mut input = BufReader::new(input);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let read = (&mut input).take(MAX_LINE as u64 + 1).read_until(b'\n', &mut line).await;
-        match read {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-        let answers = if line.len() > MAX_LINE && !line.ends_with(b"\n") {
-            // Keep the start for its id; skip the rest of the line.
-            line.truncate(ID_PREFIX);
-            if !skip_line(&mut input).await {
-                break;
-            }
-            let message = format!("the message is longer than {} MiB", MAX_LINE >> 20);
-            vec![error(id_in(&line), INVALID_REQUEST, &message)]
-        } else {
-            let experimental = session.experimental.load(Ordering::Acquire);
-            match check(&line, Some((&in_flight, "")), experimental) {
-                Checked::Pass(passed) => {
-                    // `initialize` says which revision the session has; `tools/list` is adjusted for 2025-11-25.
-                    let watch = passed.watch.filter(|watch| watch.early() || experimental);
-                    if let (true, Some(watch), Some(key)) = (session.tasks, watch, &passed.entered) {
-                        session.watched.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), watch);
-                    }
-                    // Written out again as one line: serde_json escapes every newline in it.
-                    if to_rmcp.write_all(&passed.bytes).await.is_err() || to_rmcp.write_all(b"\n").await.is_err() {
-                        break;
-                    }
-                    continue;
-                }
-                Checked::Skip => continue,
-                Checked::Answer(answers) => answers,
-            }
-        };
-        if errors.send(answer_body(answers)).await.is_err() {
-            break;
-        }
-    }
-    let _ = to_rmcp.shutdown().await;
-}
-
-/// Reads and drops the rest of an over-long line; false at the end of input.
-async fn skip_line<R: AsyncRead + Unpin>(input: &mut BufReader<R>) -> bool {
-    loop {
-        let buffer = match input.fill_buf().await {
-            Ok([]) | Err(_) => return false,
-            Ok(buffer) => buffer,
-        };
-        match buffer.iter().position(|&byte| byte == b'\n') {
-            Some(at) => {
-                input.consume(at + 1);
-                return true;
-            }
-            None => {
-                let all = buffer.len();
-                input.consume(all);
-            }
-        }
-    }
-}
-
 pub(crate) enum Checked {
     /// For rmcp.
     Pass(Passed),
@@ -170,17 +68,33 @@ pub(crate) enum Checked {
 }
 
 /// A message for rmcp.
-#[derive(Default)]
 pub(crate) struct Passed {
     /// The in-flight key it was entered under, if it was.
     pub(crate) entered: Option<String>,
     /// What a request runs plugin code for (for the HTTP front's scope check).
     pub(crate) target: Option<Target>,
-    /// What rmcp is to get: the message as parsed here, written out again
-    /// (a 2025-11-25 task request renamed). One line, without the newline.
-    pub(crate) bytes: Vec<u8>,
+    /// The message as parsed here, which is what rmcp gets: on stdio as it
+    /// is ([`stdio::Framed`] hands it over without writing it out), over
+    /// HTTP written out again ([`Passed::bytes`]).
+    pub(crate) message: Value,
+    /// The same, read as rmcp reads it (a 2025-11-25 task request renamed).
+    pub(crate) parsed: rmcp::model::ClientJsonRpcMessage,
+    /// A 2025-11-25 task request renamed for toolhost's own handler, as rmcp is to read it.
+    renamed: Option<Vec<u8>>,
     /// Its answer is adjusted on the way out when the server runs tasks.
     pub(crate) watch: Option<Watch>,
+}
+
+impl Passed {
+    /// What rmcp is to read over HTTP: one line, without the newline
+    /// (serde_json escapes every newline inside it).
+    pub(crate) fn bytes(&self) -> Vec<u8> {
+        match &self.renamed {
+            Some(renamed) => renamed.clone(),
+            // A `Value` always writes out.
+            None => serde_json::to_vec(&self.message).unwrap_or_default(),
+        }
+    }
 }
 
 /// What a request asks a plugin to run, by the name the client gave.
@@ -258,7 +172,11 @@ pub(crate) fn check(line: &[u8], in_flight: Option<(&InFlight, &str)>, experimen
                 .collect();
             if answers.is_empty() { Checked::Skip } else { Checked::Answer(answers) }
         }
-        Value::Object(_) => check_message(&message, in_flight, experimental),
+        Value::Object(_) => match check_message(&message, in_flight, experimental) {
+            // The value moves on with it, not a copy.
+            Checked::Pass(passed) => Checked::Pass(Passed { message, ..passed }),
+            other => other,
+        },
         _ => Checked::Answer(vec![error(Value::Null, INVALID_REQUEST, "a JSON-RPC message is an object")]),
     }
 }
@@ -294,8 +212,9 @@ fn check_message(message: &Value, in_flight: Option<(&InFlight, &str)>, experime
         return refuse(INVALID_REQUEST, "a message needs a `method`, or an `id` with a `result` or an `error`");
     }
     // What rmcp cannot read it would drop, or answer without the id.
-    // Read from the parsed value: the line is not tokenized again.
-    match <rmcp::model::ClientJsonRpcMessage as serde::Deserialize>::deserialize(message) {
+    // Read from the parsed value: the line is not tokenized again, and on
+    // stdio this is the only time rmcp's types read it.
+    let parsed = match <rmcp::model::ClientJsonRpcMessage as serde::Deserialize>::deserialize(message) {
         Err(err) => {
             if is_request {
                 return refuse(INVALID_PARAMS, &format!("the request does not match its method's shape: {err}"));
@@ -306,25 +225,31 @@ fn check_message(message: &Value, in_flight: Option<(&InFlight, &str)>, experime
             }
             return refuse(INVALID_REQUEST, "a message needs a `method`, or an `id` with a `result` or an `error`");
         }
-        // One of MCP's own methods that rmcp could read only as a custom
-        // request: its params are not that method's.
-        Ok(rmcp::model::ClientJsonRpcMessage::Request(request))
-            if matches!(request.request, rmcp::model::ClientRequest::CustomRequest(_)) =>
-        {
-            if let Some(why) = message.get("method").and_then(Value::as_str).and_then(|m| mistyped(m, message)) {
-                return refuse(INVALID_PARAMS, &why);
-            }
-        }
-        Ok(_) => {}
+        Ok(parsed) => parsed,
+    };
+    // One of MCP's own methods that rmcp could read only as a custom
+    // request: its params are not that method's.
+    if let rmcp::model::ClientJsonRpcMessage::Request(request) = &parsed
+        && matches!(request.request, rmcp::model::ClientRequest::CustomRequest(_))
+        && let Some(why) = message.get("method").and_then(Value::as_str).and_then(|m| mistyped(m, message))
+    {
+        return refuse(INVALID_PARAMS, &why);
     }
-    let bytes = match experimental.then(|| revision::renamed(message)).flatten() {
-        Some(renamed) => renamed,
-        None => match serde_json::to_vec(message) {
-            Ok(bytes) => bytes,
+    let (parsed, renamed) = match experimental.then(|| revision::renamed(message)).flatten() {
+        Some(renamed) => match serde_json::from_slice(&renamed) {
+            Ok(parsed) => (parsed, Some(renamed)),
             Err(err) => return refuse(INVALID_REQUEST, &format!("the message cannot be read: {err}")),
         },
+        None => (parsed, None),
     };
-    let passed = Passed { entered: None, target: Target::of(message), bytes, watch: revision::watch(message) };
+    let passed = Passed {
+        entered: None,
+        target: Target::of(message),
+        message: Value::Null,
+        parsed,
+        renamed,
+        watch: revision::watch(message),
+    };
     let Some((in_flight, scope)) = in_flight else { return Checked::Pass(passed) };
     let mut entered = None;
     if is_request && !id.is_null() {
@@ -341,64 +266,6 @@ fn check_message(message: &Value, in_flight: Option<(&InFlight, &str)>, experime
         in_flight.lock().unwrap_or_else(|p| p.into_inner()).remove(&key(scope, cancelled));
     }
     Checked::Pass(Passed { entered, ..passed })
-}
-
-async fn write_side<W: AsyncWrite + Unpin>(
-    from_rmcp: DuplexStream,
-    mut output: W,
-    in_flight: InFlight,
-    session: Arc<Session>,
-    mut answers: mpsc::Receiver<Vec<u8>>,
-) {
-    let mut from_rmcp = BufReader::new(from_rmcp);
-    // What rmcp has written of its next line. `read_until` keeps what it read
-    // here when the other branch wins the `select!`, so nothing is lost: it
-    // is emptied only once its line is written out.
-    let mut partial = Vec::new();
-    let (mut rmcp_open, mut answers_open) = (true, true);
-    while rmcp_open || answers_open {
-        let out = tokio::select! {
-            read = from_rmcp.read_until(b'\n', &mut partial), if rmcp_open => {
-                if !matches!(read, Ok(n) if n > 0) {
-                    rmcp_open = false;
-                }
-                if partial.is_empty() || (rmcp_open && !partial.ends_with(b"\n")) {
-                    continue;
-                }
-                // A response (it has no method) frees its id.
-                let watched = response_id(&partial).and_then(|id| {
-                    let key = key("", &id);
-                    in_flight.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
-                    session.tasks.then(|| session.watched.lock().unwrap_or_else(|p| p.into_inner()).remove(&key))?
-                });
-                match watched {
-                    Some(watch) => {
-                        let (adjusted, experimental) = revision::adjust_line(watch, &partial);
-                        if experimental {
-                            session.experimental.store(true, Ordering::Release);
-                        }
-                        partial.clear();
-                        adjusted
-                    }
-                    None => std::mem::take(&mut partial),
-                }
-            }
-            answer = answers.recv(), if answers_open => match answer {
-                Some(mut answer) => {
-                    answer.push(b'\n');
-                    answer
-                }
-                None => {
-                    answers_open = false;
-                    continue;
-                }
-            },
-        };
-        if output.write_all(&out).await.is_err() || output.flush().await.is_err() {
-            break;
-        }
-    }
-    let _ = output.flush().await;
 }
 
 /// The answers to one message as it is sent: one, or a batch's array.
@@ -535,10 +402,6 @@ mod tests {
             check(ping, Some((&in_flight, "another session")), false),
             Checked::Pass(Passed { entered: Some(_), .. })
         ));
-        assert_eq!(response_id(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#), Some(json!(1)));
-        assert_eq!(response_id(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#), None);
-        // Only the head is read: a result need not even be whole.
-        assert_eq!(response_id(br#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"text":"cut"#), Some(json!(7)));
         in_flight.lock().unwrap().remove(&key("", &json!(1)));
         assert!(matches!(check(ping, stdio, false), Checked::Pass(Passed { entered: Some(_), .. })));
         let cancel = br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#;
@@ -546,31 +409,11 @@ mod tests {
         assert!(matches!(check(ping, stdio, false), Checked::Pass(Passed { entered: Some(_), .. })));
     }
 
-    #[tokio::test]
-    async fn an_answer_never_lands_inside_a_line_rmcp_is_writing() {
-        let (mut client, input) = tokio::io::duplex(1 << 16);
-        let (output, mut received) = tokio::io::duplex(1 << 16);
-        let ((rmcp_reads, mut rmcp_writes), writer) = guard(input, output, false);
-        rmcp_writes.write_all(br#"{"jsonrpc":"2.0","id":1,"res"#).await.unwrap();
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        client.write_all(b"{not json\n").await.unwrap();
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        rmcp_writes.write_all(b"ult\":{}}\n").await.unwrap();
-        drop((client, rmcp_writes, rmcp_reads));
-        writer.await.unwrap();
-        let mut text = String::new();
-        received.read_to_string(&mut text).await.unwrap();
-        let lines: Vec<Value> = text.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
-        assert_eq!(lines.len(), 2, "{text}");
-        assert_eq!(lines[0]["error"]["code"], PARSE_ERROR, "{text}");
-        assert_eq!(lines[1], json!({"jsonrpc": "2.0", "id": 1, "result": {}}));
-    }
-
     #[test]
     fn task_requests_are_renamed_only_for_a_2025_11_25_session_and_the_prefix_is_refused() {
         let get = br#"{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"x"}}"#;
         let method = |experimental| match check(get, None, experimental) {
-            Checked::Pass(passed) => serde_json::from_slice::<Value>(&passed.bytes).unwrap()["method"].clone(),
+            Checked::Pass(passed) => serde_json::from_slice::<Value>(&passed.bytes()).unwrap()["method"].clone(),
             _ => json!("refused"),
         };
         assert_eq!(method(false), "tasks/get");
@@ -604,9 +447,9 @@ mod tests {
         // The same members once each pass, and rmcp gets the parsed value written out again.
         let line = br#"{ "jsonrpc" : "2.0", "id" : 5, "method" : "tools/call", "params" : {"name":"a","arguments":{"x":[1,2.5,"\u00e9"]}} }"#;
         let Checked::Pass(passed) = check(line, None, false) else { panic!("refused") };
-        let sent: Value = serde_json::from_slice(&passed.bytes).unwrap();
+        let sent: Value = serde_json::from_slice(&passed.bytes()).unwrap();
         assert_eq!(sent, serde_json::from_slice::<Value>(line).unwrap());
-        assert!(!passed.bytes.contains(&b'\n'));
+        assert!(!passed.bytes().contains(&b'\n'));
         assert_eq!(passed.target, Some(Target::Tool("a".to_owned())));
     }
 

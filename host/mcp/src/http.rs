@@ -549,8 +549,8 @@ impl Front {
         if parts.method == http::Method::POST {
             let scope = session.as_deref().map(|session| (&self.requests, session));
             match framing::check(&body, scope, experimental) {
-                Checked::Pass(passed) => {
-                    entered = passed.entered.map(|key| framing::Entered { set: self.requests.clone(), key });
+                Checked::Pass(mut passed) => {
+                    entered = passed.entered.take().map(|key| framing::Entered { set: self.requests.clone(), key });
                     // A request to run something (a tool, a resource, a prompt,
                     // a completion) that needs a scope the token lacks: 403
                     // naming it, so that the client can ask for it.
@@ -560,7 +560,7 @@ impl Front {
                         return refused(oauth.insufficient(&scope, &scopes.0));
                     }
                     // rmcp reads exactly what was checked here.
-                    body = Bytes::from(passed.bytes);
+                    body = Bytes::from(passed.bytes());
                     // `initialize` says which revision the session has; `tools/list` is adjusted for 2025-11-25.
                     watch = passed.watch.filter(|watch| self.tasks.is_some() && (watch.early() || experimental));
                 }

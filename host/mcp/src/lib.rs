@@ -98,7 +98,7 @@ pub async fn serve_stdio(host: Arc<Host>, options: StdioOptions) -> Result<()> {
     let StdioOptions { tasks, profile, page_size } = options;
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     let runs_tasks = tasks.as_ref().is_some_and(tasks::TasksConfig::enabled);
-    let (transport, written) = framing::guard(stdin, stdout, runs_tasks);
+    let transport = framing::framed(stdin, stdout, runs_tasks);
     let running = ToolServer::builder(host)
         .tasks(tasks)
         .profile(profile)
@@ -107,8 +107,8 @@ pub async fn serve_stdio(host: Arc<Host>, options: StdioOptions) -> Result<()> {
         .serve(transport)
         .await
         .map_err(|err| anyhow::anyhow!("the MCP client did not start a session: {err}"))?;
+    // rmcp sends what has been answered and closes the transport (which
+    // flushes stdout) before this returns.
     running.waiting().await.map_err(|err| anyhow::anyhow!("{err}"))?;
-    // Everything answered reaches the client before toolhost exits.
-    let _ = written.await;
     Ok(())
 }

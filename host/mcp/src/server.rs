@@ -574,10 +574,12 @@ impl ServerHandler for ToolServer {
         hooks.asker = hooks.asker.map(|asker| self.fair(asker, &caller, self.timeout_of(origin)));
         let span = request_span("tools/call", name, &context);
         let who = self.audited(&caller, "serve", Some(&context));
-        let call = tracing::Instrument::instrument(
+        // Boxed: rmcp moves this handler's future into a task of its own,
+        // and the sandboxed call's state is large; a pointer moves instead.
+        let call = Box::pin(tracing::Instrument::instrument(
             self.host().call_as(&catalog, name, &arguments, &overrides, hooks, &who),
             span,
-        );
+        ));
         // Dropping the call's future drops its store: the guest stops at its next epoch tick.
         let report = tokio::select! {
             report = call => report,

@@ -1,7 +1,7 @@
 //! Reading JSON-RPC text the way the framing layer must: strictly (a member
 //! named twice is refused, at serde_json's depth limit), and for an id alone
-//! (from the start of a line too long or too deep to parse, or of an answer
-//! rmcp wrote) without parsing the rest.
+//! (from the start of a line too long or too deep to parse) without parsing
+//! the rest.
 
 use super::*;
 use serde::de::{DeserializeSeed, Deserializer, Error as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -100,15 +100,6 @@ pub(super) fn id_in(text: &[u8]) -> Value {
     let _ =
         serde_json::Deserializer::from_slice(text).deserialize_map(KeyFinder { id: &mut found, method: &mut method });
     usable_id(found.as_ref())
-}
-
-/// The `id` of a response rmcp wrote (a message with no `method`).
-pub(super) fn response_id(line: &[u8]) -> Option<Value> {
-    let mut found = None;
-    let mut method = false;
-    let finder = KeyFinder { id: &mut found, method: &mut method };
-    let _ = serde_json::Deserializer::from_slice(line).deserialize_map(finder);
-    found.filter(|_| !method)
 }
 
 struct KeyFinder<'a> {
