@@ -73,6 +73,12 @@ for manifest in broken/*/Cargo.toml; do
 done
 # echo is the trivial tool the tests and benchmarks lean on: keep a copy with the test plugins.
 cp dist/echo.wasm dist-test/
+# typed_shop without wasi:config, which the benchmarks beside Wassette load
+# into both runtimes (a folder of its own: its tools' names are typed_shop's).
+cargo build --release --target wasm32-wasip2 --locked --target-dir "$here/target" -p typed_shop --features plain
+rm -rf dist-peer
+mkdir -p dist-peer
+cp "$out/typed_shop.wasm" dist-peer/
 if [ "$phase" = rust ]; then
     echo "built the Rust plugins: $(ls dist/*.wasm | wc -l) into plugins/dist" >&2
     exit 0

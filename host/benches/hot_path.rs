@@ -706,7 +706,8 @@ fn profile(path: &str) {
 
 /// toolhost and Wassette serving `typed_shop` over stdio, interleaved.
 fn beside_wassette(wassette: &Path, cache: &tempfile::TempDir, verdicts: &mut Vec<Verdict>) {
-    let shop = folder_of("dist-test", &["typed_shop.wasm"]);
+    // Built without wasi:config, which Wassette 0.8 does not provide.
+    let shop = folder_of("dist-peer", &["typed_shop.wasm"]);
     let data = tempfile::tempdir().unwrap();
     let wasm = shop.path().join("typed_shop.wasm");
     let load = Command::new(wassette)

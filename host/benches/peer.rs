@@ -1,5 +1,6 @@
 //! toolhost beside Wassette (Microsoft's component-over-MCP runtime, 0.8.0),
-//! in one run, on the same typed component (`plugins/testing/typed_shop`,
+//! in one run, on the same typed component (`plugins/testing/typed_shop` built without
+//! wasi:config into `plugins/dist-peer/`,
 //! plain exported functions, which both load as tools), both over MCP on
 //! stdio with a bare JSON-RPC client.
 //!
@@ -188,7 +189,8 @@ fn misbehaving(server: &mut Server, func: &str) {
 }
 
 fn shop() -> PathBuf {
-    let wasm = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/dist-test/typed_shop.wasm");
+    // Built without wasi:config, which Wassette 0.8 does not provide.
+    let wasm = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/dist-peer/typed_shop.wasm");
     assert!(wasm.is_file(), "run `bash plugins/build.sh` first");
     wasm.canonicalize().unwrap()
 }

@@ -5,7 +5,11 @@
 //! misbehave on purpose, `read-counter` takes a resource, which JSON
 //! cannot carry, and `fetch` makes an HTTP request through wasi:http.
 
+#[cfg(not(feature = "plain"))]
 wit_bindgen::generate!({ path: "wit", world: "shop", generate_all });
+// Without wasi:config, for runtimes that lack it (the benchmarks beside Wassette).
+#[cfg(feature = "plain")]
+wit_bindgen::generate!({ path: "wit", world: "shop-plain", generate_all });
 
 use exports::acme::shop::handles::{CounterBorrow, Guest as Handles, GuestCounter};
 use exports::acme::shop::inventory::{Guest as Inventory, Item, LookupError};
@@ -22,6 +26,7 @@ impl Guest for Shop {
         "pong".to_owned()
     }
 
+    #[cfg(not(feature = "plain"))]
     fn setting(key: String) -> Option<String> {
         wasi::config::store::get(&key).ok().flatten()
     }
