@@ -1762,3 +1762,76 @@ fn a_2025_11_25_client_s_answer_reaches_the_replica_whose_call_asked() {
         "the level set through replica b did not reach replica a"
     );
 }
+
+/// `slow_echo` of `text` after `ms` in `session` through `address`: the response.
+fn session_echo(address: &str, session: &str, id: u64, text: &str, ms: u64) -> Response {
+    let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "slow_echo", "arguments": {"text": text, "ms": ms}}});
+    in_session(address, None, Some(session), "POST", &call.to_string())
+}
+
+#[test]
+fn one_requestor_s_call_slots_hold_across_replicas_and_a_killed_replica_s_slot_comes_back() {
+    let redis = Redis::start();
+    let (dir, config) = shared_plugins(&redis, "[serve]\nmax_calls_per_requestor = 1\n");
+    let mut replicas: Vec<Option<Replica>> = (0..3)
+        .map(|index| Some(Replica::start(&format!("replica {index}"), dir.path(), &config, &shared_cache(), &[])))
+        .collect();
+    let address: Vec<String> = replicas.iter().map(|replica| replica.as_ref().unwrap().address.clone()).collect();
+    for replica in replicas.iter().flatten() {
+        replica.wait_serving();
+    }
+    let haproxy = Haproxy::start_plain(&replicas.iter().flatten().collect::<Vec<_>>());
+    // Two requestors: two 2025-11-25 sessions, opened through the balancer.
+    let alice = open_session(&haproxy.address, None).unwrap();
+    let bob = open_session(&haproxy.address, None).unwrap();
+
+    // Alice's first call runs on replica 0; her second, on replica 1, waits
+    // for it (one slot over all replicas), then runs.
+    let (first_address, first_session) = (address[0].clone(), alice.clone());
+    let first = std::thread::spawn(move || {
+        let response = session_echo(&first_address, &first_session, 1, "first", 3000);
+        (outcome(&response), Instant::now())
+    });
+    wait_for_metric(&address[0], &[], "toolhost_active_calls 1");
+    let (second_address, second_session) = (address[1].clone(), alice.clone());
+    let second = std::thread::spawn(move || {
+        let response = session_echo(&second_address, &second_session, 2, "second", 0);
+        (outcome(&response), Instant::now())
+    });
+    // Bob is not held up by her: his calls run at once wherever they land.
+    for id in 0..3 {
+        let started = Instant::now();
+        let (failed, text) = outcome(&session_echo(&haproxy.address, &bob, 10 + id, "bob", 0));
+        assert_eq!((failed, text.as_str()), (false, "bob"));
+        assert!(started.elapsed() < Duration::from_secs(2), "bob's call took {:?}", started.elapsed());
+    }
+    assert!(!second.is_finished() || first.is_finished(), "alice's second call ran beside her first");
+    let (first, first_ended) = first.join().unwrap();
+    let (second, second_ended) = second.join().unwrap();
+    assert_eq!(first, (false, "first".to_owned()));
+    assert_eq!(second, (false, "second".to_owned()), "the second call waited, then ran");
+    assert!(second_ended >= first_ended, "alice's second call ended before her first");
+
+    // The replica running alice's call is killed (SIGKILL): her slot is held
+    // by its lease until that runs out, so her next call waits its bound (its
+    // timeout, 10 s) and is refused saying why, and a later one runs.
+    let (held_address, held_session) = (address[2].clone(), alice.clone());
+    let _held = std::thread::spawn(move || session_echo(&held_address, &held_session, 3, "held", 9000));
+    wait_for_metric(&address[2], &[], "toolhost_active_calls 1");
+    let killed = Instant::now();
+    drop(replicas[2].take());
+    let (failed, text) = outcome(&session_echo(&address[0], &alice, 4, "after", 0));
+    assert!(failed, "alice's call ran while her slot was held by the killed replica: {text}");
+    assert!(text.contains("already runs 1 call at once") && text.contains("max_calls_per_requestor"), "{text}");
+    loop {
+        let (failed, text) = outcome(&session_echo(&address[1], &alice, 5, "after", 0));
+        if !failed {
+            assert_eq!(text, "after");
+            break;
+        }
+        assert!(text.contains("max_calls_per_requestor"), "{text}");
+        assert!(killed.elapsed() < Duration::from_secs(45), "the killed replica's slot never came back");
+    }
+    eprintln!("the killed replica's slot came back after {:?}", killed.elapsed());
+}
