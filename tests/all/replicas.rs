@@ -1835,3 +1835,108 @@ fn one_requestor_s_call_slots_hold_across_replicas_and_a_killed_replica_s_slot_c
     }
     eprintln!("the killed replica's slot came back after {:?}", killed.elapsed());
 }
+
+/// One JSON-RPC request of a 2025-11-25 `session` through `address`: the answer.
+fn ask_2025(address: &str, session: &str, id: u64, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let response = in_session(address, None, Some(session), "POST", &body.to_string());
+    assert_eq!(response.status, 200, "{method} on {address}: {}{}", response.head, response.body);
+    message(&response)
+}
+
+/// Starts `slow_echo` of `text` after `ms` as a 2025-11-25 task of `session` on `address`: its id.
+fn start_2025_task(address: &str, session: &str, text: &str, ms: u64) -> String {
+    let call = json!({"name": "slow_echo", "arguments": {"text": text, "ms": ms}, "task": {"ttl": 60000}});
+    let started = ask_2025(address, session, 1, "tools/call", call);
+    assert_eq!(started["result"]["task"]["status"], "working", "{started}");
+    started["result"]["task"]["taskId"].as_str().unwrap().to_owned()
+}
+
+/// Polls 2025-11-25 task `id` through `address` until it is `status`.
+fn poll_2025(address: &str, session: &str, id: &str, status: &str, within: Duration) -> Value {
+    let deadline = Instant::now() + within;
+    loop {
+        let polled = ask_2025(address, session, 2, "tasks/get", json!({ "taskId": id }));
+        let now = polled["result"]["status"].as_str().unwrap_or_else(|| panic!("{id} on {address}: {polled}"));
+        if now == status {
+            return polled;
+        }
+        assert_eq!(now, "working", "{id} on {address} is {now}, not {status}: {polled}");
+        assert!(Instant::now() < deadline, "{id} on {address} never became {status}: {polled}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_2025_11_25_session_s_experimental_tasks_are_reached_from_every_replica() {
+    let redis = Redis::start();
+    let extra = "[serve.tasks]\ntools = { slow_echo = \"optional\" }\n";
+    let (dir, config) = shared_plugins(&redis, extra);
+    let mut replicas: Vec<Option<Replica>> = (0..3)
+        .map(|index| {
+            let name = format!("replica{index}");
+            Some(Replica::start(&name, dir.path(), &config, &shared_cache(), &[("TOOLHOST_REPLICA", &name)]))
+        })
+        .collect();
+    let address: Vec<String> = replicas.iter().map(|replica| replica.as_ref().unwrap().address.clone()).collect();
+    for replica in replicas.iter().flatten() {
+        replica.wait_serving();
+    }
+    let haproxy = Haproxy::start_plain(&replicas.iter().flatten().collect::<Vec<_>>());
+    let alice = open_session(&haproxy.address, None).unwrap();
+    let bob = open_session(&haproxy.address, None).unwrap();
+
+    // Started on one replica, polled on another, its result read on a third.
+    let id = start_2025_task(&address[0], &alice, "far", 1500);
+    let polled = ask_2025(&address[1], &alice, 2, "tasks/get", json!({ "taskId": id }));
+    assert_eq!(polled["result"]["status"], "working", "{polled}");
+    assert_eq!(polled["result"]["taskId"], id.as_str(), "{polled}");
+    let result = ask_2025(&address[2], &alice, 3, "tasks/result", json!({ "taskId": id }));
+    assert_eq!(result["result"]["content"][0]["text"], "far", "{result}");
+    assert_eq!(result["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id.as_str());
+    poll_2025(&address[1], &alice, &id, "completed", Duration::from_secs(5));
+
+    // Another session sees it on no replica: as an id never given out.
+    let never = format!("{}{}", &id[..id.len() - 1], if id.ends_with('0') { '1' } else { '0' });
+    for (index, address) in address.iter().enumerate() {
+        let theirs = ask_2025(address, &bob, 4, "tasks/get", json!({ "taskId": id }));
+        let unknown = ask_2025(address, &bob, 4, "tasks/get", json!({ "taskId": never }));
+        assert_eq!(theirs["error"]["code"], -32602, "replica {index}: {theirs}");
+        assert_eq!(
+            theirs["error"]["message"].as_str().unwrap().replace(&id, "ID"),
+            unknown["error"]["message"].as_str().unwrap().replace(&never, "ID"),
+            "replica {index}"
+        );
+    }
+
+    // Cancelled through another replica: cancelled everywhere at once, and
+    // the running replica stops the call (its own view says so too).
+    let id = start_2025_task(&address[1], &alice, "stop me", 9000);
+    let cancelled = ask_2025(&address[2], &alice, 5, "tasks/cancel", json!({ "taskId": id }));
+    assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+    assert_eq!(ask_2025(&address[0], &alice, 6, "tasks/get", json!({ "taskId": id }))["result"]["status"], "cancelled");
+    poll_2025(&address[1], &alice, &id, "cancelled", Duration::from_secs(5));
+    let again = ask_2025(&address[0], &alice, 7, "tasks/cancel", json!({ "taskId": id }));
+    assert_eq!(again["error"]["code"], -32602, "{again}");
+    let result = ask_2025(&address[0], &alice, 8, "tasks/result", json!({ "taskId": id }));
+    assert_eq!(result["error"]["data"]["reason"], "cancelled", "{result}");
+
+    // Through plain round robin, every request finds it.
+    let id = start_2025_task(&haproxy.address, &alice, "balanced", 1000);
+    let result = ask_2025(&haproxy.address, &alice, 9, "tasks/result", json!({ "taskId": id }));
+    assert_eq!(result["result"]["content"][0]["text"], "balanced", "{result}");
+    for _ in 0..3 {
+        poll_2025(&haproxy.address, &alice, &id, "completed", Duration::from_secs(5));
+    }
+
+    // The replica running one is killed (SIGKILL): the others end it
+    // `failed` once its lease runs out, saying why.
+    let id = start_2025_task(&address[2], &alice, "lost", 9000);
+    let killed = Instant::now();
+    drop(replicas[2].take());
+    let failed = poll_2025(&address[0], &alice, &id, "failed", Duration::from_secs(30));
+    assert!(killed.elapsed() < Duration::from_secs(20), "the lost task took {:?} to fail", killed.elapsed());
+    assert!(failed.to_string().contains("(`replica2`) stopped answering"), "{failed}");
+    let result = ask_2025(&address[1], &alice, 10, "tasks/result", json!({ "taskId": id }));
+    assert!(result["error"]["message"].as_str().unwrap_or_default().contains("stopped answering"), "{result}");
+}

@@ -50,7 +50,7 @@ impl ToolServer {
     /// With `[state] url`: the task `id` as the shared store shows it (it
     /// runs on another replica), if the request may see it; else `local`,
     /// this replica's own answer.
-    pub(super) async fn shared_task(
+    pub(crate) async fn shared_task(
         &self,
         id: &str,
         context: &RequestContext<RoleServer>,
