@@ -24,8 +24,9 @@
 //! With `[state] url` a task is also recorded in the shared store before its
 //! handle goes out (`Tasks::reserve`, `Tasks::mirror`), and `tasks/get`,
 //! `tasks/cancel` and `tasks/result` of a task another replica runs are
-//! answered from that record (`remote_experimental`); `tasks/list` and the
-//! questions below stay with the replica running the task.
+//! answered from that record (`remote_experimental`), and `tasks/list`
+//! adds the session's tasks other replicas run; the questions below stay
+//! with the replica running the task.
 //!
 //! A call's questions (elicitation, sampling, roots) make the task
 //! `input_required`; they are sent to the client as requests on the stream
@@ -268,7 +269,7 @@ impl ToolServer {
                 }
                 result(&task, &context).await?
             }
-            "tasks/list" => self.list_experimental(&params, &context, &tasks)?,
+            "tasks/list" => self.list_experimental(&params, &context, &tasks).await?,
             _ => return Err(method_not_found(&method)),
         };
         Ok(CustomResult(answer))
@@ -441,7 +442,7 @@ impl ToolServer {
     }
 
     /// `tasks/list`: this session's tasks, oldest first, a page at a time.
-    fn list_experimental(
+    async fn list_experimental(
         &self,
         params: &Value,
         context: &RequestContext<RoleServer>,
@@ -462,21 +463,40 @@ impl ToolServer {
             Some(Value::String(cursor)) => Some(self.seal().open(cursor, &binding).ok_or_else(bad_cursor)?),
             Some(_) => return Err(bad_cursor()),
         };
-        let owned: Vec<Arc<Task>> = tasks
+        // (created, id, view) of each task of the session: this replica's,
+        // then with `[state] url` those other replicas run.
+        let mut owned: Vec<(String, String, Value)> = tasks
             .owned_by(&caller)
             .into_iter()
             .filter(|task| self.in_scope(context, &task.tool, &task.origin))
-            .filter(|task| {
-                after.as_ref().is_none_or(|after| {
-                    (task.created_at(), task.id.as_str()) > (after.created.as_str(), after.id.as_str())
-                })
-            })
+            .map(|task| (task.created_at().to_owned(), task.id.clone(), task.experimental()))
             .collect();
-        let page: Vec<Value> = owned.iter().take(PAGE).map(|task| task.experimental()).collect();
+        if let Some(shared) = tasks.shared() {
+            let held: std::collections::HashSet<String> = owned.iter().map(|(_, id, _)| id.clone()).collect();
+            for remote in shared.owned_by(&caller).await? {
+                if remote.experimental
+                    && !held.contains(&remote.id)
+                    && self.in_scope(context, &remote.tool, &remote.origin)
+                {
+                    owned.push((
+                        remote.detailed.task.created_at.clone(),
+                        remote.id.clone(),
+                        remote.experimental_view(),
+                    ));
+                }
+            }
+            owned.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        }
+        owned.retain(|(created, id, _)| {
+            after
+                .as_ref()
+                .is_none_or(|after| (created.as_str(), id.as_str()) > (after.created.as_str(), after.id.as_str()))
+        });
+        let page: Vec<Value> = owned.iter().take(PAGE).map(|(_, _, view)| view.clone()).collect();
         let mut answer = json!({ "tasks": page });
         if owned.len() > PAGE {
-            let last = &owned[PAGE - 1];
-            let cursor = Cursor { created: last.created_at().to_owned(), id: last.id.clone() };
+            let (created, id, _) = &owned[PAGE - 1];
+            let cursor = Cursor { created: created.clone(), id: id.clone() };
             let sealed = self
                 .seal()
                 .seal(&cursor, &binding, CURSOR_TTL)

@@ -24,7 +24,8 @@
 //! owner's field names the session after the principal, so only that
 //! session finds them): `revision::tasks2025` answers `tasks/get`,
 //! `tasks/cancel` and `tasks/result` from the record ([`Remote`]) when the
-//! task runs elsewhere; their `tasks/list` and questions stay with the
+//! task runs elsewhere, and lists a session's tasks from the records of its
+//! requestor's ([`StoreTasks::owned_by`]); their questions stay with the
 //! running replica.
 //!
 //! It is a part of `tasks` built on `state`'s [`Store`] (not a part of
@@ -347,6 +348,26 @@ impl StoreTasks {
             remote.status = status_word(&remote.detailed).to_owned();
         }
         Ok(Some(remote))
+    }
+
+    /// The tasks of `caller`'s requestor that `caller` owns, as their
+    /// records show them (at most its share of `max_tasks`, in no order).
+    pub async fn owned_by(&self, caller: &Caller) -> Result<Vec<Remote>, ErrorData> {
+        let Some(requestor) = caller.requestor() else { return Ok(Vec::new()) };
+        let key = self.store.key(&["tasks", "requestor", &requestor]);
+        let mut connection = self.store.connection();
+        let ids: Vec<String> = self
+            .store
+            .run(redis::cmd("ZRANGE").arg(&key).arg(0).arg(-1).query_async(&mut connection))
+            .await
+            .map_err(|reason| ErrorData::internal_error(reason, None))?;
+        let mut owned = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(remote) = self.find(&id, caller).await? {
+                owned.push(remote);
+            }
+        }
+        Ok(owned)
     }
 
     /// Ends the record at `key` as `detailed` unless it ended; what it shows now.
