@@ -1501,8 +1501,13 @@ fn in_session(address: &str, token: Option<&str>, session: Option<&str>, method:
 
 /// Opens a 2025-11-25 session through `address`: its id, or the refusal.
 fn open_session(address: &str, token: Option<&str>) -> Result<String, Response> {
+    open_session_with(address, token, json!({}))
+}
+
+/// [`open_session`] of a client declaring `capabilities`.
+fn open_session_with(address: &str, token: Option<&str>, capabilities: Value) -> Result<String, Response> {
     let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+        "protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "raw", "version": "1"}}});
     let response = in_session(address, token, None, "POST", &initialize.to_string());
     if response.status != 200 {
         return Err(response);
@@ -1871,7 +1876,7 @@ fn poll_2025(address: &str, session: &str, id: &str, status: &str, within: Durat
         if now == status {
             return polled;
         }
-        assert_eq!(now, "working", "{id} on {address} is {now}, not {status}: {polled}");
+        assert!(now == "working" || now == "input_required", "{id} on {address} is {now}, not {status}: {polled}");
         assert!(Instant::now() < deadline, "{id} on {address} never became {status}: {polled}");
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -1880,8 +1885,14 @@ fn poll_2025(address: &str, session: &str, id: &str, status: &str, within: Durat
 #[test]
 fn a_2025_11_25_session_s_experimental_tasks_are_reached_from_every_replica() {
     let redis = Redis::start();
-    let extra = "[serve.tasks]\ntools = { slow_echo = \"optional\" }\n";
-    let (dir, config) = shared_plugins(&redis, extra);
+    let dir = plugin_dir(&["hash", "mcp_conformance", "content_kinds"]);
+    let config = dir.path().join("toolhost.toml");
+    let text = format!(
+        "[state]\nurl = \"{}\"\n[serve.tasks]\ntools = {{ slow_echo = \"optional\", confirm_delete = \"optional\" }}\n\
+         [plugins.content_kinds]\nelicitation = true\n",
+        redis.url()
+    );
+    std::fs::write(&config, text).unwrap();
     let mut replicas: Vec<Option<Replica>> = (0..3)
         .map(|index| {
             let name = format!("replica{index}");
@@ -1952,6 +1963,41 @@ fn a_2025_11_25_session_s_experimental_tasks_are_reached_from_every_replica() {
         let theirs = ask_2025(address, &bob, 12, "tasks/list", json!({}));
         assert_eq!(theirs["result"]["tasks"], json!([]), "{address}: {theirs}");
     }
+
+    // A question of a task running on one replica goes to the client on a
+    // `tasks/result` stream open on another; the answer, posted to a third,
+    // reaches the call.
+    let carol = open_session_with(&haproxy.address, None, json!({"elicitation": {}})).unwrap();
+    let call = json!({"name": "confirm_delete", "arguments": {"filename": "notes.txt"}, "task": {"ttl": 60000}});
+    let started = ask_2025(&address[0], &carol, 20, "tools/call", call);
+    let id = started["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("{started}")).to_owned();
+    poll_2025(&address[1], &carol, &id, "input_required", Duration::from_secs(30));
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2025-11-25"),
+        ("Mcp-Session-Id", carol.as_str()),
+    ];
+    let body = json!({"jsonrpc": "2.0", "id": 21, "method": "tasks/result", "params": {"taskId": id}});
+    let stream = send(&address[1], "POST", "/mcp", &headers, &body.to_string()).unwrap();
+    let mut lines = BufReader::new(stream).lines().map_while(Result::ok);
+    let mut next_message = || -> Value {
+        let line = lines.find(|line| line.starts_with("data: {")).expect("the tasks/result stream ended");
+        serde_json::from_str(&line["data: ".len()..]).unwrap()
+    };
+    let asked = next_message();
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    assert!(asked.to_string().contains("Delete notes.txt?"), "{asked}");
+    assert_eq!(asked["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id.as_str(), "{asked}");
+    let answer =
+        json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"confirm": true}}});
+    let answered = in_session(&address[2], None, Some(&carol), "POST", &answer.to_string());
+    assert_eq!(answered.status, 202, "{}", answered.body);
+    let result = next_message();
+    assert_eq!(result["id"], 21, "{result}");
+    let text = result["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("confirm_delete notes.txt: action=accept"), "{result}");
+    poll_2025(&address[2], &carol, &id, "completed", Duration::from_secs(5));
 
     // The replica running one is killed (SIGKILL): the others end it
     // `failed` once its lease runs out, saying why.

@@ -24,9 +24,9 @@
 //! With `[state] url` a task is also recorded in the shared store before its
 //! handle goes out (`Tasks::reserve`, `Tasks::mirror`), and `tasks/get`,
 //! `tasks/cancel` and `tasks/result` of a task another replica runs are
-//! answered from that record (`remote_experimental`), and `tasks/list`
-//! adds the session's tasks other replicas run; the questions below stay
-//! with the replica running the task.
+//! answered from that record (`remote_experimental`: there `tasks/result`
+//! sends the questions the record shows and passes the answers on over
+//! pub/sub), and `tasks/list` adds the session's tasks other replicas run.
 //!
 //! A call's questions (elicitation, sampling, roots) make the task
 //! `input_required`; they are sent to the client as requests on the stream
@@ -321,12 +321,48 @@ impl ToolServer {
                 Ok(now.experimental_view())
             }
             _ => {
-                // Waits for the end by reading the record (its questions go
-                // to a `tasks/result` open on the replica running it).
+                // Waits for the end by reading the record; the questions it
+                // shows go to the client on this request's stream, and the
+                // answers to the replica running the task (pub/sub).
                 let mut remote = remote;
+                let mut sent = std::collections::HashSet::new();
                 loop {
                     if let Some(ended) = remote.ended() {
                         return ended_answer(&remote.id, ended);
+                    }
+                    if let rmcp::model::TaskPayload::InputRequired { input_requests } = &remote.detailed.payload {
+                        let requests = serde_json::to_value(input_requests).unwrap_or_default();
+                        for (key, request) in requests.as_object().into_iter().flatten() {
+                            if !sent.insert(key.clone()) {
+                                continue;
+                            }
+                            let mut request = request.clone();
+                            if let Some(params) = request.get_mut("params").and_then(Value::as_object_mut) {
+                                let meta = params.entry("_meta").or_insert_with(|| json!({}));
+                                if let Some(meta) = meta.as_object_mut() {
+                                    meta.insert(RELATED_TASK.to_owned(), json!({ "taskId": id }));
+                                }
+                            }
+                            let answer = tokio::select! {
+                                answer = ask_raw(&context.peer, request) => answer,
+                                () = context.ct.cancelled() => {
+                                    return Err(ErrorData::internal_error(
+                                        format!("tasks/result for `{id}` was cancelled; the task goes on"),
+                                        None,
+                                    ));
+                                }
+                            };
+                            match answer.and_then(|answer| {
+                                serde_json::from_value::<rmcp::model::InputResponses>(json!({ key.clone(): answer }))
+                                    .map_err(|err| err.to_string())
+                            }) {
+                                Ok(responses) => shared.update(&remote, responses).await?,
+                                // Left pending: the call's timeout ends the wait.
+                                Err(why) => {
+                                    tracing::info!(task = %id, %why, "a question of a task on another replica got no answer")
+                                }
+                            }
+                        }
                     }
                     tokio::select! {
                         () = tokio::time::sleep(REMOTE_POLL) => {}
@@ -538,6 +574,15 @@ async fn result(task: &Arc<Task>, context: &RequestContext<RoleServer>) -> Resul
             () = context.ct.cancelled() => return Err(cancelled(task)),
         }
     }
+}
+
+/// Sends `request` (`{method, params}`, as a task's record shows a
+/// question) to the client: its answer.
+async fn ask_raw(peer: &rmcp::Peer<RoleServer>, request: Value) -> Result<Value, String> {
+    let request: rmcp::model::ServerRequest =
+        serde_json::from_value(request).map_err(|err| format!("the question cannot be sent over MCP: {err}"))?;
+    let result = peer.send_request(request).await.map_err(|err| format!("the client did not answer: {err}"))?;
+    serde_json::to_value(result).map_err(|err| format!("the client's answer could not be read: {err}"))
 }
 
 /// What `tasks/result` answers for a task `id` that ended as `ended`: the

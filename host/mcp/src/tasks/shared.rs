@@ -25,8 +25,8 @@
 //! session finds them): `revision::tasks2025` answers `tasks/get`,
 //! `tasks/cancel` and `tasks/result` from the record ([`Remote`]) when the
 //! task runs elsewhere, and lists a session's tasks from the records of its
-//! requestor's ([`StoreTasks::owned_by`]); their questions stay with the
-//! running replica.
+//! requestor's ([`StoreTasks::owned_by`]); the answers to their questions
+//! reach the running replica as SEP-2663 ones do ([`StoreTasks::update`]).
 //!
 //! It is a part of `tasks` built on `state`'s [`Store`] (not a part of
 //! `state`), so that `state` never names `tasks`.
