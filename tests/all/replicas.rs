@@ -2010,3 +2010,68 @@ fn a_2025_11_25_session_s_experimental_tasks_are_reached_from_every_replica() {
     let result = ask_2025(&address[1], &alice, 10, "tasks/result", json!({ "taskId": id }));
     assert!(result["error"]["message"].as_str().unwrap_or_default().contains("stopped answering"), "{result}");
 }
+
+/// The next JSON-RPC message on an SSE stream's `lines`.
+fn next(lines: &mut impl Iterator<Item = String>) -> Value {
+    let line = lines.find(|line| line.starts_with("data: {")).expect("the call's stream ended");
+    serde_json::from_str(&line["data: ".len()..]).unwrap()
+}
+
+#[test]
+fn one_requestor_s_waiting_questions_are_counted_over_every_replica() {
+    let redis = Redis::start();
+    let dir = plugin_dir(&["content_kinds"]);
+    let config = dir.path().join("toolhost.toml");
+    let text = format!(
+        "[state]\nurl = \"{}\"\n[serve]\nmax_questions_per_requestor = 1\n[plugins.content_kinds]\nelicitation = true\n",
+        redis.url()
+    );
+    std::fs::write(&config, text).unwrap();
+    let (a, b) = (
+        Replica::start("replica a", dir.path(), &config, &shared_cache(), &[]),
+        Replica::start("replica b", dir.path(), &config, &shared_cache(), &[]),
+    );
+    a.wait_serving();
+    b.wait_serving();
+    let session = open_session_with(&a.address, None, json!({"elicitation": {}})).unwrap();
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2025-11-25"),
+        ("Mcp-Session-Id", session.as_str()),
+    ];
+    let ask = |address: &str, id: u64| {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "test_elicitation", "arguments": {"message": "who are you?"}}});
+        let stream = send(address, "POST", "/mcp", &headers, &call.to_string()).unwrap();
+        BufReader::new(stream).lines().map_while(Result::ok)
+    };
+
+    // A call on replica a asks; while its question waits, the same client's
+    // call on replica b may not ask another: refused to the plugin, saying why.
+    let mut first = ask(&a.address, 1);
+    let asked = next(&mut first);
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    let mut second = ask(&b.address, 2);
+    let refused = next(&mut second);
+    assert_eq!(refused["id"], 2, "the second call asked too: {refused}");
+    assert!(refused.to_string().contains("max_questions_per_requestor"), "{refused}");
+
+    // Answered: the place is given back, and a question may wait again.
+    let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept",
+        "content": {"username": "ada", "email": "ada@example.com"}}});
+    assert_eq!(in_session(&b.address, None, Some(&session), "POST", &answer.to_string()).status, 202);
+    let result = next(&mut first);
+    assert!(result.to_string().contains("ada@example.com"), "{result}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut third = ask(&b.address, 3);
+        let message = next(&mut third);
+        if message["method"] == "elicitation/create" {
+            break;
+        }
+        assert!(message.to_string().contains("max_questions_per_requestor"), "{message}");
+        assert!(Instant::now() < deadline, "the answered question's place never came back");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
