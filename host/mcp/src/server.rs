@@ -366,8 +366,9 @@ impl ServerHandler for ToolServer {
         let binding = crate::asking::binding("resources/read", &request.uri, &(), &caller.binding());
         let state = request.request_state.as_deref();
         let (mut hooks, round) = self.asker(&context, binding, request.input_responses.clone(), state)?;
-        hooks.asker = hooks.asker.map(|asker| self.fair(asker, &caller, self.timeout_of(plugin)));
-        let _slot = match self.admit(&caller, &context.ct, self.timeout_of(plugin)).await {
+        let timeout = self.timeout_of(plugin);
+        hooks.asker = hooks.asker.map(|asker| self.fair(asker, &caller, timeout));
+        let _slot = match self.admit(&caller, &context.ct, timeout).await {
             Ok(slot) => slot,
             Err(Unadmitted::Cancelled) => return Err(ErrorData::internal_error("the read was cancelled", None)),
             Err(Unadmitted::Refused(why)) => return Err(ErrorData::internal_error(why, None)),
@@ -424,8 +425,9 @@ impl ServerHandler for ToolServer {
         let binding = crate::asking::binding("prompts/get", &request.name, &request.arguments, &caller.binding());
         let state = request.request_state.as_deref();
         let (mut hooks, round) = self.asker(&context, binding, request.input_responses.clone(), state)?;
-        hooks.asker = hooks.asker.map(|asker| self.fair(asker, &caller, self.timeout_of(plugin)));
-        let _slot = match self.admit(&caller, &context.ct, self.timeout_of(plugin)).await {
+        let timeout = self.timeout_of(plugin);
+        hooks.asker = hooks.asker.map(|asker| self.fair(asker, &caller, timeout));
+        let _slot = match self.admit(&caller, &context.ct, timeout).await {
             Ok(slot) => slot,
             Err(Unadmitted::Cancelled) => return Err(ErrorData::internal_error("the prompt was cancelled", None)),
             Err(Unadmitted::Refused(why)) => return Err(ErrorData::internal_error(why, None)),
@@ -560,7 +562,9 @@ impl ServerHandler for ToolServer {
         }
         let caller = Caller::of(&context);
         // One of the requestor's call slots first, then one of the server's (in the host).
-        let _slot = match self.admit(&caller, &context.ct, self.timeout_of(origin)).await {
+        // The call's timeout bounds its wait for a slot and for its client.
+        let timeout = self.timeout_of(origin);
+        let _slot = match self.admit(&caller, &context.ct, timeout).await {
             Ok(slot) => slot,
             Err(Unadmitted::Cancelled) => {
                 return Err(ErrorData::internal_error(format!("the call to `{name}` was cancelled"), None));
@@ -598,7 +602,7 @@ impl ServerHandler for ToolServer {
             }
         };
         hooks.progress = observer;
-        hooks.asker = hooks.asker.map(|asker| self.fair(asker, &caller, self.timeout_of(origin)));
+        hooks.asker = hooks.asker.map(|asker| self.fair(asker, &caller, timeout));
         let span = request_span("tools/call", name, &context);
         let who = self.audited(&caller, "serve", Some(&context));
         let call = tracing::Instrument::instrument(
