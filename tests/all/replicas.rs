@@ -1501,8 +1501,13 @@ fn in_session(address: &str, token: Option<&str>, session: Option<&str>, method:
 
 /// Opens a 2025-11-25 session through `address`: its id, or the refusal.
 fn open_session(address: &str, token: Option<&str>) -> Result<String, Response> {
+    open_session_with(address, token, json!({}))
+}
+
+/// [`open_session`] of a client declaring `capabilities`.
+fn open_session_with(address: &str, token: Option<&str>, capabilities: Value) -> Result<String, Response> {
     let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+        "protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "raw", "version": "1"}}});
     let response = in_session(address, token, None, "POST", &initialize.to_string());
     if response.status != 200 {
         return Err(response);
@@ -1675,8 +1680,18 @@ fn a_shared_session_is_its_owner_s_only_ends_everywhere_and_outlives_the_store_g
         assert!(Instant::now() < deadline, "the replicas never reconnected to the store: {}", response.body);
         std::thread::sleep(Duration::from_millis(200));
     }
+    // Each replica reconnects on its own: one whose first request since the
+    // restart found its connection gone says 503 once more, then 404.
     for replica in &replicas {
-        assert_eq!(session_call(&replica.address, Some(&alice), &third, 96, "gone").status, 404);
+        loop {
+            let response = session_call(&replica.address, Some(&alice), &third, 96, "gone");
+            if response.status == 404 {
+                break;
+            }
+            assert_eq!(response.status, 503, "{}: {}", replica.address, response.body);
+            assert!(Instant::now() < deadline, "{} never reconnected to the store: {}", replica.address, response.body);
+            std::thread::sleep(Duration::from_millis(200));
+        }
     }
     let again = open_session(&haproxy.address, Some(&alice)).unwrap();
     for (index, replica) in replicas.iter().enumerate() {
@@ -1761,4 +1776,302 @@ fn a_2025_11_25_client_s_answer_reaches_the_replica_whose_call_asked() {
             .any(|line| line.starts_with("data: ") && line.contains("notifications/message")),
         "the level set through replica b did not reach replica a"
     );
+}
+
+/// `slow_echo` of `text` after `ms` in `session` through `address`: the response.
+fn session_echo(address: &str, session: &str, id: u64, text: &str, ms: u64) -> Response {
+    let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "slow_echo", "arguments": {"text": text, "ms": ms}}});
+    in_session(address, None, Some(session), "POST", &call.to_string())
+}
+
+#[test]
+fn one_requestor_s_call_slots_hold_across_replicas_and_a_killed_replica_s_slot_comes_back() {
+    let redis = Redis::start();
+    let (dir, config) = shared_plugins(&redis, "[serve]\nmax_calls_per_requestor = 1\n");
+    let mut replicas: Vec<Option<Replica>> = (0..3)
+        .map(|index| Some(Replica::start(&format!("replica {index}"), dir.path(), &config, &shared_cache(), &[])))
+        .collect();
+    let address: Vec<String> = replicas.iter().map(|replica| replica.as_ref().unwrap().address.clone()).collect();
+    for replica in replicas.iter().flatten() {
+        replica.wait_serving();
+    }
+    let haproxy = Haproxy::start_plain(&replicas.iter().flatten().collect::<Vec<_>>());
+    // Two requestors: two 2025-11-25 sessions, opened through the balancer.
+    let alice = open_session(&haproxy.address, None).unwrap();
+    let bob = open_session(&haproxy.address, None).unwrap();
+
+    // Alice's first call runs on replica 0; her second, on replica 1, waits
+    // for it (one slot over all replicas), then runs.
+    let (first_address, first_session) = (address[0].clone(), alice.clone());
+    let first = std::thread::spawn(move || {
+        let response = session_echo(&first_address, &first_session, 1, "first", 3000);
+        (outcome(&response), Instant::now())
+    });
+    wait_for_metric(&address[0], &[], "toolhost_active_calls 1");
+    let (second_address, second_session) = (address[1].clone(), alice.clone());
+    let second = std::thread::spawn(move || {
+        let response = session_echo(&second_address, &second_session, 2, "second", 0);
+        (outcome(&response), Instant::now())
+    });
+    // Bob is not held up by her: his calls run at once wherever they land.
+    for id in 0..3 {
+        let started = Instant::now();
+        let (failed, text) = outcome(&session_echo(&haproxy.address, &bob, 10 + id, "bob", 0));
+        assert_eq!((failed, text.as_str()), (false, "bob"));
+        assert!(started.elapsed() < Duration::from_secs(2), "bob's call took {:?}", started.elapsed());
+    }
+    assert!(!second.is_finished() || first.is_finished(), "alice's second call ran beside her first");
+    let (first, first_ended) = first.join().unwrap();
+    let (second, second_ended) = second.join().unwrap();
+    assert_eq!(first, (false, "first".to_owned()));
+    assert_eq!(second, (false, "second".to_owned()), "the second call waited, then ran");
+    assert!(second_ended >= first_ended, "alice's second call ended before her first");
+
+    // The replica running alice's call is killed (SIGKILL): her slot is held
+    // by its lease until that runs out, so her next call waits its bound (its
+    // timeout, 10 s) and is refused saying why, and a later one runs.
+    let (held_address, held_session) = (address[2].clone(), alice.clone());
+    let _held = std::thread::spawn(move || session_echo(&held_address, &held_session, 3, "held", 9000));
+    wait_for_metric(&address[2], &[], "toolhost_active_calls 1");
+    let killed = Instant::now();
+    drop(replicas[2].take());
+    let (failed, text) = outcome(&session_echo(&address[0], &alice, 4, "after", 0));
+    assert!(failed, "alice's call ran while her slot was held by the killed replica: {text}");
+    assert!(text.contains("already runs 1 call at once") && text.contains("max_calls_per_requestor"), "{text}");
+    loop {
+        let (failed, text) = outcome(&session_echo(&address[1], &alice, 5, "after", 0));
+        if !failed {
+            assert_eq!(text, "after");
+            break;
+        }
+        assert!(text.contains("max_calls_per_requestor"), "{text}");
+        assert!(killed.elapsed() < Duration::from_secs(45), "the killed replica's slot never came back");
+    }
+    eprintln!("the killed replica's slot came back after {:?}", killed.elapsed());
+}
+
+/// One JSON-RPC request of a 2025-11-25 `session` through `address`: the answer.
+fn ask_2025(address: &str, session: &str, id: u64, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let response = in_session(address, None, Some(session), "POST", &body.to_string());
+    assert_eq!(response.status, 200, "{method} on {address}: {}{}", response.head, response.body);
+    message(&response)
+}
+
+/// Starts `slow_echo` of `text` after `ms` as a 2025-11-25 task of `session` on `address`: its id.
+fn start_2025_task(address: &str, session: &str, text: &str, ms: u64) -> String {
+    let call = json!({"name": "slow_echo", "arguments": {"text": text, "ms": ms}, "task": {"ttl": 60000}});
+    let started = ask_2025(address, session, 1, "tools/call", call);
+    assert_eq!(started["result"]["task"]["status"], "working", "{started}");
+    started["result"]["task"]["taskId"].as_str().unwrap().to_owned()
+}
+
+/// Polls 2025-11-25 task `id` through `address` until it is `status`.
+fn poll_2025(address: &str, session: &str, id: &str, status: &str, within: Duration) -> Value {
+    let deadline = Instant::now() + within;
+    loop {
+        let polled = ask_2025(address, session, 2, "tasks/get", json!({ "taskId": id }));
+        let now = polled["result"]["status"].as_str().unwrap_or_else(|| panic!("{id} on {address}: {polled}"));
+        if now == status {
+            return polled;
+        }
+        assert!(now == "working" || now == "input_required", "{id} on {address} is {now}, not {status}: {polled}");
+        assert!(Instant::now() < deadline, "{id} on {address} never became {status}: {polled}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_2025_11_25_session_s_experimental_tasks_are_reached_from_every_replica() {
+    let redis = Redis::start();
+    let dir = plugin_dir(&["hash", "mcp_conformance", "content_kinds"]);
+    let config = dir.path().join("toolhost.toml");
+    let text = format!(
+        "[state]\nurl = \"{}\"\n[serve.tasks]\ntools = {{ slow_echo = \"optional\", confirm_delete = \"optional\" }}\n\
+         [plugins.content_kinds]\nelicitation = true\n",
+        redis.url()
+    );
+    std::fs::write(&config, text).unwrap();
+    let mut replicas: Vec<Option<Replica>> = (0..3)
+        .map(|index| {
+            let name = format!("replica{index}");
+            Some(Replica::start(&name, dir.path(), &config, &shared_cache(), &[("TOOLHOST_REPLICA", &name)]))
+        })
+        .collect();
+    let address: Vec<String> = replicas.iter().map(|replica| replica.as_ref().unwrap().address.clone()).collect();
+    for replica in replicas.iter().flatten() {
+        replica.wait_serving();
+    }
+    let haproxy = Haproxy::start_plain(&replicas.iter().flatten().collect::<Vec<_>>());
+    let alice = open_session(&haproxy.address, None).unwrap();
+    let bob = open_session(&haproxy.address, None).unwrap();
+
+    // Started on one replica, polled on another, its result read on a third.
+    let id = start_2025_task(&address[0], &alice, "far", 1500);
+    let mut started = vec![id.clone()];
+    let polled = ask_2025(&address[1], &alice, 2, "tasks/get", json!({ "taskId": id }));
+    assert_eq!(polled["result"]["status"], "working", "{polled}");
+    assert_eq!(polled["result"]["taskId"], id.as_str(), "{polled}");
+    let result = ask_2025(&address[2], &alice, 3, "tasks/result", json!({ "taskId": id }));
+    assert_eq!(result["result"]["content"][0]["text"], "far", "{result}");
+    assert_eq!(result["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id.as_str());
+    poll_2025(&address[1], &alice, &id, "completed", Duration::from_secs(5));
+
+    // Another session sees it on no replica: as an id never given out.
+    let never = format!("{}{}", &id[..id.len() - 1], if id.ends_with('0') { '1' } else { '0' });
+    for (index, address) in address.iter().enumerate() {
+        let theirs = ask_2025(address, &bob, 4, "tasks/get", json!({ "taskId": id }));
+        let unknown = ask_2025(address, &bob, 4, "tasks/get", json!({ "taskId": never }));
+        assert_eq!(theirs["error"]["code"], -32602, "replica {index}: {theirs}");
+        assert_eq!(
+            theirs["error"]["message"].as_str().unwrap().replace(&id, "ID"),
+            unknown["error"]["message"].as_str().unwrap().replace(&never, "ID"),
+            "replica {index}"
+        );
+    }
+
+    // Cancelled through another replica: cancelled everywhere at once, and
+    // the running replica stops the call (its own view says so too).
+    let id = start_2025_task(&address[1], &alice, "stop me", 9000);
+    started.push(id.clone());
+    let cancelled = ask_2025(&address[2], &alice, 5, "tasks/cancel", json!({ "taskId": id }));
+    assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+    assert_eq!(ask_2025(&address[0], &alice, 6, "tasks/get", json!({ "taskId": id }))["result"]["status"], "cancelled");
+    poll_2025(&address[1], &alice, &id, "cancelled", Duration::from_secs(5));
+    let again = ask_2025(&address[0], &alice, 7, "tasks/cancel", json!({ "taskId": id }));
+    assert_eq!(again["error"]["code"], -32602, "{again}");
+    let result = ask_2025(&address[0], &alice, 8, "tasks/result", json!({ "taskId": id }));
+    assert_eq!(result["error"]["data"]["reason"], "cancelled", "{result}");
+
+    // Through plain round robin, every request finds it.
+    let id = start_2025_task(&haproxy.address, &alice, "balanced", 1000);
+    let result = ask_2025(&haproxy.address, &alice, 9, "tasks/result", json!({ "taskId": id }));
+    assert_eq!(result["result"]["content"][0]["text"], "balanced", "{result}");
+    for _ in 0..3 {
+        poll_2025(&haproxy.address, &alice, &id, "completed", Duration::from_secs(5));
+    }
+    started.push(id.clone());
+
+    // Every replica lists all of the session's tasks, wherever they ran,
+    // oldest first; another session's list is empty everywhere.
+    for address in &address {
+        let listed = ask_2025(address, &alice, 11, "tasks/list", json!({}));
+        let ids: Vec<&str> =
+            listed["result"]["tasks"].as_array().unwrap().iter().filter_map(|task| task["taskId"].as_str()).collect();
+        assert_eq!(ids, started.iter().map(String::as_str).collect::<Vec<_>>(), "{address}: {listed}");
+        let theirs = ask_2025(address, &bob, 12, "tasks/list", json!({}));
+        assert_eq!(theirs["result"]["tasks"], json!([]), "{address}: {theirs}");
+    }
+
+    // A question of a task running on one replica goes to the client on a
+    // `tasks/result` stream open on another; the answer, posted to a third,
+    // reaches the call.
+    let carol = open_session_with(&haproxy.address, None, json!({"elicitation": {}})).unwrap();
+    let call = json!({"name": "confirm_delete", "arguments": {"filename": "notes.txt"}, "task": {"ttl": 60000}});
+    let started = ask_2025(&address[0], &carol, 20, "tools/call", call);
+    let id = started["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("{started}")).to_owned();
+    poll_2025(&address[1], &carol, &id, "input_required", Duration::from_secs(30));
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2025-11-25"),
+        ("Mcp-Session-Id", carol.as_str()),
+    ];
+    let body = json!({"jsonrpc": "2.0", "id": 21, "method": "tasks/result", "params": {"taskId": id}});
+    let stream = send(&address[1], "POST", "/mcp", &headers, &body.to_string()).unwrap();
+    let mut lines = BufReader::new(stream).lines().map_while(Result::ok);
+    let mut next_message = || -> Value {
+        let line = lines.find(|line| line.starts_with("data: {")).expect("the tasks/result stream ended");
+        serde_json::from_str(&line["data: ".len()..]).unwrap()
+    };
+    let asked = next_message();
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    assert!(asked.to_string().contains("Delete notes.txt?"), "{asked}");
+    assert_eq!(asked["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id.as_str(), "{asked}");
+    let answer =
+        json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"confirm": true}}});
+    let answered = in_session(&address[2], None, Some(&carol), "POST", &answer.to_string());
+    assert_eq!(answered.status, 202, "{}", answered.body);
+    let result = next_message();
+    assert_eq!(result["id"], 21, "{result}");
+    let text = result["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("confirm_delete notes.txt: action=accept"), "{result}");
+    poll_2025(&address[2], &carol, &id, "completed", Duration::from_secs(5));
+
+    // The replica running one is killed (SIGKILL): the others end it
+    // `failed` once its lease runs out, saying why.
+    let id = start_2025_task(&address[2], &alice, "lost", 9000);
+    let killed = Instant::now();
+    drop(replicas[2].take());
+    let failed = poll_2025(&address[0], &alice, &id, "failed", Duration::from_secs(30));
+    assert!(killed.elapsed() < Duration::from_secs(20), "the lost task took {:?} to fail", killed.elapsed());
+    assert!(failed.to_string().contains("(`replica2`) stopped answering"), "{failed}");
+    let result = ask_2025(&address[1], &alice, 10, "tasks/result", json!({ "taskId": id }));
+    assert!(result["error"]["message"].as_str().unwrap_or_default().contains("stopped answering"), "{result}");
+}
+
+/// The next JSON-RPC message on an SSE stream's `lines`.
+fn next(lines: &mut impl Iterator<Item = String>) -> Value {
+    let line = lines.find(|line| line.starts_with("data: {")).expect("the call's stream ended");
+    serde_json::from_str(&line["data: ".len()..]).unwrap()
+}
+
+#[test]
+fn one_requestor_s_waiting_questions_are_counted_over_every_replica() {
+    let redis = Redis::start();
+    let dir = plugin_dir(&["content_kinds"]);
+    let config = dir.path().join("toolhost.toml");
+    let text = format!(
+        "[state]\nurl = \"{}\"\n[serve]\nmax_questions_per_requestor = 1\n[plugins.content_kinds]\nelicitation = true\n",
+        redis.url()
+    );
+    std::fs::write(&config, text).unwrap();
+    let (a, b) = (
+        Replica::start("replica a", dir.path(), &config, &shared_cache(), &[]),
+        Replica::start("replica b", dir.path(), &config, &shared_cache(), &[]),
+    );
+    a.wait_serving();
+    b.wait_serving();
+    let session = open_session_with(&a.address, None, json!({"elicitation": {}})).unwrap();
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2025-11-25"),
+        ("Mcp-Session-Id", session.as_str()),
+    ];
+    let ask = |address: &str, id: u64| {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "test_elicitation", "arguments": {"message": "who are you?"}}});
+        let stream = send(address, "POST", "/mcp", &headers, &call.to_string()).unwrap();
+        BufReader::new(stream).lines().map_while(Result::ok)
+    };
+
+    // A call on replica a asks; while its question waits, the same client's
+    // call on replica b may not ask another: refused to the plugin, saying why.
+    let mut first = ask(&a.address, 1);
+    let asked = next(&mut first);
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    let mut second = ask(&b.address, 2);
+    let refused = next(&mut second);
+    assert_eq!(refused["id"], 2, "the second call asked too: {refused}");
+    assert!(refused.to_string().contains("max_questions_per_requestor"), "{refused}");
+
+    // Answered: the place is given back, and a question may wait again.
+    let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept",
+        "content": {"username": "ada", "email": "ada@example.com"}}});
+    assert_eq!(in_session(&b.address, None, Some(&session), "POST", &answer.to_string()).status, 202);
+    let result = next(&mut first);
+    assert!(result.to_string().contains("ada@example.com"), "{result}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut third = ask(&b.address, 3);
+        let message = next(&mut third);
+        if message["method"] == "elicitation/create" {
+            break;
+        }
+        assert!(message.to_string().contains("max_questions_per_requestor"), "{message}");
+        assert!(Instant::now() < deadline, "the answered question's place never came back");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }

@@ -14,15 +14,20 @@
 //! to the plugin). [`Fair`] wraps a call's asker with the second, and bounds
 //! how long one call waits for its client in all to the call's own
 //! `timeout`, so that a question nobody answers holds a call slot no longer
-//! than the call itself may run.
+//! than the call itself may run. A call waits for its requestor's slot no
+//! longer than its `timeout` either, then is refused saying why.
+//!
+//! With `[state] url` both limits are counted in the shared store over every
+//! replica ([`crate::state::requestors`]); without one, in this process.
 
 use crate::oauth::Principal;
+use crate::state::requestors::{Held, NotHeld, SharedRequestors};
 use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use toolhost_runtime::ask::{AskError, Asked, Asker, Question};
@@ -124,6 +129,8 @@ pub struct Requestors {
     max_questions: usize,
     calls: Mutex<HashMap<String, Arc<Semaphore>>>,
     questions: Mutex<HashMap<String, usize>>,
+    /// With `[state] url`: the limits as every replica counts them.
+    shared: OnceLock<Arc<SharedRequestors>>,
 }
 
 impl Requestors {
@@ -135,7 +142,13 @@ impl Requestors {
             max_questions: max_questions.max(1),
             calls: Mutex::default(),
             questions: Mutex::default(),
+            shared: OnceLock::new(),
         }
+    }
+
+    /// Counts the limits in `shared` from now on, over every replica (once).
+    pub fn share(&self, shared: SharedRequestors) {
+        let _ = self.shared.set(Arc::new(shared));
     }
 
     /// Calls one requestor may run at once.
@@ -143,24 +156,84 @@ impl Requestors {
         self.max_calls
     }
 
-    /// Waits for one of `requestor`'s call slots (none needed without a
-    /// requestor); the slot is held until the returned value is dropped.
-    pub async fn admit(self: &Arc<Self>, requestor: Option<&str>) -> Option<CallSlot> {
-        let requestor = requestor?;
+    /// Waits, at most `bound`, for one of `requestor`'s call slots (none
+    /// needed without a requestor); the slot is held until the returned value
+    /// is dropped. `Err`: why the call is refused, in one line.
+    pub async fn admit(self: &Arc<Self>, requestor: Option<&str>, bound: Duration) -> Result<Option<CallSlot>, String> {
+        let Some(requestor) = requestor else { return Ok(None) };
+        if let Some(shared) = self.shared.get() {
+            match shared.call_slot(requestor, self.max_calls, bound).await {
+                Ok(held) => {
+                    let (requestors, requestor) = (self.clone(), String::new());
+                    return Ok(Some(CallSlot { requestors, requestor, permit: None, _held: Some(held) }));
+                }
+                Err(NotHeld::Full) => return Err(self.no_slot(bound)),
+                Err(NotHeld::Unavailable(reason)) if shared.fail_open() => {
+                    tracing::warn!(%reason, "the shared per-requestor limits are unreachable: holding the call to this replica's own ([state] on_unavailable = \"open\")");
+                }
+                Err(NotHeld::Unavailable(reason)) => return Err(reason),
+            }
+        }
         let semaphore = {
             let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
             calls.entry(requestor.to_owned()).or_insert_with(|| Arc::new(Semaphore::new(self.max_calls))).clone()
         };
-        // The semaphore is never closed, so this always gets a permit.
-        let permit = semaphore.acquire_owned().await.ok()?;
-        Some(CallSlot { requestors: self.clone(), requestor: requestor.to_owned(), permit: Some(permit) })
+        // The semaphore is never closed, so waiting always ends with a permit or the bound.
+        let permit = match semaphore.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => match tokio::time::timeout(bound, semaphore.acquire_owned()).await {
+                Ok(Ok(permit)) => permit,
+                Ok(Err(_)) => return Ok(None),
+                Err(_) => return Err(self.no_slot(bound)),
+            },
+        };
+        Ok(Some(CallSlot {
+            requestors: self.clone(),
+            requestor: requestor.to_owned(),
+            permit: Some(permit),
+            _held: None,
+        }))
+    }
+
+    /// Why a call that waited `bound` for its requestor's slot is refused.
+    fn no_slot(&self, bound: Duration) -> String {
+        let max = self.max_calls;
+        let bound = HumanSeconds(bound);
+        format!(
+            "this client already runs {max} call{} at once, the most toolhost lets one client run \
+             (`max_calls_per_requestor` in [serve]), and none ended within this call's timeout ({bound}); \
+             try again once they end",
+            if max == 1 { "" } else { "s" }
+        )
+    }
+
+    /// [`Requestors::questions_out`], over every replica with a store.
+    /// `Err(None)`: past the limit; `Err(Some(reason))`: the store cannot be asked.
+    async fn take_questions(
+        self: &Arc<Self>,
+        requestor: Option<&str>,
+        count: usize,
+    ) -> Result<QuestionsOut, Option<String>> {
+        if let (Some(shared), Some(who)) = (self.shared.get(), requestor) {
+            match shared.questions(who, self.max_questions, count).await {
+                Ok(held) => {
+                    return Ok(QuestionsOut { requestors: self.clone(), requestor: None, count, _held: held });
+                }
+                Err(NotHeld::Full) => return Err(None),
+                Err(NotHeld::Unavailable(reason)) if shared.fail_open() => {
+                    tracing::warn!(%reason, "the shared per-requestor limits are unreachable: counting the questions on this replica ([state] on_unavailable = \"open\")");
+                }
+                Err(NotHeld::Unavailable(reason)) => return Err(Some(reason)),
+            }
+        }
+        self.questions_out(requestor, count).ok_or(None)
     }
 
     /// Counts `count` questions of `requestor` as waiting, or `None` when
     /// that would pass its limit (nothing is counted then).
     fn questions_out(self: &Arc<Self>, requestor: Option<&str>, count: usize) -> Option<QuestionsOut> {
         let Some(requestor) = requestor else {
-            return Some(QuestionsOut { requestors: self.clone(), requestor: None, count });
+            return Some(QuestionsOut { requestors: self.clone(), requestor: None, count, _held: Vec::new() });
         };
         let mut questions = self.questions.lock().unwrap_or_else(|p| p.into_inner());
         let waiting = questions.entry(requestor.to_owned()).or_insert(0);
@@ -171,7 +244,7 @@ impl Requestors {
             return None;
         }
         *waiting += count;
-        Some(QuestionsOut { requestors: self.clone(), requestor: Some(requestor.to_owned()), count })
+        Some(QuestionsOut { requestors: self.clone(), requestor: Some(requestor.to_owned()), count, _held: Vec::new() })
     }
 }
 
@@ -180,11 +253,15 @@ pub struct CallSlot {
     requestors: Arc<Requestors>,
     requestor: String,
     permit: Option<OwnedSemaphorePermit>,
+    /// With a store: the slot there (given back when dropped).
+    _held: Option<Held>,
 }
 
 impl Drop for CallSlot {
     fn drop(&mut self) {
-        drop(self.permit.take());
+        // A slot in the store holds nothing in this process.
+        let Some(permit) = self.permit.take() else { return };
+        drop(permit);
         let mut calls = self.requestors.calls.lock().unwrap_or_else(|p| p.into_inner());
         // Forget a requestor that holds no slot and that nobody waits on.
         let idle = calls.get(&self.requestor).is_some_and(|semaphore| {
@@ -201,6 +278,8 @@ struct QuestionsOut {
     requestors: Arc<Requestors>,
     requestor: Option<String>,
     count: usize,
+    /// With a store: the places there (given back when dropped).
+    _held: Vec<Held>,
 }
 
 impl Drop for QuestionsOut {
@@ -249,14 +328,19 @@ fn all(questions: &[(String, Question)], error: impl Fn() -> AskError) -> Asked 
 impl Asker for Fair {
     fn ask<'a>(&'a self, questions: &'a [(String, Question)]) -> Pin<Box<dyn Future<Output = Asked> + Send + 'a>> {
         Box::pin(async move {
-            let Some(_out) = self.requestors.questions_out(self.requestor.as_deref(), questions.len()) else {
-                let max = self.requestors.max_questions;
-                return all(questions, || {
-                    AskError::Limit(format!(
-                        "this client has {max} questions waiting for an answer already, the most toolhost lets one \
-                         client have (`max_questions_per_requestor` in [serve]); ask again once they are answered"
-                    ))
-                });
+            let _out = match self.requestors.take_questions(self.requestor.as_deref(), questions.len()).await {
+                Ok(out) => out,
+                Err(Some(reason)) => return all(questions, || AskError::Failed(reason.clone())),
+                Err(None) => {
+                    let max = self.requestors.max_questions;
+                    return all(questions, || {
+                        AskError::Limit(format!(
+                            "this client has {max} questions waiting for an answer already, the most toolhost lets \
+                             one client have (`max_questions_per_requestor` in [serve]); ask again once they are \
+                             answered"
+                        ))
+                    });
+                }
             };
             let timeout = HumanSeconds(self.timeout);
             let no_time = || {
@@ -351,14 +435,18 @@ mod tests {
     #[tokio::test]
     async fn a_requestor_runs_at_most_its_calls_and_others_are_not_held_up() {
         let requestors = Arc::new(Requestors::new(1, 1));
-        let first = requestors.admit(Some("alice")).await;
+        let long = Duration::from_secs(30);
+        let first = requestors.admit(Some("alice"), long).await.unwrap();
         assert!(first.is_some());
-        let second = tokio::time::timeout(Duration::from_millis(100), requestors.admit(Some("alice"))).await;
+        let second = tokio::time::timeout(Duration::from_millis(100), requestors.admit(Some("alice"), long)).await;
         assert!(second.is_err(), "alice's second call waits for her first");
-        assert!(requestors.admit(Some("bob")).await.is_some(), "bob runs beside her");
-        assert!(requestors.admit(None).await.is_none(), "no requestor: the server's limits only");
+        assert!(requestors.admit(Some("bob"), long).await.unwrap().is_some(), "bob runs beside her");
+        assert!(requestors.admit(None, long).await.unwrap().is_none(), "no requestor: the server's limits only");
+        // Waiting is bounded: past it the call is refused, saying why.
+        let refused = requestors.admit(Some("alice"), Duration::from_millis(50)).await.err().unwrap();
+        assert!(refused.contains("already runs 1 call at once") && refused.contains("(50ms)"), "{refused}");
         drop(first);
-        assert!(requestors.admit(Some("alice")).await.is_some());
+        assert!(requestors.admit(Some("alice"), long).await.unwrap().is_some());
         assert!(requestors.calls.lock().unwrap().is_empty(), "an idle requestor is forgotten");
     }
 

@@ -190,6 +190,7 @@ pub async fn serve_http(
         .tasks(options.tasks.clone())
         .requestor_limits(options.max_calls_per_requestor, options.max_questions_per_requestor)
         .page_size(options.page_size)
+        .store(options.store.clone())
         .build()?;
     let metrics = server.metrics().clone();
     let server_tasks = server.tasks();

@@ -63,6 +63,14 @@ use crate::wire::{
     wraps_output,
 };
 
+/// Why a request got none of its requestor's call slots.
+pub(crate) enum Unadmitted {
+    /// Its client cancelled it while it waited.
+    Cancelled,
+    /// Refused, the line saying why: no slot within the bound, or the store unreachable.
+    Refused(String),
+}
+
 /// The MCP handler: one per session (stdio has one; HTTP one per session or
 /// stateless request), all sharing the host and the list cache.
 #[derive(Clone)]
@@ -110,6 +118,7 @@ impl ToolServer {
             questions: None,
             profile: None,
             page_size: None,
+            store: None,
         }
     }
 
@@ -154,16 +163,18 @@ impl ToolServer {
         Arc::new(Fair::new(asker, self.shared.requestors.clone(), caller.requestor(), timeout))
     }
 
-    /// Waits for one of the requestor's call slots, unless `cancel` comes first (`Err`).
+    /// Waits, at most `bound` (the call's timeout), for one of the
+    /// requestor's call slots, unless `cancel` comes first.
     pub(crate) async fn admit(
         &self,
         caller: &Caller,
         cancel: &tokio_util::sync::CancellationToken,
-    ) -> Result<Option<crate::caller::CallSlot>, ()> {
+        bound: std::time::Duration,
+    ) -> Result<Option<crate::caller::CallSlot>, Unadmitted> {
         let requestor = caller.requestor();
         tokio::select! {
-            slot = self.shared.requestors.admit(requestor.as_deref()) => Ok(slot),
-            () = cancel.cancelled() => Err(()),
+            slot = self.shared.requestors.admit(requestor.as_deref(), bound) => slot.map_err(Unadmitted::Refused),
+            () = cancel.cancelled() => Err(Unadmitted::Cancelled),
         }
     }
 
@@ -355,9 +366,12 @@ impl ServerHandler for ToolServer {
         let binding = crate::asking::binding("resources/read", &request.uri, &(), &caller.binding());
         let state = request.request_state.as_deref();
         let (mut hooks, round) = self.asker(&context, binding, request.input_responses.clone(), state)?;
-        hooks.asker = hooks.asker.map(|asker| self.fair(asker, &caller, self.timeout_of(plugin)));
-        let Ok(_slot) = self.admit(&caller, &context.ct).await else {
-            return Err(ErrorData::internal_error("the read was cancelled", None));
+        let timeout = self.timeout_of(plugin);
+        hooks.asker = hooks.asker.map(|asker| self.fair(asker, &caller, timeout));
+        let _slot = match self.admit(&caller, &context.ct, timeout).await {
+            Ok(slot) => slot,
+            Err(Unadmitted::Cancelled) => return Err(ErrorData::internal_error("the read was cancelled", None)),
+            Err(Unadmitted::Refused(why)) => return Err(ErrorData::internal_error(why, None)),
         };
         let who = self.audited(&caller, "serve", Some(&context));
         let read = self.host().read_resource(&catalog, &request.uri, hooks, &who).await;
@@ -411,9 +425,12 @@ impl ServerHandler for ToolServer {
         let binding = crate::asking::binding("prompts/get", &request.name, &request.arguments, &caller.binding());
         let state = request.request_state.as_deref();
         let (mut hooks, round) = self.asker(&context, binding, request.input_responses.clone(), state)?;
-        hooks.asker = hooks.asker.map(|asker| self.fair(asker, &caller, self.timeout_of(plugin)));
-        let Ok(_slot) = self.admit(&caller, &context.ct).await else {
-            return Err(ErrorData::internal_error("the prompt was cancelled", None));
+        let timeout = self.timeout_of(plugin);
+        hooks.asker = hooks.asker.map(|asker| self.fair(asker, &caller, timeout));
+        let _slot = match self.admit(&caller, &context.ct, timeout).await {
+            Ok(slot) => slot,
+            Err(Unadmitted::Cancelled) => return Err(ErrorData::internal_error("the prompt was cancelled", None)),
+            Err(Unadmitted::Refused(why)) => return Err(ErrorData::internal_error(why, None)),
         };
         let arguments: Vec<(String, String)> = request
             .arguments
@@ -466,11 +483,15 @@ impl ServerHandler for ToolServer {
             ),
             _ => return Err(ErrorData::invalid_params("a completion reference of an unknown kind", None)),
         };
-        if !plugin.is_some_and(|plugin| self.plugin_in_scope(&context, plugin)) {
+        let Some(plugin) = plugin.filter(|plugin| self.plugin_in_scope(&context, plugin)) else {
             return Err(offer_error(OfferError::NotFound(what), None));
-        }
-        let Ok(_slot) = self.admit(&Caller::of(&context), &context.ct).await else {
-            return Err(ErrorData::internal_error("the completion was cancelled", None));
+        };
+        let _slot = match self.admit(&Caller::of(&context), &context.ct, self.timeout_of(plugin)).await {
+            Ok(slot) => slot,
+            Err(Unadmitted::Cancelled) => {
+                return Err(ErrorData::internal_error("the completion was cancelled", None));
+            }
+            Err(Unadmitted::Refused(why)) => return Err(ErrorData::internal_error(why, None)),
         };
         let argument = &request.argument;
         let done = self.host().complete(&catalog, reference, &argument.name, &argument.value, &arguments).await;
@@ -541,8 +562,18 @@ impl ServerHandler for ToolServer {
         }
         let caller = Caller::of(&context);
         // One of the requestor's call slots first, then one of the server's (in the host).
-        let Ok(_slot) = self.admit(&caller, &context.ct).await else {
-            return Err(ErrorData::internal_error(format!("the call to `{name}` was cancelled"), None));
+        // The call's timeout bounds its wait for a slot and for its client.
+        let timeout = self.timeout_of(origin);
+        let _slot = match self.admit(&caller, &context.ct, timeout).await {
+            Ok(slot) => slot,
+            Err(Unadmitted::Cancelled) => {
+                return Err(ErrorData::internal_error(format!("the call to `{name}` was cancelled"), None));
+            }
+            // Refused as the server's own limits refuse a call: a tool result with `isError`.
+            Err(Unadmitted::Refused(why)) => {
+                let report = CallReport::rejected(name, Some(origin.to_owned()), CallError::Host(why));
+                return Ok(result_of(report, wrap).into());
+            }
         };
         let arguments = arguments_text(&request.arguments);
         let overrides = LimitOverrides::default();
@@ -571,7 +602,7 @@ impl ServerHandler for ToolServer {
             }
         };
         hooks.progress = observer;
-        hooks.asker = hooks.asker.map(|asker| self.fair(asker, &caller, self.timeout_of(origin)));
+        hooks.asker = hooks.asker.map(|asker| self.fair(asker, &caller, timeout));
         let span = request_span("tools/call", name, &context);
         let who = self.audited(&caller, "serve", Some(&context));
         // Boxed: rmcp moves this handler's future into a task of its own,

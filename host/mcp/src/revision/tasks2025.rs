@@ -21,6 +21,13 @@
 //! [`Tasks2025`] is this revision's [`super::Revision`]: the transports call
 //! it through `revision` and never name this module.
 //!
+//! With `[state] url` a task is also recorded in the shared store before its
+//! handle goes out (`Tasks::reserve`, `Tasks::mirror`), and `tasks/get`,
+//! `tasks/cancel` and `tasks/result` of a task another replica runs are
+//! answered from that record (`remote_experimental`: there `tasks/result`
+//! sends the questions the record shows and passes the answers on over
+//! pub/sub), and `tasks/list` adds the session's tasks other replicas run.
+//!
 //! A call's questions (elicitation, sampling, roots) make the task
 //! `input_required`; they are sent to the client as requests on the stream
 //! of a `tasks/result` it has open (the revision's pattern), with the
@@ -52,6 +59,8 @@ pub const PREFIX: &str = "toolhost/2025-11-25/";
 pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 /// Tasks per `tasks/list` page.
 const PAGE: usize = 100;
+/// How often `tasks/result` of a task another replica runs reads its record.
+const REMOTE_POLL: Duration = Duration::from_millis(250);
 
 /// The renamed form of a 2025-11-25 session's task request, if `message`
 /// is one rmcp would otherwise take for something else.
@@ -207,8 +216,15 @@ impl ToolServer {
         let session = context.protocol_version().is_some_and(|version| version.as_str() == VERSION);
         let Some(tasks) = self.tasks().filter(|_| session) else { return Err(method_not_found(&method)) };
         let params = request.params.unwrap_or_else(|| json!({}));
+        if matches!(method.as_str(), "tasks/get" | "tasks/cancel" | "tasks/result") {
+            // With `[state] url`, a task another replica runs is answered from its record.
+            let id = task_id(&params)?;
+            if let Err(local) = self.task(id, &context) {
+                return self.remote_experimental(&method, id, &context, local).await.map(CustomResult);
+            }
+        }
         let answer = match method.as_str() {
-            "tools/call" => self.call_as_experimental_task(params, &context, tasks)?,
+            "tools/call" => self.call_as_experimental_task(params, &context, tasks).await?,
             "tasks/get" => {
                 let task = self.task(task_id(&params)?, &context)?;
                 match task.kind {
@@ -253,14 +269,119 @@ impl ToolServer {
                 }
                 result(&task, &context).await?
             }
-            "tasks/list" => self.list_experimental(&params, &context, &tasks)?,
+            "tasks/list" => self.list_experimental(&params, &context, &tasks).await?,
             _ => return Err(method_not_found(&method)),
         };
         Ok(CustomResult(answer))
     }
 
+    /// `tasks/get`, `tasks/cancel` or `tasks/result` of a task this replica
+    /// does not hold, from its record in the shared store (`local`: this
+    /// replica's own answer, without a store or record).
+    async fn remote_experimental(
+        &self,
+        method: &str,
+        id: &str,
+        context: &RequestContext<RoleServer>,
+        local: ErrorData,
+    ) -> Result<Value, ErrorData> {
+        let remote = self.shared_task(id, context, local).await?;
+        let shared = self.tasks().and_then(|tasks| tasks.shared().cloned());
+        let Some(shared) = shared else { return Err(ErrorData::internal_error("no shared store", None)) };
+        if !remote.experimental {
+            // A SEP-2663 task of this principal, as for one held here.
+            extension_declared(context)?;
+            return match method {
+                "tasks/get" => to_json(ServerResult::GetTaskResult(GetTaskResult::new(remote.detailed))),
+                "tasks/cancel" => {
+                    shared.cancel(&remote).await?;
+                    to_json(ServerResult::task_ack(()))
+                }
+                _ => Err(ErrorData::invalid_params(
+                    format!(
+                        "task `{}` is an `{}` task: its result comes with tasks/get",
+                        remote.id,
+                        rmcp::model::TASKS_EXTENSION_ID
+                    ),
+                    None,
+                )),
+            };
+        }
+        match method {
+            "tasks/get" => Ok(remote.experimental_view()),
+            "tasks/cancel" => {
+                if let Some(status) = remote.terminal_status() {
+                    return Err(ErrorData::invalid_params(
+                        format!("task `{}` cannot be cancelled: it is already {status}", remote.id),
+                        Some(json!({ "taskId": remote.id, "status": status })),
+                    ));
+                }
+                shared.cancel(&remote).await?;
+                let now = self.shared_task(id, context, ErrorData::internal_error("the task is gone", None)).await?;
+                Ok(now.experimental_view())
+            }
+            _ => {
+                // Waits for the end by reading the record; the questions it
+                // shows go to the client on this request's stream, and the
+                // answers to the replica running the task (pub/sub).
+                let mut remote = remote;
+                let mut sent = std::collections::HashSet::new();
+                loop {
+                    if let Some(ended) = remote.ended() {
+                        return ended_answer(&remote.id, ended);
+                    }
+                    if let rmcp::model::TaskPayload::InputRequired { input_requests } = &remote.detailed.payload {
+                        let requests = serde_json::to_value(input_requests).unwrap_or_default();
+                        for (key, request) in requests.as_object().into_iter().flatten() {
+                            if !sent.insert(key.clone()) {
+                                continue;
+                            }
+                            let mut request = request.clone();
+                            if let Some(params) = request.get_mut("params").and_then(Value::as_object_mut) {
+                                let meta = params.entry("_meta").or_insert_with(|| json!({}));
+                                if let Some(meta) = meta.as_object_mut() {
+                                    meta.insert(RELATED_TASK.to_owned(), json!({ "taskId": id }));
+                                }
+                            }
+                            let answer = tokio::select! {
+                                answer = ask_raw(&context.peer, request) => answer,
+                                () = context.ct.cancelled() => {
+                                    return Err(ErrorData::internal_error(
+                                        format!("tasks/result for `{id}` was cancelled; the task goes on"),
+                                        None,
+                                    ));
+                                }
+                            };
+                            match answer.and_then(|answer| {
+                                serde_json::from_value::<rmcp::model::InputResponses>(json!({ key.clone(): answer }))
+                                    .map_err(|err| err.to_string())
+                            }) {
+                                Ok(responses) => shared.update(&remote, responses).await?,
+                                // Left pending: the call's timeout ends the wait.
+                                Err(why) => {
+                                    tracing::info!(task = %id, %why, "a question of a task on another replica got no answer")
+                                }
+                            }
+                        }
+                    }
+                    tokio::select! {
+                        () = tokio::time::sleep(REMOTE_POLL) => {}
+                        () = context.ct.cancelled() => {
+                            return Err(ErrorData::internal_error(
+                                format!("tasks/result for `{id}` was cancelled; the task goes on"),
+                                None,
+                            ));
+                        }
+                    }
+                    let gone = ErrorData::invalid_params(format!("task `{id}` is no longer kept"), None);
+                    remote = self.shared_task(id, context, gone).await?;
+                }
+            }
+        }
+    }
+
     /// `tools/call` with `task`: the call starts as a task, answered with its handle.
-    fn call_as_experimental_task(
+    async fn call_as_experimental_task(
         &self,
         mut params: Value,
         context: &RequestContext<RoleServer>,
@@ -306,12 +427,23 @@ impl ToolServer {
         let ttl = ttl.map(|ttl| ttl.max(floor));
         let caller = Caller::of(context);
         let task = tasks.create(&name, &origin, TaskKind::Experimental, caller.owner(true), ttl);
+        // With `[state] url`, room is made over every replica and the task
+        // is durable before its handle goes out (a no-op without).
+        if !tasks.reserve(&task).await? {
+            return Err(ErrorData::internal_error(
+                "the tasks kept over every replica are at their limit (`max_tasks`, or this client's share), or the \
+                 shared state store is unreachable: try again when some have ended, or call the tool without `task`",
+                None,
+            ));
+        }
         if let Err(full) = tasks.keep(&task) {
+            tasks.unreserve(&task).await;
             return Err(ErrorData::internal_error(
                 format!("{full}: try again when some have ended, or call the tool without `task`"),
                 None,
             ));
         }
+        tasks.mirror(&task);
         let asker = Arc::new(TaskAsker::new(task.clone(), context.client_capabilities().unwrap_or_default()));
         let fair = self.fair(asker.clone(), &caller, self.timeout_of(&origin));
         // Progress is the task's `statusMessage`, and goes on to the client
@@ -346,7 +478,7 @@ impl ToolServer {
     }
 
     /// `tasks/list`: this session's tasks, oldest first, a page at a time.
-    fn list_experimental(
+    async fn list_experimental(
         &self,
         params: &Value,
         context: &RequestContext<RoleServer>,
@@ -367,21 +499,40 @@ impl ToolServer {
             Some(Value::String(cursor)) => Some(self.seal().open(cursor, &binding).ok_or_else(bad_cursor)?),
             Some(_) => return Err(bad_cursor()),
         };
-        let owned: Vec<Arc<Task>> = tasks
+        // (created, id, view) of each task of the session: this replica's,
+        // then with `[state] url` those other replicas run.
+        let mut owned: Vec<(String, String, Value)> = tasks
             .owned_by(&caller)
             .into_iter()
             .filter(|task| self.in_scope(context, &task.tool, &task.origin))
-            .filter(|task| {
-                after.as_ref().is_none_or(|after| {
-                    (task.created_at(), task.id.as_str()) > (after.created.as_str(), after.id.as_str())
-                })
-            })
+            .map(|task| (task.created_at().to_owned(), task.id.clone(), task.experimental()))
             .collect();
-        let page: Vec<Value> = owned.iter().take(PAGE).map(|task| task.experimental()).collect();
+        if let Some(shared) = tasks.shared() {
+            let held: std::collections::HashSet<String> = owned.iter().map(|(_, id, _)| id.clone()).collect();
+            for remote in shared.owned_by(&caller).await? {
+                if remote.experimental
+                    && !held.contains(&remote.id)
+                    && self.in_scope(context, &remote.tool, &remote.origin)
+                {
+                    owned.push((
+                        remote.detailed.task.created_at.clone(),
+                        remote.id.clone(),
+                        remote.experimental_view(),
+                    ));
+                }
+            }
+            owned.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        }
+        owned.retain(|(created, id, _)| {
+            after
+                .as_ref()
+                .is_none_or(|after| (created.as_str(), id.as_str()) > (after.created.as_str(), after.id.as_str()))
+        });
+        let page: Vec<Value> = owned.iter().take(PAGE).map(|(_, _, view)| view.clone()).collect();
         let mut answer = json!({ "tasks": page });
         if owned.len() > PAGE {
-            let last = &owned[PAGE - 1];
-            let cursor = Cursor { created: last.created_at().to_owned(), id: last.id.clone() };
+            let (created, id, _) = &owned[PAGE - 1];
+            let cursor = Cursor { created: created.clone(), id: id.clone() };
             let sealed = self
                 .seal()
                 .seal(&cursor, &binding, CURSOR_TTL)
@@ -399,32 +550,7 @@ async fn result(task: &Arc<Task>, context: &RequestContext<RoleServer>) -> Resul
     loop {
         let changed = task.changed();
         if let Some(ended) = task.ended() {
-            return match ended {
-                Ended::Result(result) => {
-                    // In this revision's shape, as rmcp answers a plain call of it.
-                    let mut answer = match serde_json::from_value::<CallToolResult>(Value::Object(result)) {
-                        Ok(result) => ServerResult::CallToolResult(result),
-                        Err(err) => {
-                            return Err(ErrorData::internal_error(format!("the result is unreadable: {err}"), None));
-                        }
-                    };
-                    answer.strip_result_type_for_legacy_peer();
-                    answer.strip_non_object_output_for_legacy_peer();
-                    let mut answer = to_json(answer)?;
-                    if let Some(answer) = answer.as_object_mut() {
-                        let meta = answer.entry("_meta").or_insert_with(|| json!({}));
-                        if let Some(meta) = meta.as_object_mut() {
-                            meta.insert(RELATED_TASK.to_owned(), json!({ "taskId": task.id }));
-                        }
-                    }
-                    Ok(answer)
-                }
-                Ended::Error(error) => Err(error),
-                Ended::Cancelled(why) => Err(ErrorData::invalid_params(
-                    format!("task `{}` has no result: {why}", task.id),
-                    Some(json!({ "taskId": task.id, "reason": "cancelled" })),
-                )),
-            };
+            return ended_answer(&task.id, ended);
         }
         for (key, question) in task.take_unsent() {
             let mut params = question.to_mcp(&key);
@@ -447,6 +573,46 @@ async fn result(task: &Arc<Task>, context: &RequestContext<RoleServer>) -> Resul
             () = changed => {}
             () = context.ct.cancelled() => return Err(cancelled(task)),
         }
+    }
+}
+
+/// Sends `request` (`{method, params}`, as a task's record shows a
+/// question) to the client: its answer.
+async fn ask_raw(peer: &rmcp::Peer<RoleServer>, request: Value) -> Result<Value, String> {
+    let request: rmcp::model::ServerRequest =
+        serde_json::from_value(request).map_err(|err| format!("the question cannot be sent over MCP: {err}"))?;
+    let result = peer.send_request(request).await.map_err(|err| format!("the client did not answer: {err}"))?;
+    serde_json::to_value(result).map_err(|err| format!("the client's answer could not be read: {err}"))
+}
+
+/// What `tasks/result` answers for a task `id` that ended as `ended`: the
+/// tool result in this revision's shape, or the JSON-RPC error.
+fn ended_answer(id: &str, ended: Ended) -> Result<Value, ErrorData> {
+    match ended {
+        Ended::Result(result) => {
+            // In this revision's shape, as rmcp answers a plain call of it.
+            let mut answer = match serde_json::from_value::<CallToolResult>(Value::Object(result)) {
+                Ok(result) => ServerResult::CallToolResult(result),
+                Err(err) => {
+                    return Err(ErrorData::internal_error(format!("the result is unreadable: {err}"), None));
+                }
+            };
+            answer.strip_result_type_for_legacy_peer();
+            answer.strip_non_object_output_for_legacy_peer();
+            let mut answer = to_json(answer)?;
+            if let Some(answer) = answer.as_object_mut() {
+                let meta = answer.entry("_meta").or_insert_with(|| json!({}));
+                if let Some(meta) = meta.as_object_mut() {
+                    meta.insert(RELATED_TASK.to_owned(), json!({ "taskId": id }));
+                }
+            }
+            Ok(answer)
+        }
+        Ended::Error(error) => Err(error),
+        Ended::Cancelled(why) => Err(ErrorData::invalid_params(
+            format!("task `{id}` has no result: {why}"),
+            Some(json!({ "taskId": id, "reason": "cancelled" })),
+        )),
     }
 }
 

@@ -14,6 +14,7 @@ pub struct ToolServerBuilder {
     pub(super) questions: Option<usize>,
     pub(super) profile: Option<Arc<Profile>>,
     pub(super) page_size: Option<usize>,
+    pub(super) store: Option<crate::state::Store>,
 }
 
 impl ToolServerBuilder {
@@ -37,6 +38,13 @@ impl ToolServerBuilder {
         self
     }
 
+    /// Counts the per-requestor limits in `store` over every replica
+    /// (`[state] url`; `None`: in this process).
+    pub fn store(mut self, store: Option<crate::state::Store>) -> ToolServerBuilder {
+        self.store = store;
+        self
+    }
+
     /// Runs the tools `config` names as MCP tasks (none without it).
     pub fn tasks(mut self, config: Option<TasksConfig>) -> ToolServerBuilder {
         self.tasks = config;
@@ -56,7 +64,7 @@ impl ToolServerBuilder {
     /// out of range. Call it inside the tokio runtime when tasks are on (it
     /// starts their expiry timer).
     pub fn build(self) -> anyhow::Result<ToolServer> {
-        let ToolServerBuilder { host, oauth, tasks, calls, questions, profile, page_size } = self;
+        let ToolServerBuilder { host, oauth, tasks, calls, questions, profile, page_size, store } = self;
         let seal = crate::asking::StateSeal::from_env()?;
         let page_size = crate::pages::page_size(page_size)?;
         if calls == Some(0) || questions == Some(0) {
@@ -69,6 +77,9 @@ impl ToolServerBuilder {
             calls.unwrap_or_else(|| default_calls_per_requestor(&host)),
             questions.unwrap_or(crate::caller::DEFAULT_MAX_QUESTIONS_PER_REQUESTOR),
         ));
+        if let Some(store) = store {
+            requestors.share(crate::state::requestors::SharedRequestors::new(store));
+        }
         let tasks = match tasks {
             Some(config) => {
                 let enabled = config.enabled();

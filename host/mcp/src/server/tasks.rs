@@ -50,7 +50,7 @@ impl ToolServer {
     /// With `[state] url`: the task `id` as the shared store shows it (it
     /// runs on another replica), if the request may see it; else `local`,
     /// this replica's own answer.
-    pub(super) async fn shared_task(
+    pub(crate) async fn shared_task(
         &self,
         id: &str,
         context: &RequestContext<RoleServer>,
@@ -277,7 +277,13 @@ impl ToolServer {
         caller: &Caller,
         cancel: &tokio_util::sync::CancellationToken,
     ) -> Option<CallReport> {
-        let _slot = self.admit(caller, cancel).await.ok()?;
+        let _slot = match self.admit(caller, cancel, self.timeout_of(origin)).await {
+            Ok(slot) => slot,
+            Err(super::Unadmitted::Cancelled) => return None,
+            Err(super::Unadmitted::Refused(why)) => {
+                return Some(CallReport::rejected(name, Some(origin.to_owned()), CallError::Host(why)));
+            }
+        };
         let active = self.shared.metrics.start_call(name, origin);
         let overrides = LimitOverrides::default();
         let who = self.audited(caller, "task", None);

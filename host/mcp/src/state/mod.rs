@@ -1,7 +1,8 @@
 //! `[state]`: where `serve` keeps what its replicas must share. Without a
 //! `url` everything stays in the process, as it always has (nothing to start,
 //! nothing slower). With `url = "redis://…"` (or `rediss://` for TLS) the
-//! quotas (`[quotas]`), tasks (`[serve.tasks]`) and 2025-11-25 sessions live
+//! quotas (`[quotas]`), the per-requestor limits of `[serve]`, tasks
+//! (`[serve.tasks]`) and 2025-11-25 sessions live
 //! in one Valkey or Redis that every replica uses, so a plain round-robin
 //! balancer in front of N replicas behaves as one server: one set of limits,
 //! every task reachable from every replica.
@@ -23,6 +24,7 @@
 //! replica's own limits (`"open"`).
 
 pub mod quotas;
+pub mod requestors;
 pub mod sessions;
 pub mod store;
 

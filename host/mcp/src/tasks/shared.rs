@@ -20,6 +20,14 @@
 //! cancellation wins over the running replica's next write, and the record
 //! expires with the task's TTL.
 //!
+//! A 2025-11-25 session's experimental tasks have records too (their
+//! owner's field names the session after the principal, so only that
+//! session finds them): `revision::tasks2025` answers `tasks/get`,
+//! `tasks/cancel` and `tasks/result` from the record ([`Remote`]) when the
+//! task runs elsewhere, and lists a session's tasks from the records of its
+//! requestor's ([`StoreTasks::owned_by`]); the answers to their questions
+//! reach the running replica as SEP-2663 ones do ([`StoreTasks::update`]).
+//!
 //! It is a part of `tasks` built on `state`'s [`Store`] (not a part of
 //! `state`), so that `state` never names `tasks`.
 
@@ -118,6 +126,56 @@ pub struct Remote {
     replica: String,
     status: String,
     pub detailed: DetailedTask,
+    /// A 2025-11-25 session's experimental task (owned by that session too).
+    pub experimental: bool,
+}
+
+impl Remote {
+    /// What 2025-11-25's `tasks/get` shows of it (as [`Task::experimental`]).
+    pub fn experimental_view(&self) -> Value {
+        let task = &self.detailed.task;
+        let mut view = json!({
+            "taskId": task.task_id,
+            "status": status_word(&self.detailed),
+            "createdAt": task.created_at,
+            "lastUpdatedAt": task.last_updated_at,
+            "ttl": task.ttl_ms,
+            "pollInterval": task.poll_interval_ms.unwrap_or(1000).max(1),
+        });
+        if let Some(message) = &task.status_message {
+            view["statusMessage"] = json!(message);
+        }
+        view
+    }
+
+    /// How it ended, once it has.
+    pub fn ended(&self) -> Option<super::Ended> {
+        match &self.detailed.payload {
+            TaskPayload::Completed { result } => Some(super::Ended::Result(result.clone())),
+            TaskPayload::Failed { error } => Some(super::Ended::Error(
+                serde_json::from_value(Value::Object(error.clone()))
+                    .unwrap_or_else(|_| ErrorData::internal_error("the call failed", None)),
+            )),
+            TaskPayload::Cancelled => {
+                Some(super::Ended::Cancelled(self.detailed.task.status_message.clone().unwrap_or_default()))
+            }
+            _ => None,
+        }
+    }
+
+    /// `completed`, `failed` or `cancelled` once ended.
+    pub fn terminal_status(&self) -> Option<&str> {
+        is_ended(&self.status).then_some(self.status.as_str())
+    }
+}
+
+/// Who owns a task, as its record says: the principal's key, and for a
+/// 2025-11-25 task its session after a line break (which neither holds).
+fn owner_field(principal: &str, session: Option<&str>) -> String {
+    match session {
+        Some(session) => format!("{principal}\nsession {session}"),
+        None => principal.to_owned(),
+    }
 }
 
 impl StoreTasks {
@@ -147,7 +205,9 @@ impl StoreTasks {
     /// The record's fields as WRITE and RESERVE take them (1 to 8).
     fn record(&self, task: &Task, invocation: &mut redis::ScriptInvocation<'_>) {
         let detailed = task.detailed();
-        let principal = task.owner.principal.as_ref().map(|principal| principal.key().to_owned()).unwrap_or_default();
+        let principal = task.owner.principal.as_ref().map(|principal| principal.key()).unwrap_or_default();
+        let session = (task.kind == super::TaskKind::Experimental).then_some(task.owner.session.as_deref()).flatten();
+        let principal = owner_field(principal, session);
         invocation
             .arg(status_word(&detailed))
             .arg(serde_json::to_string(&detailed).unwrap_or_default())
@@ -260,12 +320,17 @@ impl StoreTasks {
         else {
             return Ok(None);
         };
+        // Another principal's, or another session's 2025-11-25 task: as an id never given out.
         let caller_principal = caller.principal.as_ref().map(|principal| principal.key()).unwrap_or_default();
-        if principal != caller_principal {
+        // (Session ids hold no line break, so a principal's key that does
+        // cannot pass for another's with a session.)
+        let experimental = principal.contains('\n');
+        let session = caller.session.as_deref().filter(|_| experimental);
+        if (experimental && session.is_none()) || principal != owner_field(caller_principal, session) {
             return Ok(None);
         }
         let Ok(detailed) = serde_json::from_str::<DetailedTask>(&detailed) else { return Ok(None) };
-        let mut remote = Remote { id: id.to_owned(), tool, origin, replica, status, detailed };
+        let mut remote = Remote { id: id.to_owned(), tool, origin, replica, status, detailed, experimental };
         let (lease, now) = (lease.parse::<i64>().unwrap_or(0), now.parse::<i64>().unwrap_or(0));
         if !is_ended(&remote.status) && lease < now {
             let name = remote.replica.rsplit_once('.').map_or(&remote.replica[..], |(name, _)| name).to_owned();
@@ -283,6 +348,26 @@ impl StoreTasks {
             remote.status = status_word(&remote.detailed).to_owned();
         }
         Ok(Some(remote))
+    }
+
+    /// The tasks of `caller`'s requestor that `caller` owns, as their
+    /// records show them (at most its share of `max_tasks`, in no order).
+    pub async fn owned_by(&self, caller: &Caller) -> Result<Vec<Remote>, ErrorData> {
+        let Some(requestor) = caller.requestor() else { return Ok(Vec::new()) };
+        let key = self.store.key(&["tasks", "requestor", &requestor]);
+        let mut connection = self.store.connection();
+        let ids: Vec<String> = self
+            .store
+            .run(redis::cmd("ZRANGE").arg(&key).arg(0).arg(-1).query_async(&mut connection))
+            .await
+            .map_err(|reason| ErrorData::internal_error(reason, None))?;
+        let mut owned = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(remote) = self.find(&id, caller).await? {
+                owned.push(remote);
+            }
+        }
+        Ok(owned)
     }
 
     /// Ends the record at `key` as `detailed` unless it ended; what it shows now.
