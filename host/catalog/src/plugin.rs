@@ -58,6 +58,42 @@ pub struct Plugin {
     /// What it offers besides tools (contract 0.2.0's `full` world).
     pub offers: Offers,
     pub(crate) code: Code,
+    /// Who signed it, when it was pulled signed: `toolhost.lock` beside it
+    /// names a verified signer for exactly these bytes.
+    pub signer: Option<PulledSigner>,
+}
+
+/// The signer `toolhost pull` verified for a plugin, as `toolhost.lock`
+/// records it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PulledSigner {
+    /// The trusted public key file that verified the signature, as the config named it.
+    pub key: String,
+    /// `sha256:` and the SHA-256 of that key's DER SubjectPublicKeyInfo.
+    pub fingerprint: String,
+    /// The reference it was pulled from.
+    pub source: String,
+}
+
+/// The signer `toolhost.lock` (beside `path`) records for the plugin `name`,
+/// when the lock's digest of `NAME.wasm` is `sha256` (the bytes loaded): a
+/// file replaced after the pull has no signer. A lock that cannot be read
+/// (missing, not a regular file, over 1MiB, not TOML) names none.
+pub(crate) fn pulled_signer(path: &std::path::Path, name: &str, sha256: &str) -> Option<PulledSigner> {
+    let lock = path.parent()?.join("toolhost.lock");
+    let text = toolhost_grants::readfile::read_regular_text(&lock, toolhost_grants::readfile::limits::TOML).ok()?;
+    let table: toml::Table = toml::from_str(&text).ok()?;
+    let entry = table.get("plugins")?.get(name)?;
+    if entry.get("wasm")?.as_str()? != format!("sha256:{sha256}") {
+        return None;
+    }
+    let signer = entry.get("signer")?;
+    let text = |value: Option<&toml::Value>| value.and_then(toml::Value::as_str).map(str::to_owned);
+    Some(PulledSigner {
+        key: text(signer.get("key"))?,
+        fingerprint: text(signer.get("fingerprint"))?,
+        source: text(entry.get("source"))?,
+    })
 }
 
 impl Plugin {
