@@ -759,3 +759,38 @@ fn a_hook_with_kinds_denies_a_resource_read_and_a_prompt() {
     assert_eq!(lines[2]["hooks"], json!([{"hook": "policy", "when": "before", "decision": "allow"}]), "{}", lines[2]);
     assert!(setup.verify("audit.log", "keys/audit.pub").status.success());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_and_a_call_over_oauth_name_the_tokens_subject() {
+    let setup = Setup::new("");
+    let plugins = plugin_dir(&["content_kinds"]);
+    let (_authorization, issuer) = crate::oauth::authorization_server();
+    let top = format!(
+        "[audit]\nfile = \"{}\"\nkey = \"{}\"\n\n",
+        setup.path("audit.log").display(),
+        setup.path("keys/audit.key").display()
+    );
+    let extra = "[serve.oauth.tools]\ncontent_kinds = \"tools:kinds\"\n[serve.tasks]\ntools = { slow_compute = \"optional\" }\n";
+    let (_server, url) = crate::oauth::serve_with(plugins.path(), &issuer, &top, extra);
+    let users = crate::oauth::Users::new(&url, &issuer);
+    let alice = users.token("alice", "mcp tools:kinds").await;
+    let session = users.open(&alice, json!({})).await;
+    // A call in her session, then a task.
+    let called = users.ask(&alice, &session, 5, "tools/call", json!({"name": "measure", "arguments": {"text": "a b"}})).await;
+    assert!(called["result"].is_object(), "{called}");
+    let call = json!({"name": "slow_compute", "arguments": {"seconds": 0}, "task": {"ttl": 60000}});
+    let started = users.ask(&alice, &session, 6, "tools/call", call).await;
+    let task = started["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("{started}")).to_owned();
+    let lines = setup.wait_for_lines(2);
+    assert_eq!(lines.len(), 2, "{lines:?} (task {task})");
+    for line in &lines {
+        assert_eq!(line["caller"]["subject"], "alice", "{line}");
+    }
+    assert_eq!(lines[0]["caller"]["path"], "serve-http", "{}", lines[0]);
+    assert_eq!(lines[0]["tool"], "measure");
+    assert_eq!(lines[1]["caller"]["path"], "task", "{}", lines[1]);
+    assert_eq!(lines[1]["tool"], "slow_compute");
+    assert_eq!(lines[1]["outcome"]["ok"], true, "{}", lines[1]);
+    let output = setup.verify("audit.log", "keys/audit.pub");
+    assert!(output.status.success(), "{}", stderr(&output));
+}
