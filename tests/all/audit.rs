@@ -794,3 +794,42 @@ async fn a_task_and_a_call_over_oauth_name_the_tokens_subject() {
     let output = setup.verify("audit.log", "keys/audit.pub");
     assert!(output.status.success(), "{}", stderr(&output));
 }
+
+#[test]
+fn a_plugin_pulled_signed_names_its_signer_in_the_line() {
+    use crate::oci;
+    let registry = oci::Registry::start();
+    let work = tempfile::tempdir().unwrap();
+    let (key, public) = oci::key_pair(work.path(), "publisher");
+    let reference = format!("{}/plugins/hash:1.0", registry.addr());
+    let digest = oci::push(work.path(), &common::plugin("hash"), &reference);
+    oci::cosign_sign(work.path(), &key, &format!("{}/plugins/hash@{digest}", registry.addr()));
+    let unsigned = format!("{}/plugins/text:1", registry.addr());
+    oci::push(work.path(), &common::plugin("text"), &unsigned);
+    oci::trust(work.path(), &registry, &[Path::new("publisher/cosign.pub")], false);
+    for pulled in [&reference, &unsigned] {
+        let output = oci::run(work.path(), &["pull", pulled], &[]);
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    std::fs::create_dir(work.path().join("keys")).unwrap();
+    assert!(toolhost(work.path(), &["audit", "keygen", "--out", "keys"]).status.success());
+    let mut config = std::fs::read_to_string(work.path().join("toolhost.toml")).unwrap();
+    config.push_str("[audit]\nfile = \"audit.log\"\nkey = \"keys/audit.key\"\n");
+    std::fs::write(work.path().join("toolhost.toml"), config).unwrap();
+    let call = oci::run(work.path(), &["call", "sha256", r#"{"text":"hello"}"#], &[]);
+    assert!(call.status.success(), "{}", stderr(&call));
+    let call = oci::run(work.path(), &["call", "text_stats", r#"{"text":"hello"}"#], &[]);
+    assert!(call.status.success(), "{}", stderr(&call));
+    let text = std::fs::read_to_string(work.path().join("audit.log")).unwrap();
+    let lines: Vec<Value> = text.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    assert_eq!(
+        lines[0]["signer"],
+        json!({"key": "publisher/cosign.pub", "fingerprint": oci::fingerprint(&public), "source": reference}),
+        "{}",
+        lines[0]
+    );
+    assert_eq!(lines[1]["plugin"], "text", "{}", lines[1]);
+    assert!(lines[1].get("signer").is_none(), "not signed, so no signer: {}", lines[1]);
+    let output = toolhost(work.path(), &["audit", "verify", "audit.log", "--key", "keys/audit.pub"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+}
