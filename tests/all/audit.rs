@@ -611,12 +611,12 @@ fn a_line_names_the_hosts_a_call_reached_with_status_and_bytes() {
 #[test]
 fn a_line_lists_the_questions_a_call_asked_and_how_each_ended() {
     let setup_with = |include: bool| {
-        let mut setup = Setup::new(
-            "[plugins.content_kinds]\nelicitation = true\nsampling = { max_tokens = 300 }\nroots = true\n",
-        );
+        let mut setup =
+            Setup::new("[plugins.content_kinds]\nelicitation = true\nsampling = { max_tokens = 300 }\nroots = true\n");
         if include {
             let config = std::fs::read_to_string(setup.path("toolhost.toml")).unwrap();
-            let config = config.replace("key = \"keys/audit.key\"\n", "key = \"keys/audit.key\"\ninclude_arguments = true\n");
+            let config =
+                config.replace("key = \"keys/audit.key\"\n", "key = \"keys/audit.key\"\ninclude_arguments = true\n");
             std::fs::write(setup.path("toolhost.toml"), config).unwrap();
         }
         setup.plugins = plugin_dir(&["content_kinds"]);
@@ -751,7 +751,10 @@ fn a_hook_with_kinds_denies_a_resource_read_and_a_prompt() {
     let lines = setup.wait_for_lines(3);
     assert_eq!(lines[0]["kind"], "resource");
     assert_eq!(lines[0]["outcome"]["error"], "denied", "{}", lines[0]);
-    assert_eq!(lines[0]["hooks"], json!([{"hook": "offers", "when": "before", "decision": "deny", "reason": "no resources today"}]));
+    assert_eq!(
+        lines[0]["hooks"],
+        json!([{"hook": "offers", "when": "before", "decision": "deny", "reason": "no resources today"}])
+    );
     assert_eq!(lines[1]["kind"], "prompt");
     assert_eq!(lines[1]["outcome"]["error"], "denied", "{}", lines[1]);
     assert_eq!(lines[1]["hooks"][0]["hook"], "offers");
@@ -776,7 +779,8 @@ async fn a_task_and_a_call_over_oauth_name_the_tokens_subject() {
     let alice = users.token("alice", "mcp tools:kinds").await;
     let session = users.open(&alice, json!({})).await;
     // A call in her session, then a task.
-    let called = users.ask(&alice, &session, 5, "tools/call", json!({"name": "measure", "arguments": {"text": "a b"}})).await;
+    let called =
+        users.ask(&alice, &session, 5, "tools/call", json!({"name": "measure", "arguments": {"text": "a b"}})).await;
     assert!(called["result"].is_object(), "{called}");
     let call = json!({"name": "slow_compute", "arguments": {"seconds": 0}, "task": {"ttl": 60000}});
     let started = users.ask(&alice, &session, 6, "tools/call", call).await;

@@ -351,7 +351,11 @@ impl CallRecord {
 /// `hosts` and `questions` (with their overflow counts) into a line's
 /// fields; a question's answer only when `shown_by` (the arguments are
 /// included), scrubbed by its scrubber.
-fn effects_json(map: &mut Map<String, Value>, effects: toolhost_runtime::outcome::Effects, shown_by: Option<&dyn Origin>) {
+fn effects_json(
+    map: &mut Map<String, Value>,
+    effects: toolhost_runtime::outcome::Effects,
+    shown_by: Option<&dyn Origin>,
+) {
     if !effects.hosts.is_empty() {
         let hosts = effects.hosts.iter().map(|contact| serde_json::to_value(contact).unwrap_or(Value::Null));
         map.insert("hosts".to_owned(), Value::Array(hosts.collect()));

@@ -7,8 +7,8 @@ use crate::plugin::Plugin;
 use crate::{Caller, Catalog};
 use anyhow::Result;
 use std::sync::Arc;
-use toolhost_runtime::content::ContentBlock;
 use toolhost_audit::hooks::Kind;
+use toolhost_runtime::content::ContentBlock;
 use toolhost_runtime::outcome::{CallError, Effects};
 use toolhost_runtime::sandbox::{CallHooks, Request, Response};
 
