@@ -117,7 +117,7 @@ pub(crate) async fn call(
             outcome: CallRecord::outcome_of(&report),
             usage: report.usage,
             refused: CallRecord::refused_of(&report),
-            effects: std::mem::take(&mut report.effects),
+            effects: report.effects.clone(),
         });
     }
     report

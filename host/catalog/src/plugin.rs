@@ -88,7 +88,14 @@ pub(crate) fn pulled_signer(path: &std::path::Path, name: &str, sha256: &str) ->
         return None;
     }
     let signer = entry.get("signer")?;
-    let text = |value: Option<&toml::Value>| value.and_then(toml::Value::as_str).map(str::to_owned);
+    // Printable and bounded: the lock is a file in the plugins folder, read as hostile.
+    let text = |value: Option<&toml::Value>| {
+        value.and_then(toml::Value::as_str).map(|text| {
+            let mut text = toolhost_runtime::text::printable(text).into_owned();
+            toolhost_runtime::text::truncate(&mut text, 1000);
+            text
+        })
+    };
     Some(PulledSigner {
         key: text(signer.get("key"))?,
         fingerprint: text(signer.get("fingerprint"))?,
@@ -657,5 +664,24 @@ mod tests {
             let err = check_schema("t", text).unwrap_err();
             assert!(err.contains(expected), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn a_pulled_signer_is_named_only_for_the_bytes_the_lock_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let wasm = dir.path().join("hash.wasm");
+        assert_eq!(pulled_signer(&wasm, "hash", "ab"), None, "no lock");
+        let lock = "version = 1\n[plugins.hash]\nsource = \"r/hash:1\"\ndigest = \"sha256:00\"\nwasm = \"sha256:ab\"\n\
+                    [plugins.hash.signer]\nkey = \"k.pub\"\nfingerprint = \"sha256:ff\"\n";
+        std::fs::write(dir.path().join("toolhost.lock"), lock).unwrap();
+        let signer = pulled_signer(&wasm, "hash", "ab").unwrap();
+        assert_eq!(
+            (signer.key.as_str(), signer.fingerprint.as_str(), signer.source.as_str()),
+            ("k.pub", "sha256:ff", "r/hash:1")
+        );
+        assert_eq!(pulled_signer(&wasm, "hash", "cd"), None, "replaced since the pull");
+        assert_eq!(pulled_signer(&wasm, "text", "ab"), None, "another plugin");
+        std::fs::write(dir.path().join("toolhost.lock"), "not toml [").unwrap();
+        assert_eq!(pulled_signer(&wasm, "hash", "ab"), None, "an unreadable lock names no one");
     }
 }

@@ -104,3 +104,44 @@ impl SharedLedger {
         std::mem::take(&mut *self.lock())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn contact() -> Contact {
+        Contact {
+            scheme: "https",
+            host: "api.example.com".to_owned(),
+            port: 443,
+            method: "GET".to_owned(),
+            status: None,
+            sent: 0,
+            received: 0,
+        }
+    }
+
+    #[test]
+    fn contacts_are_kept_to_the_limit_and_the_rest_counted() {
+        let mut ledger = Ledger::default();
+        let first = ledger.contact(contact());
+        assert_eq!(first, Some(0));
+        ledger.answered(first, 200);
+        ledger.count(first, 5, 7);
+        ledger.count(first, 0, 3);
+        assert_eq!(
+            (ledger.contacts[0].status, ledger.contacts[0].sent, ledger.contacts[0].received),
+            (Some(200), 5, 10)
+        );
+        for _ in 1..CONTACTS_LIMIT {
+            assert!(ledger.contact(contact()).is_some());
+        }
+        let past = ledger.contact(contact());
+        assert_eq!(past, None);
+        // Bytes of a request past the limit go nowhere (they are in the totals).
+        ledger.count(past, 1, 1);
+        ledger.answered(past, 500);
+        assert_eq!(ledger.contacts.len(), CONTACTS_LIMIT);
+        assert_eq!(ledger.more_contacts, 1);
+    }
+}
