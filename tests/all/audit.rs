@@ -837,3 +837,44 @@ fn a_plugin_pulled_signed_names_its_signer_in_the_line() {
     let output = toolhost(work.path(), &["audit", "verify", "audit.log", "--key", "keys/audit.pub"]);
     assert!(output.status.success(), "{}", stderr(&output));
 }
+
+#[test]
+fn a_call_stopped_by_ctrl_c_still_writes_its_line() {
+    let mut setup = Setup::new("[limits]\ntimeout = \"60s\"\n");
+    // The hook says when the call has begun (its line is owed from then on).
+    std::fs::write(
+        setup.path("hook.sh"),
+        "#!/bin/sh\ncat >/dev/null\ntouch started\necho '{\"decision\":\"allow\"}'\n",
+    )
+    .unwrap();
+    setup.plugins = plugin_dir(&["sleep_forever"]);
+    let plugins = setup.plugins.path().display().to_string();
+    let child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["--plugins", &plugins, "call", "sleep_forever", "{}"])
+        .current_dir(setup.dir.path())
+        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !setup.path("started").exists() {
+        assert!(started.elapsed() < Duration::from_secs(60), "the call never began");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: a signal to the child this test started.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
+    assert!(started.elapsed() < Duration::from_secs(50), "it waited for the call's timeout");
+    let lines = setup.lines();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["caller"]["path"], "call");
+    assert_eq!(lines[0]["tool"], "sleep_forever");
+    assert_eq!(lines[0]["outcome"]["error"], "cancelled", "{}", lines[0]);
+    assert_eq!(lines[0]["hooks"][0]["decision"], "allow", "{}", lines[0]);
+    let output = setup.verify("audit.log", "keys/audit.pub");
+    assert!(output.status.success(), "{}", stderr(&output));
+}
