@@ -565,3 +565,316 @@ fn resource_reads_and_prompts_over_serve_are_audited() {
     assert_eq!(lines[1]["prompt"], "test_simple_prompt");
     assert!(setup.verify("audit.log", "keys/audit.pub").status.success());
 }
+
+#[test]
+fn a_line_names_the_hosts_a_call_reached_with_status_and_bytes() {
+    let server = common::server::TestServer::start();
+    let mut setup = Setup::new(&format!("[plugins.fetch]\nhttp = [\"{}\"]\n", server.origin()));
+    setup.plugins = plugin_dir(&["fetch"]);
+    // A redirect the plugin follows: two requests, each with its own status.
+    let output = setup.call("fetch", &json!({ "url": server.url("/chain/1") }).to_string());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let output = setup.call("fetch", &json!({ "url": server.url("/bytes/1000") }).to_string());
+    assert!(output.status.success(), "{}", stderr(&output));
+    // Not granted: refused before it left, so no host is named as reached.
+    let output = setup.call("fetch", &json!({ "url": "http://127.0.0.2:9/nowhere" }).to_string());
+    assert!(!output.status.success());
+    let lines = setup.lines();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    let hosts = lines[0]["hosts"].as_array().unwrap_or_else(|| panic!("no hosts in {}", lines[0]));
+    assert_eq!(hosts.len(), 2, "{}", lines[0]);
+    for (host, status) in hosts.iter().zip([302, 200]) {
+        assert_eq!(host["scheme"], "http", "{host}");
+        assert_eq!(host["host"], "127.0.0.1", "{host}");
+        assert_eq!(host["port"], server.port, "{host}");
+        assert_eq!(host["method"], "GET", "{host}");
+        assert_eq!(host["status"], status, "{host}");
+        assert_eq!(host["sent"], 0, "{host}");
+    }
+    assert_eq!(hosts[1]["received"], "end of chain".len(), "{}", lines[0]);
+    let usage = &lines[0]["usage"];
+    assert_eq!(usage["http_requests"], 2, "{usage}");
+    let received: u64 = hosts.iter().map(|host| host["received"].as_u64().unwrap()).sum();
+    assert_eq!(usage["http_response_bytes"], received, "{usage}");
+    assert_eq!(lines[1]["hosts"][0]["received"], 1000, "{}", lines[1]);
+    assert_eq!(lines[1]["hosts"][0]["status"], 200, "{}", lines[1]);
+    assert!(lines[2].get("hosts").is_none(), "{}", lines[2]);
+    assert_eq!(lines[2]["refused"][0]["kind"], "not_granted", "{}", lines[2]);
+    // A call that reached nothing says nothing of hosts.
+    setup.plugins = plugin_dir(&["hash"]);
+    assert!(setup.call("sha256", r#"{"text":"x"}"#).status.success());
+    assert!(setup.lines()[3].get("hosts").is_none());
+    let output = setup.verify("audit.log", "keys/audit.pub");
+    assert!(output.status.success(), "{}", stderr(&output));
+}
+
+#[test]
+fn a_line_lists_the_questions_a_call_asked_and_how_each_ended() {
+    let setup_with = |include: bool| {
+        let mut setup =
+            Setup::new("[plugins.content_kinds]\nelicitation = true\nsampling = { max_tokens = 300 }\nroots = true\n");
+        if include {
+            let config = std::fs::read_to_string(setup.path("toolhost.toml")).unwrap();
+            let config =
+                config.replace("key = \"keys/audit.key\"\n", "key = \"keys/audit.key\"\ninclude_arguments = true\n");
+            std::fs::write(setup.path("toolhost.toml"), config).unwrap();
+        }
+        setup.plugins = plugin_dir(&["content_kinds"]);
+        setup
+    };
+    let setup = setup_with(false);
+    // No terminal: the elicitation is declined; roots are answered; sampling
+    // without a model cannot be.
+    let output = setup.call("test_elicitation", r#"{"message":"Who are you?"}"#);
+    assert!(stdout(&output).contains("action=decline"), "{}", stderr(&output));
+    let output = setup.call("test_input_required_result_list_roots", "{}");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let _ = setup.call("test_sampling", r#"{"prompt":"hi"}"#);
+    let lines = setup.lines();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert_eq!(lines[0]["questions"], json!([{"kind": "elicitation", "outcome": "declined"}]), "{}", lines[0]);
+    assert_eq!(lines[1]["questions"], json!([{"kind": "roots", "outcome": "answered"}]), "{}", lines[1]);
+    assert_eq!(
+        lines[2]["questions"],
+        json!([{"kind": "sampling", "outcome": "refused", "why": "unsupported"}]),
+        "{}",
+        lines[2]
+    );
+    assert!(setup.verify("audit.log", "keys/audit.pub").status.success());
+
+    // With the arguments included, the answer is shown too.
+    let setup = setup_with(true);
+    let output = setup.call("test_input_required_result_list_roots", "{}");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let lines = setup.lines();
+    let cwd = std::fs::canonicalize(setup.dir.path()).unwrap();
+    let answer = lines[0]["questions"][0]["answer"].as_array().unwrap_or_else(|| panic!("{}", lines[0])).clone();
+    assert!(answer.iter().any(|root| root.as_str().unwrap().ends_with(cwd.file_name().unwrap().to_str().unwrap())));
+    assert!(setup.verify("audit.log", "keys/audit.pub").status.success());
+}
+
+#[test]
+fn a_call_cancelled_by_its_client_still_writes_its_line() {
+    let mut setup = Setup::new("[limits]\ntimeout = \"60s\"\n");
+    setup.plugins = plugin_dir(&["sleep_forever"]);
+    let plugins = setup.plugins.path().display().to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["--plugins", &plugins, "serve"])
+        .current_dir(setup.dir.path())
+        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut answers = BufReader::new(child.stdout.take().unwrap()).lines();
+    writeln!(stdin, "{INITIALIZE}").unwrap();
+    let _ = answers.next().unwrap().unwrap();
+    writeln!(stdin, "{INITIALIZED}").unwrap();
+    let started = Instant::now();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"sleep_forever","arguments":{{}}}}}}"#
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":7}}}}"#).unwrap();
+    let lines = setup.wait_for_lines(1);
+    assert!(started.elapsed() < Duration::from_secs(50), "the line waited for the call's timeout");
+    drop(stdin);
+    let _ = child.wait();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["tool"], "sleep_forever");
+    assert_eq!(lines[0]["plugin"], "sleep_forever");
+    assert_eq!(lines[0]["outcome"]["ok"], false, "{}", lines[0]);
+    assert_eq!(lines[0]["outcome"]["error"], "cancelled", "{}", lines[0]);
+    assert_eq!(lines[0]["hooks"][0]["decision"], "allow", "{}", lines[0]);
+    assert_eq!(lines[0]["caller"]["client"], "audit-test");
+    let output = setup.verify("audit.log", "keys/audit.pub");
+    assert!(output.status.success(), "{}", stderr(&output));
+}
+
+/// A hook for resource reads and prompts: it denies the static text and the
+/// simple prompt, and rewrites the arguments of a prompt that has some.
+const OFFERS_HOOK: &str = r#"#!/bin/sh
+input=$(cat)
+case "$input" in
+  *static-text*) echo '{"decision":"deny","reason":"no resources today"}' ;;
+  *test_simple_prompt*) echo '{"decision":"deny","reason":"no prompts today"}' ;;
+  *) echo '{"decision":"allow"}' ;;
+esac
+"#;
+
+#[test]
+fn a_hook_with_kinds_denies_a_resource_read_and_a_prompt() {
+    let mut setup = Setup::new(
+        "\n[[hooks]]\nname = \"offers\"\nwhen = \"before\"\ncommand = [\"./offers.sh\"]\nkinds = [\"resource\", \"prompt\"]\n",
+    );
+    let hook = setup.path("offers.sh");
+    std::fs::write(&hook, OFFERS_HOOK).unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    setup.plugins = plugin_dir(&["content_kinds"]);
+    let plugins = setup.plugins.path().display().to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["--plugins", &plugins, "serve"])
+        .current_dir(setup.dir.path())
+        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut answers = BufReader::new(child.stdout.take().unwrap()).lines();
+    writeln!(stdin, "{INITIALIZE}").unwrap();
+    let _ = answers.next().unwrap().unwrap();
+    writeln!(stdin, "{INITIALIZED}").unwrap();
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{{"uri":"test://static-text"}}}}"#)
+        .unwrap();
+    let read: Value = serde_json::from_str(&answers.next().unwrap().unwrap()).unwrap();
+    assert!(read["error"]["message"].as_str().unwrap_or_default().contains("no resources today"), "{read}");
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":3,"method":"prompts/get","params":{{"name":"test_simple_prompt"}}}}"#)
+        .unwrap();
+    let prompt: Value = serde_json::from_str(&answers.next().unwrap().unwrap()).unwrap();
+    assert!(prompt["error"]["message"].as_str().unwrap_or_default().contains("no prompts today"), "{prompt}");
+    // A tool call is not this hook's business (its `kinds` leave tools out).
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{{"name":"show_content","arguments":{{}}}}}}"#
+    )
+    .unwrap();
+    let called: Value = serde_json::from_str(&answers.next().unwrap().unwrap()).unwrap();
+    assert!(called["result"].is_object(), "{called}");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let lines = setup.wait_for_lines(3);
+    assert_eq!(lines[0]["kind"], "resource");
+    assert_eq!(lines[0]["outcome"]["error"], "denied", "{}", lines[0]);
+    assert_eq!(
+        lines[0]["hooks"],
+        json!([{"hook": "offers", "when": "before", "decision": "deny", "reason": "no resources today"}])
+    );
+    assert_eq!(lines[1]["kind"], "prompt");
+    assert_eq!(lines[1]["outcome"]["error"], "denied", "{}", lines[1]);
+    assert_eq!(lines[1]["hooks"][0]["hook"], "offers");
+    assert_eq!(lines[2]["kind"], "tool");
+    assert_eq!(lines[2]["hooks"], json!([{"hook": "policy", "when": "before", "decision": "allow"}]), "{}", lines[2]);
+    assert!(setup.verify("audit.log", "keys/audit.pub").status.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_and_a_call_over_oauth_name_the_tokens_subject() {
+    let setup = Setup::new("");
+    let plugins = plugin_dir(&["content_kinds"]);
+    let (_authorization, issuer) = crate::oauth::authorization_server();
+    let top = format!(
+        "[audit]\nfile = \"{}\"\nkey = \"{}\"\n\n",
+        setup.path("audit.log").display(),
+        setup.path("keys/audit.key").display()
+    );
+    let extra = "[serve.oauth.tools]\ncontent_kinds = \"tools:kinds\"\n[serve.tasks]\ntools = { slow_compute = \"optional\" }\n";
+    let (_server, url) = crate::oauth::serve_with(plugins.path(), &issuer, &top, extra);
+    let users = crate::oauth::Users::new(&url, &issuer);
+    let alice = users.token("alice", "mcp tools:kinds").await;
+    let session = users.open(&alice, json!({})).await;
+    // A call in her session, then a task.
+    let called =
+        users.ask(&alice, &session, 5, "tools/call", json!({"name": "measure", "arguments": {"text": "a b"}})).await;
+    assert!(called["result"].is_object(), "{called}");
+    let call = json!({"name": "slow_compute", "arguments": {"seconds": 0}, "task": {"ttl": 60000}});
+    let started = users.ask(&alice, &session, 6, "tools/call", call).await;
+    let task = started["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("{started}")).to_owned();
+    let lines = setup.wait_for_lines(2);
+    assert_eq!(lines.len(), 2, "{lines:?} (task {task})");
+    for line in &lines {
+        assert_eq!(line["caller"]["subject"], "alice", "{line}");
+    }
+    assert_eq!(lines[0]["caller"]["path"], "serve-http", "{}", lines[0]);
+    assert_eq!(lines[0]["tool"], "measure");
+    assert_eq!(lines[1]["caller"]["path"], "task", "{}", lines[1]);
+    assert_eq!(lines[1]["tool"], "slow_compute");
+    assert_eq!(lines[1]["outcome"]["ok"], true, "{}", lines[1]);
+    let output = setup.verify("audit.log", "keys/audit.pub");
+    assert!(output.status.success(), "{}", stderr(&output));
+}
+
+#[test]
+fn a_plugin_pulled_signed_names_its_signer_in_the_line() {
+    use crate::oci;
+    let registry = oci::Registry::start();
+    let work = tempfile::tempdir().unwrap();
+    let (key, public) = oci::key_pair(work.path(), "publisher");
+    let reference = format!("{}/plugins/hash:1.0", registry.addr());
+    let digest = oci::push(work.path(), &common::plugin("hash"), &reference);
+    oci::cosign_sign(work.path(), &key, &format!("{}/plugins/hash@{digest}", registry.addr()));
+    let unsigned = format!("{}/plugins/text:1", registry.addr());
+    oci::push(work.path(), &common::plugin("text"), &unsigned);
+    oci::trust(work.path(), &registry, &[Path::new("publisher/cosign.pub")], false);
+    for pulled in [&reference, &unsigned] {
+        let output = oci::run(work.path(), &["pull", pulled], &[]);
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    std::fs::create_dir(work.path().join("keys")).unwrap();
+    assert!(toolhost(work.path(), &["audit", "keygen", "--out", "keys"]).status.success());
+    let mut config = std::fs::read_to_string(work.path().join("toolhost.toml")).unwrap();
+    config.push_str("[audit]\nfile = \"audit.log\"\nkey = \"keys/audit.key\"\n");
+    std::fs::write(work.path().join("toolhost.toml"), config).unwrap();
+    let call = oci::run(work.path(), &["call", "sha256", r#"{"text":"hello"}"#], &[]);
+    assert!(call.status.success(), "{}", stderr(&call));
+    let call = oci::run(work.path(), &["call", "text_stats", r#"{"text":"hello"}"#], &[]);
+    assert!(call.status.success(), "{}", stderr(&call));
+    let text = std::fs::read_to_string(work.path().join("audit.log")).unwrap();
+    let lines: Vec<Value> = text.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    assert_eq!(
+        lines[0]["signer"],
+        json!({"key": "publisher/cosign.pub", "fingerprint": oci::fingerprint(&public), "source": reference}),
+        "{}",
+        lines[0]
+    );
+    assert_eq!(lines[1]["plugin"], "text", "{}", lines[1]);
+    assert!(lines[1].get("signer").is_none(), "not signed, so no signer: {}", lines[1]);
+    let output = toolhost(work.path(), &["audit", "verify", "audit.log", "--key", "keys/audit.pub"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+}
+
+#[test]
+fn a_call_stopped_by_ctrl_c_still_writes_its_line() {
+    let mut setup = Setup::new("[limits]\ntimeout = \"60s\"\n");
+    // The hook says when the call has begun (its line is owed from then on).
+    std::fs::write(
+        setup.path("hook.sh"),
+        "#!/bin/sh\ncat >/dev/null\ntouch started\necho '{\"decision\":\"allow\"}'\n",
+    )
+    .unwrap();
+    setup.plugins = plugin_dir(&["sleep_forever"]);
+    let plugins = setup.plugins.path().display().to_string();
+    let child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["--plugins", &plugins, "call", "sleep_forever", "{}"])
+        .current_dir(setup.dir.path())
+        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !setup.path("started").exists() {
+        assert!(started.elapsed() < Duration::from_secs(60), "the call never began");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: a signal to the child this test started.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
+    assert!(started.elapsed() < Duration::from_secs(50), "it waited for the call's timeout");
+    let lines = setup.lines();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["caller"]["path"], "call");
+    assert_eq!(lines[0]["tool"], "sleep_forever");
+    assert_eq!(lines[0]["outcome"]["error"], "cancelled", "{}", lines[0]);
+    assert_eq!(lines[0]["hooks"][0]["decision"], "allow", "{}", lines[0]);
+    let output = setup.verify("audit.log", "keys/audit.pub");
+    assert!(output.status.success(), "{}", stderr(&output));
+}

@@ -16,7 +16,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A child process killed when dropped.
-struct Running(Child);
+pub(crate) struct Running(Child);
 
 impl Drop for Running {
     fn drop(&mut self) {
@@ -35,7 +35,7 @@ fn python() -> std::path::PathBuf {
 }
 
 /// The authorization server, and its issuer URL.
-fn authorization_server() -> (Running, String) {
+pub(crate) fn authorization_server() -> (Running, String) {
     let clients = json!({
         "full": {"secret": "full-secret", "scopes": ["mcp", "tools:hash"]},
         "basic": {"secret": "basic-secret", "scopes": ["mcp"]},
@@ -60,7 +60,7 @@ fn serve(dir: &Path, issuer: &str) -> (Running, String) {
 }
 
 /// [`serve`] with `top` before `[serve.oauth]` (which needs the scope `mcp`) and `extra` after it.
-fn serve_with(dir: &Path, issuer: &str, top: &str, extra: &str) -> (Running, String) {
+pub(crate) fn serve_with(dir: &Path, issuer: &str, top: &str, extra: &str) -> (Running, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let url = format!("http://127.0.0.1:{port}/mcp");
     let config = dir.join("toolhost.toml");
@@ -256,7 +256,7 @@ async fn tokens_are_checked_and_every_refusal_says_where_to_get_one() {
 
 /// Several users of one server: tokens from the test issuer, and raw MCP
 /// requests with them.
-struct Users {
+pub(crate) struct Users {
     http: reqwest::Client,
     url: String,
     issuer: String,
@@ -289,7 +289,7 @@ fn never_given(id: &str) -> String {
 const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
 impl Users {
-    fn new(url: &str, issuer: &str) -> Users {
+    pub(crate) fn new(url: &str, issuer: &str) -> Users {
         let _ = rustls::crypto::ring::default_provider().install_default();
         Users { http: reqwest::Client::new(), url: url.to_owned(), issuer: issuer.to_owned() }
     }
@@ -310,7 +310,7 @@ impl Users {
     }
 
     /// A token for `subject` with `scope`.
-    async fn token(&self, subject: &str, scope: &str) -> String {
+    pub(crate) async fn token(&self, subject: &str, scope: &str) -> String {
         self.mint(self.claims(subject, scope), None).await
     }
 
@@ -371,7 +371,7 @@ impl Users {
     }
 
     /// Opens a 2025-11-25 session declaring `capabilities`; its id.
-    async fn open(&self, token: &str, capabilities: Value) -> String {
+    pub(crate) async fn open(&self, token: &str, capabilities: Value) -> String {
         let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": capabilities,
             "clientInfo": {"name": "raw", "version": "1"}}});
@@ -413,7 +413,7 @@ impl Users {
     }
 
     /// A request in `session`; its answer.
-    async fn ask(&self, token: &str, session: &str, id: u64, method: &str, params: Value) -> Value {
+    pub(crate) async fn ask(&self, token: &str, session: &str, id: u64, method: &str, params: Value) -> Value {
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         let (status, text) = self.in_session(token, session, "POST", body).await;
         assert_eq!(status, 200, "{method}: {text}");

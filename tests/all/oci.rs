@@ -25,14 +25,14 @@ fn registry_binary() -> &'static str {
 }
 
 /// A registry on 127.0.0.1, its storage in a temporary folder, killed on drop.
-struct Registry {
+pub(crate) struct Registry {
     child: Child,
     port: u16,
     root: tempfile::TempDir,
 }
 
 impl Registry {
-    fn start() -> Registry {
+    pub(crate) fn start() -> Registry {
         Registry::start_with(None, None)
     }
 
@@ -97,7 +97,7 @@ impl Registry {
         }
     }
 
-    fn addr(&self) -> String {
+    pub(crate) fn addr(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
 
@@ -177,7 +177,7 @@ fn sha256(bytes: &[u8]) -> String {
 
 /// The real binary in `cwd`, with no registry credentials but `env`'s
 /// (an empty docker config folder, unless `env` names another).
-fn run(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+pub(crate) fn run(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let docker = tempfile::tempdir().unwrap();
     let docker_config = docker.path().display().to_string();
     let mut all = vec![
@@ -189,7 +189,7 @@ fn run(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     toolhost_with_env(cwd, args, &all)
 }
 
-fn push(cwd: &Path, file: &Path, reference: &str) -> String {
+pub(crate) fn push(cwd: &Path, file: &Path, reference: &str) -> String {
     let output = run(cwd, &["push", &file.display().to_string(), reference], &[]);
     assert!(output.status.success(), "push failed: {}", stderr(&output));
     let digest = stdout(&output).trim().to_owned();
@@ -860,7 +860,7 @@ fn cosign(cwd: &Path, args: &[&str]) -> Output {
 }
 
 /// `cosign generate-key-pair` in `dir/name/`: the paths of cosign.key and cosign.pub.
-fn key_pair(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+pub(crate) fn key_pair(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
     let folder = dir.join(name);
     std::fs::create_dir_all(&folder).unwrap();
     let output = cosign(&folder, &["generate-key-pair"]);
@@ -869,7 +869,7 @@ fn key_pair(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
 }
 
 /// `cosign sign --key KEY REFERENCE`, offline (no transparency log), over plain HTTP.
-fn cosign_sign(cwd: &Path, key: &Path, reference: &str) {
+pub(crate) fn cosign_sign(cwd: &Path, key: &Path, reference: &str) {
     let key = key.display().to_string();
     let args = [
         "sign",
@@ -901,7 +901,7 @@ fn cosign_verify(cwd: &Path, public: &Path, reference: &str) -> Output {
 }
 
 /// `sha256:` and the SHA-256 of a PEM public key's DER: its fingerprint.
-fn fingerprint(public: &Path) -> String {
+pub(crate) fn fingerprint(public: &Path) -> String {
     use base64::Engine as _;
     let text = std::fs::read_to_string(public).unwrap();
     let body: String = text.lines().filter(|line| !line.starts_with("-----")).collect();
@@ -938,7 +938,7 @@ fn put_signatures(registry: &Registry, repository: &str, digest: &str, manifest:
 }
 
 /// A `toolhost.toml` in `work` trusting `keys` for every repository under `REGISTRY/plugins/`.
-fn trust(work: &Path, registry: &Registry, keys: &[&Path], require: bool) {
+pub(crate) fn trust(work: &Path, registry: &Registry, keys: &[&Path], require: bool) {
     let keys: Vec<String> = keys.iter().map(|key| format!("{:?}", key.display().to_string())).collect();
     std::fs::write(
         work.join("toolhost.toml"),

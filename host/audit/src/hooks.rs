@@ -72,6 +72,22 @@ pub struct HookConfig {
     /// server's tools, the server's name.
     #[serde(default)]
     pub plugins: Vec<String>,
+    /// What a before-hook is asked about: `tool` calls (the default),
+    /// `resource` reads, `prompt` gets. `tools` narrows tool calls only.
+    #[serde(default)]
+    pub kinds: Vec<Kind>,
+}
+
+/// What a hook may be asked about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// A tool call.
+    Tool,
+    /// A resource read (`resources/read`).
+    Resource,
+    /// A prompt filled in (`prompts/get`).
+    Prompt,
 }
 
 /// A checked hook, ready to run.
@@ -87,6 +103,7 @@ pub struct Hook {
     pub on_error: OnError,
     tools: Vec<String>,
     plugins: Vec<String>,
+    kinds: Vec<Kind>,
 }
 
 #[derive(Debug, Clone)]
@@ -162,6 +179,13 @@ impl Hook {
         if timeout.is_zero() {
             return Err(format!("[[hooks]] `{name}`: `timeout` must be more than 0"));
         }
+        let kinds = if config.kinds.is_empty() { vec![Kind::Tool] } else { config.kinds.clone() };
+        if config.when == When::After && kinds != [Kind::Tool] {
+            return Err(format!(
+                "[[hooks]] `{name}`: an after-hook sees tool calls only (`kinds = [\"tool\"]`); resource reads and \
+                 prompts can be hooked before they run"
+            ));
+        }
         Ok(Hook {
             name,
             when: config.when,
@@ -170,12 +194,21 @@ impl Hook {
             on_error: config.on_error,
             tools: config.tools.clone(),
             plugins: config.plugins.clone(),
+            kinds,
         })
     }
 
     /// Whether it applies to a call of `tool` (of `plugin`, when known).
     pub fn applies(&self, tool: &str, plugin: Option<&str>) -> bool {
-        (self.tools.is_empty() || self.tools.iter().any(|name| name == tool))
+        self.kinds.contains(&Kind::Tool)
+            && (self.tools.is_empty() || self.tools.iter().any(|name| name == tool))
+            && (self.plugins.is_empty() || plugin.is_some_and(|plugin| self.plugins.iter().any(|name| name == plugin)))
+    }
+
+    /// Whether it applies to a resource read or prompt (`kind`) of `plugin`;
+    /// `tools` does not narrow these.
+    pub fn applies_to_offer(&self, kind: Kind, plugin: Option<&str>) -> bool {
+        self.kinds.contains(&kind)
             && (self.plugins.is_empty() || plugin.is_some_and(|plugin| self.plugins.iter().any(|name| name == plugin)))
     }
 
@@ -369,6 +402,7 @@ mod tests {
             on_error: OnError::Deny,
             tools: vec![],
             plugins: vec![],
+            kinds: vec![],
         };
         assert!(Hook::new(1, &base).unwrap_err().contains("exactly one"));
         let remote = HookConfig { url: Some("http://example.com/hook".into()), ..base.clone() };
@@ -379,6 +413,13 @@ mod tests {
         let hook = Hook::new(2, &filtered).unwrap();
         assert_eq!(hook.name, "hook 2");
         assert!(hook.applies("a", None) && !hook.applies("b", None));
+        assert!(!hook.applies_to_offer(Kind::Resource, None), "tools only, unless `kinds` says more");
+        let offers = HookConfig { command: vec!["true".into()], kinds: vec![Kind::Resource], ..filtered };
+        let hook = Hook::new(3, &offers).unwrap();
+        assert!(hook.applies_to_offer(Kind::Resource, Some("p")) && !hook.applies_to_offer(Kind::Prompt, None));
+        assert!(!hook.applies("a", None), "`kinds` without `tool` leaves tool calls alone");
+        let after = HookConfig { when: When::After, ..offers };
+        assert!(Hook::new(4, &after).unwrap_err().contains("tool calls only"));
     }
 
     #[tokio::test]
@@ -392,6 +433,7 @@ mod tests {
             on_error: OnError::Deny,
             tools: vec![],
             plugins: vec![],
+            kinds: vec![],
         };
         let started = std::time::Instant::now();
         let err = Hook::new(1, &hang).unwrap().decide(&json!({})).await.unwrap_err();

@@ -230,6 +230,9 @@ pub struct Component {
     pub sha256: Option<String>,
     /// The grants in force, as the config wrote them (never a value).
     pub grants: Option<Value>,
+    /// Who signed it, when it was pulled signed (`toolhost.lock`): the
+    /// trusted key's name and fingerprint.
+    pub signer: Option<Value>,
 }
 
 /// Where a call went (a plugin, an MCP server), described on the writer's
@@ -265,6 +268,19 @@ pub struct CallRecord {
     pub usage: toolhost_runtime::outcome::Usage,
     /// What was refused: target and kind.
     pub refused: Vec<(String, &'static str)>,
+    /// What it did outside its sandbox: the HTTP requests its grant
+    /// admitted (host, status, bytes) and the questions it asked.
+    pub effects: toolhost_runtime::outcome::Effects,
+}
+
+/// The outcome of a call whose caller went away before it ended.
+pub fn cancelled() -> Result<(), (&'static str, String)> {
+    Err((
+        "cancelled",
+        "the call was cancelled before it ended (its caller went away: a client's cancel, a closed connection, a \
+         timeout or Ctrl-C); what it used and reached is not known"
+            .to_owned(),
+    ))
 }
 
 impl CallRecord {
@@ -324,6 +340,40 @@ impl CallRecord {
             let refused = self.refused.into_iter().map(|(target, kind)| json!({"target": target, "kind": kind}));
             map.insert("refused".to_owned(), Value::Array(refused.collect()));
         }
+        if let Some(signer) = component.signer {
+            map.insert("signer".to_owned(), signer);
+        }
+        effects_json(&mut map, self.effects, include_arguments.then_some(self.origin.as_deref()).flatten());
         Value::Object(map)
+    }
+}
+
+/// `hosts` and `questions` (with their overflow counts) into a line's
+/// fields; a question's answer only when `shown_by` (the arguments are
+/// included), scrubbed by its scrubber.
+fn effects_json(
+    map: &mut Map<String, Value>,
+    effects: toolhost_runtime::outcome::Effects,
+    shown_by: Option<&dyn Origin>,
+) {
+    if !effects.hosts.is_empty() {
+        let hosts = effects.hosts.iter().map(|contact| serde_json::to_value(contact).unwrap_or(Value::Null));
+        map.insert("hosts".to_owned(), Value::Array(hosts.collect()));
+    }
+    if effects.more_hosts > 0 {
+        map.insert("hosts_more".to_owned(), json!(effects.more_hosts));
+    }
+    if !effects.questions.is_empty() {
+        let questions = effects.questions.into_iter().map(|question| {
+            let mut value = serde_json::to_value(&question).unwrap_or(Value::Null);
+            if let (Some(origin), Some(answer)) = (shown_by, question.answer) {
+                value["answer"] = origin.shown(&answer.to_string(), Some(answer));
+            }
+            value
+        });
+        map.insert("questions".to_owned(), Value::Array(questions.collect()));
+    }
+    if effects.more_questions > 0 {
+        map.insert("questions_more".to_owned(), json!(effects.more_questions));
     }
 }

@@ -36,7 +36,19 @@ pub(crate) async fn call(
     let plugin = entry.map(|entry| entry.origin());
     let caller_json =
         if accountable.before.is_empty() && accountable.after.is_empty() { Value::Null } else { caller.to_json() };
-    let mut notes = Vec::new();
+    // Writes the line as `cancelled` should this future be dropped before the end.
+    let mut guard = Guard {
+        accountable,
+        kind: "tool",
+        started,
+        caller,
+        name: tool,
+        origin: entry.map(origin_of_lazy),
+        arguments: Cow::Borrowed(arguments),
+        notes: Vec::new(),
+        done: false,
+    };
+    let notes = &mut guard.notes;
     let mut arguments: Cow<'_, str> = Cow::Borrowed(arguments);
     let mut refused = None;
     for hook in accountable.before.iter().filter(|hook| hook.applies(tool, plugin)) {
@@ -81,13 +93,18 @@ pub(crate) async fn call(
         }
     }
     let ran = refused.is_none();
+    if let Cow::Owned(rewritten) = &arguments {
+        guard.arguments = Cow::Owned(rewritten.clone());
+    }
+    let notes = &mut guard.notes;
     let mut report = match refused {
         Some(error) => CallReport::rejected(tool, plugin.map(str::to_owned), error),
         None => host.call_spanned(catalog, tool, &arguments, overrides, hooks).await,
     };
     if ran && report.plugin.is_some() {
-        after(accountable, tool, plugin, &arguments, &caller_json, &mut report, &mut notes).await;
+        after(accountable, tool, plugin, &arguments, &caller_json, &mut report, notes).await;
     }
+    guard.done = true;
     if accountable.logs() {
         accountable.record(CallRecord {
             kind: "tool",
@@ -96,13 +113,67 @@ pub(crate) async fn call(
             name: tool.to_owned(),
             origin: entry.map(origin_of),
             arguments: arguments.into_owned(),
-            hooks: notes,
+            hooks: std::mem::take(&mut guard.notes),
             outcome: CallRecord::outcome_of(&report),
             usage: report.usage,
             refused: CallRecord::refused_of(&report),
+            effects: report.effects.clone(),
         });
     }
     report
+}
+
+/// A call's line while the call runs: dropped before the call ends (its
+/// caller went away: a client's cancel, a closed connection, a request's
+/// timeout, Ctrl-C), it writes the line with the outcome `cancelled`, the
+/// hooks' decisions so far and the arguments as they stood. It only borrows
+/// what the call holds, so a call that ends pays nothing for it.
+pub(crate) struct Guard<'a> {
+    accountable: &'a Accountable,
+    kind: &'static str,
+    started: std::time::SystemTime,
+    caller: &'a Caller,
+    name: &'a str,
+    origin: Option<OriginOf<'a>>,
+    arguments: Cow<'a, str>,
+    notes: Vec<HookNote>,
+    /// The call ended and wrote its own line.
+    done: bool,
+}
+
+/// What ran a call, made into an [`Origin`] only for a cancelled call's line.
+pub(crate) enum OriginOf<'a> {
+    Entry(&'a crate::Entry),
+    Plugin(&'a Arc<Plugin>),
+}
+
+fn origin_of_lazy(entry: &crate::Entry) -> OriginOf<'_> {
+    OriginOf::Entry(entry)
+}
+
+impl Drop for Guard<'_> {
+    fn drop(&mut self) {
+        if self.done || !self.accountable.logs() {
+            return;
+        }
+        let origin = self.origin.as_ref().map(|origin| match origin {
+            OriginOf::Entry(entry) => origin_of(entry),
+            OriginOf::Plugin(plugin) => Arc::new(PluginOrigin(Arc::clone(plugin))) as Arc<dyn Origin>,
+        });
+        self.accountable.record(CallRecord {
+            kind: self.kind,
+            started: self.started,
+            caller: self.caller.clone(),
+            name: self.name.to_owned(),
+            origin,
+            arguments: self.arguments.to_string(),
+            hooks: std::mem::take(&mut self.notes),
+            outcome: toolhost_audit::cancelled(),
+            usage: Default::default(),
+            refused: Vec::new(),
+            effects: Default::default(),
+        });
+    }
 }
 
 /// Runs the after-hooks on a call that ran; a `deny` withholds its result.
@@ -151,18 +222,110 @@ async fn after(
     }
 }
 
-/// Records a resource read or a prompt (`kind`), which hooks do not see.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn record_offer<T>(
-    accountable: &Accountable,
+/// Begins the line of a resource read or a prompt (`kind`): written when
+/// [`finish_offer`] is given its outcome, or as `cancelled` when dropped first.
+pub(crate) fn begin_offer<'a>(
+    accountable: &'a Accountable,
     kind: &'static str,
-    started: std::time::SystemTime,
-    caller: &Caller,
-    name: &str,
-    plugin: Option<&Arc<Plugin>>,
-    arguments: Value,
+    caller: &'a Caller,
+    name: &'a str,
+    plugin: Option<&'a Arc<Plugin>>,
+    arguments: &Value,
+) -> Guard<'a> {
+    Guard {
+        accountable,
+        kind,
+        started: std::time::SystemTime::now(),
+        caller,
+        name,
+        origin: plugin.map(OriginOf::Plugin),
+        arguments: Cow::Owned(arguments.to_string()),
+        notes: Vec::new(),
+        done: false,
+    }
+}
+
+/// Runs the before-hooks whose `kinds` name this resource read or prompt
+/// (`kind`) on `arguments`: `Ok(Some(new))` when one rewrote them (prompts
+/// only: a resource's URI says which plugin serves it, so a rewrite of a
+/// read counts as a failing hook), `Err` when one denied it.
+pub(crate) async fn offer_before(
+    guard: &mut Guard<'_>,
+    kind: toolhost_audit::hooks::Kind,
+    plugin: Option<&str>,
+    arguments: &Value,
+    hooks: &CallHooks,
+) -> Result<Option<Value>, CallError> {
+    use toolhost_audit::hooks::Kind;
+    let accountable = guard.accountable;
+    // Collected, not an iterator held across the awaits (a future that is `Send`).
+    let applying: Vec<&Hook> = accountable.before.iter().filter(|hook| hook.applies_to_offer(kind, plugin)).collect();
+    if applying.is_empty() {
+        return Ok(None);
+    }
+    let caller = guard.caller.to_json();
+    let mut current = arguments.clone();
+    let mut rewritten = false;
+    for hook in applying {
+        let input = json!({
+            "when": "before",
+            "kind": guard.kind,
+            guard.kind: guard.name,
+            "plugin": plugin,
+            "arguments": current,
+            "caller": caller,
+        });
+        let decision = match hook.decide(&input).await {
+            Ok(Decision::Rewrite(_)) if kind == Kind::Resource => {
+                Err("answered `rewrite`, which means nothing for a resource read (its URI says which plugin serves \
+                     it): allow or deny it"
+                    .to_owned())
+            }
+            other => other,
+        };
+        match decision {
+            Ok(Decision::Allow) => guard.notes.push(note(hook, "allow", None, None)),
+            Ok(Decision::Deny(reason)) => {
+                guard.notes.push(note(hook, "deny", Some(reason.clone()), None));
+                return Err(CallError::Denied(format!("{reason} (hook `{}`)", hook.name)));
+            }
+            Ok(Decision::Ask(reason)) => {
+                let approved = ask(hooks, guard.name, &reason).await;
+                guard.notes.push(note(hook, "ask", Some(reason.clone()), approved));
+                if approved != Some(true) {
+                    let why = match approved {
+                        Some(_) => "the person asked said no",
+                        None => "no one could be asked on this path",
+                    };
+                    return Err(CallError::Denied(format!("{reason} (hook `{}` asked; {why})", hook.name)));
+                }
+            }
+            Ok(Decision::Rewrite(new)) => {
+                guard.notes.push(note(hook, "rewrite", None, None));
+                guard.arguments = Cow::Owned(new.to_string());
+                current = new;
+                rewritten = true;
+            }
+            Err(error) => {
+                guard.notes.push(note(hook, "error", Some(error.clone()), None));
+                if hook.on_error == OnError::Deny {
+                    return Err(CallError::Denied(format!("the hook `{}` failed: {error}", hook.name)));
+                }
+                tracing::warn!(hook = %hook.name, "the hook failed, and the read goes on (`on_error = \"allow\"`): {error}");
+            }
+        }
+    }
+    Ok(rewritten.then_some(current))
+}
+
+/// Writes the line of a resource read or prompt begun by [`begin_offer`].
+pub(crate) fn finish_offer<T>(
+    mut guard: Guard<'_>,
     result: &Result<T, OfferError>,
+    effects: toolhost_runtime::outcome::Effects,
 ) {
+    guard.done = true;
+    let accountable = guard.accountable;
     if !accountable.logs() {
         return;
     }
@@ -171,17 +334,23 @@ pub(crate) fn record_offer<T>(
         Err(OfferError::Failed(error)) => Err((error.kind(), error.to_string())),
         Err(error @ OfferError::NotFound(_)) => Err(("not_found", error.to_string())),
     };
+    let origin = match guard.origin {
+        Some(OriginOf::Plugin(plugin)) => Some(Arc::new(PluginOrigin(plugin.clone())) as Arc<dyn Origin>),
+        Some(OriginOf::Entry(entry)) => Some(origin_of(entry)),
+        None => None,
+    };
     accountable.record(CallRecord {
-        kind,
-        started,
-        caller: caller.clone(),
-        name: name.to_owned(),
-        origin: plugin.map(|plugin| Arc::new(PluginOrigin(plugin.clone())) as Arc<dyn Origin>),
-        arguments: arguments.to_string(),
-        hooks: Vec::new(),
+        kind: guard.kind,
+        started: guard.started,
+        caller: guard.caller.clone(),
+        name: guard.name.to_owned(),
+        origin,
+        arguments: std::mem::take(&mut guard.arguments).into_owned(),
+        hooks: std::mem::take(&mut guard.notes),
         outcome,
         usage: Default::default(),
         refused: Vec::new(),
+        effects,
     });
 }
 
@@ -214,6 +383,7 @@ impl Origin for PluginOrigin {
             source: "plugin",
             sha256: Some(self.0.sha256.clone()),
             grants: Some(grants_json(&self.0.grants)),
+            signer: self.0.signer.as_ref().and_then(|signer| serde_json::to_value(signer).ok()),
         }
     }
 
@@ -224,7 +394,7 @@ impl Origin for PluginOrigin {
 
 impl Origin for ServerOrigin {
     fn component(&self) -> Component {
-        Component { plugin: Some(self.0.name().to_owned()), source: "mcp", sha256: None, grants: None }
+        Component { plugin: Some(self.0.name().to_owned()), source: "mcp", sha256: None, grants: None, signer: None }
     }
 
     fn shown(&self, text: &str, value: Option<Value>) -> Value {

@@ -257,6 +257,7 @@ impl Host {
         let mut review = grants::review(&name, path, &grants, |key| std::env::var(key).ok());
         let loaded = self.load_code(&name, path, &limits, &review.granted).await?;
         let tools = plugin::apply_manifest(loaded.tools, review.asks.as_ref(), &mut review.notices)?;
+        let signer = plugin::pulled_signer(path, &name, &loaded.sha256);
         Ok(Plugin {
             name,
             path: path.to_owned(),
@@ -272,6 +273,7 @@ impl Host {
             left_out: loaded.notes,
             offers: loaded.offers,
             code: loaded.code,
+            signer,
         })
     }
 
@@ -639,6 +641,7 @@ impl Host {
             stderr: invocation.stderr,
             logs: invocation.logs,
             refused: invocation.refused,
+            effects: invocation.effects,
         }
     }
 }

@@ -58,6 +58,49 @@ pub struct Plugin {
     /// What it offers besides tools (contract 0.2.0's `full` world).
     pub offers: Offers,
     pub(crate) code: Code,
+    /// Who signed it, when it was pulled signed: `toolhost.lock` beside it
+    /// names a verified signer for exactly these bytes.
+    pub signer: Option<PulledSigner>,
+}
+
+/// The signer `toolhost pull` verified for a plugin, as `toolhost.lock`
+/// records it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PulledSigner {
+    /// The trusted public key file that verified the signature, as the config named it.
+    pub key: String,
+    /// `sha256:` and the SHA-256 of that key's DER SubjectPublicKeyInfo.
+    pub fingerprint: String,
+    /// The reference it was pulled from.
+    pub source: String,
+}
+
+/// The signer `toolhost.lock` (beside `path`) records for the plugin `name`,
+/// when the lock's digest of `NAME.wasm` is `sha256` (the bytes loaded): a
+/// file replaced after the pull has no signer. A lock that cannot be read
+/// (missing, not a regular file, over 1MiB, not TOML) names none.
+pub(crate) fn pulled_signer(path: &std::path::Path, name: &str, sha256: &str) -> Option<PulledSigner> {
+    let lock = path.parent()?.join("toolhost.lock");
+    let text = toolhost_grants::readfile::read_regular_text(&lock, toolhost_grants::readfile::limits::TOML).ok()?;
+    let table: toml::Table = toml::from_str(&text).ok()?;
+    let entry = table.get("plugins")?.get(name)?;
+    if entry.get("wasm")?.as_str()? != format!("sha256:{sha256}") {
+        return None;
+    }
+    let signer = entry.get("signer")?;
+    // Printable and bounded: the lock is a file in the plugins folder, read as hostile.
+    let text = |value: Option<&toml::Value>| {
+        value.and_then(toml::Value::as_str).map(|text| {
+            let mut text = toolhost_runtime::text::printable(text).into_owned();
+            toolhost_runtime::text::truncate(&mut text, 1000);
+            text
+        })
+    };
+    Some(PulledSigner {
+        key: text(signer.get("key"))?,
+        fingerprint: text(signer.get("fingerprint"))?,
+        source: text(entry.get("source"))?,
+    })
 }
 
 impl Plugin {
@@ -621,5 +664,24 @@ mod tests {
             let err = check_schema("t", text).unwrap_err();
             assert!(err.contains(expected), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn a_pulled_signer_is_named_only_for_the_bytes_the_lock_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let wasm = dir.path().join("hash.wasm");
+        assert_eq!(pulled_signer(&wasm, "hash", "ab"), None, "no lock");
+        let lock = "version = 1\n[plugins.hash]\nsource = \"r/hash:1\"\ndigest = \"sha256:00\"\nwasm = \"sha256:ab\"\n\
+                    [plugins.hash.signer]\nkey = \"k.pub\"\nfingerprint = \"sha256:ff\"\n";
+        std::fs::write(dir.path().join("toolhost.lock"), lock).unwrap();
+        let signer = pulled_signer(&wasm, "hash", "ab").unwrap();
+        assert_eq!(
+            (signer.key.as_str(), signer.fingerprint.as_str(), signer.source.as_str()),
+            ("k.pub", "sha256:ff", "r/hash:1")
+        );
+        assert_eq!(pulled_signer(&wasm, "hash", "cd"), None, "replaced since the pull");
+        assert_eq!(pulled_signer(&wasm, "text", "ab"), None, "another plugin");
+        std::fs::write(dir.path().join("toolhost.lock"), "not toml [").unwrap();
+        assert_eq!(pulled_signer(&wasm, "hash", "ab"), None, "an unreadable lock names no one");
     }
 }

@@ -36,7 +36,7 @@
 //! `CallReport` naming the host.
 
 use crate::limits::Limits;
-use crate::outcome::RefusalReason;
+use crate::outcome::{Contact, RefusalReason};
 use http_body_util::BodyExt;
 use std::future::Future;
 use std::sync::Arc;
@@ -107,6 +107,8 @@ impl Outbound {
             }
         };
         let shown = format!("{}://{host}:{port}", scheme.as_str());
+        let host_shown = self.ledger.scrub(host.to_string());
+        let contact;
         let Some(pattern) = self.grant.allows(scheme, &host, port) else {
             self.ledger.refuse(shown, RefusalReason::NotGranted);
             return Err(Error::HttpRequestDenied);
@@ -130,11 +132,20 @@ impl Outbound {
                 return Err(Error::ConnectionLimitReached);
             }
             ledger.requests += 1;
+            contact = ledger.contact(Contact {
+                scheme: scheme.as_str(),
+                host: host_shown,
+                port,
+                method: crate::text::printable(request.method().as_str()).chars().take(32).collect(),
+                status: None,
+                sent: 0,
+                received: 0,
+            });
         }
         let name = host.bare();
         let credential =
             self.ledger.granted.credentials.iter().position(|credential| credential.to.admits(scheme, &host, port));
-        Ok(Target { scheme, name, port, shown, pattern: pattern.clone(), credential })
+        Ok(Target { scheme, name, port, shown, pattern: pattern.clone(), credential, contact })
     }
 }
 
@@ -150,6 +161,8 @@ struct Target {
     pattern: HostPattern,
     /// The credential bound to this destination, by its place in the grant.
     credential: Option<usize>,
+    /// Its place in the ledger's contacts, when kept.
+    contact: Option<usize>,
 }
 
 type IoFuture = Box<dyn Future<Output = Result<(), Error>> + Send>;
@@ -187,6 +200,7 @@ impl WasiHttpHooks for Outbound {
                 ledger: self.ledger.clone(),
                 limit: self.limits.http_request_body,
                 target: target.shown.clone(),
+                contact: target.contact,
                 over: over.clone(),
             }
             .boxed_unsync()

@@ -424,6 +424,9 @@ pub struct CallReport {
     /// What the plugin tried that its grants or limits refused, each naming
     /// the host (bounded).
     pub refused: Vec<Refusal>,
+    /// What it did outside its sandbox: the requests it sent, the questions
+    /// it asked (bounded).
+    pub effects: Effects,
 }
 
 impl CallReport {
@@ -438,6 +441,73 @@ impl CallReport {
             stderr: String::new(),
             logs: Vec::new(),
             refused: Vec::new(),
+            effects: Effects::default(),
         }
     }
+}
+
+/// HTTP requests kept per call in [`Effects::hosts`]; further ones are counted.
+pub const CONTACTS_LIMIT: usize = 64;
+
+/// What a call did outside its sandbox, for its audit line: every HTTP
+/// request its grant admitted (the first [`CONTACTS_LIMIT`], the rest
+/// counted) and every question it asked. Empty, and never allocated, for a
+/// call that did neither.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Effects {
+    /// The requests admitted, in the order they were sent.
+    pub hosts: Vec<Contact>,
+    /// Requests admitted past [`CONTACTS_LIMIT`] (their bytes are in
+    /// [`Usage`] all the same).
+    pub more_hosts: u32,
+    /// The questions asked, in order: the first [`QUESTIONS_LIMIT`] (twice
+    /// as many as may be passed on, so refused ones show too).
+    pub questions: Vec<QuestionAsked>,
+    /// Questions asked past [`QUESTIONS_LIMIT`].
+    pub more_questions: u32,
+}
+
+/// Questions kept per call in [`Effects::questions`].
+pub const QUESTIONS_LIMIT: usize = 2 * crate::ask::MAX_QUESTIONS;
+
+/// One HTTP request a plugin's grant admitted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Contact {
+    /// `http` or `https`.
+    pub scheme: &'static str,
+    /// The host as the grant check saw it (canonical: lower case, IDNA,
+    /// brackets around IPv6), scrubbed of the plugin's secrets.
+    pub host: String,
+    /// The port.
+    pub port: u16,
+    /// The request's method (at most 32 characters).
+    pub method: String,
+    /// The response's status; absent when no response came (refused on the
+    /// way, failed to connect, timed out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// Request body bytes sent.
+    pub sent: u64,
+    /// Response body bytes handed to the plugin.
+    pub received: u64,
+}
+
+/// One question a call asked (elicitation, sampling, roots) and how it ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QuestionAsked {
+    /// `elicitation`, `sampling` or `roots`.
+    pub kind: &'static str,
+    /// `answered`, `declined`, `cancelled`, `refused` (by the host or the
+    /// front end: `why` says which), or `suspended` (the front end stopped
+    /// the call to ask its client, MCP 2026-07-28).
+    pub outcome: &'static str,
+    /// For `refused`: `denied` (not granted), `unsupported` (no one to
+    /// ask), `limit` (a per-call bound) or `failed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<&'static str>,
+    /// The answer as the plugin got it (elicitation: the form's values;
+    /// sampling: the reply's text; roots: their URIs), for an audit line
+    /// that includes arguments; never serialized with the rest.
+    #[serde(skip)]
+    pub answer: Option<serde_json::Value>,
 }

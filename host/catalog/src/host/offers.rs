@@ -7,8 +7,9 @@ use crate::plugin::Plugin;
 use crate::{Caller, Catalog};
 use anyhow::Result;
 use std::sync::Arc;
+use toolhost_audit::hooks::Kind;
 use toolhost_runtime::content::ContentBlock;
-use toolhost_runtime::outcome::CallError;
+use toolhost_runtime::outcome::{CallError, Effects};
 use toolhost_runtime::sandbox::{CallHooks, Request, Response};
 
 /// Why a resource, prompt or completion could not be had.
@@ -50,20 +51,40 @@ impl Host {
                 .any(|template| toolhost_runtime::offers::matches_template(&template.uri_template, uri))
         };
         let plugin = catalog.plugins().iter().find(listed).or_else(|| catalog.plugins().iter().find(templated));
-        let started = std::time::SystemTime::now();
-        let read = match plugin {
-            None => Err(OfferError::NotFound(format!("the resource `{uri}`"))),
-            Some(plugin) => match self.offer_request(plugin, Request::ReadResource { uri }, hooks).await {
-                Ok(Response::Read(read)) => read.map_err(OfferError::Failed),
-                Ok(_) => Err(wrong_answer()),
-                Err(error) => Err(error),
-            },
+        let Some(accountable) = self.accountable.as_deref() else {
+            return self.read_from(plugin, uri, hooks).await.0;
         };
-        if let Some(accountable) = &self.accountable {
-            let arguments = serde_json::json!({"uri": uri});
-            crate::accountable::record_offer(accountable, "resource", started, caller, uri, plugin, arguments, &read);
+        let arguments = serde_json::json!({"uri": uri});
+        let mut guard = crate::accountable::begin_offer(accountable, "resource", caller, uri, plugin, &arguments);
+        let owner = plugin.map(|plugin| &*plugin.name);
+        if let Err(error) =
+            crate::accountable::offer_before(&mut guard, Kind::Resource, owner, &arguments, &hooks).await
+        {
+            let read = Err(OfferError::Failed(error));
+            crate::accountable::finish_offer(guard, &read, Effects::default());
+            return read;
         }
+        let (read, effects) = self.read_from(plugin, uri, hooks).await;
+        crate::accountable::finish_offer(guard, &read, effects);
         read
+    }
+
+    async fn read_from(
+        &self,
+        plugin: Option<&Arc<Plugin>>,
+        uri: &str,
+        hooks: CallHooks,
+    ) -> (Result<Vec<ContentBlock>, OfferError>, Effects) {
+        let Some(plugin) = plugin else {
+            return (Err(OfferError::NotFound(format!("the resource `{uri}`"))), Effects::default());
+        };
+        let (response, effects) = self.offer_request(plugin, Request::ReadResource { uri }, hooks).await;
+        let read = match response {
+            Ok(Response::Read(read)) => read.map_err(OfferError::Failed),
+            Ok(_) => Err(wrong_answer()),
+            Err(error) => Err(error),
+        };
+        (read, effects)
     }
 
     /// Fills in the prompt `name` with `arguments`, as its plugin does.
@@ -76,24 +97,63 @@ impl Host {
         hooks: CallHooks,
         caller: &Caller,
     ) -> Result<toolhost_runtime::offers::PromptResult, OfferError> {
-        let started = std::time::SystemTime::now();
         let owner = self.prompt_owner(catalog, name);
-        let prompt = match &owner {
-            Err(error) => Err(error.clone()),
-            Ok(plugin) => match self.offer_request(plugin, Request::GetPrompt { name, arguments }, hooks).await {
-                Ok(Response::Prompt(prompt)) => prompt.map_err(OfferError::Failed),
-                Ok(_) => Err(wrong_answer()),
-                Err(error) => Err(error),
-            },
+        let Some(accountable) = self.accountable.as_deref() else {
+            return self.prompt_from(owner, name, arguments, hooks).await.0;
         };
-        if let Some(accountable) = &self.accountable {
-            let arguments: serde_json::Map<String, serde_json::Value> =
-                arguments.iter().map(|(key, value)| (key.clone(), serde_json::Value::String(value.clone()))).collect();
-            let arguments = serde_json::Value::Object(arguments);
-            let owner = owner.ok();
-            crate::accountable::record_offer(accountable, "prompt", started, caller, name, owner, arguments, &prompt);
+        let given: serde_json::Map<String, serde_json::Value> =
+            arguments.iter().map(|(key, value)| (key.clone(), serde_json::Value::String(value.clone()))).collect();
+        let given = serde_json::Value::Object(given);
+        let plugin = owner.as_ref().ok().copied();
+        let mut guard = crate::accountable::begin_offer(accountable, "prompt", caller, name, plugin, &given);
+        let refused = match crate::accountable::offer_before(
+            &mut guard,
+            Kind::Prompt,
+            plugin.map(|plugin| &*plugin.name),
+            &given,
+            &hooks,
+        )
+        .await
+        {
+            Ok(None) => None,
+            Ok(Some(rewritten)) => match prompt_arguments(rewritten) {
+                Ok(rewritten) => {
+                    let (prompt, effects) = self.prompt_from(owner, name, &rewritten, hooks).await;
+                    crate::accountable::finish_offer(guard, &prompt, effects);
+                    return prompt;
+                }
+                Err(error) => Some(error),
+            },
+            Err(error) => Some(error),
+        };
+        if let Some(error) = refused {
+            let prompt = Err(OfferError::Failed(error));
+            crate::accountable::finish_offer(guard, &prompt, Effects::default());
+            return prompt;
         }
+        let (prompt, effects) = self.prompt_from(owner, name, arguments, hooks).await;
+        crate::accountable::finish_offer(guard, &prompt, effects);
         prompt
+    }
+
+    async fn prompt_from(
+        &self,
+        owner: Result<&Arc<Plugin>, OfferError>,
+        name: &str,
+        arguments: &[(String, String)],
+        hooks: CallHooks,
+    ) -> (Result<toolhost_runtime::offers::PromptResult, OfferError>, Effects) {
+        let plugin = match owner {
+            Ok(plugin) => plugin,
+            Err(error) => return (Err(error), Effects::default()),
+        };
+        let (response, effects) = self.offer_request(plugin, Request::GetPrompt { name, arguments }, hooks).await;
+        let prompt = match response {
+            Ok(Response::Prompt(prompt)) => prompt.map_err(OfferError::Failed),
+            Ok(_) => Err(wrong_answer()),
+            Err(error) => Err(error),
+        };
+        (prompt, effects)
     }
 
     /// Suggests values for `argument` of a prompt or resource template, as
@@ -117,7 +177,8 @@ impl Host {
         };
         match self
             .offer_request(plugin, Request::Complete { reference, argument, value, context }, CallHooks::default())
-            .await?
+            .await
+            .0?
         {
             Response::Completion(done) => done.map_err(OfferError::Failed),
             _ => Err(wrong_answer()),
@@ -132,22 +193,42 @@ impl Host {
             .ok_or_else(|| OfferError::NotFound(format!("the prompt `{name}`")))
     }
 
-    /// Runs `request` for `plugin` in a fresh instance, like a call.
+    /// Runs `request` for `plugin` in a fresh instance, like a call; with
+    /// what it did outside its sandbox, for its audit line.
     async fn offer_request(
         &self,
         plugin: &Arc<Plugin>,
         request: Request<'_>,
         hooks: CallHooks,
-    ) -> Result<Response, OfferError> {
-        let sandbox = plugin.code.sandbox().await.map_err(|reason| {
-            OfferError::Failed(CallError::Host(format!("could not load plugin `{}`: {reason}", plugin.name)))
-        })?;
+    ) -> (Result<Response, OfferError>, Effects) {
+        let sandbox = match plugin.code.sandbox().await {
+            Ok(sandbox) => sandbox,
+            Err(reason) => {
+                let error = CallError::Host(format!("could not load plugin `{}`: {reason}", plugin.name));
+                return (Err(OfferError::Failed(error)), Effects::default());
+            }
+        };
         let invocation = {
             let _permit = self.permits.acquire().await;
             sandbox.invoke(&plugin.limits, request, hooks).await
         };
-        invocation.result.map_err(OfferError::Failed)
+        (invocation.result.map_err(OfferError::Failed), invocation.effects)
     }
+}
+
+/// A hook's rewrite of a prompt's arguments, which MCP has as strings by name.
+fn prompt_arguments(rewritten: serde_json::Value) -> Result<Vec<(String, String)>, CallError> {
+    let serde_json::Value::Object(map) = rewritten else {
+        return Err(CallError::InvalidArguments("a prompt's rewritten arguments must be a JSON object".to_owned()));
+    };
+    map.into_iter()
+        .map(|(key, value)| match value {
+            serde_json::Value::String(text) => Ok((key, text)),
+            _ => Err(CallError::InvalidArguments(format!(
+                "a prompt's arguments are strings, and the hook rewrote `{key}` to something else"
+            ))),
+        })
+        .collect()
 }
 
 fn wrong_answer() -> OfferError {

@@ -142,6 +142,7 @@ impl Exchange {
             }
             Ok(())
         });
+        self.ledger.lock().answered(self.target.contact, head.status().as_u16());
         let mut head = head;
         let masker = if masks.is_empty() {
             None

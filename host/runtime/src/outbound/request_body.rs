@@ -113,6 +113,8 @@ pub(super) struct Metered {
     pub(super) limit: ByteSize,
     /// `scheme://host:port`, for the refusal.
     pub(super) target: String,
+    /// The request's place in the ledger's contacts.
+    pub(super) contact: Option<usize>,
     pub(super) over: Arc<AtomicBool>,
 }
 
@@ -137,6 +139,7 @@ impl Body for Metered {
             let mut ledger = this.ledger.lock();
             if ledger.request_bytes.saturating_add(length) <= this.limit.bytes() {
                 ledger.request_bytes += length;
+                ledger.count(this.contact, length, 0);
                 return Poll::Ready(Some(Ok(frame)));
             }
         }

@@ -42,10 +42,12 @@ impl Bounded {
             let room = limit.saturating_sub(ledger.response_bytes);
             if data.len() as u64 <= room {
                 ledger.response_bytes += data.len() as u64;
+                ledger.count(exchange.target.contact, 0, data.len() as u64);
                 return Poll::Ready(Some(Ok(Frame::data(data))));
             }
             if exchange.oversized == Oversized::Cut {
                 ledger.response_bytes += room;
+                ledger.count(exchange.target.contact, 0, room);
             }
             room
         };

@@ -6,6 +6,7 @@
 //! the host's own types (`crate::ask`).
 
 use crate::outbound::Outbound;
+use crate::outcome::{QUESTIONS_LIMIT, QuestionAsked};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use toolhost_grants::Granted;
@@ -31,6 +32,7 @@ impl Asking {
         let mut answers: Vec<Option<Result<crate::ask::Answer, AskError>>> = Vec::with_capacity(questions.len());
         let mut passed: Vec<(String, Question)> = Vec::new();
         let mut slots = Vec::new();
+        let kinds: Vec<&'static str> = questions.iter().map(|(_, question)| question.capability()).collect();
         for (key, question) in questions {
             let refused = if let Err(why) = crate::ask::check_key(&key) {
                 Some(AskError::Failed(why))
@@ -96,6 +98,12 @@ impl Asking {
             };
             match asked {
                 Asked::Suspend => {
+                    for (index, kind) in kinds.iter().enumerate() {
+                        match &answers[index] {
+                            Some(refused) => self.note(kind, refused),
+                            None => self.noted.push(kind, "suspended", None, None),
+                        }
+                    }
                     self.suspended = true;
                     wasmtime::bail!("the call stopped to ask its client");
                 }
@@ -110,10 +118,40 @@ impl Asking {
             }
         }
         // Every slot was filled above: a refusal, or the front end's answer.
-        Ok(answers
+        let answers: Vec<_> = answers
             .into_iter()
             .map(|answer| answer.unwrap_or_else(|| Err(AskError::Failed("no answer was given".to_owned()))))
-            .collect())
+            .collect();
+        for (kind, answer) in kinds.iter().zip(&answers) {
+            self.note(kind, answer);
+        }
+        Ok(answers)
+    }
+
+    /// Notes a question of `kind` and how it ended, for the call's audit line.
+    fn note(&mut self, kind: &'static str, answer: &Result<crate::ask::Answer, crate::ask::AskError>) {
+        use crate::ask::{Answer, AskError, Elicited};
+        use serde_json::{Value, json};
+        let (outcome, why, shown) = match answer {
+            Ok(Answer::Elicited(Elicited::Accepted(values))) => ("answered", None, Some(Value::Object(values.clone()))),
+            Ok(Answer::Elicited(Elicited::Declined)) => ("declined", None, None),
+            Ok(Answer::Elicited(Elicited::Cancelled)) => ("cancelled", None, None),
+            Ok(Answer::Sampled(reply)) => {
+                let content = match &reply.content {
+                    crate::content::Content::Text { text } => json!({"text": text}),
+                    _ => json!({"media": "not kept"}),
+                };
+                ("answered", None, Some(content))
+            }
+            Ok(Answer::Roots(roots)) => {
+                ("answered", None, Some(Value::Array(roots.iter().map(|root| json!(root.uri)).collect())))
+            }
+            Err(AskError::Denied(_)) => ("refused", Some("denied"), None),
+            Err(AskError::Unsupported(_)) => ("refused", Some("unsupported"), None),
+            Err(AskError::Limit(_)) => ("refused", Some("limit"), None),
+            Err(AskError::Failed(_)) => ("refused", Some("failed"), None),
+        };
+        self.noted.push(kind, outcome, why, shown);
     }
 
     /// How many questions the call asked so far.
@@ -175,12 +213,44 @@ pub(crate) struct Asking {
     tokens_left: u32,
     /// The front end stopped the call to ask its client.
     pub(crate) suspended: bool,
+    /// What was asked and how it ended, for the call's audit line.
+    pub(crate) noted: Noted,
+}
+
+/// The questions a call asked, bounded ([`QUESTIONS_LIMIT`]).
+#[derive(Default)]
+pub(crate) struct Noted {
+    pub(crate) questions: Vec<QuestionAsked>,
+    pub(crate) more: u32,
+}
+
+impl Noted {
+    fn push(
+        &mut self,
+        kind: &'static str,
+        outcome: &'static str,
+        why: Option<&'static str>,
+        answer: Option<serde_json::Value>,
+    ) {
+        if self.questions.len() < QUESTIONS_LIMIT {
+            self.questions.push(QuestionAsked { kind, outcome, why, answer });
+        } else {
+            self.more = self.more.saturating_add(1);
+        }
+    }
 }
 
 impl Asking {
     /// Nothing asked yet: `asker` answers, `deadline` is the call's, and
     /// sampling may use up to `tokens` tokens.
     pub(crate) fn new(asker: Option<Arc<dyn crate::ask::Asker>>, deadline: Deadline, tokens: u32) -> Asking {
-        Asking { asker, deadline, keys: std::collections::HashSet::new(), tokens_left: tokens, suspended: false }
+        Asking {
+            asker,
+            deadline,
+            keys: std::collections::HashSet::new(),
+            tokens_left: tokens,
+            suspended: false,
+            noted: Noted::default(),
+        }
     }
 }

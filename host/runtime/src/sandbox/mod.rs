@@ -37,7 +37,7 @@ pub use state::{CallHooks, HostState, PROGRESS_INTERVAL, Progress, ProgressObser
 use crate::engine::EpochTicker;
 use crate::limits::Limits;
 use crate::outbound::{self, Outbound, SharedLedger};
-use crate::outcome::{CallError, LogRecord, Refusal, Usage};
+use crate::outcome::{CallError, Effects, LogRecord, Refusal, Usage};
 use asking::{Asking, Deadline};
 use capture::Capture;
 use limiter::MemoryLimiter;
@@ -76,6 +76,7 @@ pub struct Invocation {
     pub stderr: String,
     pub logs: Vec<LogRecord>,
     pub refused: Vec<Refusal>,
+    pub effects: Effects,
 }
 
 /// A plugin ready to be instantiated, with what its calls share.
@@ -122,6 +123,7 @@ impl Sandbox {
                 stderr: String::new(),
                 logs: Vec::new(),
                 refused: Vec::new(),
+                effects: Effects::default(),
             };
         }
         let state = HostState {
@@ -214,6 +216,12 @@ impl Sandbox {
             stderr,
             logs: state.logs.into_records(),
             refused,
+            effects: Effects {
+                hosts: network.contacts,
+                more_hosts: network.more_contacts,
+                questions: state.asking.noted.questions,
+                more_questions: state.asking.noted.more,
+            },
         }
     }
 }
