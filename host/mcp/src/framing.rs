@@ -58,6 +58,9 @@ fn key(scope: &str, id: &Value) -> String {
     format!("{scope}\u{0}{id}")
 }
 
+// Returned once per message and taken apart at once, never stored: boxing
+// the message for rmcp would add an allocation per message to save a copy.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Checked {
     /// For rmcp.
     Pass(Passed),
