@@ -49,6 +49,18 @@ struct Replica {
 }
 
 impl Replica {
+    /// Everything the replica said on stderr, once it has exited: its last
+    /// lines may still be on their way from the reader thread, which ends
+    /// at the end of the pipe.
+    fn said_after_exit(&self) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut said = Vec::new();
+        while let Ok(line) = self.lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            said.push(line);
+        }
+        said
+    }
+
     /// Starts a replica serving `dir` with `config`; returns once it listens
     /// (before its plugins are loaded).
     fn start(name: &str, dir: &Path, config: &Path, cache: &Path, env: &[(&str, &str)]) -> Replica {
@@ -875,7 +887,7 @@ fn sigterm_drains_the_call_in_flight_then_exits() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(status.success(), "{status}");
-    let said: Vec<String> = replica.lines.try_iter().collect();
+    let said = replica.said_after_exit();
     assert!(said.iter().any(|line| line == "toolhost: stopped"), "{said:?}");
 }
 
@@ -911,7 +923,7 @@ fn readiness_waits_for_the_required_mcp_servers() {
     assert_eq!(waiting.status, 503, "{}", waiting.body);
     let status = replica.process.0.wait().unwrap();
     assert_eq!(status.code(), Some(2));
-    let said: Vec<String> = replica.lines.try_iter().collect();
+    let said = replica.said_after_exit();
     assert!(said.iter().any(|line| line.contains("`py` did not start within 1s")), "{said:?}");
 }
 
@@ -936,7 +948,7 @@ fn a_replica_stopped_with_sigterm_mid_run_finishes_its_call_and_loses_none() {
     assert!(failed.is_empty(), "calls failed around the restart: {failed:?}\n{all:?}");
     let status = a.process.0.wait().unwrap();
     assert!(status.success(), "replica a did not exit cleanly after draining: {status}");
-    let said: Vec<String> = a.lines.try_iter().collect();
+    let said = a.said_after_exit();
     assert!(said.iter().any(|line| line == "toolhost: stopped"), "{said:?}");
     assert!(Exposition::read(&b.address, &[]).echoes() >= (count / 2) as f64, "b took over");
 }
