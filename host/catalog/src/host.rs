@@ -639,6 +639,7 @@ impl Host {
             stderr: invocation.stderr,
             logs: invocation.logs,
             refused: invocation.refused,
+            receipt: None,
         }
     }
 }

@@ -424,6 +424,7 @@ mod tests {
             stderr: String::new(),
             logs: Vec::new(),
             refused: Vec::new(),
+            receipt: None,
         }
     }
 

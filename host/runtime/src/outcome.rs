@@ -424,6 +424,9 @@ pub struct CallReport {
     /// What the plugin tried that its grants or limits refused, each naming
     /// the host (bounded).
     pub refused: Vec<Refusal>,
+    /// The call's signed audit line, under `[audit] receipt_in_meta = true`
+    /// (what an MCP result carries in `_meta` as its receipt).
+    pub receipt: Option<serde_json::Value>,
 }
 
 impl CallReport {
@@ -438,6 +441,7 @@ impl CallReport {
             stderr: String::new(),
             logs: Vec::new(),
             refused: Vec::new(),
+            receipt: None,
         }
     }
 }
