@@ -878,3 +878,261 @@ fn a_call_stopped_by_ctrl_c_still_writes_its_line() {
     let output = setup.verify("audit.log", "keys/audit.pub");
     assert!(output.status.success(), "{}", stderr(&output));
 }
+
+/// [`Setup::new`] with `[audit] receipt_in_meta = true`.
+fn with_receipts() -> Setup {
+    let setup = Setup::new("");
+    let config = std::fs::read_to_string(setup.path("toolhost.toml")).unwrap();
+    let config = config.replace("key = \"keys/audit.key\"\n", "key = \"keys/audit.key\"\nreceipt_in_meta = true\n");
+    std::fs::write(setup.path("toolhost.toml"), config).unwrap();
+    setup
+}
+
+/// `toolhost audit receipt FILE --key keys/audit.pub [--log audit.log]` on `value` written to a file.
+fn check_receipt(setup: &Setup, value: &Value, log: bool) -> std::process::Output {
+    let file = setup.path("receipt.json");
+    std::fs::write(&file, value.to_string()).unwrap();
+    let mut args = vec!["audit", "receipt", "receipt.json", "--key", "keys/audit.pub"];
+    if log {
+        args.extend(["--log", "audit.log"]);
+    }
+    toolhost(setup.dir.path(), &args)
+}
+
+/// A 2026-07-28 `tools/call` of `sha256` over Streamable HTTP (no session),
+/// with the client's answers and the state of the round before.
+async fn call_2026(url: &str, text: &str, responses: Value, state: Option<&Value>) -> Value {
+    let mut params = json!({
+        "name": "sha256",
+        "arguments": {"text": text},
+        "inputResponses": responses,
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+            "io.modelcontextprotocol/clientInfo": {"name": "audit-test", "version": "1"},
+        },
+    });
+    if let Some(state) = state {
+        params["requestState"] = state.clone();
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params});
+    let response = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "sha256")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    crate::mcp::message_of(&response.text().await.unwrap())
+}
+
+/// The SHA-256 `sha256` answers for "abc".
+const ABC: &str = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_results_receipt_verifies_matches_its_line_and_a_tampered_one_fails() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let setup = with_receipts();
+    let plugins = setup.plugins.path().display().to_string();
+    // stdio, 2025-11-25
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["--plugins", &plugins, "serve"])
+        .current_dir(setup.dir.path())
+        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut answers = BufReader::new(child.stdout.take().unwrap()).lines();
+    writeln!(stdin, "{INITIALIZE}").unwrap();
+    let _ = answers.next().unwrap().unwrap();
+    writeln!(stdin, "{INITIALIZED}").unwrap();
+    let call =
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sha256","arguments":{"text":"abc"}}}"#;
+    writeln!(stdin, "{call}").unwrap();
+    let answer: Value = serde_json::from_str(&answers.next().unwrap().unwrap()).unwrap();
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    assert!(answer.to_string().contains(ABC), "{answer}");
+    let receipt = answer["result"]["_meta"]["toolhost/receipt"].clone();
+    assert!(receipt.is_object(), "no receipt in {answer}");
+    let lines = setup.lines();
+    assert_eq!(lines.len(), 1);
+    // The receipt is the signed line itself, byte for byte in the log.
+    assert_eq!(receipt, lines[0]);
+    assert_eq!((receipt["seq"].as_u64(), receipt["tool"].as_str()), (Some(1), Some("sha256")));
+    // The whole response works as the receipt's file, as does the receipt alone.
+    let output = check_receipt(&setup, &answer, true);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("valid receipt, seq 1") && stdout(&output).contains("it is line 1 of"),
+        "{}",
+        stdout(&output)
+    );
+    let output = check_receipt(&setup, &receipt, false);
+    assert!(output.status.success(), "{}", stderr(&output));
+
+    // Streamable HTTP, 2026-07-28: the second line, chained to the first.
+    let (server, url) = crate::mcp::serve_http(setup.plugins.path(), &setup.path("toolhost.toml"), &[], &[]);
+    let answer = call_2026(&url, "abc", json!({}), None).await;
+    drop(server);
+    assert!(answer.to_string().contains(ABC), "{answer}");
+    let receipt = answer["result"]["_meta"]["toolhost/receipt"].clone();
+    assert_eq!(receipt["seq"], 2, "{answer}");
+    assert_eq!(receipt["caller"]["path"], "serve-http", "{receipt}");
+    let output = check_receipt(&setup, &receipt, true);
+    assert!(stdout(&output).contains("it is line 2 of"), "{}{}", stdout(&output), stderr(&output));
+
+    // Tampered: another outcome, another seq, another key id, no signature.
+    let mut edits = Vec::new();
+    let mut edited = receipt.clone();
+    edited["outcome"] = json!({"ok": false, "error": "denied", "message": "x"});
+    edits.push((edited, "its signature does not match"));
+    let mut edited = receipt.clone();
+    edited["seq"] = json!(1);
+    edits.push((edited, "its signature does not match"));
+    let mut edited = receipt.clone();
+    edited["key"] = json!("sha256:00");
+    edits.push((edited, "signed by the key sha256:00"));
+    let mut edited = receipt.clone();
+    edited.as_object_mut().unwrap().remove("sig");
+    edits.push((json!({"result": {"_meta": {"toolhost/receipt": edited}}}), "has no signature"));
+    edits.push((json!({"result": {"content": []}}), "no receipt in it"));
+    for (edited, why) in edits {
+        let output = check_receipt(&setup, &edited, false);
+        assert_eq!(output.status.code(), Some(1), "{edited}");
+        assert!(stderr(&output).contains(why), "{why}: {}", stderr(&output));
+    }
+    // A receipt whose line was cut from the log's end is not found there.
+    let text = std::fs::read_to_string(setup.path("audit.log")).unwrap();
+    std::fs::write(setup.path("audit.log"), format!("{}\n", text.lines().next().unwrap())).unwrap();
+    let output = check_receipt(&setup, &receipt, true);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains("the log has no line seq 2"), "{}", stderr(&output));
+    // Another key does not check it.
+    let other = setup.path("other");
+    std::fs::create_dir(&other).unwrap();
+    assert!(toolhost(setup.dir.path(), &["audit", "keygen", "--out", "other"]).status.success());
+    std::fs::write(setup.path("receipt.json"), receipt.to_string()).unwrap();
+    let output = toolhost(setup.dir.path(), &["audit", "receipt", "receipt.json", "--key", "other/audit.pub"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains("not by the key given"), "{}", stderr(&output));
+}
+
+#[test]
+fn an_ask_in_run_goes_to_the_person_at_the_terminal_and_their_answer_is_logged() {
+    for (answer, approved) in [("y", true), ("n", false)] {
+        let setup = Setup::new("");
+        let script = Script { anthropic: false, stream: false };
+        let server = ModelServer::start(vec![
+            script.calls(&[("call_1", "sha256", r#"{"text":"ask-me"}"#)]),
+            script.text("Done."),
+        ]);
+        let cache = common::shared_cache().display().to_string();
+        let base = script.base_url(&server);
+        let config = setup.path("toolhost.toml").display().to_string();
+        let plugins = setup.plugins.path().display().to_string();
+        let mut terminal = common::pty::Terminal::spawn(
+            Path::new(env!("CARGO_BIN_EXE_toolhost")),
+            &["--plugins", &plugins, "--config", &config, "run", "hash it"],
+            setup.dir.path(),
+            &[
+                ("TOOLHOST_CACHE_DIR", &cache),
+                ("OPENAI_API_KEY", "test-key"),
+                ("TOOLHOST_MODEL", "openai/test-model"),
+                ("OPENAI_BASE_URL", &base),
+            ],
+            &["TOOLHOST_LOG", "TOOLHOST_CONFIG"],
+        );
+        terminal.expect("An operator's hook asks whether the tool `sha256` may run: is this fine?");
+        terminal.expect("answer it?");
+        terminal.send("y\r");
+        terminal.expect("Allow this call? [y/n]: ");
+        terminal.send(&format!("{answer}\r"));
+        terminal.expect("Done.");
+        assert_eq!(terminal.exit_code(Duration::from_secs(20)), 0);
+        let results = script.results(&server.requests()[1]);
+        let lines = setup.lines();
+        assert_eq!(lines[0]["hooks"][0]["decision"], "ask", "{lines:?}");
+        assert_eq!(lines[0]["hooks"][0]["approved"], approved, "{lines:?}");
+        if approved {
+            assert_eq!(lines[0]["outcome"]["ok"], true, "{lines:?}");
+            assert!(!results[0].1.contains("is this fine?"), "{results:?}");
+        } else {
+            assert_eq!(lines[0]["outcome"]["error"], "denied", "{lines:?}");
+            assert!(results[0].1.contains("the person asked said no"), "{results:?}");
+        }
+    }
+}
+
+#[test]
+fn an_ask_on_serve_is_an_elicitation_the_client_answers() {
+    let setup = Setup::new("");
+    let plugins = setup.plugins.path().display().to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["--plugins", &plugins, "serve"])
+        .current_dir(setup.dir.path())
+        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut answers = BufReader::new(child.stdout.take().unwrap()).lines();
+    let initialize = INITIALIZE.replace(r#""capabilities":{}"#, r#""capabilities":{"elicitation":{}}"#);
+    writeln!(stdin, "{initialize}").unwrap();
+    let _ = answers.next().unwrap().unwrap();
+    writeln!(stdin, "{INITIALIZED}").unwrap();
+    for (id, approve) in [(2, true), (3, false)] {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "sha256", "arguments": {"text": "ask-me"}}});
+        writeln!(stdin, "{call}").unwrap();
+        let asked: Value = serde_json::from_str(&answers.next().unwrap().unwrap()).unwrap();
+        assert_eq!(asked["method"], "elicitation/create", "{asked}");
+        assert!(asked["params"]["message"].as_str().unwrap().contains("is this fine?"), "{asked}");
+        let reply = json!({"jsonrpc": "2.0", "id": asked["id"],
+            "result": {"action": "accept", "content": {"approve": approve}}});
+        writeln!(stdin, "{reply}").unwrap();
+        let answer: Value = serde_json::from_str(&answers.next().unwrap().unwrap()).unwrap();
+        assert_eq!(answer["id"], id, "{answer}");
+        assert_eq!(answer["result"]["isError"], !approve, "{answer}");
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let lines = setup.wait_for_lines(2);
+    assert_eq!((&lines[0]["hooks"][0]["approved"], &lines[0]["outcome"]["ok"]), (&json!(true), &json!(true)));
+    assert_eq!((&lines[1]["hooks"][0]["approved"], &lines[1]["outcome"]["error"]), (&json!(false), &json!("denied")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ask_on_a_2026_request_goes_out_in_its_input_round() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let setup = Setup::new("");
+    let (server, url) = crate::mcp::serve_http(setup.plugins.path(), &setup.path("toolhost.toml"), &[], &[]);
+    let round = call_2026(&url, "ask-me", json!({}), None).await;
+    assert_eq!(round["result"]["resultType"], "input_required", "{round}");
+    let asked = &round["result"]["inputRequests"]["toolhost.hook:policy"];
+    assert_eq!(asked["method"], "elicitation/create", "{round}");
+    assert!(asked["params"]["message"].as_str().unwrap().contains("is this fine?"), "{round}");
+    let state = round["result"]["requestState"].clone();
+    let yes = json!({"toolhost.hook:policy": {"action": "accept", "content": {"approve": true}}});
+    let done = call_2026(&url, "ask-me", yes, Some(&state)).await;
+    assert_eq!(done["result"]["isError"], false, "{done}");
+    let no = json!({"toolhost.hook:policy": {"action": "decline"}});
+    let refused = call_2026(&url, "ask-me", no, Some(&state)).await;
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(refused.to_string().contains("the person asked said no"), "{refused}");
+    let lines = setup.wait_for_lines(3);
+    drop(server);
+    assert_eq!(lines[0]["outcome"]["error"], "input_required", "{lines:?}");
+    assert_eq!(lines[0]["hooks"][0]["decision"], "ask");
+    assert_eq!((&lines[1]["hooks"][0]["approved"], &lines[1]["outcome"]["ok"]), (&json!(true), &json!(true)));
+    assert_eq!(lines[2]["hooks"][0]["approved"], false);
+}

@@ -48,6 +48,10 @@ pub struct AuditConfig {
     pub include_arguments: bool,
     /// Records that may wait for the writer; more are dropped and counted.
     pub queue: Option<usize>,
+    /// Whether a call waits (at most [`log::RECEIPT_WAIT`]) for its signed
+    /// line and hands it back as its receipt (an MCP result's `_meta`).
+    #[serde(default)]
+    pub receipt_in_meta: bool,
 }
 
 impl AuditConfig {
@@ -59,7 +63,7 @@ impl AuditConfig {
     /// Checks the section (without touching files).
     pub fn check(&self) -> Result<(), String> {
         if !self.is_on() {
-            if self.key.is_some() || self.include_arguments || self.rotate_size.is_some() {
+            if self.key.is_some() || self.include_arguments || self.rotate_size.is_some() || self.receipt_in_meta {
                 return Err("[audit] needs `file = \"PATH\"` or `stdout = true`: where the log goes".to_owned());
             }
             return Ok(());
@@ -154,6 +158,8 @@ pub struct Accountable {
     pub before: Vec<hooks::Hook>,
     /// After-hooks, in config order.
     pub after: Vec<hooks::Hook>,
+    /// `receipt_in_meta`: calls wait for their signed line.
+    receipts: bool,
 }
 
 impl Accountable {
@@ -184,7 +190,13 @@ impl Accountable {
             _ => None,
         };
         let (before, after) = hooks.into_iter().partition(|hook| hook.when == hooks::When::Before);
-        Ok(Some(Accountable { log, include_arguments: audit.include_arguments, before, after }))
+        Ok(Some(Accountable {
+            log,
+            include_arguments: audit.include_arguments,
+            before,
+            after,
+            receipts: audit.receipt_in_meta,
+        }))
     }
 
     /// Whether calls are logged (hooks may be configured without a log).
@@ -206,6 +218,34 @@ impl Accountable {
     pub fn record(&self, record: CallRecord) {
         if let Some(log) = &self.log {
             log.record(log::Pending::Call(Box::new(record), self.include_arguments));
+        }
+    }
+}
+
+impl Accountable {
+    /// Whether a call's caller gets its signed line back (`receipt_in_meta`).
+    pub fn receipts(&self) -> bool {
+        self.receipts && self.log.is_some()
+    }
+
+    /// Queues `record` and waits, at most [`log::RECEIPT_WAIT`], for the
+    /// writer to have signed and written it: the signed line, as a receipt.
+    /// `None` when the record was dropped (the writer behind), could not be
+    /// written, or took longer; the call goes on without one.
+    pub async fn record_with_receipt(&self, record: CallRecord) -> Option<Value> {
+        let log = self.log.as_ref()?;
+        let (send, receive) = tokio::sync::oneshot::channel();
+        log.record(log::Pending::Receipted(Box::new(record), self.include_arguments, send));
+        match tokio::time::timeout(log::RECEIPT_WAIT, receive).await {
+            Ok(Ok(line)) => Some(line),
+            Ok(Err(_)) => None,
+            Err(_) => {
+                tracing::warn!(
+                    "the audit log's writer took longer than {:?} to sign a call's line; its result goes without a                      receipt (the line is still written)",
+                    crate::log::RECEIPT_WAIT
+                );
+                None
+            }
         }
     }
 }

@@ -33,6 +33,9 @@ pub const VERSION: u64 = 1;
 /// Records waiting for the writer when the config does not say.
 pub const DEFAULT_QUEUE: usize = 4096;
 
+/// How long a call under `receipt_in_meta` waits for its signed line.
+pub const RECEIPT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Where the lines go.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
@@ -48,13 +51,19 @@ pub enum Pending {
     Json(Value),
     /// A call's record, laid out by the writer (arguments shown or not).
     Call(Box<crate::CallRecord>, bool),
+    /// A call's record whose signed line goes back to the call, once written
+    /// and flushed, as its receipt.
+    Receipted(Box<crate::CallRecord>, bool, tokio::sync::oneshot::Sender<Value>),
 }
 
 impl Pending {
-    fn into_json(self) -> Value {
+    fn into_json(self) -> (Value, Option<tokio::sync::oneshot::Sender<Value>>) {
         match self {
-            Pending::Json(value) => value,
-            Pending::Call(record, include_arguments) => record.into_json(include_arguments),
+            Pending::Json(value) => (value, None),
+            Pending::Call(record, include_arguments) => (record.into_json(include_arguments), None),
+            Pending::Receipted(record, include_arguments, receipt) => {
+                (record.into_json(include_arguments), Some(receipt))
+            }
         }
     }
 }
@@ -133,6 +142,8 @@ fn write_lines(receiver: Receiver<Pending>, mut sink: Sink, key: SigningKey, los
             tracing::error!(target = %sink.describe(), "could not write the audit log: {err}");
         }
     };
+    // Receipts wait for the batch's flush: a receipt names a line in the file.
+    let mut receipts: Vec<(tokio::sync::oneshot::Sender<Value>, Value)> = Vec::new();
     while let Ok(first) = receiver.recv() {
         let mut next = Some(first);
         while let Some(record) = next.take() {
@@ -140,19 +151,32 @@ fn write_lines(receiver: Receiver<Pending>, mut sink: Sink, key: SigningKey, los
             if dropped > 0 {
                 tracing::warn!(count = dropped, "audit records were dropped while the writer was behind");
                 let result = sink.append(json!({"kind": "lost", "count": dropped, "time": now()}), &key);
-                report(&mut sink, result);
+                report(&mut sink, result.map(drop));
             }
-            let result = sink.append(record.into_json(), &key);
-            report(&mut sink, result);
+            let (record, receipt) = record.into_json();
+            match (sink.append(record, &key), receipt) {
+                (Ok(line), Some(receipt)) => {
+                    if let Ok(line) = serde_json::from_slice(&line) {
+                        receipts.push((receipt, line));
+                    }
+                }
+                (result, _) => report(&mut sink, result.map(drop)),
+            }
             next = receiver.try_recv().ok();
         }
         let result = sink.flush();
+        let flushed = result.is_ok();
         report(&mut sink, result);
+        for (receipt, line) in receipts.drain(..) {
+            if flushed {
+                let _ = receipt.send(line);
+            }
+        }
     }
     let dropped = lost.swap(0, Ordering::Relaxed);
     if dropped > 0 {
         let result = sink.append(json!({"kind": "lost", "count": dropped, "time": now()}), &key);
-        report(&mut sink, result);
+        report(&mut sink, result.map(drop));
     }
     let result = sink.flush();
     report(&mut sink, result);
@@ -240,7 +264,8 @@ impl Sink {
         }
     }
 
-    fn append(&mut self, record: Value, key: &SigningKey) -> std::io::Result<()> {
+    /// Writes `record` as the chain's next line; returns the line (without its break).
+    fn append(&mut self, record: Value, key: &SigningKey) -> std::io::Result<Vec<u8>> {
         let seq = self.chain.seq + 1;
         let (mut line, digest) = seal(record, seq, &self.chain.prev, key);
         line.push(b'\n');
@@ -259,7 +284,8 @@ impl Sink {
             Out::Stdout(out) => out.write_all(&line)?,
         }
         self.chain = Chain { seq, prev: digest };
-        Ok(())
+        line.pop();
+        Ok(line)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {

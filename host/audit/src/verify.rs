@@ -178,3 +178,88 @@ pub fn describe(summary: &Summary, files: &[PathBuf]) -> String {
         summary.lines, summary.first_seq, summary.last_seq, summary.last_digest
     )
 }
+
+/// A receipt that checked: the signed line a call's result carried.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Receipt {
+    /// Its place in the chain.
+    pub seq: u64,
+    /// The hex SHA-256 of the line (what the next line's `prev` names).
+    pub digest: String,
+    /// The line before's digest, as the receipt says.
+    pub prev: String,
+    /// The line in the form the log holds it (without its break).
+    pub line: Vec<u8>,
+}
+
+/// The receipt in `value`: the signed line itself, or an MCP result (or a
+/// JSON-RPC response holding one) that carries it in `_meta` under `meta_key`.
+pub fn receipt_in<'a>(value: &'a Value, meta_key: &str) -> Option<&'a Value> {
+    if value.get("sig").is_some() {
+        return Some(value);
+    }
+    let result = value.get("result").unwrap_or(value);
+    result.get("_meta").and_then(|meta| meta.get(meta_key))
+}
+
+/// Checks a receipt taken from a result: a line in toolhost's form, signed
+/// by `key`. Says why not in one sentence.
+pub fn check_receipt(receipt: &Value, key: &PublicKey) -> Result<Receipt, String> {
+    if !receipt.is_object() {
+        return Err("not a receipt: a receipt is the JSON object of one signed audit line".to_owned());
+    }
+    let line = canonical::to_vec(receipt);
+    if line.len() > MAX_LINE {
+        return Err(format!("longer than {MAX_LINE} bytes: not a line toolhost wrote"));
+    }
+    let (seq, digest, _) = check_line(&line, key, None)?;
+    let prev = receipt.get("prev").and_then(Value::as_str).unwrap_or_default().to_owned();
+    Ok(Receipt { seq, digest, prev, line })
+}
+
+/// Finds `receipt`'s line in `files` (oldest first), after checking them as
+/// one chain: the file and line number, or why it is not there.
+pub fn locate(receipt: &Receipt, files: &[PathBuf], key: &PublicKey) -> Result<(PathBuf, u64), String> {
+    verify(files, key).map_err(|broken| format!("the log is not intact: {broken}"))?;
+    for file in files {
+        let opened = toolhost_grants::readfile::open_regular(file)
+            .map_err(|err| format!("{}: cannot read it: {err}", file.display()))?;
+        let mut reader = BufReader::new(opened);
+        let mut number = 0u64;
+        let mut bytes = Vec::new();
+        loop {
+            bytes.clear();
+            let read = (&mut reader)
+                .take(MAX_LINE as u64 + 1)
+                .read_until(b'\n', &mut bytes)
+                .map_err(|err| format!("{}: cannot read it: {err}", file.display()))?;
+            if read == 0 {
+                break;
+            }
+            number += 1;
+            if bytes.last() == Some(&b'\n') {
+                bytes.pop();
+            }
+            if bytes == receipt.line {
+                return Ok((file.clone(), number));
+            }
+            // Lines are in seq order (verify said so): past it, it is not there.
+            if serde_json::from_slice::<Value>(&bytes)
+                .ok()
+                .and_then(|value| value.get("seq").and_then(Value::as_u64))
+                .is_some_and(|seq| seq == receipt.seq)
+            {
+                return Err(format!(
+                    "{}:{number}: the log's line seq {} is not the receipt's line (another chain, or the receipt \
+                     was made for another log)",
+                    file.display(),
+                    receipt.seq
+                ));
+            }
+        }
+    }
+    Err(format!(
+        "the log has no line seq {} (it was removed from the end, or the receipt belongs to another log)",
+        receipt.seq
+    ))
+}

@@ -67,16 +67,25 @@ pub(crate) async fn call(
                 break;
             }
             Ok(Decision::Ask(reason)) => {
-                let approved = ask(&hooks, tool, &reason).await;
+                let approval = ask(&hooks, hook, tool, &reason).await;
+                let approved = match approval {
+                    Approval::Given(approved) => Some(approved),
+                    Approval::Nobody | Approval::Later => None,
+                };
                 notes.push(note(hook, "ask", Some(reason.clone()), approved));
-                if approved != Some(true) {
-                    let why = match approved {
-                        Some(_) => "the person asked said no",
-                        None => "no one could be asked on this path",
-                    };
-                    refused = Some(CallError::Denied(format!("{reason} (hook `{}` asked; {why})", hook.name)));
-                    break;
-                }
+                let why = match approval {
+                    Approval::Given(true) => continue,
+                    Approval::Given(false) => "the person asked said no",
+                    Approval::Nobody => "no one could be asked on this path",
+                    // A 2026-07-28 request round: the client is asked in
+                    // the answer, and the call is made again with its reply.
+                    Approval::Later => {
+                        refused = Some(CallError::InputRequired);
+                        break;
+                    }
+                };
+                refused = Some(CallError::Denied(format!("{reason} (hook `{}` asked; {why})", hook.name)));
+                break;
             }
             Ok(Decision::Rewrite(new)) => {
                 arguments = Cow::Owned(new.to_string());
@@ -106,7 +115,7 @@ pub(crate) async fn call(
     }
     guard.done = true;
     if accountable.logs() {
-        accountable.record(CallRecord {
+        let record = CallRecord {
             kind: "tool",
             started,
             caller: caller.clone(),
@@ -118,7 +127,12 @@ pub(crate) async fn call(
             usage: report.usage,
             refused: CallRecord::refused_of(&report),
             effects: report.effects.clone(),
-        });
+        };
+        if accountable.receipts() {
+            report.receipt = accountable.record_with_receipt(record).await;
+        } else {
+            accountable.record(record);
+        }
     }
     report
 }
@@ -290,15 +304,20 @@ pub(crate) async fn offer_before(
                 return Err(CallError::Denied(format!("{reason} (hook `{}`)", hook.name)));
             }
             Ok(Decision::Ask(reason)) => {
-                let approved = ask(hooks, guard.name, &reason).await;
+                let approval = ask(hooks, hook, guard.name, &reason).await;
+                let approved = match approval {
+                    Approval::Given(approved) => Some(approved),
+                    Approval::Nobody | Approval::Later => None,
+                };
                 guard.notes.push(note(hook, "ask", Some(reason.clone()), approved));
-                if approved != Some(true) {
-                    let why = match approved {
-                        Some(_) => "the person asked said no",
-                        None => "no one could be asked on this path",
-                    };
-                    return Err(CallError::Denied(format!("{reason} (hook `{}` asked; {why})", hook.name)));
-                }
+                let why = match approval {
+                    Approval::Given(true) => continue,
+                    Approval::Given(false) => "the person asked said no",
+                    Approval::Nobody => "no one could be asked on this path",
+                    // A resource read or a prompt has no input round of its own.
+                    Approval::Later => "a resource read or prompt cannot ask in a 2026-07-28 request round",
+                };
+                return Err(CallError::Denied(format!("{reason} (hook `{}` asked; {why})", hook.name)));
             }
             Ok(Decision::Rewrite(new)) => {
                 guard.notes.push(note(hook, "rewrite", None, None));
@@ -437,25 +456,38 @@ fn grants_json(grants: &toolhost_grants::Grants) -> Value {
     })
 }
 
-/// Asks a person, through the call's asker, whether `tool` may run: `None`
-/// when this path has no one to ask.
-async fn ask(hooks: &CallHooks, tool: &str, reason: &str) -> Option<bool> {
-    let asker = hooks.asker.as_ref()?;
+/// What the person asked about a call said.
+enum Approval {
+    /// Yes or no.
+    Given(bool),
+    /// No one can be asked on this path (or the asking failed).
+    Nobody,
+    /// The question goes out with the answer (a 2026-07-28 request round);
+    /// the reply comes with the call made again.
+    Later,
+}
+
+/// Asks a person, through the call's asker, whether `tool` may run. The
+/// question's key names the hook, so that two hooks that ask are asked
+/// (and answered, in a request round) apart.
+async fn ask(hooks: &CallHooks, hook: &Hook, tool: &str, reason: &str) -> Approval {
+    let Some(asker) = hooks.asker.as_ref() else { return Approval::Nobody };
     let message = format!("An operator's hook asks whether the tool `{tool}` may run: {reason}");
     let schema = json!({
         "type": "object",
         "properties": {"approve": {"type": "boolean", "title": "Allow this call?"}},
         "required": ["approve"],
     });
-    let questions = [("toolhost.hook".to_owned(), Question::Elicit(Elicitation::Form { message, schema }))];
+    let key = format!("toolhost.hook:{}", hook.name);
+    let questions = [(key, Question::Elicit(Elicitation::Form { message, schema }))];
     match asker.ask(&questions).await {
         Asked::Answers(answers) => match answers.into_iter().next() {
             Some(Ok(Answer::Elicited(Elicited::Accepted(content)))) => {
-                Some(content.get("approve").and_then(Value::as_bool) == Some(true))
+                Approval::Given(content.get("approve").and_then(Value::as_bool) == Some(true))
             }
-            Some(Ok(_)) => Some(false),
-            Some(Err(_)) | None => None,
+            Some(Ok(_)) => Approval::Given(false),
+            Some(Err(_)) | None => Approval::Nobody,
         },
-        Asked::Suspend => None,
+        Asked::Suspend => Approval::Later,
     }
 }

@@ -642,6 +642,7 @@ impl Host {
             logs: invocation.logs,
             refused: invocation.refused,
             effects: invocation.effects,
+            receipt: None,
         }
     }
 }

@@ -425,6 +425,7 @@ mod tests {
             logs: Vec::new(),
             refused: Vec::new(),
             effects: Default::default(),
+            receipt: None,
         }
     }
 

@@ -23,6 +23,11 @@ use toolhost_runtime::outcome::{CallError, CallReport, LogRecord, ToolOutput};
 
 /// The `_meta` key of a call's usage (fuel, peak memory, wall time, HTTP).
 pub const USAGE_META: &str = "toolhost/usage";
+
+/// The `_meta` key of a result's receipt: its signed audit line, under
+/// `[audit] receipt_in_meta = true` (`toolhost audit receipt` checks it).
+pub const RECEIPT_META: &str = "toolhost/receipt";
+
 /// The `_meta` key of what the plugin's grants refused during a call.
 pub const REFUSED_META: &str = "toolhost/refused";
 /// The `_meta` key of a call refused by a rate limit: milliseconds until a
@@ -89,6 +94,9 @@ pub(crate) fn result_of(report: CallReport, wrap: bool) -> CallToolResult {
     }
     if let Some(wait) = report.outcome.as_ref().err().and_then(CallError::retry_after) {
         meta.insert(RETRY_AFTER_META.to_owned(), json!(wait.as_millis() as u64));
+    }
+    if let Some(receipt) = report.receipt {
+        meta.insert(RECEIPT_META.to_owned(), receipt);
     }
     let mut result = match report.outcome {
         Ok(ToolOutput::Text(text)) => CallToolResult::success(vec![ContentBlock::text(text)]),

@@ -427,6 +427,9 @@ pub struct CallReport {
     /// What it did outside its sandbox: the requests it sent, the questions
     /// it asked (bounded).
     pub effects: Effects,
+    /// The call's signed audit line, under `[audit] receipt_in_meta = true`
+    /// (what an MCP result carries in `_meta` as its receipt).
+    pub receipt: Option<serde_json::Value>,
 }
 
 impl CallReport {
@@ -442,6 +445,7 @@ impl CallReport {
             logs: Vec::new(),
             refused: Vec::new(),
             effects: Effects::default(),
+            receipt: None,
         }
     }
 }

@@ -1,5 +1,7 @@
-//! `toolhost audit`: checking an audit log (`verify`) and making the key pair
-//! that signs one (`keygen`), so that an operator needs no other tool.
+//! `toolhost audit`: checking an audit log (`verify`), checking a receipt an
+//! MCP result carried (`receipt`, and finding its line in the log), and
+//! making the key pair that signs one (`keygen`), so that an operator, or
+//! whoever was handed a result, needs no other tool.
 
 use anyhow::Result;
 use clap::{Args as ClapArgs, Subcommand};
@@ -24,6 +26,19 @@ enum AuditCommand {
         /// The public key (PEM `PUBLIC KEY`) whose signatures the lines must carry
         #[arg(long, value_name = "PUB")]
         key: PathBuf,
+    },
+    /// Check a receipt (the JSON of a result's `_meta` "toolhost/receipt", or the whole result) against KEY,
+    /// and with --log find its line in the log
+    Receipt {
+        /// A file holding the receipt, or an MCP result (or JSON-RPC response) carrying one; `-` for stdin
+        #[arg(value_name = "RECEIPT")]
+        receipt: PathBuf,
+        /// The public key (PEM `PUBLIC KEY`) that must have signed it
+        #[arg(long, value_name = "PUB")]
+        key: PathBuf,
+        /// The log files, oldest first, to check and find the receipt's line in
+        #[arg(long = "log", value_name = "FILE")]
+        logs: Vec<PathBuf>,
     },
     /// Write a new key pair into DIR: audit.key (private, for `[audit] key`) and audit.pub
     Keygen {
@@ -51,6 +66,47 @@ pub fn run(args: &Args) -> Result<ExitCode> {
                 }
             }
         }
+        AuditCommand::Receipt { receipt, key, logs } => {
+            let key = PublicKey::load(key).map_err(anyhow::Error::msg)?;
+            let text = read_receipt(receipt)?;
+            let value: serde_json::Value = serde_json::from_str(&text).map_err(|err| {
+                anyhow::anyhow!("{}: not JSON ({err}): give the receipt object or the result", receipt.display())
+            })?;
+            let Some(found) = verify::receipt_in(&value, toolhost::mcp::wire::RECEIPT_META) else {
+                eprintln!(
+                    "error: {}: no receipt in it (neither a signed line nor a result with `_meta` \"{}\"; is                      `[audit] receipt_in_meta = true` set?)",
+                    receipt.display(),
+                    toolhost::mcp::wire::RECEIPT_META
+                );
+                return Ok(ExitCode::from(1));
+            };
+            let checked = match verify::check_receipt(found, &key) {
+                Ok(checked) => checked,
+                Err(why) => {
+                    eprintln!("error: {}: the receipt does not check: {why}", receipt.display());
+                    return Ok(ExitCode::from(1));
+                }
+            };
+            let mut said = format!(
+                "{}: valid receipt, seq {}, line sha256 {}, after {}, signed by {}",
+                receipt.display(),
+                checked.seq,
+                checked.digest,
+                checked.prev,
+                key.fingerprint()
+            );
+            if !logs.is_empty() {
+                match verify::locate(&checked, logs, &key) {
+                    Ok((file, line)) => said.push_str(&format!("; it is line {line} of {}", file.display())),
+                    Err(why) => {
+                        eprintln!("error: {}: {why}", receipt.display());
+                        return Ok(ExitCode::from(1));
+                    }
+                }
+            }
+            println!("{said}");
+            Ok(ExitCode::SUCCESS)
+        }
         AuditCommand::Keygen { out, algorithm } => {
             let (private, public) = keys::keygen(out, *algorithm).map_err(anyhow::Error::msg)?;
             println!(
@@ -61,4 +117,17 @@ pub fn run(args: &Args) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// The receipt file's text (a regular file, bounded like a log line), or stdin's for `-`.
+fn read_receipt(path: &std::path::Path) -> Result<String> {
+    let limit = verify::MAX_LINE as u64 + 64 * 1024;
+    if path.as_os_str() == "-" {
+        use std::io::Read;
+        let mut text = String::new();
+        std::io::stdin().take(limit + 1).read_to_string(&mut text)?;
+        anyhow::ensure!(text.len() as u64 <= limit, "the receipt on stdin is larger than {limit} bytes");
+        return Ok(text);
+    }
+    toolhost::readfile::read_regular_text(path, limit).map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))
 }
