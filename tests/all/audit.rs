@@ -35,7 +35,30 @@ struct Setup {
     plugins: tempfile::TempDir,
 }
 
+/// What `toolhost serve` writes on stdout, a line at a time.
+type Answers = std::io::Lines<BufReader<std::process::ChildStdout>>;
+
 impl Setup {
+    /// `toolhost serve` over stdio on `plugins`, in this setup's folder,
+    /// initialized with `initialize`: the process, its stdin and its
+    /// stdout's lines.
+    fn serve_stdio(&self, plugins: &str, initialize: &str) -> (std::process::Child, std::process::ChildStdin, Answers) {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .args(["--plugins", plugins, "serve"])
+            .current_dir(self.dir.path())
+            .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut answers = BufReader::new(child.stdout.take().unwrap()).lines();
+        writeln!(stdin, "{initialize}").unwrap();
+        let _ = answers.next().unwrap().unwrap();
+        writeln!(stdin, "{INITIALIZED}").unwrap();
+        (child, stdin, answers)
+    }
     fn new(extra: &str) -> Setup {
         let dir = tempfile::tempdir().unwrap();
         let keys = dir.path().join("keys");
@@ -319,20 +342,7 @@ fn the_same_hook_applies_on_serve_over_stdio_and_http() {
     let setup = Setup::new("");
     let plugins = setup.plugins.path().display().to_string();
     // stdio
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .args(["--plugins", &plugins, "serve"])
-        .current_dir(setup.dir.path())
-        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout_lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    writeln!(stdin, "{INITIALIZE}").unwrap();
-    let _ = stdout_lines.next().unwrap().unwrap();
-    writeln!(stdin, "{INITIALIZED}").unwrap();
+    let (mut child, mut stdin, mut stdout_lines) = setup.serve_stdio(&plugins, INITIALIZE);
     writeln!(stdin, "{CALL_DENIED}").unwrap();
     let answer: Value = serde_json::from_str(&stdout_lines.next().unwrap().unwrap()).unwrap();
     assert_eq!(answer["id"], 2, "{answer}");
@@ -531,20 +541,7 @@ fn resource_reads_and_prompts_over_serve_are_audited() {
     let mut setup = Setup::new("");
     setup.plugins = plugin_dir(&["content_kinds"]);
     let plugins = setup.plugins.path().display().to_string();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .args(["--plugins", &plugins, "serve"])
-        .current_dir(setup.dir.path())
-        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut answers = BufReader::new(child.stdout.take().unwrap()).lines();
-    writeln!(stdin, "{INITIALIZE}").unwrap();
-    let _ = answers.next().unwrap().unwrap();
-    writeln!(stdin, "{INITIALIZED}").unwrap();
+    let (mut child, mut stdin, mut answers) = setup.serve_stdio(&plugins, INITIALIZE);
     writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{{"uri":"test://static-text"}}}}"#)
         .unwrap();
     let read: Value = serde_json::from_str(&answers.next().unwrap().unwrap()).unwrap();
@@ -658,20 +655,7 @@ fn a_call_cancelled_by_its_client_still_writes_its_line() {
     let mut setup = Setup::new("[limits]\ntimeout = \"60s\"\n");
     setup.plugins = plugin_dir(&["sleep_forever"]);
     let plugins = setup.plugins.path().display().to_string();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .args(["--plugins", &plugins, "serve"])
-        .current_dir(setup.dir.path())
-        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut answers = BufReader::new(child.stdout.take().unwrap()).lines();
-    writeln!(stdin, "{INITIALIZE}").unwrap();
-    let _ = answers.next().unwrap().unwrap();
-    writeln!(stdin, "{INITIALIZED}").unwrap();
+    let (mut child, mut stdin, _answers) = setup.serve_stdio(&plugins, INITIALIZE);
     let started = Instant::now();
     writeln!(
         stdin,
@@ -716,20 +700,7 @@ fn a_hook_with_kinds_denies_a_resource_read_and_a_prompt() {
     std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     setup.plugins = plugin_dir(&["content_kinds"]);
     let plugins = setup.plugins.path().display().to_string();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .args(["--plugins", &plugins, "serve"])
-        .current_dir(setup.dir.path())
-        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut answers = BufReader::new(child.stdout.take().unwrap()).lines();
-    writeln!(stdin, "{INITIALIZE}").unwrap();
-    let _ = answers.next().unwrap().unwrap();
-    writeln!(stdin, "{INITIALIZED}").unwrap();
+    let (mut child, mut stdin, mut answers) = setup.serve_stdio(&plugins, INITIALIZE);
     writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{{"uri":"test://static-text"}}}}"#)
         .unwrap();
     let read: Value = serde_json::from_str(&answers.next().unwrap().unwrap()).unwrap();
@@ -939,20 +910,7 @@ async fn a_results_receipt_verifies_matches_its_line_and_a_tampered_one_fails() 
     let setup = with_receipts();
     let plugins = setup.plugins.path().display().to_string();
     // stdio, 2025-11-25
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .args(["--plugins", &plugins, "serve"])
-        .current_dir(setup.dir.path())
-        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut answers = BufReader::new(child.stdout.take().unwrap()).lines();
-    writeln!(stdin, "{INITIALIZE}").unwrap();
-    let _ = answers.next().unwrap().unwrap();
-    writeln!(stdin, "{INITIALIZED}").unwrap();
+    let (mut child, mut stdin, mut answers) = setup.serve_stdio(&plugins, INITIALIZE);
     let call =
         r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sha256","arguments":{"text":"abc"}}}"#;
     writeln!(stdin, "{call}").unwrap();
@@ -1075,21 +1033,8 @@ fn an_ask_in_run_goes_to_the_person_at_the_terminal_and_their_answer_is_logged()
 fn an_ask_on_serve_is_an_elicitation_the_client_answers() {
     let setup = Setup::new("");
     let plugins = setup.plugins.path().display().to_string();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .args(["--plugins", &plugins, "serve"])
-        .current_dir(setup.dir.path())
-        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut answers = BufReader::new(child.stdout.take().unwrap()).lines();
     let initialize = INITIALIZE.replace(r#""capabilities":{}"#, r#""capabilities":{"elicitation":{}}"#);
-    writeln!(stdin, "{initialize}").unwrap();
-    let _ = answers.next().unwrap().unwrap();
-    writeln!(stdin, "{INITIALIZED}").unwrap();
+    let (mut child, mut stdin, mut answers) = setup.serve_stdio(&plugins, &initialize);
     for (id, approve) in [(2, true), (3, false)] {
         let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
             "params": {"name": "sha256", "arguments": {"text": "ask-me"}}});

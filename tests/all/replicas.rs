@@ -48,6 +48,23 @@ struct Replica {
     lines: mpsc::Receiver<String>,
 }
 
+/// Three replicas named `replica0`…`replica2` serving `dir` with `config`,
+/// each held in an `Option` (so that a test can kill one), once all serve;
+/// and their addresses.
+fn three_named_replicas(dir: &Path, config: &Path) -> (Vec<Option<Replica>>, Vec<String>) {
+    let replicas: Vec<Option<Replica>> = (0..3)
+        .map(|index| {
+            let name = format!("replica{index}");
+            Some(Replica::start(&name, dir, config, &shared_cache(), &[("TOOLHOST_REPLICA", &name)]))
+        })
+        .collect();
+    let address: Vec<String> = replicas.iter().map(|replica| replica.as_ref().unwrap().address.clone()).collect();
+    for replica in replicas.iter().flatten() {
+        replica.wait_serving();
+    }
+    (replicas, address)
+}
+
 impl Replica {
     /// Everything the replica said on stderr, once it has exited: its last
     /// lines may still be on their way from the reader thread, which ends
@@ -1319,16 +1336,7 @@ fn tasks_are_reached_from_every_replica_and_a_killed_replica_s_task_ends_failed(
         redis.url()
     );
     std::fs::write(&config, text).unwrap();
-    let mut replicas: Vec<Option<Replica>> = (0..3)
-        .map(|index| {
-            let name = format!("replica{index}");
-            Some(Replica::start(&name, dir.path(), &config, &shared_cache(), &[("TOOLHOST_REPLICA", &name)]))
-        })
-        .collect();
-    let address: Vec<String> = replicas.iter().map(|replica| replica.as_ref().unwrap().address.clone()).collect();
-    for replica in replicas.iter().flatten() {
-        replica.wait_serving();
-    }
+    let (mut replicas, address) = three_named_replicas(dir.path(), &config);
 
     // Started on one replica, polled on the two others until it completes.
     let id = start_task(&address[0], "slow_echo", json!({ "text": "far", "ms": 1500 }));
@@ -1905,16 +1913,7 @@ fn a_2025_11_25_session_s_experimental_tasks_are_reached_from_every_replica() {
         redis.url()
     );
     std::fs::write(&config, text).unwrap();
-    let mut replicas: Vec<Option<Replica>> = (0..3)
-        .map(|index| {
-            let name = format!("replica{index}");
-            Some(Replica::start(&name, dir.path(), &config, &shared_cache(), &[("TOOLHOST_REPLICA", &name)]))
-        })
-        .collect();
-    let address: Vec<String> = replicas.iter().map(|replica| replica.as_ref().unwrap().address.clone()).collect();
-    for replica in replicas.iter().flatten() {
-        replica.wait_serving();
-    }
+    let (mut replicas, address) = three_named_replicas(dir.path(), &config);
     let haproxy = Haproxy::start_plain(&replicas.iter().flatten().collect::<Vec<_>>());
     let alice = open_session(&haproxy.address, None).unwrap();
     let bob = open_session(&haproxy.address, None).unwrap();

@@ -57,6 +57,37 @@ impl std::fmt::Display for Break {
 pub fn verify(files: &[PathBuf], key: &PublicKey) -> Result<Summary, Break> {
     let mut state: Option<(u64, String)> = None;
     let mut summary = Summary { lines: 0, first_seq: 0, last_seq: 0, last_digest: String::new(), lost: 0 };
+    each_line(files, |_, _, bytes| {
+        let (seq, digest, lost) = check_line(bytes, key, state.as_ref())?;
+        if summary.lines == 0 {
+            summary.first_seq = seq;
+        }
+        summary.lines += 1;
+        summary.last_seq = seq;
+        summary.lost += lost;
+        state = Some((seq, digest));
+        Ok(Next::Read)
+    })?;
+    if let Some((_, digest)) = state {
+        summary.last_digest = digest;
+    }
+    Ok(summary)
+}
+
+/// What [`each_line`] does after a line.
+enum Next {
+    Read,
+    Stop,
+}
+
+/// Reads `files`, oldest first, a whole line at a time (bounded, regular
+/// files only) and hands each to `visit` without its newline, with its file
+/// and number, until `visit` says stop or fails; a line cut short or too
+/// long is a break.
+fn each_line(
+    files: &[PathBuf],
+    mut visit: impl FnMut(&PathBuf, u64, &[u8]) -> Result<Next, String>,
+) -> Result<(), Break> {
     for file in files {
         let fail = |line: u64, reason: String| Break { file: file.clone(), line, reason };
         let opened =
@@ -85,20 +116,13 @@ pub fn verify(files: &[PathBuf], key: &PublicKey) -> Result<Summary, Break> {
                 return Err(fail(number, reason));
             }
             bytes.pop();
-            let (seq, digest, lost) = check_line(&bytes, key, state.as_ref()).map_err(|reason| fail(number, reason))?;
-            if summary.lines == 0 {
-                summary.first_seq = seq;
+            match visit(file, number, &bytes).map_err(|reason| fail(number, reason))? {
+                Next::Read => {}
+                Next::Stop => return Ok(()),
             }
-            summary.lines += 1;
-            summary.last_seq = seq;
-            summary.lost += lost;
-            state = Some((seq, digest));
         }
     }
-    if let Some((_, digest)) = state {
-        summary.last_digest = digest;
-    }
-    Ok(summary)
+    Ok(())
 }
 
 /// Checks one line after `before` (its `seq` and digest); returns its own,
@@ -221,45 +245,31 @@ pub fn check_receipt(receipt: &Value, key: &PublicKey) -> Result<Receipt, String
 /// one chain: the file and line number, or why it is not there.
 pub fn locate(receipt: &Receipt, files: &[PathBuf], key: &PublicKey) -> Result<(PathBuf, u64), String> {
     verify(files, key).map_err(|broken| format!("the log is not intact: {broken}"))?;
-    for file in files {
-        let opened = toolhost_grants::readfile::open_regular(file)
-            .map_err(|err| format!("{}: cannot read it: {err}", file.display()))?;
-        let mut reader = BufReader::new(opened);
-        let mut number = 0u64;
-        let mut bytes = Vec::new();
-        loop {
-            bytes.clear();
-            let read = (&mut reader)
-                .take(MAX_LINE as u64 + 1)
-                .read_until(b'\n', &mut bytes)
-                .map_err(|err| format!("{}: cannot read it: {err}", file.display()))?;
-            if read == 0 {
-                break;
-            }
-            number += 1;
-            if bytes.last() == Some(&b'\n') {
-                bytes.pop();
-            }
-            if bytes == receipt.line {
-                return Ok((file.clone(), number));
-            }
-            // Lines are in seq order (verify said so): past it, it is not there.
-            if serde_json::from_slice::<Value>(&bytes)
-                .ok()
-                .and_then(|value| value.get("seq").and_then(Value::as_u64))
-                .is_some_and(|seq| seq == receipt.seq)
-            {
-                return Err(format!(
-                    "{}:{number}: the log's line seq {} is not the receipt's line (another chain, or the receipt \
-                     was made for another log)",
-                    file.display(),
-                    receipt.seq
-                ));
-            }
+    let mut found = None;
+    each_line(files, |file, number, bytes| {
+        if bytes == receipt.line {
+            found = Some((file.clone(), number));
+            return Ok(Next::Stop);
         }
-    }
-    Err(format!(
-        "the log has no line seq {} (it was removed from the end, or the receipt belongs to another log)",
-        receipt.seq
-    ))
+        // Lines are in seq order (verify said so): past it, it is not there.
+        if serde_json::from_slice::<Value>(bytes)
+            .ok()
+            .and_then(|value| value.get("seq").and_then(Value::as_u64))
+            .is_some_and(|seq| seq == receipt.seq)
+        {
+            return Err(format!(
+                "the log's line seq {} is not the receipt's line (another chain, or the receipt was made for \
+                 another log)",
+                receipt.seq
+            ));
+        }
+        Ok(Next::Read)
+    })
+    .map_err(|broken| broken.to_string())?;
+    found.ok_or_else(|| {
+        format!(
+            "the log has no line seq {} (it was removed from the end, or the receipt belongs to another log)",
+            receipt.seq
+        )
+    })
 }
