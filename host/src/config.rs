@@ -333,6 +333,7 @@ impl From<Config> for HostConfig {
             mcp_servers: config.mcp_servers,
             audit: config.audit,
             hooks: config.hooks,
+            one_call: false,
             protected: config
                 .file
                 .iter()

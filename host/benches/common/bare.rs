@@ -66,6 +66,7 @@ pub fn bare_setup(wasm: &[u8], pagemap: bool) -> (Engine, bare::PluginPre<BareSt
         max_instances,
         pagemap,
         toolhost::runtime::engine::MEMORY_KEEP_RESIDENT,
+        true,
     )));
     let engine = Engine::new(&config).unwrap();
     let component = wasmtime::component::Component::new(&engine, wasm).unwrap();

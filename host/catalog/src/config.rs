@@ -58,6 +58,11 @@ pub struct HostConfig {
     pub audit: toolhost_audit::AuditConfig,
     /// `[[hooks]]`: the operator's rules before and after each call.
     pub hooks: Vec<toolhost_audit::hooks::HookConfig>,
+    /// The host makes one call and ends (`toolhost call`): its engine's
+    /// pool holds what concurrent calls need, without the spare slots that
+    /// let many calls on every core share it (which a short process pays
+    /// for in set-up and tear-down).
+    pub one_call: bool,
 }
 
 /// What the host needs of one plugin's `[plugins.NAME]`.

@@ -102,7 +102,7 @@ impl Host {
             None => engine::MEMORY_KEEP_RESIDENT,
         };
         let (engine, pagemap) =
-            engine::build(slots, keep_resident).context("could not set up the WebAssembly engine")?;
+            engine::build(slots, keep_resident, !config.one_call).context("could not set up the WebAssembly engine")?;
         let linker =
             Arc::new(toolhost_runtime::contract::linker(&engine).context("could not set up the host imports")?);
         let cache = config.cache_dir.clone().or_else(Cache::default_dir).map(|dir| Cache::new(dir, &engine));

@@ -45,7 +45,10 @@ const SHARDED_SLOTS: u32 = 128;
 
 /// The pooling allocator's settings for a host that runs at most
 /// `max_instances` calls at once, with dirty-page tracking (`pagemap`) or
-/// without. Public so that benchmarks can configure a bare wasmtime engine
+/// without. `concurrent`: calls run on every core at once, so the memory
+/// and stack pools get [`SHARDED_SLOTS`] at least (a process that makes one
+/// call, `toolhost call`, saves setting up and tearing down the spare
+/// stacks' guard pages). Public so that benchmarks can configure a bare wasmtime engine
 /// exactly the same way.
 ///
 /// Instances come from pre-reserved slots, so creating one per call is cheap;
@@ -66,14 +69,15 @@ const SHARDED_SLOTS: u32 = 128;
 /// dirty-page tracking (the `keep_resident` setting; [`MEMORY_KEEP_RESIDENT`]
 /// by default): less holds less memory in idle slots, and costs Python and
 /// JavaScript calls their heap's page faults again.
-pub fn pooling(max_instances: u32, pagemap: bool, keep_resident: usize) -> PoolingAllocationConfig {
+pub fn pooling(max_instances: u32, pagemap: bool, keep_resident: usize, concurrent: bool) -> PoolingAllocationConfig {
+    let least = if concurrent { SHARDED_SLOTS } else { 1 };
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(max_instances);
     pool.total_core_instances(max_instances * 32);
-    pool.total_memories((max_instances * 4).max(SHARDED_SLOTS));
+    pool.total_memories((max_instances * 4).max(least));
     pool.total_tables(max_instances * 16);
     pool.table_elements(100_000);
-    pool.total_stacks(max_instances.max(SHARDED_SLOTS));
+    pool.total_stacks(max_instances.max(least));
     pool.max_unused_warm_slots(max_instances);
     if pagemap {
         pool.pagemap_scan(Enabled::Yes);
@@ -96,18 +100,29 @@ pub fn config() -> Config {
 }
 
 /// Builds the engine. `max_instances` bounds how many instances may be alive
-/// at once (the host's concurrency limit plus room for loading). Uses
+/// at once (the host's concurrency limit plus room for loading);
+/// `concurrent` as for [`pooling`]. Uses
 /// dirty-page tracking where the kernel has it and falls back to the prefix
 /// reset where it does not; the second value says which.
-pub fn build(max_instances: u32, keep_resident: usize) -> Result<(Engine, bool)> {
+pub fn build(max_instances: u32, keep_resident: usize, concurrent: bool) -> Result<(Engine, bool)> {
     let mut with_pagemap = config();
-    with_pagemap.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling(max_instances, true, keep_resident)));
+    with_pagemap.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling(
+        max_instances,
+        true,
+        keep_resident,
+        concurrent,
+    )));
     if let Ok(engine) = Engine::new(&with_pagemap) {
         return Ok((engine, true));
     }
     let mut without = config();
     let keep_prefix = keep_resident.min(PREFIX_KEEP_RESIDENT);
-    without.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling(max_instances, false, keep_prefix)));
+    without.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling(
+        max_instances,
+        false,
+        keep_prefix,
+        concurrent,
+    )));
     match Engine::new(&without) {
         Ok(engine) => Ok((engine, false)),
         Err(err) if format!("{err:#}").contains("reserve") => Err(anyhow::Error::from(err).context(
@@ -208,7 +223,7 @@ mod tests {
 
     #[test]
     fn the_clock_ticks_only_while_a_call_runs() {
-        let (engine, _) = build(2, MEMORY_KEEP_RESIDENT).unwrap();
+        let (engine, _) = build(2, MEMORY_KEEP_RESIDENT, true).unwrap();
         let ticker = EpochTicker::start(&engine).unwrap();
         std::thread::sleep(TICK * 10);
         assert_eq!(ticker.ticks(), 0, "an idle host does not tick");

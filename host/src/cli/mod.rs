@@ -125,7 +125,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             tools::run(&host, &args)
         }
         Command::Call(args) => {
-            let host = load(&config, cli.plugins.as_deref()).await?;
+            // One call, and the process ends: an engine sized for that.
+            let one_call = toolhost::HostConfig { one_call: true, ..config.clone().into() };
+            let host = load_host(one_call, &config, cli.plugins.as_deref()).await?;
             call::run(&host, &config, args).await
         }
         Command::Inspect(args) => {
@@ -182,8 +184,13 @@ impl std::error::Error for Cancelled {}
 /// (Grant notices are printed by the commands: all of them by `tools`, the
 /// called plugin's by `call`.)
 async fn load(config: &Config, flag: Option<&Path>) -> Result<Host> {
+    load_host(config.clone().into(), config, flag).await
+}
+
+/// [`load`] into a host made with `host` (`config`'s part for the host, adjusted).
+async fn load_host(host: toolhost::HostConfig, config: &Config, flag: Option<&Path>) -> Result<Host> {
     let dir = plugins_dir(config, flag);
-    let host = Host::new(config.clone())?;
+    let host = Host::new(host)?;
     load_into(&host, config, &dir).await?;
     Ok(host)
 }
