@@ -144,6 +144,12 @@ fn type_docs(ty: &Value) -> Option<TypeDocs> {
     (docs.is_some() || !items.is_empty()).then_some(TypeDocs { docs, items })
 }
 
+/// A parser's offset into a binary held in memory (one past a slice's end,
+/// which any slicing then refuses, when it does not fit).
+pub fn offset(at: u64) -> usize {
+    usize::try_from(at).unwrap_or(usize::MAX)
+}
+
 /// `wasm` with its top-level `package-docs` sections replaced by `sections`
 /// (each a section's content: a version byte and the JSON), appended at the
 /// end, where a custom section may stand; everything else is kept byte for
@@ -165,8 +171,9 @@ pub fn with_sections(wasm: &[u8], sections: &[Vec<u8>]) -> Result<Vec<u8>, Strin
             wasmparser::Payload::CustomSection(section) if section.name() == SECTION => {}
             wasmparser::Payload::ModuleSection { unchecked_range, .. }
             | wasmparser::Payload::ComponentSection { unchecked_range, .. } => {
-                out.extend_from_slice(&wasm[chunk.start..unchecked_range.end]);
-                at = unchecked_range.end;
+                let end = offset(unchecked_range.end);
+                out.extend_from_slice(wasm.get(chunk.start..end).ok_or("a nested binary ends past the file")?);
+                at = end;
             }
             wasmparser::Payload::End(_) => break,
             _ => out.extend_from_slice(&wasm[chunk]),
@@ -245,7 +252,7 @@ fn top_level_sections<'a>(wasm: &'a [u8], name: &str) -> Vec<&'a [u8]> {
             // The parser has stepped over a nested binary's bytes but left
             // them to us: skip them rather than read into them.
             wasmparser::Payload::ModuleSection { unchecked_range, .. }
-            | wasmparser::Payload::ComponentSection { unchecked_range, .. } => at = unchecked_range.end,
+            | wasmparser::Payload::ComponentSection { unchecked_range, .. } => at = offset(unchecked_range.end),
             wasmparser::Payload::End(_) => break,
             _ => {}
         }

@@ -161,7 +161,9 @@ fn top_level_exports(wasm: &[u8]) -> Result<BTreeSet<String>> {
                 }
             }
             wasmparser::Payload::ModuleSection { unchecked_range, .. }
-            | wasmparser::Payload::ComponentSection { unchecked_range, .. } => at = unchecked_range.end,
+            | wasmparser::Payload::ComponentSection { unchecked_range, .. } => {
+                at = toolhost::runtime::docs::offset(unchecked_range.end)
+            }
             wasmparser::Payload::End(_) => return Ok(names),
             _ => {}
         }

@@ -140,7 +140,7 @@ fn world_types(wasm: &[u8]) -> Vec<(String, Shape)> {
                 }
             }
             Payload::ModuleSection { unchecked_range, .. } | Payload::ComponentSection { unchecked_range, .. } => {
-                at = unchecked_range.end;
+                at = crate::docs::offset(unchecked_range.end);
             }
             Payload::End(_) => break,
             _ => {}
