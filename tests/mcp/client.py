@@ -16,6 +16,8 @@ Scenarios:
                  prints every result (the config sets the quotas)
     typed        the typed_shop test plugin: its output schemas, and calls of
                  get-item (found and missing) and greet
+    async        the async_tools test plugin (WASI 0.3): sum, never-resolves (stuck),
+                 spin-task cancelled after 0.5 s, then sum again
     content      the content_kinds test plugin (contract 0.2.0): its tools' titles,
                  annotations and output schemas, and every block of show_content,
                  measure's structured content, and lying_image's error
@@ -142,6 +144,21 @@ async def typed(client):
     out["item"] = as_json(await client.call_tool("get-item", {"sku": "A-1"}))
     out["missing"] = as_json(await client.call_tool("get-item", {"sku": "Z-9"}))
     out["greet"] = as_json(await client.call_tool("greet", {"name": "MCP", "excited": True}))
+    return out
+
+
+async def async_tools(client):
+    out = {"tools": sorted(tool.name for tool in (await client.list_tools()).tools)}
+    out["sum"] = as_json(await client.call_tool("sum", {"a": 40, "b": 2}))
+    out["stuck"] = as_json(await client.call_tool("never-resolves", {}))
+    started = time.monotonic()
+    try:
+        await asyncio.wait_for(client.call_tool("spin-task", {}), timeout=0.5)
+        out["cancelled"] = {"completed": True}
+    except (asyncio.TimeoutError, TimeoutError):
+        out["cancelled"] = {"completed": False}
+    out["cancelled"]["returned_after_s"] = time.monotonic() - started
+    out["after_cancel"] = as_json(await client.call_tool("sum", {"a": 1, "b": 2}))
     return out
 
 
@@ -533,7 +550,7 @@ async def main():
         cache=None,
     )
     async with client:
-        scenario = {"basics": basics, "listchanged": listchanged, "logs": logs, "quotas": quotas, "typed": typed, "content": content,
+        scenario = {"basics": basics, "listchanged": listchanged, "logs": logs, "quotas": quotas, "typed": typed, "async": async_tools, "content": content,
                     "asking": asking, "sdk": sdk, "undeclared": undeclared, "pages": pages}[args.scenario]
         if args.scenario == "sdk":
             result = await scenario(client, args.prefix)

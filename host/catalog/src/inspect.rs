@@ -20,6 +20,8 @@ pub struct Inspection {
     pub sha256: Option<String>,
     /// How the component was obtained and how long that took.
     pub compile: Option<(Origin, Duration)>,
+    /// The WASI versions and async features it uses, once read.
+    pub uses: Option<toolhost_runtime::features::Uses>,
     /// Its imports and exports, once compiled.
     pub shape: Option<Shape>,
     /// The contract version, if it is a plugin.
@@ -52,6 +54,7 @@ impl Host {
             size: None,
             sha256: None,
             compile: None,
+            uses: None,
             shape: None,
             contract: None,
             limits: self.limits_for(&name),
@@ -72,6 +75,7 @@ impl Host {
         let wasm = plugin::read(&found.path)?;
         found.size = Some(wasm.bytes.len() as u64);
         found.sha256 = Some(wasm.sha256.clone());
+        found.uses = Some(toolhost_runtime::features::scan(&wasm.bytes));
         let start = Instant::now();
         let (component, origin) = plugin::compile(self.engine(), self.cache(), self.compiler(), &wasm)
             .await

@@ -28,7 +28,7 @@ const BUCKETS_US: [u64; 21] = [
 
 /// Every value of the `outcome` label: `ok`, `cancelled` (the client gave up
 /// on the call), then every [`CallError::kind`].
-const OUTCOMES: [&str; 13] = [
+const OUTCOMES: [&str; 15] = [
     "ok",
     "cancelled",
     "unknown_tool",
@@ -40,6 +40,8 @@ const OUTCOMES: [&str; 13] = [
     "output_too_large",
     "invalid_output",
     "stack_overflow",
+    "stuck",
+    "handle_limit",
     "trap",
     "host",
 ];

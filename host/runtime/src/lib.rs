@@ -11,6 +11,7 @@ pub mod content_check;
 pub mod contract;
 pub mod docs;
 pub mod engine;
+pub mod features;
 pub(crate) mod inject;
 pub mod limits;
 pub mod offers;

@@ -103,6 +103,24 @@ pub enum CallError {
     /// The guest overflowed its call stack (usually unbounded recursion).
     #[error("overflowed its stack (unbounded recursion?)")]
     StackOverflow,
+    /// An async guest (WASI 0.3) is stuck: every one of its tasks waits for
+    /// something that can never happen (a future or stream nobody will
+    /// complete, a task waiting on itself), so nothing more can run.
+    #[error(
+        "is stuck: every task it started waits for something that can never happen (a future or stream that \
+         nothing will complete), so it can never answer; this is a bug in the plugin"
+    )]
+    Stuck,
+    /// The guest held more handles (async tasks, futures, streams, resources)
+    /// at once than a call may: usually tasks spawned without end.
+    #[error(
+        "held more than {limit} handles at once (async tasks, futures, streams or resources; a plugin that \
+         spawns tasks without end hits this); this is a bug in the plugin"
+    )]
+    HandleLimit {
+        /// The most a call may hold at once.
+        limit: usize,
+    },
     /// The guest trapped: a panic, an `unreachable`, a bad memory access, …
     #[error("trapped: {message}")]
     Trap {
@@ -185,6 +203,8 @@ impl CallError {
             CallError::OutputTooLarge { .. } => "output_too_large",
             CallError::InvalidOutput(_) => "invalid_output",
             CallError::StackOverflow => "stack_overflow",
+            CallError::Stuck => "stuck",
+            CallError::HandleLimit { .. } => "handle_limit",
             CallError::Trap { .. } => "trap",
             CallError::RateLimited { .. } => "rate_limited",
             CallError::Busy { .. } => "busy",
@@ -214,6 +234,7 @@ impl CallError {
                 | CallError::ToolTimeout { .. }
                 | CallError::OutputTooLarge { .. }
                 | CallError::StackOverflow
+                | CallError::HandleLimit { .. }
         )
     }
 }

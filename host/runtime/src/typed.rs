@@ -51,7 +51,8 @@ pub struct TypedFunc {
     /// The function's own name (`get-item`).
     pub func: String,
     /// `get-item: func(sku: string) -> result<item, lookup-error>`, or with
-    /// the interface: `acme:shop/inventory.get-item: func(…)`.
+    /// the interface: `acme:shop/inventory.get-item: func(…)`; an
+    /// async-lifted function (WASI 0.3) says `async func(…)`.
     pub signature: String,
     /// Where it is exported.
     pub index: ComponentExportIndex,
@@ -116,7 +117,8 @@ pub fn functions(engine: &Engine, component: &Component) -> (Vec<TypedFunc>, Vec
         };
         let params: Vec<(String, Type)> = func.params().map(|(name, ty)| (name.to_owned(), ty)).collect();
         let result = func.results().next();
-        let signature = format!("{shown}: {}", render_func(&params, result.as_ref()));
+        let asynchronous = if func.async_() { "async " } else { "" };
+        let signature = format!("{shown}: {asynchronous}{}", render_func(&params, result.as_ref()));
         match schemas(&params, result.as_ref()) {
             Ok((input_schema, output_schema)) => funcs.push(TypedFunc {
                 name: tool,

@@ -34,6 +34,15 @@ fn show(found: &Inspection) {
         println!("  size      {} bytes ({})", format::thousands(size), ByteSize(size));
         println!("  sha256    {sha256}");
     }
+    if let Some(uses) = &found.uses {
+        if !uses.wasi.is_empty() {
+            let mixed = if uses.wasi.len() > 1 { " (both)" } else { "" };
+            println!("  wasi      {}{mixed}", uses.wasi.join(" and "));
+        }
+        if !uses.async_features.is_empty() {
+            println!("  async     {}", uses.async_features.join(", "));
+        }
+    }
     if let Some((origin, took)) = found.compile {
         let how = match origin {
             Origin::Cached => "loaded from the compile cache",
@@ -125,6 +134,8 @@ fn as_json(found: &Inspection) -> serde_json::Value {
             "cached": origin == Origin::Cached,
             "ms": took.as_secs_f64() * 1_000.0,
         })),
+        "wasi": found.uses.as_ref().map(|uses| &uses.wasi),
+        "async": found.uses.as_ref().map(|uses| &uses.async_features),
         "contract": found.contract,
         "imports": found.shape.as_ref().map(|shape| &shape.imports),
         "exports": found.shape.as_ref().map(|shape| shape.exports.iter().map(|(name, functions)| {

@@ -42,6 +42,11 @@ pub struct Args {
     /// not against toolhost's contract
     #[arg(long)]
     typed: bool,
+
+    /// With --lang rust: write the tool as a WASI 0.3 `async func` (wit-bindgen's async exports and the
+    /// `wasip3` crate); implies --typed
+    #[arg(long = "async")]
+    asynchronous: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
@@ -142,6 +147,16 @@ const TYPED_RUST: &[File] = &[
     TYPED_README,
 ];
 
+/// A typed Rust project whose functions are WASI 0.3 `async func`s.
+const TYPED_RUST_ASYNC: &[File] = &[
+    file("Cargo.toml", repo_file!("sdk/templates/typed/rust-async/Cargo.toml.template")),
+    file("src/lib.rs", repo_file!("sdk/templates/typed/rust-async/src/lib.rs")),
+    script("build.sh", repo_file!("sdk/templates/rust/build.sh")),
+    file(".gitignore", repo_file!("sdk/templates/rust/.gitignore")),
+    file("wit/world.wit", repo_file!("sdk/templates/typed/rust-async/world.wit")),
+    TYPED_README,
+];
+
 const TYPED_PYTHON: &[File] = &[
     file("src/app.py", repo_file!("sdk/templates/typed/python/src/app.py")),
     script("build.sh", repo_file!("sdk/templates/python/build.sh")),
@@ -185,13 +200,15 @@ const PYTHON_REQUIREMENTS: &str = repo_file!("plugins/python/requirements.txt");
 const JS_PACKAGE: &str = repo_file!("plugins/js/package.json");
 const C_BUILD: &str = repo_file!("plugins/c/build.sh");
 const RUST_TYPED: &str = repo_file!("plugins/testing/typed_shop/Cargo.toml");
+const RUST_ASYNC: &str = repo_file!("plugins/testing/async_tools/Cargo.toml");
 
 /// The world a contract project's Python and C builds bind to (sdk/wit-http).
 const CONTRACT_WORLD: &str = "toolhost:plugin-with-http/plugin@0.2.0";
 
 impl Lang {
-    fn files(self, typed: bool) -> impl Iterator<Item = &'static File> {
+    fn files(self, typed: bool, asynchronous: bool) -> impl Iterator<Item = &'static File> {
         let (own, wit): (&[File], &[File]) = match (self, typed) {
+            (Lang::Rust, _) if asynchronous => (TYPED_RUST_ASYNC, &[]),
             (Lang::Rust, false) => (RUST, &[]),
             (Lang::Python, false) => (PYTHON, WIT_HTTP),
             (Lang::Js, false) => (JS, &[]),
@@ -226,16 +243,24 @@ impl Lang {
 
 pub fn run(args: &Args) -> Result<ExitCode> {
     check_name(&args.name)?;
+    if args.asynchronous && args.lang != Lang::Rust {
+        bail!(
+            "--async is offered for --lang rust only (wit-bindgen's async exports); for {}, leave it out \
+             (a synchronous typed plugin with --typed runs the same)",
+            args.lang.label()
+        );
+    }
+    let typed = args.typed || args.asynchronous;
     let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from(&args.name));
     let func = function_name(&args.name);
-    let (world, world_says) = match args.typed {
+    let (world, world_says) = match typed {
         true => ("plugin", "the functions that are its tools"),
         false => (CONTRACT_WORLD, "toolhost's contract, and wasi:http for the HTTP helper"),
     };
     let values = [
         // First, as it holds other placeholders: a typed project's build ends
         // by embedding its WIT's docs (a contract plugin describes its tools itself).
-        ("__EMBED_DOCS__\n", if args.typed { TYPED_EMBED_DOCS.to_owned() } else { String::new() }),
+        ("__EMBED_DOCS__\n", if typed { TYPED_EMBED_DOCS.to_owned() } else { String::new() }),
         ("__NAME__", args.name.clone()),
         ("__CRATE__", args.name.replace('-', "_")),
         ("__FUNC_SNAKE__", func.replace('-', "_")),
@@ -248,25 +273,32 @@ pub fn run(args: &Args) -> Result<ExitCode> {
             clap::ValueEnum::to_possible_value(&args.lang).map(|v| v.get_name().to_owned()).unwrap_or_default(),
         ),
         ("__LANG__", args.lang.label().to_owned()),
+        ("__TYPED_FLAG__", if args.asynchronous { "--async" } else { "--typed" }.to_owned()),
         ("__SOURCE__", args.lang.source().to_owned()),
         ("__COMPONENTIZE_PY__", pinned_componentize_py()?),
         ("__COMPONENTIZE_JS__", pinned_npm("@bytecodealliance/componentize-js")?),
         ("__PREVIEW2_SHIM__", pinned_npm("@bytecodealliance/preview2-shim")?),
-        ("__WIT_BINDGEN_RUST__", pinned_wit_bindgen_crate()?),
+        ("__WIT_BINDGEN_RUST__", pinned_crate(RUST_TYPED, "typed_shop", "wit-bindgen")?),
+        ("__WIT_BINDGEN_ASYNC__", pinned_crate(RUST_ASYNC, "async_tools", "wit-bindgen")?),
+        ("__WASIP3__", pinned_crate(RUST_ASYNC, "async_tools", "wasip3")?),
         ("__WIT_BINDGEN__", pinned_wit_bindgen()?),
     ];
     let files: Vec<(&str, String, bool)> =
-        args.lang.files(args.typed).map(|file| (file.path, fill(file.text, &values), file.executable)).collect();
+        args.lang.files(typed, args.asynchronous).map(|file| (file.path, fill(file.text, &values), file.executable)).collect();
     write_project(&dir, &files)?;
 
     let shown = dir.display();
-    let kind = if args.typed { " typed-function" } else { "" };
+    let kind = match (typed, args.asynchronous) {
+        (_, true) => " async (WASI 0.3) typed-function",
+        (true, false) => " typed-function",
+        (false, false) => "",
+    };
     println!("created the {}{kind} plugin `{}` in {shown}", args.lang.label(), args.name);
     println!();
     // Steps typed in order: the second runs inside the project, where the
     // first left the author and build.sh wrote the component.
     println!("  cd {} && ./build.sh          # writes {}.wasm", shell_word(&shown.to_string()), args.name);
-    let tool = if args.typed { &func } else { &args.name };
+    let tool = if typed { &func } else { &args.name };
     println!("  toolhost --plugins . call {tool} '{{\"text\":\"hello plugin world\"}}'");
     println!();
     println!("then copy {}.wasm into your plugins folder; README.md there says more.", args.name);
@@ -359,17 +391,21 @@ fn pinned_npm(package: &str) -> Result<String> {
         .with_context(|| format!("plugins/js/package.json pins no {package} version (this toolhost build is broken)"))
 }
 
-fn pinned_wit_bindgen_crate() -> Result<String> {
-    let manifest: toml::Table = RUST_TYPED
+/// The version of `dependency` the test plugin `plugin` (its `Cargo.toml`
+/// is `manifest`) builds with.
+fn pinned_crate(manifest: &str, plugin: &str, dependency: &str) -> Result<String> {
+    let manifest: toml::Table = manifest
         .parse()
-        .context("plugins/testing/typed_shop/Cargo.toml is not TOML (this toolhost build is broken)")?;
+        .with_context(|| format!("plugins/testing/{plugin}/Cargo.toml is not TOML (this toolhost build is broken)"))?;
     manifest
         .get("dependencies")
-        .and_then(|deps| deps.get("wit-bindgen"))
+        .and_then(|deps| deps.get(dependency))
         .and_then(|spec| spec.get("version"))
         .and_then(toml::Value::as_str)
         .map(str::to_owned)
-        .context("plugins/testing/typed_shop/Cargo.toml pins no wit-bindgen version (this toolhost build is broken)")
+        .with_context(|| {
+            format!("plugins/testing/{plugin}/Cargo.toml pins no {dependency} version (this toolhost build is broken)")
+        })
 }
 
 fn pinned_wit_bindgen() -> Result<String> {
@@ -477,7 +513,9 @@ mod tests {
             pinned_npm("@bytecodealliance/componentize-js").unwrap(),
             pinned_npm("@bytecodealliance/preview2-shim").unwrap(),
             pinned_wit_bindgen().unwrap(),
-            pinned_wit_bindgen_crate().unwrap(),
+            pinned_crate(RUST_TYPED, "typed_shop", "wit-bindgen").unwrap(),
+            pinned_crate(RUST_ASYNC, "async_tools", "wit-bindgen").unwrap(),
+            pinned_crate(RUST_ASYNC, "async_tools", "wasip3").unwrap(),
         ] {
             assert!(version.chars().next().is_some_and(|c| c.is_ascii_digit()), "{version}");
         }
@@ -500,7 +538,7 @@ mod tests {
             assert_eq!(spec, &written[name], "{name}");
         }
         // Every source of the SDK is written, so a new module cannot be forgotten.
-        let files: Vec<&str> = Lang::Rust.files(false).map(|file| file.path).collect();
+        let files: Vec<&str> = Lang::Rust.files(false, false).map(|file| file.path).collect();
         let sources = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../sdk/src")).unwrap();
         for source in sources {
             let source = source.unwrap().file_name().to_string_lossy().into_owned();
@@ -523,18 +561,22 @@ mod tests {
             "__WORLD__",
             "__LANG_FLAG__",
             "__LANG__",
+            "__TYPED_FLAG__",
             "__SOURCE__",
             "__COMPONENTIZE_PY__",
             "__COMPONENTIZE_JS__",
             "__PREVIEW2_SHIM__",
             "__WIT_BINDGEN_RUST__",
+            "__WIT_BINDGEN_ASYNC__",
+            "__WASIP3__",
             "__WIT_BINDGEN__",
         ]
         .map(|placeholder| (placeholder, "x".to_owned()));
-        let every =
-            [Lang::Rust, Lang::Python, Lang::Js, Lang::C].into_iter().flat_map(|lang| [(lang, false), (lang, true)]);
-        for (lang, typed) in every {
-            for file in lang.files(typed) {
+        let every = [Lang::Rust, Lang::Python, Lang::Js, Lang::C]
+            .into_iter()
+            .flat_map(|lang| [(lang, false, false), (lang, true, false), (lang, true, true)]);
+        for (lang, typed, asynchronous) in every {
+            for file in lang.files(typed, asynchronous) {
                 let text = fill(file.text, &values);
                 // A placeholder is `__UPPER_CASE__`: C's `__attribute__`, Python's
                 // `__init__` and the SDK's `__ToolhostPlugin` are not.

@@ -179,14 +179,14 @@ fn describe_link_error(err: &wasmtime::Error) -> String {
     if root.ends_with("implementation is missing") {
         format!(
             "it imports {what}, which toolhost does not provide (toolhost provides WASI 0.2: cli, clocks, \
-             filesystem, io, random, sockets and http, `wasi:config/store@0.2.0-draft`, `toolhost:plugin/log` and \
-             `toolhost:plugin/call@0.2.0`): build it without \
-             that import, or against the interfaces toolhost provides"
+             filesystem, io, random, sockets and http; WASI 0.3: cli, clocks, filesystem, random, sockets and \
+             http; `wasi:config/store@0.2.0-draft`, `toolhost:plugin/log` and `toolhost:plugin/call@0.2.0`): \
+             build it without that import, or against the interfaces toolhost provides"
         )
     } else {
         format!(
             "it imports {what} with a type other than the one toolhost provides ({root}): build it against \
-             the same WIT version as toolhost (WASI 0.2 and toolhost:plugin@{})",
+             the same WIT version as toolhost (WASI 0.2 or 0.3, and toolhost:plugin@{})",
             joined(&released(), "or")
         )
     }

@@ -1,7 +1,9 @@
 //! The imports every plugin, whatever its contract, is linked against: WASI
-//! 0.2 and `wasi:http` (which reach only what each call's grants allow), with
-//! `symlink-at` refused and `wasi:config/store` answered from the grants.
-//! Each contract adds its own imports on top (`crate::contract::linker`).
+//! 0.2 and 0.3 with `wasi:http` of both (over one `WasiCtx` and one set of
+//! `wasi:http` hooks per call, so both versions reach only what the call's
+//! grants allow, through the same checks), with `symlink-at` refused in both
+//! and `wasi:config/store` answered from the grants. Each contract adds its
+//! own imports on top (`crate::contract::linker`).
 
 use super::HostState;
 use toolhost_grants::Granted;
@@ -14,16 +16,19 @@ use wasmtime::component::Linker;
 /// `[plugins.NAME]`), by name, and nothing else.
 pub const CONFIG_STORE: &str = "wasi:config/store@0.2.0-draft";
 
-/// The `wasi:filesystem/types` version wasmtime-wasi links (plugins built
-/// against any 0.2.x are matched to it).
+/// The `wasi:filesystem/types` versions wasmtime-wasi links (plugins built
+/// against any 0.2.x, or any 0.3.x, are matched to them).
 const FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
+const FILESYSTEM_TYPES_P3: &str = "wasi:filesystem/types@0.3.0";
 
-/// A linker with WASI p2, `wasi:http`, the symlink refusal and
-/// `wasi:config/store`; no contract's imports yet.
+/// A linker with WASI 0.2 and 0.3, `wasi:http` of both, the symlink refusal
+/// and `wasi:config/store`; no contract's imports yet.
 pub(crate) fn wasi(engine: &Engine) -> anyhow::Result<Linker<HostState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
+    wasmtime_wasi::p3::add_to_linker(&mut linker).map_err(anyhow::Error::from)?;
+    wasmtime_wasi_http::p3::add_to_linker(&mut linker).map_err(anyhow::Error::from)?;
     refuse_symlinks(&mut linker)?;
     add_config_store(&mut linker)?;
     Ok(linker)
@@ -65,13 +70,15 @@ fn configured(granted: &Granted) -> impl Iterator<Item = (String, String)> + '_ 
     env.chain(granted.secrets.iter().map(|(name, value)| (name.clone(), value.expose().to_owned())))
 }
 
-/// Replaces `wasi:filesystem`'s `symlink-at` with one that always answers
-/// `not-permitted`. A symlink a plugin makes in a read-write folder cannot be
-/// followed out of it inside the sandbox, but it stays on the host, where any
-/// other program that follows it would reach wherever it points.
+/// Replaces `wasi:filesystem`'s `symlink-at` (0.2 and 0.3) with one that
+/// always answers `not-permitted`. A symlink a plugin makes in a read-write
+/// folder cannot be followed out of it inside the sandbox, but it stays on
+/// the host, where any other program that follows it would reach wherever it
+/// points.
 fn refuse_symlinks(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
     use wasmtime::component::Resource;
     use wasmtime_wasi::p2::bindings::filesystem::types::{Descriptor, ErrorCode};
+    use wasmtime_wasi::p3::bindings::filesystem::types::{Descriptor as DescriptorP3, ErrorCode as ErrorCodeP3};
     linker.allow_shadowing(true);
     linker
         .instance(FILESYSTEM_TYPES)
@@ -80,6 +87,17 @@ fn refuse_symlinks(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
                 "[method]descriptor.symlink-at",
                 |_store, (_folder, _target, _link): (Resource<Descriptor>, String, String)| {
                     Box::new(async { Ok((Err::<(), ErrorCode>(ErrorCode::NotPermitted),)) })
+                },
+            )
+        })
+        .map_err(anyhow::Error::from)?;
+    linker
+        .instance(FILESYSTEM_TYPES_P3)
+        .and_then(|mut types| {
+            types.func_wrap_concurrent(
+                "[method]descriptor.symlink-at",
+                |_store, (_folder, _target, _link): (Resource<DescriptorP3>, String, String)| {
+                    Box::pin(async { Ok((Err::<(), ErrorCodeP3>(ErrorCodeP3::NotPermitted),)) })
                 },
             )
         })

@@ -55,6 +55,12 @@ use wasmtime_wasi_http::WasiHttpCtx;
 /// Instructions between two cooperative yields of a busy guest.
 pub const FUEL_YIELD_INTERVAL: u64 = 10_000_000;
 
+/// The most component-model handles (resources, and WASI 0.3's tasks,
+/// futures and streams) a call may hold at once. Each costs host memory
+/// outside the guest's own `memory` limit; wasmtime's default of 100,000 let
+/// one call that spawns tasks without end hold about 140 MiB of the host's.
+pub const MAX_HANDLES: usize = 10_000;
+
 /// What every call of one plugin shares, fixed when the plugin is prepared.
 #[derive(Clone)]
 pub struct Bound {
@@ -138,6 +144,7 @@ impl Sandbox {
         };
         let mut store = Store::new(self.guest.engine(), state);
         store.limiter(|state| &mut state.limiter);
+        store.set_max_component_handles(MAX_HANDLES);
         // Bounds what wasmtime copies out of the guest in one transfer (the
         // answer above all), so an oversized answer is refused before it is
         // copied rather than after; `classify` reports it as `OutputTooLarge`.

@@ -104,7 +104,11 @@ pub(super) fn classify(err: wasmtime::Error, limits: &Limits, refused: Option<u6
         Some(Trap::OutOfFuel) => return CallError::OutOfFuel { limit: limits.fuel },
         Some(Trap::Interrupt) => return CallError::Timeout { limit: limits.timeout },
         Some(Trap::StackOverflow) => return CallError::StackOverflow,
+        Some(Trap::AsyncDeadlock) => return CallError::Stuck,
         _ => {}
+    }
+    if is_handle_limit(&err) {
+        return CallError::HandleLimit { limit: super::MAX_HANDLES };
     }
     // A refused grow makes Rust (and most languages) abort, which shows up as
     // some trap: the refusal is the real cause.
@@ -130,6 +134,12 @@ pub(super) fn classify(err: wasmtime::Error, limits: &Limits, refused: Option<u6
             }
         }
     }
+}
+
+/// Whether wasmtime stopped the guest at the store's handle limit
+/// ([`super::MAX_HANDLES`]). wasmtime says so only in words.
+fn is_handle_limit(err: &wasmtime::Error) -> bool {
+    err.chain().any(|cause| cause.to_string().contains("store handle limit exceeded"))
 }
 
 /// The last few meaningful lines a guest wrote to stderr before it trapped
