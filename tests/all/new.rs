@@ -262,6 +262,35 @@ fn every_language_scaffolds_a_typed_function_plugin_that_builds_and_answers() {
 }
 
 #[test]
+fn rust_scaffolds_a_wasi_0_3_async_plugin_that_builds_and_answers() {
+    let work = tempfile::tempdir().unwrap();
+    let (project, said) = scaffold(work.path(), "async_count", "rust", &["--async"]);
+    assert!(said.contains("async (WASI 0.3) typed-function") && said.contains("call async-count "), "{said}");
+    let world = std::fs::read_to_string(project.join("wit/world.wit")).unwrap();
+    assert!(world.contains("export async-count: async func(text: string)"), "{world}");
+    let readme = std::fs::read_to_string(project.join("README.md")).unwrap();
+    assert!(readme.contains("--lang rust --async"), "{readme}");
+
+    let dir = work.path().join("plugins").display().to_string();
+    let wasm = work.path().join("plugins/async_count.wasm").display().to_string();
+    let inspected = stdout(&toolhost(work.path(), &["inspect", &wasm]));
+    assert!(inspected.contains("async     async exports"), "{inspected}");
+    let output = toolhost(work.path(), &["--plugins", &dir, "tools", "--json"]);
+    let tools: Vec<Value> = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(tools[0]["description"], "Counts the words and characters of a text.", "{tools:?}");
+    counts(work.path(), &dir, "async-count");
+    let output = toolhost(work.path(), &["--plugins", &dir, "call", "async-count", r#"{"text":""}"#, "--json"]);
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["error"]["kind"], "tool_failed", "{report}");
+
+    // Only Rust has the async form; the others say so and write nothing.
+    let output = toolhost(work.path(), &["new", "py_async", "--lang", "python", "--async"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    assert!(stderr(&output).contains("--async is offered for --lang rust only"), "{}", stderr(&output));
+    assert!(!work.path().join("py_async").exists());
+}
+
+#[test]
 fn new_refuses_bad_names_and_existing_folders_and_writes_nothing() {
     let work = tempfile::tempdir().unwrap();
     std::fs::create_dir(work.path().join("taken")).unwrap();

@@ -17,16 +17,8 @@ pub struct Uses {
 }
 
 /// Each async feature, as [`Uses::async_features`] names it, in order.
-const ASYNC_FEATURES: [&str; 8] = [
-    "async exports",
-    "async imports",
-    "tasks",
-    "futures",
-    "streams",
-    "error contexts",
-    "backpressure",
-    "threads",
-];
+const ASYNC_FEATURES: [&str; 8] =
+    ["async exports", "async imports", "tasks", "futures", "streams", "error contexts", "backpressure", "threads"];
 
 /// What `wasm` uses. A binary that does not parse is read as far as it goes.
 pub fn scan(wasm: &[u8]) -> Uses {

@@ -283,8 +283,11 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         ("__WASIP3__", pinned_crate(RUST_ASYNC, "async_tools", "wasip3")?),
         ("__WIT_BINDGEN__", pinned_wit_bindgen()?),
     ];
-    let files: Vec<(&str, String, bool)> =
-        args.lang.files(typed, args.asynchronous).map(|file| (file.path, fill(file.text, &values), file.executable)).collect();
+    let files: Vec<(&str, String, bool)> = args
+        .lang
+        .files(typed, args.asynchronous)
+        .map(|file| (file.path, fill(file.text, &values), file.executable))
+        .collect();
     write_project(&dir, &files)?;
 
     let shown = dir.display();
