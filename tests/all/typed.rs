@@ -17,13 +17,7 @@ fn shop() -> tempfile::TempDir {
 
 /// `toolhost call TOOL ARGS --json` in the shop: (exit code, the JSON report).
 fn call(dir: &Path, tool: &str, arguments: &str, extra: &[&str]) -> (i32, Value) {
-    let plugins = dir.display().to_string();
-    let mut args = vec!["--plugins", &plugins, "call", tool, arguments, "--json"];
-    args.extend_from_slice(extra);
-    let output = toolhost(Path::new("."), &args);
-    let report = serde_json::from_str(&stdout(&output))
-        .unwrap_or_else(|err| panic!("call --json printed no JSON ({err}): {}{}", stdout(&output), stderr(&output)));
-    (output.status.code().unwrap_or(-1), report)
+    common::call_json(dir, tool, arguments, extra, &[])
 }
 
 fn output_of(report: &Value) -> Value {

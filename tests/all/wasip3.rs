@@ -9,7 +9,7 @@
 
 use crate::common;
 
-use common::{plugin_dir, stderr, stdout, toolhost, toolhost_with_env};
+use common::{plugin_dir, stderr, stdout, toolhost};
 use serde_json::{Value, json};
 use std::io::{BufRead, Write};
 use std::path::Path;
@@ -26,14 +26,7 @@ fn call(dir: &Path, tool: &str, arguments: &Value, extra: &[&str]) -> (i32, Valu
 }
 
 fn call_with_env(dir: &Path, tool: &str, arguments: &Value, extra: &[&str], env: &[(&str, &str)]) -> (i32, Value) {
-    let plugins = dir.display().to_string();
-    let arguments = arguments.to_string();
-    let mut args = vec!["--plugins", &plugins, "call", tool, &arguments, "--json"];
-    args.extend_from_slice(extra);
-    let output = toolhost_with_env(Path::new("."), &args, env);
-    let report = serde_json::from_str(&stdout(&output))
-        .unwrap_or_else(|err| panic!("call --json printed no JSON ({err}): {}{}", stdout(&output), stderr(&output)));
-    (output.status.code().unwrap_or(-1), report)
+    common::call_json(dir, tool, &arguments.to_string(), extra, env)
 }
 
 fn output_of(report: &Value) -> Value {

@@ -130,6 +130,24 @@ pub fn toolhost_with_env(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Out
         .expect("run toolhost")
 }
 
+/// `toolhost --plugins PLUGINS call TOOL ARGUMENTS --json EXTRA…` with `env`
+/// set: (exit code, the JSON report).
+pub fn call_json(
+    plugins: &Path,
+    tool: &str,
+    arguments: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (i32, serde_json::Value) {
+    let plugins = plugins.display().to_string();
+    let mut args = vec!["--plugins", &plugins, "call", tool, arguments, "--json"];
+    args.extend_from_slice(extra);
+    let output = toolhost_with_env(Path::new("."), &args, env);
+    let report = serde_json::from_str(&stdout(&output))
+        .unwrap_or_else(|err| panic!("call --json printed no JSON ({err}): {}{}", stdout(&output), stderr(&output)));
+    (output.status.code().unwrap_or(-1), report)
+}
+
 /// Runs `tests/mcp/client.py SCENARIO` (the official Python MCP client; its
 /// tools installed by `tests/mcp/setup.sh`) in protocol `mode` against
 /// `toolhost serve` over stdio with `plugins` and `config`, and returns the
