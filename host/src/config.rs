@@ -140,6 +140,10 @@ pub struct Config {
     /// ask about or rewrite a call before it runs, and see it after.
     #[serde(default)]
     pub hooks: Vec<toolhost_audit::hooks::HookConfig>,
+    /// `[cache]`: how results of tools that declare them cacheable are kept
+    /// and given again for the same call.
+    #[serde(default)]
+    pub cache: toolhost_catalog::CacheConfig,
     /// The file this config was read from (none for a config parsed from text).
     #[serde(skip)]
     pub file: Option<PathBuf>,
@@ -156,6 +160,9 @@ pub struct PluginConfig {
     /// Where `toolhost pull` (with no argument) fetches it from: a registry
     /// reference, best pinned (`registry/repo:tag@sha256:…`).
     pub source: Option<Source>,
+    /// `cache`: `false` never keeps its results; `true` keeps those of its
+    /// cacheable tools even with network or writable folders granted.
+    pub cache: Option<bool>,
 }
 
 /// `[plugins.NAME]` as written: limits, then one key per kind of grant.
@@ -184,6 +191,8 @@ struct PluginTable {
     sampling: Option<toolhost_grants::requests::SamplingTable>,
     #[serde(default)]
     roots: bool,
+    #[serde(default)]
+    cache: Option<bool>,
 }
 
 impl From<PluginTable> for PluginConfig {
@@ -202,6 +211,7 @@ impl From<PluginTable> for PluginConfig {
                 },
             },
             source: table.source,
+            cache: table.cache,
         }
     }
 }
@@ -268,6 +278,7 @@ impl Config {
     pub fn parse(text: &str) -> Result<Config> {
         let config: Config = toml::from_str(text).map_err(|err| anyhow::anyhow!("{}", err.to_string().trim_end()))?;
         config.audit.check().map_err(anyhow::Error::msg)?;
+        config.cache.check().map_err(anyhow::Error::msg)?;
         for (index, hook) in config.hooks.iter().enumerate() {
             toolhost_audit::hooks::Hook::new(index + 1, hook).map_err(anyhow::Error::msg)?;
         }
@@ -326,13 +337,16 @@ impl From<Config> for HostConfig {
             plugins: config
                 .plugins
                 .into_iter()
-                .map(|(name, plugin)| (name, PluginSettings { limits: plugin.limits, grants: plugin.grants }))
+                .map(|(name, plugin)| {
+                    (name, PluginSettings { limits: plugin.limits, grants: plugin.grants, cache: plugin.cache })
+                })
                 .collect(),
             approvals: config.approvals,
             quotas: config.quotas,
             mcp_servers: config.mcp_servers,
             audit: config.audit,
             hooks: config.hooks,
+            cache: config.cache,
             one_call: false,
             protected: config
                 .file

@@ -28,6 +28,7 @@ mod oci;
 mod profiles;
 mod reload;
 mod replicas;
+mod result_cache;
 mod run;
 mod sandbox;
 mod startup;

@@ -311,6 +311,8 @@ pub struct CallRecord {
     /// What it did outside its sandbox: the HTTP requests its grant
     /// admitted (host, status, bytes) and the questions it asked.
     pub effects: toolhost_runtime::outcome::Effects,
+    /// When the result was given again from `[cache]`: how long ago it was computed.
+    pub cached: Option<std::time::Duration>,
 }
 
 /// The outcome of a call whose caller went away before it ended.
@@ -376,6 +378,9 @@ impl CallRecord {
         };
         map.insert("outcome".to_owned(), outcome);
         map.insert("usage".to_owned(), serde_json::to_value(self.usage).unwrap_or(Value::Null));
+        if let Some(age) = self.cached {
+            map.insert("cached".to_owned(), json!({"age_ms": u64::try_from(age.as_millis()).unwrap_or(u64::MAX)}));
+        }
         if !self.refused.is_empty() {
             let refused = self.refused.into_iter().map(|(target, kind)| json!({"target": target, "kind": kind}));
             map.insert("refused".to_owned(), Value::Array(refused.collect()));

@@ -108,7 +108,7 @@ pub(crate) async fn call(
     let notes = &mut guard.notes;
     let mut report = match refused {
         Some(error) => CallReport::rejected(tool, plugin.map(str::to_owned), error),
-        None => host.call_spanned(catalog, tool, &arguments, overrides, hooks).await,
+        None => host.call_spanned(catalog, tool, &arguments, overrides, hooks, caller).await,
     };
     if ran && report.plugin.is_some() {
         after(accountable, tool, plugin, &arguments, &caller_json, &mut report, notes).await;
@@ -127,6 +127,7 @@ pub(crate) async fn call(
             usage: report.usage,
             refused: CallRecord::refused_of(&report),
             effects: report.effects.clone(),
+            cached: report.cached,
         };
         if accountable.receipts() {
             report.receipt = accountable.record_with_receipt(record).await;
@@ -186,6 +187,7 @@ impl Drop for Guard<'_> {
             usage: Default::default(),
             refused: Vec::new(),
             effects: Default::default(),
+            cached: None,
         });
     }
 }
@@ -370,6 +372,7 @@ pub(crate) fn finish_offer<T>(
         usage: Default::default(),
         refused: Vec::new(),
         effects,
+        cached: None,
     });
 }
 

@@ -58,6 +58,8 @@ pub struct HostConfig {
     pub audit: toolhost_audit::AuditConfig,
     /// `[[hooks]]`: the operator's rules before and after each call.
     pub hooks: Vec<toolhost_audit::hooks::HookConfig>,
+    /// `[cache]`: how results of tools that declare them cacheable are kept.
+    pub cache: crate::result_cache::CacheConfig,
     /// The host makes one call and ends (`toolhost call`): its engine's
     /// pool holds what concurrent calls need, without the spare slots that
     /// let many calls on every core share it (which a short process pays
@@ -72,6 +74,10 @@ pub struct PluginSettings {
     pub limits: LimitOverrides,
     /// What this plugin may reach. Nothing unless granted.
     pub grants: Grants,
+    /// `cache`: `Some(false)` never keeps its results; `Some(true)` keeps
+    /// those of its cacheable tools even with network or writable folders
+    /// granted; `None` keeps them only without such grants.
+    pub cache: Option<bool>,
 }
 
 impl HostConfig {

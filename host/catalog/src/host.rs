@@ -2,6 +2,7 @@
 
 use crate::config::{self, HostConfig};
 use crate::plugin::{self, Code, Plugin, Tool};
+use crate::result_cache::ResultCache;
 use crate::{Caller, Catalog, LoadProblem, ProblemKind, SharedCatalog, Source};
 use anyhow::{Context, Result};
 use serde_json::Value;
@@ -75,6 +76,8 @@ pub struct Host {
     pub(crate) refused: std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, String>>,
     /// `[audit]` and `[[hooks]]`, when either is configured (`crate::accountable`).
     accountable: Option<Arc<toolhost_audit::Accountable>>,
+    /// The results of cacheable tools (`[cache]`).
+    results: crate::result_cache::ResultCache,
 }
 
 impl Host {
@@ -135,6 +138,7 @@ impl Host {
         check_grants(&config, &protected)?;
         let accountable =
             toolhost_audit::Accountable::new(&config.audit, &config.hooks).map_err(anyhow::Error::msg)?.map(Arc::new);
+        let results = crate::result_cache::ResultCache::new(config.cache);
         Ok(Host {
             engine,
             pagemap,
@@ -150,6 +154,7 @@ impl Host {
             ticker,
             refused: Default::default(),
             accountable,
+            results,
         })
     }
 
@@ -256,7 +261,15 @@ impl Host {
         let grants = self.config.grants_for(&name);
         let mut review = grants::review(&name, path, &grants, |key| std::env::var(key).ok());
         let loaded = self.load_code(&name, path, &limits, &review.granted).await?;
-        let tools = plugin::apply_manifest(loaded.tools, review.asks.as_ref(), &mut review.notices)?;
+        let mut tools = plugin::apply_manifest(loaded.tools, review.asks.as_ref(), &mut review.notices)?;
+        if self.results.enabled() {
+            let operator = self.config.plugins.get(&*name).and_then(|settings| settings.cache);
+            for tool in &mut tools {
+                let ttl = self.results.default_ttl();
+                tool.cache_ttl =
+                    plugin::cache_ttl(tool, review.asks.as_ref(), &grants, operator, ttl, &mut review.notices);
+            }
+        }
         let signer = plugin::pulled_signer(path, &name, &loaded.sha256);
         Ok(Plugin {
             name,
@@ -273,6 +286,7 @@ impl Host {
             left_out: loaded.notes,
             offers: loaded.offers,
             code: loaded.code,
+            load: plugin::next_load(),
             signer,
         })
     }
@@ -506,7 +520,7 @@ impl Host {
         let report = match &self.accountable {
             None => {
                 tracing::Instrument::instrument(
-                    self.call_spanned(catalog, tool, arguments, overrides, hooks),
+                    self.call_spanned(catalog, tool, arguments, overrides, hooks, caller),
                     span.clone(),
                 )
                 .await
@@ -541,6 +555,7 @@ impl Host {
         arguments: &str,
         overrides: &LimitOverrides,
         hooks: CallHooks,
+        caller: &Caller,
     ) -> CallReport {
         let Some(entry) = catalog.find(tool) else {
             let error = CallError::UnknownTool { name: tool.to_owned(), suggestion: catalog.similar(tool) };
@@ -556,7 +571,7 @@ impl Host {
         };
         match entry.source() {
             Source::Plugin { plugin, index } => {
-                self.call_plugin(plugin.clone(), *index, arguments, overrides, hooks).await
+                self.call_plugin(plugin.clone(), *index, arguments, overrides, hooks, caller).await
             }
             Source::Mcp { server, tool } => {
                 // The output limit is the plugins' one; the time limit is the
@@ -577,7 +592,9 @@ impl Host {
         arguments: &str,
         overrides: &LimitOverrides,
         hooks: CallHooks,
+        caller: &Caller,
     ) -> CallReport {
+        let started = std::time::Instant::now();
         let tool = plugin.tools[index].name.as_str();
         let plugin_name = Some(plugin.name.to_string());
         let arguments = if arguments.trim().is_empty() { "{}" } else { arguments };
@@ -606,6 +623,19 @@ impl Host {
         };
         let limits = plugin.limits.with(overrides);
         let called = &plugin.tools[index];
+        let cached = called.cache_ttl.and_then(|ttl| {
+            let requestor = requestor(&plugin, caller)?;
+            Some((ttl, ResultCache::key(plugin.load, &called.export, &requestor, &value)))
+        });
+        if let Some((_, key)) = &cached
+            && let Some(hit) = self.results.get(key, &limits)
+        {
+            let mut report = CallReport::rejected(tool, plugin_name, CallError::Host(String::new()));
+            report.outcome = Ok(hit.output);
+            report.usage.wall = started.elapsed();
+            report.cached = Some(hit.age);
+            return report;
+        }
         let request = Request::Call { name: &called.export, position: called.position, arguments, value: &value };
         let invocation = {
             let _permit = self.permits.acquire().await;
@@ -632,6 +662,9 @@ impl Host {
             Response::Called(called) => called,
             _ => Err(CallError::Host("the plugin answered the wrong request".to_owned())),
         });
+        if let (Some((ttl, key)), Ok(output)) = (cached, &outcome) {
+            self.results.put(key, output, ttl);
+        }
         CallReport {
             tool: tool.to_owned(),
             plugin: plugin_name,
@@ -643,7 +676,28 @@ impl Host {
             refused: invocation.refused,
             effects: invocation.effects,
             receipt: None,
+            cached: None,
         }
+    }
+
+    /// How often results were given again from `[cache]`, and what it holds.
+    pub fn cache_stats(&self) -> crate::result_cache::CacheStats {
+        self.results.stats()
+    }
+}
+
+/// Whose results a call of `plugin` may share: everyone's (`""`) for a
+/// plugin without credentials; for one with credentials, whose results may
+/// depend on who asks, the caller's OAuth subject, else its client's name,
+/// and no one's (nothing cached) when neither is known.
+fn requestor(plugin: &Plugin, caller: &Caller) -> Option<String> {
+    if plugin.grants.credentials.is_empty() {
+        return Some(String::new());
+    }
+    match (&caller.subject, &caller.client) {
+        (Some(subject), _) => Some(format!("subject:{subject}")),
+        (None, Some(client)) => Some(format!("client:{client}")),
+        (None, None) => None,
     }
 }
 

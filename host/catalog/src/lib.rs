@@ -24,6 +24,7 @@
 //! [`servers`] (external MCP servers as a source), [`reload`] (hot reload),
 //! [`inspect`] (loading step by step), [`policy`] (`[approvals]`), [`quota`]
 //! (`[quotas]`: rate limits and concurrency caps) and
+//! [`result_cache`] (the results of cacheable tools, given again) and
 //! [`config`] (the settings all of these read). Above it sit the MCP server,
 //! the agent and the registry client; below it the runtime, the grants and
 //! the MCP client.
@@ -37,11 +38,13 @@ pub mod policy;
 mod problems;
 pub mod quota;
 pub mod reload;
+pub mod result_cache;
 pub mod servers;
 
 pub use config::{HostConfig, PluginSettings};
 pub use host::Host;
 pub use problems::{LoadProblem, ProblemKind};
+pub use result_cache::{CacheConfig, CacheStats};
 pub use toolhost_audit::Caller;
 
 use crate::plugin::{Plugin, Tool};
@@ -207,21 +210,7 @@ impl Entry {
     /// claim more than the grants allow.
     pub fn hints(&self) -> Hints {
         match &self.source {
-            Source::Plugin { plugin, index } => {
-                // The manifest (the operator's file) over what the plugin's
-                // list says, each hint on its own; the grants over both.
-                let tool = &plugin.tools[*index];
-                let listed = Hints::from(tool.hints.unwrap_or_default());
-                let manifest = plugin.asks.as_ref().map(|asks| Hints::from(asks.hints_for(&tool.export)));
-                let manifest = manifest.unwrap_or_default();
-                let declared = Hints {
-                    read_only: manifest.read_only.or(listed.read_only),
-                    destructive: manifest.destructive.or(listed.destructive),
-                    idempotent: manifest.idempotent.or(listed.idempotent),
-                    open_world: manifest.open_world.or(listed.open_world),
-                };
-                Hints::derive(&plugin.grants, declared)
-            }
+            Source::Plugin { plugin, index } => tool_hints(&plugin.tools[*index], plugin.asks.as_ref(), &plugin.grants),
             // What the server declares, passed on as declared: toolhost cannot
             // check an external server, and never relaxes an approval for a hint.
             Source::Mcp { tool, .. } => tool.annotations.as_ref().map_or_else(Hints::default, |declared| Hints {
@@ -232,6 +221,20 @@ impl Entry {
             }),
         }
     }
+}
+
+/// A plugin tool's hints: the manifest (`asks`, the operator's file) over
+/// what the plugin's list says, each hint on its own; the grants over both.
+pub(crate) fn tool_hints(tool: &Tool, asks: Option<&toolhost_grants::Manifest>, grants: &Grants) -> Hints {
+    let listed = Hints::from(tool.hints.unwrap_or_default());
+    let manifest = asks.map(|asks| Hints::from(asks.hints_for(&tool.export))).unwrap_or_default();
+    let declared = Hints {
+        read_only: manifest.read_only.or(listed.read_only),
+        destructive: manifest.destructive.or(listed.destructive),
+        idempotent: manifest.idempotent.or(listed.idempotent),
+        open_world: manifest.open_world.or(listed.open_world),
+    };
+    Hints::derive(grants, declared)
 }
 
 /// Tool annotations (MCP `ToolAnnotations`), each `None` when unknown.

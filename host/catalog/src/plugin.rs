@@ -58,6 +58,9 @@ pub struct Plugin {
     /// What it offers besides tools (contract 0.2.0's `full` world).
     pub offers: Offers,
     pub(crate) code: Code,
+    /// This load of it: a number no other load in this process has, so a
+    /// result cached for it is never given for a plugin that replaced it.
+    pub(crate) load: u64,
     /// Who signed it, when it was pulled signed: `toolhost.lock` beside it
     /// names a verified signer for exactly these bytes.
     pub signer: Option<PulledSigner>,
@@ -224,6 +227,57 @@ pub struct Tool {
     pub(crate) export: String,
     /// Its place in what the plugin listed (a typed function's index).
     pub(crate) position: usize,
+    /// How long its results are given again for the same call, when they
+    /// are (`crate::result_cache`); set once the plugin's grants are known.
+    pub(crate) cache_ttl: Option<std::time::Duration>,
+}
+
+/// The number of the next plugin load (see [`Plugin`]'s `load`).
+pub(crate) fn next_load() -> u64 {
+    static LOADS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    LOADS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// How long results of `tool` (of a plugin granted `grants`, whose manifest
+/// is `asks`) are given again, if they are: see `crate::result_cache`. A
+/// `cache_ttl` that is not a duration is a notice, and caches nothing.
+pub(crate) fn cache_ttl(
+    tool: &Tool,
+    asks: Option<&Manifest>,
+    grants: &toolhost_grants::Grants,
+    operator: Option<bool>,
+    default_ttl: std::time::Duration,
+    notices: &mut Vec<String>,
+) -> Option<std::time::Duration> {
+    if operator == Some(false) {
+        return None;
+    }
+    let declared = match asks.and_then(|asks| asks.cache_ttl_for(&tool.export)) {
+        Some(text) => match text.parse::<toolhost_runtime::limits::HumanDuration>() {
+            Ok(ttl) => Some(ttl.0),
+            Err(why) => {
+                notices.push(format!(
+                    "the manifest's `cache_ttl = \"{}\"` for `{}` is not a duration ({why}), so its results are \
+                     not cached: write it like \"10m\"",
+                    toolhost_runtime::text::printable(text),
+                    tool.name
+                ));
+                return None;
+            }
+        },
+        None => None,
+    };
+    let hints = crate::tool_hints(tool, asks, grants);
+    let ttl = match declared {
+        Some(ttl) => ttl,
+        None if hints.read_only == Some(true) && hints.idempotent == Some(true) => default_ttl,
+        None => return None,
+    };
+    let reaches_out = !grants.network.hosts.is_empty()
+        || grants.network.sockets
+        || !grants.credentials.is_empty()
+        || grants.files.dirs.iter().any(|dir| dir.access == toolhost_grants::files::Access::ReadWrite);
+    (!ttl.is_zero() && (!reaches_out || operator == Some(true))).then_some(ttl)
 }
 
 impl Tool {
@@ -492,6 +546,7 @@ pub(crate) fn check_tools(listed: Vec<ListedTool>, limits: &Limits, contract: &s
             validator,
             export,
             position,
+            cache_ttl: None,
         });
     }
     Ok(tools)

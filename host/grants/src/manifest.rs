@@ -19,6 +19,11 @@
 //! read_only = false
 //! destructive = true
 //!
+//! # How long a result may be given again for the same call (tools that
+//! # are read-only and idempotent are cached for `[cache] ttl` without it;
+//! # "0s" caches none), for every tool or per tool.
+//! cache_ttl = "10m"
+//!
 //! # A tool (or a typed component's function, by its tool name) renamed,
 //! # described, or hidden.
 //! [tools.get-item]
@@ -76,6 +81,10 @@ pub struct Manifest {
     /// Hint for every tool: it reaches outside toolhost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_world: Option<bool>,
+    /// For every tool: how long a result may be given again for the same
+    /// call (`10m`; `0s` for never).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_ttl: Option<String>,
     /// For one tool, by the name the plugin gives it: hints over the
     /// plugin-wide ones, and a new name, a description, or hiding it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -107,6 +116,9 @@ pub struct ToolTable {
     /// Not offered at all.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub hide: bool,
+    /// How long a result may be given again for the same call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_ttl: Option<String>,
 }
 
 /// What a manifest says about a tool's behaviour, for MCP clients. Each is
@@ -163,6 +175,11 @@ impl Manifest {
             idempotent: own.idempotent.or(self.idempotent),
             open_world: own.open_world.or(self.open_world),
         }
+    }
+
+    /// The `cache_ttl` for `tool`: its own, else the plugin-wide one.
+    pub fn cache_ttl_for(&self, tool: &str) -> Option<&str> {
+        self.tools.get(tool).and_then(|own| own.cache_ttl.as_deref()).or(self.cache_ttl.as_deref())
     }
 
     /// True when it asks for nothing.

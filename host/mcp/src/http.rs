@@ -436,6 +436,7 @@ impl Front {
                     tools: catalog.tools().len(),
                     plugins: catalog.plugins().len(),
                     load_problems: catalog.problems().iter().filter(|p| p.kind != ProblemKind::Grant).count(),
+                    cache: self.host.cache_stats(),
                 };
                 let mut response = plain_owned(StatusCode::OK, self.metrics.render(&snapshot));
                 response

@@ -93,6 +93,8 @@ struct ToolStats {
     buckets: [AtomicU64; BUCKETS_US.len() + 1],
     latency_us: AtomicU64,
     fuel: AtomicU64,
+    /// Calls answered from `[cache]` (counted in `outcomes` too, as `ok`).
+    cache_hits: AtomicU64,
 }
 
 impl ToolStats {
@@ -103,6 +105,7 @@ impl ToolStats {
             buckets: Default::default(),
             latency_us: AtomicU64::new(0),
             fuel: AtomicU64::new(0),
+            cache_hits: AtomicU64::new(0),
         }
     }
 }
@@ -218,6 +221,8 @@ pub struct Snapshot {
     pub plugins: usize,
     /// Files or servers that could not be loaded.
     pub load_problems: usize,
+    /// What `[cache]` holds, and how often it answered.
+    pub cache: toolhost_catalog::CacheStats,
 }
 
 impl Metrics {
@@ -240,6 +245,9 @@ impl Metrics {
             Err(err) => outcome_index(err),
         };
         self.record_outcome(tool, origin, outcome, report.usage.fuel, took);
+        if report.cached.is_some() {
+            self.stats(tool, origin).cache_hits.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// Records a call of `tool` the client cancelled after `took`.
@@ -367,7 +375,28 @@ impl Metrics {
             let _ =
                 writeln!(out, "toolhost_tool_fuel_consumed_total{{{labels}}} {}", stats.fuel.load(Ordering::Relaxed));
         }
+        family(
+            &mut out,
+            "toolhost_tool_cache_hits_total",
+            "counter",
+            "Tool calls over MCP answered from `[cache]` instead of run, by tool and plugin.",
+        );
+        for (labels, stats) in &rows {
+            let hits = stats.cache_hits.load(Ordering::Relaxed);
+            let _ = writeln!(out, "toolhost_tool_cache_hits_total{{{labels}}} {hits}");
+        }
         drop(tools);
+        let cache = &snapshot.cache;
+        gauge(&mut out, "toolhost_result_cache_entries", "Results `[cache]` holds.", cache.entries);
+        gauge(&mut out, "toolhost_result_cache_bytes", "Bytes of arguments and results `[cache]` holds.", cache.bytes);
+        family(
+            &mut out,
+            "toolhost_result_cache_lookups_total",
+            "counter",
+            "Calls of cacheable tools, on every path, by whether `[cache]` answered them.",
+        );
+        let _ = writeln!(out, "toolhost_result_cache_lookups_total{{result=\"hit\"}} {}", cache.hits);
+        let _ = writeln!(out, "toolhost_result_cache_lookups_total{{result=\"miss\"}} {}", cache.misses);
 
         family(&mut out, "toolhost_http_requests_total", "counter", "HTTP requests answered, by endpoint and status.");
         let mut http: Vec<((Endpoint, u16), u64)> =
@@ -428,11 +457,20 @@ mod tests {
             refused: Vec::new(),
             effects: Default::default(),
             receipt: None,
+            cached: None,
         }
     }
 
     fn snapshot() -> Snapshot {
-        Snapshot { ready: true, sessions: 2, catalog_generation: 3, tools: 4, plugins: 1, load_problems: 0 }
+        Snapshot {
+            ready: true,
+            sessions: 2,
+            catalog_generation: 3,
+            tools: 4,
+            plugins: 1,
+            load_problems: 0,
+            cache: Default::default(),
+        }
     }
 
     fn value(text: &str, series: &str) -> f64 {
@@ -483,6 +521,22 @@ mod tests {
         assert_eq!(value(&text, "toolhost_tools"), 4.0);
         assert_eq!(value(&text, "toolhost_ready"), 1.0);
         assert_eq!(value(&text, &format!("toolhost_build_info{{version=\"{}\"}}", env!("CARGO_PKG_VERSION"))), 1.0);
+    }
+
+    #[test]
+    fn counts_results_given_again_from_the_cache() {
+        let metrics = Metrics::default();
+        let mut cached = report(Ok(ToolOutput::Text("x".into())), 0);
+        metrics.record("sha256", "hash", &cached, Duration::from_micros(3));
+        cached.cached = Some(Duration::from_secs(2));
+        metrics.record("sha256", "hash", &cached, Duration::from_micros(3));
+        let mut at = snapshot();
+        at.cache = toolhost_catalog::CacheStats { hits: 1, misses: 1, entries: 1, bytes: 70 };
+        let text = metrics.render(&at);
+        assert_eq!(value(&text, r#"toolhost_tool_cache_hits_total{tool="sha256",plugin="hash"}"#), 1.0);
+        assert_eq!(value(&text, r#"toolhost_tool_calls_total{tool="sha256",plugin="hash",outcome="ok"}"#), 2.0);
+        assert_eq!(value(&text, r#"toolhost_result_cache_lookups_total{result="hit"}"#), 1.0);
+        assert_eq!(value(&text, "toolhost_result_cache_bytes"), 70.0);
     }
 
     #[test]

@@ -57,7 +57,7 @@ use toolhost_runtime::outcome::{CallError, CallReport};
 use toolhost_runtime::sandbox::{CallHooks, Progress, ProgressObserver};
 
 pub(crate) use crate::wire::unknown_tool;
-pub use crate::wire::{RECEIPT_META, REFUSED_META, RETRY_AFTER_META, TASK_SUPPORT_META, USAGE_META};
+pub use crate::wire::{CACHED_META, RECEIPT_META, REFUSED_META, RETRY_AFTER_META, TASK_SUPPORT_META, USAGE_META};
 use crate::wire::{
     describe, from_wire, level_of, offer_error, offered, ran, result_of, severity, strip_nulls, wire_content,
     wraps_output,

@@ -28,6 +28,10 @@ pub const USAGE_META: &str = "toolhost/usage";
 /// `[audit] receipt_in_meta = true` (`toolhost audit receipt` checks it).
 pub const RECEIPT_META: &str = "toolhost/receipt";
 
+/// The `_meta` key of a result given again from `[cache]`: `{"ageMs": N}`,
+/// how long ago the call that computed it was made.
+pub const CACHED_META: &str = "toolhost/cached";
+
 /// The `_meta` key of what the plugin's grants refused during a call.
 pub const REFUSED_META: &str = "toolhost/refused";
 /// The `_meta` key of a call refused by a rate limit: milliseconds until a
@@ -97,6 +101,9 @@ pub(crate) fn result_of(report: CallReport, wrap: bool) -> CallToolResult {
     }
     if let Some(receipt) = report.receipt {
         meta.insert(RECEIPT_META.to_owned(), receipt);
+    }
+    if let Some(age) = report.cached {
+        meta.insert(CACHED_META.to_owned(), json!({"ageMs": u64::try_from(age.as_millis()).unwrap_or(u64::MAX)}));
     }
     let mut result = match report.outcome {
         Ok(ToolOutput::Text(text)) => CallToolResult::success(vec![ContentBlock::text(text)]),

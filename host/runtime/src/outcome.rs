@@ -451,6 +451,9 @@ pub struct CallReport {
     /// The call's signed audit line, under `[audit] receipt_in_meta = true`
     /// (what an MCP result carries in `_meta` as its receipt).
     pub receipt: Option<serde_json::Value>,
+    /// When the result was given again from `[cache]` rather than computed:
+    /// how long ago the call that computed it was made.
+    pub cached: Option<std::time::Duration>,
 }
 
 impl CallReport {
@@ -467,6 +470,7 @@ impl CallReport {
             refused: Vec::new(),
             effects: Effects::default(),
             receipt: None,
+            cached: None,
         }
     }
 }

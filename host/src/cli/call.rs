@@ -195,6 +195,7 @@ fn as_json(report: &CallReport) -> Value {
         "plugin": report.plugin,
         "ok": report.outcome.is_ok(),
         "usage": report.usage,
+        "cached": report.cached.map(|age| json!({"age_ms": u64::try_from(age.as_millis()).unwrap_or(u64::MAX)})),
         "stdout": report.stdout,
         "stderr": report.stderr,
         "logs": report.logs,
