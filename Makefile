@@ -9,7 +9,7 @@
 CARGO ?= cargo
 TOOLHOST := $(or $(CARGO_TARGET_DIR),target)/debug/toolhost
 
-.PHONY: demo demo-rust demo-others test plugins plugins-rust plugins-others host bench dist
+.PHONY: toolchain demo demo-rust demo-others test plugins plugins-rust plugins-others host bench dist
 
 plugins:
 	bash plugins/build.sh
@@ -23,8 +23,13 @@ plugins-others: plugins-rust
 # The dev profile builds wasmtime and cranelift optimized and the rest of the
 # dependencies unoptimized (see Cargo.toml), so the demo and the tests share
 # one build of the host that is quick to make.
-host:
+host: toolchain
 	$(CARGO) build -p toolhost
+
+# The Rust toolchain rust-toolchain.toml pins (wasmtime needs a recent one),
+# installed once by rustup; a no-op after that.
+toolchain:
+	@rustup toolchain install >/dev/null
 
 # The demo answers as early as it can: the host and the Rust plugins first
 # (one Rust toolchain, already here), then the Python, JavaScript and C

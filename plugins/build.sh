@@ -40,10 +40,9 @@ if [ "$phase" = others ]; then
     exit 0
 fi
 
-if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2; then
-    echo "installing the wasm32-wasip2 Rust target" >&2
-    rustup target add wasm32-wasip2
-fi
+# The toolchain rust-toolchain.toml names, with its wasm32-wasip2 target
+# (a no-op once installed).
+(cd "$here/.." && rustup toolchain install >/dev/null)
 
 # Always plugins/target, even when CARGO_TARGET_DIR points the host's build elsewhere.
 cargo build --release --target wasm32-wasip2 --workspace --locked --target-dir "$here/target"
