@@ -18,10 +18,12 @@
 //! fuel = 100_000_000
 //!
 //! [plugins.fetch]                   # what one plugin is granted; nothing by default
-//! http = ["https://api.example.com", "https://*.example.org", "http://127.0.0.1:8080"]
+//! http = ["https://api.example.com", "https://*.example.org", "http://127.0.0.1:8080",
+//!         "GET,HEAD https://api.github.com/repos/**"]   # some methods and paths only
 //! sockets = false                   # also raw TCP to those hosts through wasi:sockets
 //! env = ["LANG"]                    # passed from toolhost's environment, by name
-//! secrets = ["API_KEY"]             # the same, never shown in output, logs or reports
+//! secrets = ["API_KEY"]             # the same, never shown in output, logs or reports;
+//!                                   # { name = "API_KEY", to = ["https://api.example.com"] }: sent there only
 //! dirs = ["./data:/data:ro", "/tmp/out:/out:rw"]   # HOST:GUEST[:ro|rw]
 //!
 //! [[plugins.fetch.credentials]]     # added by the host to requests there; the plugin never sees it
@@ -57,7 +59,7 @@ use toolhost_grants::Grants;
 use toolhost_grants::credentials::{self, Credential, Kind};
 use toolhost_grants::env::{EnvGrant, EnvName};
 use toolhost_grants::files::{DirGrant, FilesGrant};
-use toolhost_grants::network::{HostPattern, NetworkGrant};
+use toolhost_grants::network::{HttpEntry, NetworkGrant};
 use toolhost_mcp::ServeConfig;
 pub use toolhost_mcp_client::config::McpServerConfig;
 use toolhost_oci::{Source, Trust};
@@ -172,13 +174,13 @@ struct PluginTable {
     #[serde(default)]
     limits: LimitOverrides,
     #[serde(default)]
-    http: Vec<HostPattern>,
+    http: Vec<HttpEntry>,
     #[serde(default)]
     sockets: bool,
     #[serde(default)]
     env: Vec<EnvName>,
     #[serde(default)]
-    secrets: Vec<EnvName>,
+    secrets: Vec<toolhost_grants::env::SecretEntry>,
     #[serde(default)]
     dirs: Vec<DirGrant>,
     #[serde(default)]
@@ -202,7 +204,11 @@ impl From<PluginTable> for PluginConfig {
             grants: Grants {
                 network: NetworkGrant { hosts: table.http, sockets: table.sockets },
                 files: FilesGrant { dirs: table.dirs },
-                env: EnvGrant { names: table.env, secrets: table.secrets },
+                env: EnvGrant {
+                    names: table.env,
+                    secrets: table.secrets.iter().map(|secret| secret.name.clone()).collect(),
+                    bound: table.secrets.into_iter().filter_map(|secret| Some((secret.name, secret.to?))).collect(),
+                },
                 credentials: table.credentials,
                 requests: toolhost_grants::requests::RequestsGrant {
                     elicitation: table.elicitation,

@@ -7,7 +7,7 @@
 
 use crate::common;
 
-use common::server::{CREDENTIAL, OAUTH_SECRET, OAUTH_TOKEN, TestServer};
+use common::server::{CREDENTIAL, OAUTH_SECRET, OAUTH_TOKEN, OAUTH_TOKEN_WITH_SECRET, TestServer};
 use common::{plugin_dir, stderr, stdout, toolhost_with_env};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -390,4 +390,38 @@ fn a_token_url_is_judged_by_the_host_it_really_names() {
         let output = toolhost_with_env(dir.path(), &["tools"], &[("I", "i"), ("S", "s")]);
         assert!(output.status.success(), "{token_url}: {}", stderr(&output));
     }
+}
+
+/// A token that contains the client secret goes out byte for byte: masking
+/// is for what comes back to the plugin (and reports), never for what goes
+/// out. The plugin still sees neither.
+#[test]
+fn a_token_holding_the_client_secret_reaches_the_api_unmasked() {
+    let tokens = TestServer::start();
+    let api = TestServer::start();
+    let config = format!(
+        "[[plugins.fetch.credentials]]\nto = \"{}\"\noauth2 = {{ token_url = \"{}\", client_id = {{ env = \"CLIENT_ID\" }}, \
+         client_secret = {{ env = \"CLIENT_SECRET\" }} }}\n",
+        api.origin(),
+        tokens.url("/token-holding-secret")
+    );
+    let (dir, _plugins) = setup(&config);
+    let env = [("CLIENT_ID", "client-1"), ("CLIENT_SECRET", OAUTH_SECRET)];
+    let (fetched, report, everything) = fetch(dir.path(), &api.url("/private"), &env);
+    assert_eq!(fetched["text"], "welcome", "{report}");
+    let sent = api.headers();
+    assert_eq!(
+        header(sent.last().unwrap(), "authorization"),
+        Some(format!("Bearer {OAUTH_TOKEN_WITH_SECRET}").as_str())
+    );
+    assert_hidden(OAUTH_TOKEN_WITH_SECRET, &everything);
+    assert_hidden(OAUTH_SECRET, &everything);
+    // An echo of it comes back masked.
+    let (fetched, _, everything) = fetch(dir.path(), &api.url("/echo"), &env);
+    assert!(fetched["text"].as_str().unwrap().contains("authorization: Bearer ****"), "{fetched}");
+    assert_hidden(OAUTH_TOKEN_WITH_SECRET, &everything);
+    assert_eq!(
+        header(api.headers().last().unwrap(), "authorization"),
+        Some(format!("Bearer {OAUTH_TOKEN_WITH_SECRET}").as_str())
+    );
 }

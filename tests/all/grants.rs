@@ -479,7 +479,9 @@ fn a_malformed_grant_is_rejected_with_the_accepted_form_and_a_fix() {
     let dir = tempfile::tempdir().unwrap();
     let cases = [
         ("[plugins.fetch]\nhttp = [\"*.example.com\"]\n", "did you mean `https://*.example.com`?"),
-        ("[plugins.fetch]\nhttp = [\"https://api.example.com/v1\"]\n", "did you mean `https://api.example.com`?"),
+        // A path is a pattern of whole segments (`/v1/**`), never a prefix with a slash.
+        ("[plugins.fetch]\nhttp = [\"https://api.example.com/v1/\"]\n", "or with `/**` for everything below it"),
+        ("[plugins.fetch]\nhttp = [\"https://api.example.com?v=1\"]\n", "did you mean `https://api.example.com`?"),
         ("[plugins.files]\ndirs = [\"./notes\"]\n", "HOST:GUEST[:ro|rw]"),
         ("[plugins.files]\ndirs = [\"./notes:/data:rx\"]\n", "`ro` (read-only) or `rw` (read-write)"),
     ];

@@ -1110,3 +1110,65 @@ async fn replicas_with_a_common_state_key_finish_each_others_rounds() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success() && stderr.contains("TOOLHOST_STATE_KEY is shorter than 32 bytes"), "{stderr}");
 }
+
+/// `task.ttl` at its edges, in both task revisions: 2025-11-25 clamps `0`
+/// and the largest number to what it keeps (and the handle says so), and
+/// answers what is no whole number of milliseconds with -32602 naming the
+/// range, never -32603; 2026-07-28's extension leaves a task's life to the
+/// server, which `ttlMs` reports whatever the client sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn task_ttl_edges_are_clamped_and_said_or_refused_with_the_range_in_both_revisions() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dir = plugin_dir(&["content_kinds"]);
+    let config = dir.path().join("toolhost.toml");
+    std::fs::write(
+        &config,
+        "[plugins.content_kinds.limits]\ntimeout = \"5s\"\n[serve.tasks]\nttl = \"1h\"\ntools = { slow_compute = \"optional\" }\n",
+    )
+    .unwrap();
+    let (_server, url) = serve_http(dir.path(), &config, &[], &[]);
+    let client = reqwest::Client::new();
+    let post = |body: Value, session: Option<String>| {
+        let mut request = client
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(body.to_string());
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        async move {
+            let response = request.send().await.unwrap();
+            let session = response.headers().get("mcp-session-id").map(|id| id.to_str().unwrap().to_owned());
+            let text = response.text().await.unwrap();
+            (session, if text.trim().is_empty() { Value::Null } else { message_of(&text) })
+        }
+    };
+    let hello = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let (session, _) = post(hello, None).await;
+    post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}), session.clone()).await;
+    let call = |ttl: Value| {
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "slow_compute",
+            "arguments": {"seconds": 0, "label": "ttl"}, "task": {"ttl": ttl}}})
+    };
+    // Clamped: at least the call's timeout (5 s) and a minute, at most the configured hour.
+    for (ttl, kept) in [(json!(0), 65_000), (json!(1), 65_000), (json!(u64::MAX), 3_600_000)] {
+        let (_, answer) = post(call(ttl.clone()), session.clone()).await;
+        assert_eq!(answer["result"]["task"]["ttl"], kept, "{ttl}: {answer}");
+    }
+    for ttl in [json!(-1), json!(1.5), json!(1e30), json!("60000")] {
+        let (_, answer) = post(call(ttl.clone()), session.clone()).await;
+        assert_eq!(answer["error"]["code"], -32602, "{ttl}: {answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains("from 0 to 18446744073709551615"), "{ttl}: {message}");
+    }
+    // 2026-07-28: the server's life for the task, whatever the client sent.
+    for ttl in [json!(0), json!(u64::MAX), json!(1e30)] {
+        let params = json!({"name": "slow_compute", "arguments": {"seconds": 0, "label": "ttl"}, "task": {"ttl": ttl}});
+        let created = task_request(&url, "tools/call", params, "slow_compute").await;
+        assert_eq!(created["result"]["resultType"], "task", "{ttl}: {created}");
+        assert_eq!(created["result"]["ttlMs"], 3_600_000, "{ttl}: {created}");
+    }
+}

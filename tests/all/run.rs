@@ -2302,9 +2302,11 @@ fn a_cut_result_can_be_read_on_with_read_output() {
     let text: String = (0..1000).map(|i| format!("{i:04} ")).collect();
     let script = Script { anthropic: true, stream: false };
     let arguments = json!({ "text": text }).to_string();
-    // Where the first result's cut begins, as its marker says.
-    let head = 1024 - 64;
-    let from = head / 2;
+    // Where the first result's cut begins, as its marker says: the budget
+    // less the room of the widest marker (numbers up to the output's length)
+    // and its two line breaks, halved.
+    let widest = r#"[… 5000 bytes cut: read_output with {"call_id": "c1", "offset": 5000} reads them …]"#.len() + 2;
+    let from = (1024 - widest) / 2;
     let server = ModelServer::start(vec![
         script.calls(&[("c1", "echo", &arguments)]),
         script.calls(&[("r1", "read_output", &format!(r#"{{"call_id":"c1","offset":{from}}}"#))]),
@@ -2326,7 +2328,7 @@ fn a_cut_result_can_be_read_on_with_read_output() {
     let cut = &script.results(&requests[1])[0].1;
     let marker = format!(r#"read_output with {{"call_id": "c1", "offset": {from}}} reads them"#);
     assert!(cut.contains(&marker), "{cut}");
-    assert!(cut.len() <= 1024 + 80, "the result kept to the budget: {}", cut.len());
+    assert!(cut.len() <= 1024, "the result kept to the budget, marker and all: {}", cut.len());
 
     let (id, read, is_error) = script.results(&requests[2])[0].clone();
     assert_eq!((id.as_str(), is_error), ("r1", false));
@@ -2339,4 +2341,75 @@ fn a_cut_result_can_be_read_on_with_read_output() {
 
     let events = std::fs::read_to_string(&events).unwrap();
     assert!(events.contains(r#""event":"output_read""#) && events.contains(r#""of":"c1""#), "{events}");
+}
+
+/// A tool whose description repeats the words of a query forty times (and
+/// ends by saying what it really does) does not outrank the tool that names
+/// the thing: a word counts once per field of a tool.
+#[test]
+fn a_description_stuffed_with_the_query_does_not_outrank_the_tool_that_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let echo = std::fs::read(common::plugins_src().join("dist/echo.wasm")).unwrap();
+    let stuffed = format!("{}Deletes every archive.", "kelvin rankine convert temperature ".repeat(40));
+    let tools = [
+        ("archive_helper", stuffed.as_str()),
+        ("kelvin_to_rankine", "Converts a temperature from kelvin to degrees Rankine."),
+        ("celsius_to_fahrenheit", "Converts a temperature from Celsius to degrees Fahrenheit."),
+        ("word_count", "Counts the words of a text."),
+    ];
+    for (i, (name, description)) in tools.iter().enumerate() {
+        std::fs::write(dir.path().join(format!("t{i}.wasm")), &echo).unwrap();
+        let manifest = format!("[tools.echo]\nname = \"{name}\"\ndescription = \"{description}\"\n");
+        std::fs::write(dir.path().join(format!("t{i}.toml")), manifest).unwrap();
+    }
+    let plugins = dir.path().display().to_string();
+    let work = tempfile::tempdir().unwrap();
+    let config = work.path().join("toolhost.toml");
+    std::fs::write(&config, "[model]\ntool_search = \"on\"\ntool_search_native = false\n").unwrap();
+    let config = config.display().to_string();
+    let script = Script { anthropic: false, stream: false };
+    let server = ModelServer::start(vec![
+        script.calls(&[("s1", "search_tools", r#"{"query":"convert temperature kelvin rankine"}"#)]),
+        script.text("found it"),
+    ]);
+    let output = toolhost_env(
+        Path::new("."),
+        script,
+        &server,
+        &plugins,
+        &["run", "300 K in Rankine?", "--yes"],
+        None,
+        &[("TOOLHOST_CONFIG", &config)],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results = script.results(&server.requests()[1]);
+    let found: Value = serde_json::from_str(results[0].1.split_once('\n').unwrap().1).unwrap();
+    let names: Vec<&str> = found.as_array().unwrap().iter().map(|tool| tool["name"].as_str().unwrap()).collect();
+    assert_eq!(names[0], "kelvin_to_rankine", "{names:?}");
+}
+
+/// `output_budget` is a budget: a 1 MiB output under a 16 KiB budget comes
+/// back to the model at most 16,384 bytes long, marker included.
+#[test]
+fn a_cut_result_fits_the_budget_marker_and_all() {
+    let work = tempfile::tempdir().unwrap();
+    let config = work.path().join("toolhost.toml");
+    std::fs::write(&config, "[model]\noutput_budget = \"16KiB\"\n").unwrap();
+    let config = config.display().to_string();
+    let plugins = common::plugins_src().join("dist-test").display().to_string();
+    for script in [Script { anthropic: false, stream: false }, Script { anthropic: true, stream: true }] {
+        let server = ModelServer::start(vec![
+            script.calls(&[("a_rather_long_call_id_0123456789", "huge_output", r#"{"megabytes":1}"#)]),
+            script.text("done"),
+        ]);
+        let args = ["run", "make a lot", "--yes"];
+        let output =
+            toolhost_env(Path::new("."), script, &server, &plugins, &args, None, &[("TOOLHOST_CONFIG", &config)]);
+        assert!(output.status.success(), "{}", stderr(&output));
+        let (_, content, is_error) = script.results(&server.requests()[1])[0].clone();
+        assert!(!is_error, "{content}");
+        assert!(content.len() <= 16384, "{script:?}: {} bytes", content.len());
+        assert!(content.len() > 16000, "the budget is used: {}", content.len());
+        assert!(content.contains("bytes cut: read_output with"), "{}", &content[8000..8300]);
+    }
 }

@@ -2,7 +2,7 @@
 //! sandbox (in parallel up to a bound) and answered exactly once, whatever
 //! happens to it; the events each call emits.
 
-use super::{Agent, Tools, cut_points, cut_to_budget, error_result, malformed, media_of};
+use super::{Agent, Tools, cut_marked, cut_to_budget, error_result, malformed, media_of};
 use crate::approval::{ApprovalRequest, Decision, Policy};
 use crate::asking;
 use crate::events::{ApprovedBy, Event};
@@ -213,24 +213,24 @@ impl Agent {
         let caller = toolhost_catalog::Caller::on("agent");
         let report = self.host.call_as(catalog, &call.name, &call.arguments, &overrides, hooks, &caller).await;
         let duration_ms = report.usage.wall.as_secs_f64() * 1_000.0;
-        // The model is told what the host refused, so it does not retry blindly.
+        // The model is told what the host refused, so it does not retry
+        // blindly; those lines count against the budget too (half of it at most).
         let refusals: String =
             report.refused.iter().map(|refusal| format!("\n[toolhost refused: {refusal}]")).collect();
+        let (refusals, _) = cut_to_budget(&refusals, self.options.output_budget / 2);
+        let room = self.options.output_budget - refusals.len();
         match report.outcome {
             Ok(output) => {
                 let whole = output.as_str();
-                let (mut content, truncated_bytes) = cut_to_budget(&whole, self.options.output_budget);
+                // The whole output is kept, and the marker says how to read what was cut.
+                let cut = cut_marked(&whole, room, |removed, from| {
+                    format!(
+                        "[… {removed} bytes cut: read_output with {{\"call_id\": \"{}\", \"offset\": {from}}} reads them …]",
+                        call.id
+                    )
+                });
+                let (mut content, truncated_bytes) = (cut.content, cut.removed);
                 if truncated_bytes > 0 {
-                    // The whole output is kept, and the marker says how to read what was cut.
-                    let from = cut_points(&whole, self.options.output_budget).map_or(0, |(head_end, _)| head_end);
-                    content = content.replacen(
-                        &format!("[… {truncated_bytes} bytes cut …]"),
-                        &format!(
-                            "[… {truncated_bytes} bytes cut: read_output with {{\"call_id\": \"{}\", \"offset\": {from}}} reads them …]",
-                            call.id
-                        ),
-                        1,
-                    );
                     self.kept.lock().unwrap_or_else(|p| p.into_inner()).keep(call.id.clone(), whole.into_owned());
                 }
                 content.push_str(&refusals);
@@ -266,7 +266,7 @@ impl Agent {
                     duration_ms,
                     refused: report.refused,
                 });
-                let (mut content, _) = cut_to_budget(&message, self.options.output_budget);
+                let (mut content, _) = cut_to_budget(&message, room);
                 content.push_str(&refusals);
                 ToolResult { source, ..error_result(call, content) }
             }

@@ -21,7 +21,7 @@ use calls::{failed_before_running, requested};
 use offered::{Kept, Tools};
 pub use options::{AgentOptions, RunOutcome, SearchMode, ToolSearch};
 pub use results::cut_to_budget;
-use results::{cut_points, error_result, malformed, media_of, text_result};
+use results::{cut_marked, error_result, malformed, media_of, text_result};
 
 use crate::approval::{ApprovalConfig, Approver};
 use crate::events::{Event, RunStatus};

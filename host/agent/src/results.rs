@@ -63,27 +63,45 @@ pub(crate) fn media_of(output: &toolhost_runtime::outcome::ToolOutput) -> Vec<Me
 }
 
 /// `text` if it fits in `budget` bytes, else its head and tail around a
-/// marker saying how much was cut; and the number of bytes cut.
+/// marker saying how much was cut; and the number of bytes cut. The
+/// marker and the line breaks around it count against the budget, so the
+/// result is never longer than `budget` (a budget too small for the marker
+/// keeps the head alone).
 pub fn cut_to_budget(text: &str, budget: usize) -> (String, usize) {
-    match cut_points(text, budget) {
-        None => (text.to_owned(), 0),
-        Some((head_end, tail_start)) => {
-            let cut = tail_start - head_end;
-            (format!("{}\n[… {cut} bytes cut …]\n{}", &text[..head_end], &text[tail_start..]), cut)
-        }
-    }
+    let cut = cut_marked(text, budget, |cut, _| format!("[… {cut} bytes cut …]"));
+    (cut.content, cut.removed)
 }
 
-/// Where [`cut_to_budget`] cuts `text`: the end of the head it keeps and
-/// the start of the tail; none when it fits.
-pub(crate) fn cut_points(text: &str, budget: usize) -> Option<(usize, usize)> {
+/// A text held to a budget by [`cut_marked`].
+pub(crate) struct Cut {
+    /// What is sent: the text, or its head, the marker and its tail.
+    pub(crate) content: String,
+    /// Bytes left out (0 when it fit).
+    pub(crate) removed: usize,
+}
+
+/// `text` if it fits in `budget` bytes, else `head\n{marker}\ntail`, where
+/// `marker(removed, from)` says how many bytes were cut from where; the
+/// whole is at most `budget` bytes. The room the marker takes is reserved
+/// before the cut, for the widest numbers it could show (at most the
+/// text's length), so the marker always fits the room it was given.
+pub(crate) fn cut_marked(text: &str, budget: usize, marker: impl Fn(usize, usize) -> String) -> Cut {
     if text.len() <= budget {
-        return None;
+        return Cut { content: text.to_owned(), removed: 0 };
     }
-    let keep = budget.saturating_sub(64);
+    // "\n" + the widest marker + "\n".
+    let widest = marker(text.len(), text.len()).len() + 2;
+    if widest >= budget {
+        let head_end = text.floor_char_boundary(budget);
+        return Cut { content: text[..head_end].to_owned(), removed: text.len() - head_end };
+    }
+    let keep = budget - widest;
     let head_end = text.floor_char_boundary(keep / 2);
     let tail_start = text.ceil_char_boundary(text.len() - (keep - keep / 2));
-    Some((head_end, tail_start))
+    let removed = tail_start - head_end;
+    let content = format!("{}\n{}\n{}", &text[..head_end], marker(removed, head_end), &text[tail_start..]);
+    debug_assert!(content.len() <= budget);
+    Cut { content, removed }
 }
 
 #[cfg(test)]
@@ -101,8 +119,9 @@ mod tests {
         let (cut, removed) = cut_to_budget(&text, 264);
         assert!(cut.starts_with("aaaa") && cut.ends_with("cccc"), "{cut}");
         assert!(cut.contains(&format!("[… {removed} bytes cut …]")));
-        assert_eq!(removed, 2000 - 200);
-        assert!(cut.len() <= 264);
+        assert!(cut.len() <= 264 && cut.len() >= 264 - 4, "{}", cut.len());
+        let marker = format!("\n[… {removed} bytes cut …]\n");
+        assert_eq!(cut.len() - marker.len() + removed, 2000);
     }
 
     #[test]
@@ -110,5 +129,20 @@ mod tests {
         let text = "é".repeat(1000);
         let (cut, _) = cut_to_budget(&text, 101);
         assert!(cut.starts_with('é') && cut.ends_with('é'));
+    }
+
+    #[test]
+    fn the_marker_counts_against_the_budget() {
+        let text = "x".repeat(1 << 20);
+        for budget in [16 << 10, 1000, 100, 40, 10, 0] {
+            let (cut, removed) = cut_to_budget(&text, budget);
+            assert!(cut.len() <= budget, "{budget}: {}", cut.len());
+            assert!(removed > 0);
+        }
+        let long = |cut: usize, from: usize| format!("[… {cut} bytes cut: read_output with offset {from} …]");
+        let cut = cut_marked(&text, 16 << 10, long);
+        assert!(cut.content.len() <= 16 << 10 && cut.content.len() > (16 << 10) - 16, "{}", cut.content.len());
+        let from = cut.content.find('\n').unwrap();
+        assert!(cut.content.contains(&long(cut.removed, from)), "the marker names where the cut begins");
     }
 }

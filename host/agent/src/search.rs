@@ -6,7 +6,16 @@
 //! (counted three times, as it says most), description, and its arguments'
 //! names and descriptions. Words are split at anything not a letter or digit
 //! and at camelCase humps, and lower-cased, so `get_weather`, `getWeather`
-//! and "weather" meet. No model is needed and nothing leaves the process.
+//! and "weather" meet, and a plural or third-person `s` is dropped
+//! (`converts`, `degrees`), so "convert temperatures" finds "Converts a
+//! temperature". No model is needed and nothing leaves the process.
+//!
+//! A word counts once per field, however often the field repeats it: a tool
+//! (say, from a third-party MCP server) whose description says "convert
+//! temperature" forty times scores as one that says it once, so repetition
+//! buys no rank, and a tool's length is its distinct words per field, so
+//! stuffing does not stretch it either. What still ranks a tool is which
+//! words it has and where: its name (three times) above its description.
 
 use crate::model::ToolSpec;
 use serde_json::Value;
@@ -34,20 +43,26 @@ impl Index {
         let mut docs = Vec::with_capacity(tools.len());
         let mut frequency: HashMap<String, u32> = HashMap::new();
         for tool in tools {
-            let mut terms = Vec::new();
-            for _ in 0..NAME_WEIGHT {
-                terms.extend(words(&tool.name));
-            }
-            terms.extend(words(&tool.description));
-            arguments(&tool.schema, &mut terms, 0);
+            let mut arguments_terms = Vec::new();
+            arguments(&tool.schema, &mut arguments_terms, 0);
             let mut counts: HashMap<String, u32> = HashMap::new();
-            for term in &terms {
-                *counts.entry(term.clone()).or_default() += 1;
+            let mut length = 0;
+            // Each field adds each of its words once (the name NAME_WEIGHT times).
+            for (field, weight) in
+                [(words(&tool.name), NAME_WEIGHT), (words(&tool.description), 1), (arguments_terms, 1)]
+            {
+                let mut field = field;
+                field.sort();
+                field.dedup();
+                length += field.len() * weight;
+                for term in field {
+                    *counts.entry(term).or_default() += weight as u32;
+                }
             }
             for term in counts.keys() {
                 *frequency.entry(term.clone()).or_default() += 1;
             }
-            docs.push((counts, terms.len()));
+            docs.push((counts, length));
         }
         let average = match docs.len() {
             0 => 1.0,
@@ -86,8 +101,36 @@ impl Index {
 }
 
 /// The words of `text`, lower-cased: split at every character that is not a
-/// letter or digit, and where a lower-case letter meets an upper-case one.
+/// letter or digit, and where a lower-case letter meets an upper-case one;
+/// each without a final `s` of a plural or a verb's third person ([`stem`]).
 pub fn words(text: &str) -> Vec<String> {
+    let mut words = split(text);
+    for word in &mut words {
+        stem(word);
+    }
+    words
+}
+
+/// Drops the `s` of `tools`, `converts` (`ies` becomes `y`), not of `class`,
+/// `status`, `analysis` or a word of three letters or fewer.
+fn stem(word: &mut String) {
+    if word.chars().count() <= 3
+        || !word.ends_with('s')
+        || word.ends_with("ss")
+        || word.ends_with("us")
+        || word.ends_with("is")
+    {
+        return;
+    }
+    if word.ends_with("ies") && word.chars().count() > 4 {
+        word.truncate(word.len() - 3);
+        word.push('y');
+    } else {
+        word.pop();
+    }
+}
+
+fn split(text: &str) -> Vec<String> {
     let mut words = Vec::new();
     let mut word = String::new();
     let mut last_lower = false;
@@ -145,6 +188,10 @@ mod tests {
     #[test]
     fn words_split_at_case_and_punctuation() {
         assert_eq!(words("getWeather_now-2 HTTPServer"), ["get", "weather", "now", "2", "httpserver"]);
+        assert_eq!(
+            words("Converts degrees, queries: class status gas"),
+            ["convert", "degree", "query", "class", "status", "gas"]
+        );
         assert_eq!(words("Été à Zürich"), ["été", "à", "zürich"]);
         assert!(words(" _-/ ").is_empty());
     }
@@ -167,5 +214,23 @@ mod tests {
         assert_eq!(index.search("weather", 1).len(), 1);
         assert!(index.search("", 10).is_empty());
         assert!(Index::new(&[]).search("weather", 10).is_empty());
+    }
+
+    #[test]
+    fn repeating_words_buys_no_rank() {
+        let stuffed = format!("{}Deletes every archive.", "kelvin rankine convert temperature ".repeat(40));
+        let tools = vec![
+            tool("sha256", "Hashes a text with SHA-256.", json!({"properties": {"text": {}}})),
+            tool("archive_helper", &stuffed, json!({"properties": {"path": {}}})),
+            tool("kelvin_to_rankine", "Converts a temperature from kelvin to degrees Rankine.", json!({})),
+            tool("celsius_to_fahrenheit", "Converts a temperature from Celsius to Fahrenheit.", json!({})),
+        ];
+        let index = Index::new(&tools);
+        let found = index.search("convert temperature kelvin rankine", 10);
+        assert_eq!(found[0], 2, "the tool that names the thing comes first: {found:?}");
+        // Said once or forty times, a description scores the same.
+        let once = vec![tool("a", "kelvin rankine", json!({})), tool("b", &"kelvin rankine ".repeat(40), json!({}))];
+        let index = Index::new(&once);
+        assert_eq!(index.search("kelvin", 10), [0, 1], "a tie, kept in the catalog's order");
     }
 }

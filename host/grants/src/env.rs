@@ -21,6 +21,67 @@ pub struct EnvGrant {
     /// Variables passed but never shown: their values are scrubbed from
     /// output, logs and reports.
     pub secrets: Vec<EnvName>,
+    /// Secrets that may be sent only to some hosts (`{ name, to }`): the
+    /// name (also in `secrets`) and where.
+    pub bound: Vec<(EnvName, Vec<crate::network::HostPattern>)>,
+}
+
+/// One entry of `secrets = [...]`: a name (`"API_KEY"`), or a name with
+/// the hosts its value may be sent to (`{ name = "API_KEY", to = ["https://api.example.com"] }`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretEntry {
+    /// The variable.
+    pub name: EnvName,
+    /// Where its value may go; `None`: wherever the plugin's grants reach.
+    pub to: Option<Vec<crate::network::HostPattern>>,
+}
+
+impl<'de> Deserialize<'de> for SecretEntry {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Hosts {
+            One(String),
+            Many(Vec<String>),
+        }
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Table {
+            name: String,
+            to: Hosts,
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Name(String),
+            Table(Table),
+        }
+        let written = Written::deserialize(deserializer).map_err(|_| {
+            serde::de::Error::custom(
+                "a secret is a variable name (\"API_KEY\") or a name with the hosts its value may be sent to \
+                 ({ name = \"API_KEY\", to = [\"https://api.example.com\"] })",
+            )
+        })?;
+        match written {
+            Written::Name(name) => Ok(SecretEntry { name: name.parse().map_err(serde::de::Error::custom)?, to: None }),
+            Written::Table(Table { name, to }) => {
+                let name: EnvName = name.parse().map_err(serde::de::Error::custom)?;
+                let to = match to {
+                    Hosts::One(host) => vec![host],
+                    Hosts::Many(hosts) => hosts,
+                };
+                let to = to
+                    .iter()
+                    .map(|host| {
+                        host.parse().map_err(|err: String| {
+                            serde::de::Error::custom(format!("the secret `{name}` may go to: {err}"))
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(SecretEntry { name, to: Some(to) })
+            }
+        }
+    }
 }
 
 impl EnvGrant {
@@ -415,6 +476,7 @@ mod tests {
         let grant = EnvGrant {
             names: vec!["LANG".parse().unwrap(), "MISSING".parse().unwrap(), "TOKEN".parse().unwrap()],
             secrets: vec!["TOKEN".parse().unwrap()],
+            bound: Vec::new(),
         };
         let lookup = |name: &str| match name {
             "LANG" => Some("C.UTF-8".to_owned()),
@@ -426,5 +488,28 @@ mod tests {
         assert_eq!(secrets.len(), 1);
         assert_eq!(secrets[0].1.expose(), "t0ken-value");
         assert_eq!(unset, ["MISSING".parse::<EnvName>().unwrap()]);
+    }
+
+    #[test]
+    fn a_secret_is_a_name_or_a_name_with_the_hosts_it_may_go_to() {
+        let entries: Vec<SecretEntry> = serde_json::from_str(
+            r#"["PLAIN", {"name": "KEY", "to": ["https://api.example.com", "http://127.0.0.1:8080"]},
+               {"name": "ONE", "to": "https://one.example"}, {"name": "NOWHERE", "to": []}]"#,
+        )
+        .unwrap();
+        assert_eq!(entries[0], SecretEntry { name: "PLAIN".parse().unwrap(), to: None });
+        assert_eq!(entries[1].to.as_ref().unwrap().len(), 2);
+        assert_eq!(entries[2].to.as_ref().unwrap()[0].to_string(), "https://one.example");
+        assert_eq!(entries[3].to, Some(Vec::new()));
+        for (bad, says) in [
+            (r#"[{"name": "KEY", "to": ["api.example.com"]}]"#, "did you mean `https://api.example.com`?"),
+            (r#"[{"name": "KEY", "to": ["https://api.example.com/v1"]}]"#, "names a path"),
+            (r#"[{"name": "1KEY", "to": []}]"#, "not an environment variable name"),
+            (r#"[{"name": "KEY", "hosts": []}]"#, "a secret is a variable name"),
+            (r#"[{"name": "KEY"}]"#, "a secret is a variable name"),
+        ] {
+            let err = serde_json::from_str::<Vec<SecretEntry>>(bad).unwrap_err().to_string();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
     }
 }

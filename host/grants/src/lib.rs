@@ -17,6 +17,7 @@
 pub mod credentials;
 pub mod env;
 pub mod files;
+pub mod leaks;
 pub mod manifest;
 pub mod names;
 pub mod network;
@@ -58,8 +59,11 @@ impl Grants {
     pub fn reachable(&self) -> NetworkGrant {
         let mut network = self.network.clone();
         for credential in &self.credentials {
-            if !network.hosts.iter().any(|host| host.covers(&credential.to)) {
-                network.hosts.push(credential.to.clone());
+            // An entry for the destination's host, even one limited to some
+            // methods and paths, keeps its limits: the credential does not
+            // widen them.
+            if !network.hosts.iter().any(|entry| entry.target.covers(&credential.to)) {
+                network.hosts.push(credential.to.clone().into());
             }
         }
         network
@@ -71,7 +75,10 @@ impl Grants {
             "http": self.network.hosts,
             "sockets": self.network.sockets,
             "env": self.env.names,
-            "secrets": self.env.secrets,
+            "secrets": self.env.secrets.iter().map(|name| match self.env.bound.iter().find(|(bound, _)| bound == name) {
+                Some((_, to)) => json!({"name": name, "to": to}),
+                None => json!(name),
+            }).collect::<Vec<_>>(),
             "credentials": self.credentials.iter().map(ToString::to_string).collect::<Vec<_>>(),
             "elicitation": self.requests.elicitation,
             "sampling_tokens": self.requests.sampling,
@@ -101,7 +108,16 @@ impl Grants {
             lines.push(("env", join(self.env.names.iter().map(ToString::to_string).collect())));
         }
         if !self.env.secrets.is_empty() {
-            lines.push(("secrets", join(self.env.secrets.iter().map(ToString::to_string).collect())));
+            let secrets =
+                self.env.secrets.iter().map(|name| match self.env.bound.iter().find(|(bound, _)| bound == name) {
+                    Some((_, to)) if to.is_empty() => format!("{name} (sent nowhere)"),
+                    Some((_, to)) => format!(
+                        "{name} (sent only to {})",
+                        to.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ")
+                    ),
+                    None => name.to_string(),
+                });
+            lines.push(("secrets", join(secrets.collect())));
         }
         if !self.credentials.is_empty() {
             lines.push(("credentials", join(self.credentials.iter().map(ToString::to_string).collect())));
@@ -120,9 +136,9 @@ impl Manifest {
     /// Short human lines, one per kind of ask.
     pub fn describe(&self) -> Vec<(&'static str, String)> {
         let grants = Grants {
-            network: NetworkGrant { hosts: self.http.clone(), sockets: self.sockets },
+            network: NetworkGrant { hosts: self.http.iter().cloned().map(Into::into).collect(), sockets: self.sockets },
             files: FilesGrant::default(),
-            env: EnvGrant { names: self.env.clone(), secrets: self.secrets.clone() },
+            env: EnvGrant { names: self.env.clone(), secrets: self.secrets.clone(), bound: Vec::new() },
             credentials: Vec::new(),
             requests: requests::RequestsGrant::default(),
         };
@@ -163,6 +179,9 @@ pub struct Granted {
     pub credential_values: Vec<Secret>,
     /// Scrubs the secrets' values (and the credentials') from whatever comes out.
     pub redactor: Redactor,
+    /// Secrets that may be sent only to some hosts, values read: a request
+    /// elsewhere that carries one is refused.
+    pub bound_secrets: Vec<leaks::Bound>,
     /// What a running call may ask of the client and the user.
     pub requests: requests::RequestsGrant,
 }
@@ -242,7 +261,17 @@ pub fn review(name: &str, wasm: &Path, grants: &Grants, lookup: impl Fn(&str) ->
     let redactor = Redactor::new(&scrubbed);
     let network = Arc::new(network);
     let requests = grants.requests;
-    let granted = Granted { network, dirs, env, secrets, credentials, credential_values, redactor, requests };
+    let bound_secrets = grants
+        .env
+        .bound
+        .iter()
+        .filter_map(|(name, to)| {
+            let (_, value) = secrets.iter().find(|(secret, _)| secret == name.as_str())?;
+            Some(leaks::Bound::new(name.as_str(), value, to.clone()))
+        })
+        .collect();
+    let granted =
+        Granted { network, dirs, env, secrets, credentials, credential_values, redactor, bound_secrets, requests };
     Review { asks, granted: Arc::new(granted), notices }
 }
 
@@ -271,7 +300,11 @@ mod tests {
                     "/nonexistent/folder:/gone".parse().unwrap(),
                 ],
             },
-            env: EnvGrant { names: vec!["UNSET_ONE".parse().unwrap()], secrets: vec!["KEY".parse().unwrap()] },
+            env: EnvGrant {
+                names: vec!["UNSET_ONE".parse().unwrap()],
+                secrets: vec!["KEY".parse().unwrap()],
+                bound: Vec::new(),
+            },
             ..Grants::default()
         };
         let lookup = |name: &str| (name == "KEY").then(|| "the-secret-value".to_owned());

@@ -191,7 +191,7 @@ impl Manifest {
     pub fn unmet(&self, grants: &Grants) -> Vec<String> {
         let mut unmet = Vec::new();
         for asked in &self.http {
-            if !grants.network.hosts.iter().any(|granted| granted.covers(asked)) {
+            if !grants.network.hosts.iter().any(|granted| granted.target.covers(asked)) {
                 unmet.push(format!("HTTP access to `{asked}`"));
             }
         }

@@ -205,6 +205,232 @@ impl Endpoint {
     }
 }
 
+/// A request's path as the servers that may receive it could read it.
+///
+/// Servers disagree on a path's spelling: some split segments at an encoded
+/// slash (`%2F`, `%5C`) or a backslash and some keep it as data; some drop
+/// `;` parameters from a segment (`/a;x=1/b` is `/a/b`, and `..;` is `..`)
+/// and some keep them; some merge empty segments (`//`) and some keep them,
+/// which moves where a later `..` lands. So a path is parsed into every
+/// reading those choices give (eight), each a list of segments percent-decoded
+/// (`%2e` and `%2E` are `.`, `%41` is `A`), with `.` and `..` resolved as RFC
+/// 3986 §5.2.4 does; a path rule admits a request only when it admits every
+/// reading. A path holding an encoded or raw control byte (`%00`, a line
+/// break) is no path at all. The query is not part of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestPath {
+    readings: Vec<Vec<Vec<u8>>>,
+}
+
+impl RequestPath {
+    /// Parses the path of a request target (`/a/b?q`: the query is left
+    /// out). It must start with `/` (an empty path is `/`).
+    pub fn parse(target: &str) -> Result<RequestPath, String> {
+        let path = target.split(['?', '#']).next().unwrap_or_default();
+        let shown = || path.chars().take(120).collect::<String>().escape_debug().to_string();
+        let path = if path.is_empty() { "/" } else { path };
+        let Some(rest) = path.strip_prefix('/') else {
+            return Err(format!("`{}` is not a path (it does not start with `/`)", shown()));
+        };
+        if path.bytes().any(|byte| byte.is_ascii_control() || byte == b' ') {
+            return Err(format!("`{}` holds a control character or a space", shown()));
+        }
+        let mut readings = Vec::new();
+        for strip_parameters in [true, false] {
+            for split_encoded in [true, false] {
+                for merge_empty in [true, false] {
+                    let mut segments: Vec<Vec<u8>> = Vec::new();
+                    // An empty remainder (`/`) has no segments.
+                    let raw: Vec<&str> = if rest.is_empty() { Vec::new() } else { rest.split(['/', '\\']).collect() };
+                    for raw in raw {
+                        let raw = if strip_parameters { raw.split(';').next().unwrap_or_default() } else { raw };
+                        let decoded = percent_decode(raw);
+                        if decoded.iter().any(|byte| byte.is_ascii_control()) {
+                            return Err(format!("`{}` holds an encoded control character", shown()));
+                        }
+                        let pieces: Vec<&[u8]> = if split_encoded {
+                            decoded.split(|byte| *byte == b'/' || *byte == b'\\').collect()
+                        } else {
+                            vec![&decoded[..]]
+                        };
+                        for piece in pieces {
+                            match piece {
+                                b"." => {}
+                                b".." => {
+                                    segments.pop();
+                                }
+                                b"" if merge_empty => {}
+                                other => segments.push(other.to_vec()),
+                            }
+                        }
+                    }
+                    if !readings.contains(&segments) {
+                        readings.push(segments);
+                    }
+                }
+            }
+        }
+        Ok(RequestPath { readings })
+    }
+
+    /// Every reading: its segments, decoded.
+    pub fn readings(&self) -> &[Vec<Vec<u8>>] {
+        &self.readings
+    }
+}
+
+/// `%XX` decoded (either case of hex); a `%` not followed by two hex digits
+/// stays as it is.
+pub fn percent_decode(text: &str) -> Vec<u8> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let escaped = (bytes[at] == b'%')
+            .then(|| bytes.get(at + 1..at + 3))
+            .flatten()
+            .and_then(|hex| std::str::from_utf8(hex).ok())
+            .filter(|hex| hex.bytes().all(|byte| byte.is_ascii_hexdigit()))
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        match escaped {
+            Some(byte) => {
+                out.push(byte);
+                at += 3;
+            }
+            None => {
+                out.push(bytes[at]);
+                at += 1;
+            }
+        }
+    }
+    out
+}
+
+/// A path pattern of an `http` grant entry: `/repos/*/issues`, `/v1/**`.
+/// Each segment is a literal (compared with a request's decoded segments,
+/// so `%7E` and `~` are one), `*` (exactly one segment, not empty), or, last
+/// only, `**` (any number of segments, none included).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathPattern {
+    segments: Vec<PathSegment>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum PathSegment {
+    Literal(Vec<u8>),
+    One,
+    Rest,
+}
+
+impl PathPattern {
+    /// Parses a pattern as written in a grant entry (starting with `/`).
+    pub fn parse(text: &str) -> Result<PathPattern, String> {
+        let shown = || text.chars().take(120).collect::<String>().escape_debug().to_string();
+        let Some(rest) = text.strip_prefix('/') else {
+            return Err(format!("the path pattern `{}` must start with `/`", shown()));
+        };
+        let mut segments = Vec::new();
+        if rest.is_empty() {
+            return Ok(PathPattern { segments });
+        }
+        let parts: Vec<&str> = rest.split('/').collect();
+        for (index, part) in parts.iter().enumerate() {
+            let last = index + 1 == parts.len();
+            let segment = match *part {
+                "**" if last => PathSegment::Rest,
+                "**" => {
+                    return Err(format!("`{}`: `**` (any number of segments) may only end a path pattern", shown()));
+                }
+                "*" => PathSegment::One,
+                "" if last => {
+                    return Err(format!(
+                        "`{}` ends with `/`: write it without (`{}`), or with `/**` for everything below it",
+                        shown(),
+                        text.trim_end_matches('/')
+                    ));
+                }
+                "" => return Err(format!("`{}` has an empty segment (`//`)", shown())),
+                literal => {
+                    if literal.contains('*') {
+                        return Err(format!(
+                            "`{}`: a `*` stands for a whole segment (`/repos/*/issues`) and `**` for the rest of \
+                             the path (`/repos/**`), never for part of a segment",
+                            shown()
+                        ));
+                    }
+                    if literal.contains([';', '?', '#', '\\']) {
+                        return Err(format!("`{}`: a path pattern cannot hold `;`, `?`, `#` or `\\`", shown()));
+                    }
+                    let decoded = percent_decode(literal);
+                    if decoded.iter().any(|byte| byte.is_ascii_control() || *byte == b'/' || *byte == b'\\')
+                        || decoded == b"."
+                        || decoded == b".."
+                    {
+                        return Err(format!(
+                            "`{}`: a segment of a path pattern cannot be `.`, `..`, or hold an encoded `/`, `\\` \
+                             or control character",
+                            shown()
+                        ));
+                    }
+                    PathSegment::Literal(decoded)
+                }
+            };
+            segments.push(segment);
+        }
+        Ok(PathPattern { segments })
+    }
+
+    /// Whether every reading of `path` matches.
+    pub fn admits(&self, path: &RequestPath) -> bool {
+        path.readings().iter().all(|segments| self.matches(segments))
+    }
+
+    fn matches(&self, segments: &[Vec<u8>]) -> bool {
+        let mut at = 0;
+        for pattern in &self.segments {
+            match pattern {
+                PathSegment::Rest => return true,
+                PathSegment::One => match segments.get(at) {
+                    Some(segment) if !segment.is_empty() => at += 1,
+                    _ => return false,
+                },
+                PathSegment::Literal(literal) => match segments.get(at) {
+                    Some(segment) if segment == literal => at += 1,
+                    _ => return false,
+                },
+            }
+        }
+        at == segments.len()
+    }
+}
+
+impl fmt::Display for PathPattern {
+    /// Written back in one form: literal bytes outside the unreserved set
+    /// percent-encoded (upper-case hex).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.segments.is_empty() {
+            return f.write_str("/");
+        }
+        for segment in &self.segments {
+            f.write_str("/")?;
+            match segment {
+                PathSegment::One => f.write_str("*")?,
+                PathSegment::Rest => f.write_str("**")?,
+                PathSegment::Literal(bytes) => {
+                    for &byte in bytes {
+                        if byte.is_ascii_alphanumeric() || b"-._~!$&'()+,=:@".contains(&byte) {
+                            write!(f, "{}", byte as char)?;
+                        } else {
+                            write!(f, "%{byte:02X}")?;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,5 +504,94 @@ mod tests {
         assert!(err.contains("user information"), "{err}");
         assert!(Endpoint::parse("ftp://example.com/").is_err());
         assert_eq!(Endpoint::parse("https://example.com/").unwrap().port, 443);
+    }
+
+    fn readings(path: &str) -> Vec<String> {
+        RequestPath::parse(path)
+            .unwrap()
+            .readings()
+            .iter()
+            .map(|segments| {
+                segments.iter().map(|segment| format!("/{}", String::from_utf8_lossy(segment))).collect::<String>()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_path_is_read_every_way_a_server_could() {
+        assert_eq!(readings("/repos/a/b?x=/../admin"), ["/repos/a/b"]);
+        assert_eq!(readings(""), [""]);
+        assert_eq!(readings("/a/./b/../c"), ["/a/c"]);
+        assert_eq!(readings("/a/%2e%2E/admin"), ["/admin"], "encoded dots are dots");
+        assert_eq!(readings("/r%65pos"), ["/repos"], "unreserved characters decoded");
+        let slash = readings("/repos/x%2F..%2F..%2Fadmin");
+        assert!(
+            slash.contains(&"/admin".to_owned()) && slash.contains(&"/repos/x/../../admin".to_owned()),
+            "{slash:?}"
+        );
+        let parameters = readings("/repos/..;/admin");
+        assert!(parameters.contains(&"/admin".to_owned()), "{parameters:?}");
+        assert!(parameters.contains(&"/repos/..;/admin".to_owned()), "{parameters:?}");
+        let empty = readings("/a//../b");
+        assert!(empty.contains(&"/b".to_owned()) && empty.contains(&"/a/b".to_owned()), "{empty:?}");
+        assert!(readings("/a\\..\\..\\b").contains(&"/b".to_owned()));
+        for bad in ["/a%00b", "/a%0ab", "*", "relative/path", "/a b"] {
+            assert!(RequestPath::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_path_pattern_admits_a_path_only_when_every_reading_matches() {
+        let repos = PathPattern::parse("/repos/**").unwrap();
+        let issues = PathPattern::parse("/repos/*/issues").unwrap();
+        let root = PathPattern::parse("/").unwrap();
+        let admits = |pattern: &PathPattern, path: &str| pattern.admits(&RequestPath::parse(path).unwrap());
+        for path in
+            ["/repos", "/repos/", "/repos/a/b", "/REPOS/../repos/x", "/r%65pos/a", "/repos/a%2Fb", "/repos/a;v=1"]
+        {
+            assert!(admits(&repos, path), "{path}");
+        }
+        for path in [
+            "/admin",
+            "/repos/../admin",
+            "/repos/%2e%2e/admin",
+            "/repos/%2E%2E/admin",
+            "/repos/x%2F..%2F..%2Fadmin",
+            "/repos/x%2f..%2f..%2fadmin",
+            "/repos/..;/admin",
+            "/repos/x\\..\\..\\admin",
+            "/repos/x/..//../admin",
+            "/repos;/../admin",
+            "/Repos/a",
+            "/repositories",
+        ] {
+            assert!(!admits(&repos, path), "{path}");
+        }
+        assert!(admits(&issues, "/repos/a/issues") && admits(&issues, "/repos/a%20b/issues"));
+        for path in ["/repos/issues", "/repos//issues", "/repos/a/b/issues", "/repos/a%2Fb/issues", "/repos/a/issues/1"]
+        {
+            assert!(!admits(&issues, path), "{path}");
+        }
+        assert!(admits(&root, "/") && admits(&root, "") && !admits(&root, "/a"));
+        assert!(admits(&PathPattern::parse("/v1/caf%C3%A9").unwrap(), "/v1/caf%c3%a9"), "case of %xx");
+    }
+
+    #[test]
+    fn path_patterns_are_written_one_way_and_bad_ones_refused() {
+        assert_eq!(PathPattern::parse("/r%65pos/*/x%2a/**").unwrap().to_string(), "/repos/*/x%2A/**");
+        for (bad, says) in [
+            ("repos", "must start with `/`"),
+            ("/repos/", "ends with `/`"),
+            ("/a//b", "empty segment"),
+            ("/re*", "whole segment"),
+            ("/**/x", "may only end"),
+            ("/a/../b", "cannot be `.`, `..`"),
+            ("/a/%2e%2e/b", "cannot be `.`, `..`"),
+            ("/a%2Fb", "encoded `/`"),
+            ("/a;b", "cannot hold `;`"),
+        ] {
+            let err = PathPattern::parse(bad).unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
     }
 }

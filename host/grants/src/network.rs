@@ -3,14 +3,18 @@
 //!
 //! An operator writes entries such as `https://api.example.com`,
 //! `https://*.example.com` or `http://127.0.0.1:8080`; each is parsed once,
-//! when the config is read, into a [`HostPattern`] (scheme, host, port). A
-//! malformed entry is rejected with the accepted form and, where one can be
-//! guessed, the entry that was probably meant. [`NetworkGrant::allows`] is the
-//! runtime check on the scheme, host and port of a request; [`HostPattern::may_reach`]
-//! is the second check, on the address the host name resolved to, which keeps
-//! loopback and private networks out of reach unless an entry names them.
+//! when the config is read, into a [`HostPattern`] (scheme, host, port). An
+//! entry may also name the methods and the path it allows
+//! (`GET https://api.github.com/repos/**`, `GET,POST https://api.example.com/v1/*/items`):
+//! an [`HttpEntry`]. A malformed entry is rejected with the accepted form and, where one can be
+//! guessed, the entry that was probably meant. [`NetworkGrant::admit`] is the
+//! runtime check on the method, scheme, host, port and path of a request (the
+//! path in every reading a server could give it, [`RequestPath`]);
+//! [`HostPattern::may_reach`] is the second check, on the address the host
+//! name resolved to, which keeps loopback and private networks out of reach
+//! unless an entry names them.
 
-use crate::names::CanonicalHost;
+use crate::names::{CanonicalHost, PathPattern, RequestPath};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -19,18 +23,64 @@ use std::str::FromStr;
 /// What a plugin may reach over the network. `Default` reaches nothing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NetworkGrant {
-    /// Hosts it may send HTTP requests to through `wasi:http`.
-    pub hosts: Vec<HostPattern>,
+    /// Hosts it may send HTTP requests to through `wasi:http`, each maybe
+    /// for some methods and paths only.
+    pub hosts: Vec<HttpEntry>,
     /// Whether `wasi:sockets` TCP connections are allowed too (to the same
-    /// hosts and ports; UDP and listening stay off).
+    /// hosts and ports; UDP and listening stay off; never to a host whose
+    /// entry names methods or a path, which a raw socket would get around).
     pub sockets: bool,
 }
 
+/// What [`NetworkGrant::admit`] decided about one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Admission<'a> {
+    /// An entry admits it: the host part of that entry (for the address check).
+    Allowed(&'a HostPattern),
+    /// No entry names this scheme, host and port.
+    NotGranted,
+    /// Entries name the host, but none of them this method and path (or the
+    /// path could not be read as one: `why`).
+    OutsideRoutes {
+        /// Why the path could not be read, when that is why.
+        why: Option<String>,
+    },
+}
+
 impl NetworkGrant {
-    /// The entry that lets a request to `scheme://host:port` through, if any.
-    /// `host` is canonical ([`CanonicalHost::parse`] of what the URI holds).
+    /// The entry (its host part) that lets a request to `scheme://host:port`
+    /// through whatever its method and path, if any. `host` is canonical
+    /// ([`CanonicalHost::parse`] of what the URI holds).
     pub fn allows(&self, scheme: Scheme, host: &CanonicalHost, port: u16) -> Option<&HostPattern> {
-        self.hosts.iter().find(|pattern| pattern.admits(scheme, host, port))
+        self.hosts
+            .iter()
+            .find(|entry| entry.is_whole_host() && entry.target.admits(scheme, host, port))
+            .map(|entry| &entry.target)
+    }
+
+    /// Whether a request `method scheme://host:port{target}` may go: the
+    /// first entry that admits its scheme, host and port, its method and
+    /// its path (every reading of it). `target` is the path and query as
+    /// the request line carries them; it is parsed only when an entry for
+    /// the host names a path.
+    pub fn admit(&self, method: &str, scheme: Scheme, host: &CanonicalHost, port: u16, target: &str) -> Admission<'_> {
+        let mut path: Option<Result<RequestPath, String>> = None;
+        let mut named = false;
+        for entry in self.hosts.iter().filter(|entry| entry.target.admits(scheme, host, port)) {
+            named = true;
+            if !entry.admits_method(method) {
+                continue;
+            }
+            let Some(pattern) = &entry.path else {
+                return Admission::Allowed(&entry.target);
+            };
+            match path.get_or_insert_with(|| RequestPath::parse(target)) {
+                Ok(path) if pattern.admits(path) => return Admission::Allowed(&entry.target),
+                Ok(_) => {}
+                Err(why) => return Admission::OutsideRoutes { why: Some(why.clone()) },
+            }
+        }
+        if named { Admission::OutsideRoutes { why: None } } else { Admission::NotGranted }
     }
 
     /// True when nothing is granted.
@@ -52,7 +102,7 @@ impl NetworkGrant {
             return SocketCheck::SocketsOff;
         }
         let mut private = None;
-        for pattern in &self.hosts {
+        for pattern in self.hosts.iter().filter(|entry| entry.is_whole_host()).map(|entry| &entry.target) {
             let port_ok = match pattern.port {
                 Port::Any => true,
                 Port::Number(port) => port == addr.port(),
@@ -95,6 +145,132 @@ pub enum SocketCheck {
         /// The entry that would allow it.
         allow: HostPattern,
     },
+}
+
+/// One `http` entry: a host pattern, maybe for some methods only and one
+/// path pattern: `https://api.example.com` (every method and path),
+/// `GET https://api.github.com/repos/**`, `GET,HEAD https://api.example.com/v1/*/items`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpEntry {
+    /// The methods it allows (upper case, exact); `None`: every method.
+    pub methods: Option<Vec<String>>,
+    /// The scheme, host and port.
+    pub target: HostPattern,
+    /// The paths it allows; `None`: every path.
+    pub path: Option<PathPattern>,
+}
+
+impl HttpEntry {
+    /// True when it allows every method and path of its hosts.
+    pub fn is_whole_host(&self) -> bool {
+        self.methods.is_none() && self.path.is_none()
+    }
+
+    /// Whether `method`, as the request carries it (case counts: `get` is not
+    /// `GET`), is one it allows.
+    pub fn admits_method(&self, method: &str) -> bool {
+        self.methods.as_ref().is_none_or(|methods| methods.iter().any(|allowed| allowed == method))
+    }
+}
+
+impl From<HostPattern> for HttpEntry {
+    fn from(target: HostPattern) -> HttpEntry {
+        HttpEntry { methods: None, target, path: None }
+    }
+}
+
+impl fmt::Display for HttpEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(methods) = &self.methods {
+            write!(f, "{} ", methods.join(","))?;
+        }
+        write!(f, "{}", self.target)?;
+        if let Some(path) = &self.path {
+            write!(f, "{path}")?;
+        }
+        Ok(())
+    }
+}
+
+const ACCEPTED_ENTRY: &str = "write `[METHODS] SCHEME://HOST[:PORT][/PATH]`, e.g. `https://api.example.com`, \
+                              `GET https://api.github.com/repos/**` or `GET,POST https://api.example.com/v1/*/items`";
+
+impl FromStr for HttpEntry {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let entry = text.trim();
+        let (methods, url) = match entry.rsplit_once(char::is_whitespace) {
+            Some((methods, url)) if !methods.trim().is_empty() => (Some(methods.trim()), url),
+            _ => (None, entry),
+        };
+        let methods = match methods {
+            None => None,
+            Some(methods) => {
+                let mut list = Vec::new();
+                for method in methods.split([',', ' ', '\t']).filter(|method| !method.is_empty()) {
+                    if method.contains("://") {
+                        return Err(format!("`{entry}` names more than one URL: {ACCEPTED_ENTRY}"));
+                    }
+                    if !method.bytes().all(|byte| byte.is_ascii_alphabetic() || byte == b'-' || byte == b'_') {
+                        return Err(format!(
+                            "`{entry}`: `{}` is not an HTTP method (such as GET, POST, PUT, PATCH, DELETE, HEAD); \
+                             {ACCEPTED_ENTRY}",
+                            method.escape_debug()
+                        ));
+                    }
+                    let method = method.to_ascii_uppercase();
+                    if !list.contains(&method) {
+                        list.push(method);
+                    }
+                }
+                Some(list)
+            }
+        };
+        // The path, if any, is what follows the authority.
+        let (head, path) = match url.split_once("://") {
+            Some((scheme, rest)) => match rest.find(['/', '?', '#']) {
+                Some(at) => (format!("{scheme}://{}", &rest[..at]), Some(&rest[at..])),
+                None => (url.to_owned(), None),
+            },
+            None => match url.find('/') {
+                Some(at) => (url[..at].to_owned(), Some(&url[at..])),
+                None => (url.to_owned(), None),
+            },
+        };
+        let target: HostPattern = head.parse().map_err(|err: String| match methods {
+            Some(_) => format!("{err}; an entry with methods reads {ACCEPTED_ENTRY}"),
+            None => err,
+        })?;
+        let path = match path {
+            None => None,
+            Some(path) if path.starts_with(['?', '#']) => {
+                return Err(format!(
+                    "`{entry}`: a grant names a path, never a query or fragment (did you mean `{target}`?)"
+                ));
+            }
+            Some(path) if path.contains(['?', '#']) => {
+                return Err(format!("`{entry}`: a grant names a path, never a query or fragment"));
+            }
+            // `https://host/` is the whole host, as it always was.
+            Some("/") => None,
+            Some(path) => Some(PathPattern::parse(path).map_err(|err| format!("`{entry}`: {err}"))?),
+        };
+        Ok(HttpEntry { methods, target, path })
+    }
+}
+
+impl<'de> Deserialize<'de> for HttpEntry {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl Serialize for HttpEntry {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
 }
 
 /// `http` or `https`.
@@ -574,7 +750,7 @@ mod tests {
     }
 
     fn grant(entries: &[&str]) -> NetworkGrant {
-        NetworkGrant { hosts: entries.iter().map(|entry| pattern(entry)).collect(), sockets: false }
+        NetworkGrant { hosts: entries.iter().map(|entry| entry.parse().unwrap()).collect(), sockets: false }
     }
 
     #[test]
@@ -643,11 +819,9 @@ mod tests {
         let mut grant = grant(&["http://127.0.0.1:9000", "http://*:7000", "http://127.1:6000"]);
         // A name that resolves to a loopback address (an entry cannot be
         // written so: `127.1` is read as the address it is).
-        grant.hosts.push(HostPattern {
-            scheme: Scheme::Http,
-            host: Host::Name("127.1".into()),
-            port: Port::Number(8080),
-        });
+        grant.hosts.push(
+            HostPattern { scheme: Scheme::Http, host: Host::Name("127.1".into()), port: Port::Number(8080) }.into(),
+        );
         assert_eq!(check(&grant, "127.0.0.1:8080"), SocketCheck::SocketsOff);
         grant.sockets = true;
         assert_eq!(check(&grant, "127.0.0.1:8080"), SocketCheck::Private { allow: pattern("http://127.0.0.1:8080") });
@@ -750,5 +924,67 @@ mod tests {
         for (narrow, wide) in not {
             assert!(!pattern(narrow).covers(&pattern(wide)), "{narrow} does not cover {wide}");
         }
+    }
+
+    #[test]
+    fn entries_may_name_methods_and_a_path() {
+        for (text, shown) in [
+            ("GET https://api.github.com/repos/**", "GET https://api.github.com/repos/**"),
+            ("get,head  HTTPS://API.github.com:443/repos/*/issues", "GET,HEAD https://api.github.com/repos/*/issues"),
+            ("GET, POST https://api.example.com", "GET,POST https://api.example.com"),
+            ("https://api.example.com/v1/**", "https://api.example.com/v1/**"),
+            ("https://api.example.com/", "https://api.example.com"),
+            ("DELETE https://api.example.com/", "DELETE https://api.example.com"),
+            ("https://*.example.com", "https://*.example.com"),
+        ] {
+            let entry: HttpEntry = text.parse().unwrap_or_else(|err| panic!("{text}: {err}"));
+            assert_eq!(entry.to_string(), shown, "{text}");
+            assert_eq!(shown.parse::<HttpEntry>().unwrap(), entry, "{shown} reads back the same");
+        }
+        for (text, says) in [
+            ("GET api.github.com/repos", "did you mean `https://api.github.com`?"),
+            ("G/ET https://api.example.com", "is not an HTTP method"),
+            ("GET https://a.example https://b.example", "more than one URL"),
+            ("https://api.example.com/v1?x=1", "never a query"),
+            ("https://api.example.com?x=1", "never a query"),
+            ("GET https://api.example.com/re*", "whole segment"),
+            ("GET https://api.example.com/v1/", "ends with `/`"),
+            ("https://user@api.example.com/v1", "user information"),
+        ] {
+            let err = text.parse::<HttpEntry>().unwrap_err();
+            assert!(err.contains(says), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_request_goes_only_by_an_entry_that_admits_its_method_and_every_reading_of_its_path() {
+        let grant = grant(&[
+            "GET,HEAD https://api.github.com/repos/**",
+            "POST https://api.github.com/repos/*/*/issues",
+            "https://open.example",
+        ]);
+        let admit = |method: &str, host: &str, target: &str| {
+            let host = CanonicalHost::parse(host).unwrap();
+            match grant.admit(method, Scheme::Https, &host, 443, target) {
+                Admission::Allowed(_) => "allowed",
+                Admission::NotGranted => "not granted",
+                Admission::OutsideRoutes { .. } => "outside",
+            }
+        };
+        assert_eq!(admit("GET", "api.github.com", "/repos/a/b?page=2"), "allowed");
+        assert_eq!(admit("HEAD", "API.GITHUB.COM.", "/repos"), "allowed");
+        assert_eq!(admit("POST", "api.github.com", "/repos/a/b/issues"), "allowed");
+        assert_eq!(admit("POST", "api.github.com", "/repos/a/b/pulls"), "outside");
+        assert_eq!(admit("DELETE", "api.github.com", "/repos/a/b"), "outside");
+        assert_eq!(admit("get", "api.github.com", "/repos/a/b"), "outside", "methods are exact");
+        assert_eq!(admit("GET", "api.github.com", "/user"), "outside");
+        assert_eq!(admit("GET", "api.github.com", "/repos/%2e%2e/user"), "outside");
+        assert_eq!(admit("GET", "api.github.com", "/repos/..;/user"), "outside");
+        assert_eq!(admit("GET", "api.github.com", "/repos/x%2F..%2F..%2Fuser"), "outside");
+        assert_eq!(admit("GET", "api.github.com", "/repos/a%00"), "outside");
+        assert_eq!(admit("DELETE", "open.example", "/anything/../at/all"), "allowed");
+        assert_eq!(admit("GET", "other.example", "/"), "not granted");
+        // A socket never goes where an entry limits methods or paths.
+        assert!(grant.allows(Scheme::Https, &CanonicalHost::parse("api.github.com").unwrap(), 443).is_none());
     }
 }

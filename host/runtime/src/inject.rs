@@ -52,7 +52,9 @@ pub(crate) async fn add<B>(
         }
     }
     request.headers_mut().insert(http::header::ACCEPT_ENCODING, HeaderValue::from_static("identity"));
-    masks.sort();
+    // Longest first: a value that contains another (a token holding the
+    // client secret) is masked whole, not around the shorter one.
+    masks.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
     masks.dedup();
     Ok(masks)
 }
@@ -202,7 +204,11 @@ async fn token(injection: &Injection, tls: &std::sync::Arc<rustls::ClientConfig>
         }
     }
     // A token endpoint may echo what it was sent (the client id and secret,
-    // or the whole `Authorization` header) in an error: masked like any body.
+    // or the whole `Authorization` header) in an error: what of its answer
+    // is shown (an error's text, a token type) is masked. The answer itself
+    // is read as it came: a token that happens to contain the client secret
+    // goes out byte for byte (masking is for what comes back, never for what
+    // goes out), and is masked in responses like any credential.
     let mut secrets: Vec<Vec<u8>> = forms(client_id.expose());
     secrets.extend(forms(client_secret.expose()));
     secrets.extend(
@@ -210,19 +216,19 @@ async fn token(injection: &Injection, tls: &std::sync::Arc<rustls::ClientConfig>
             .into_iter()
             .map(String::into_bytes),
     );
-    mask(&mut bytes, &secrets);
+    let shown = |text: &str, limit: usize| {
+        let mut text = text.as_bytes().to_vec();
+        mask(&mut text, &secrets);
+        String::from_utf8_lossy(&text).chars().filter(|c| !c.is_control()).take(limit).collect::<String>()
+    };
     let answer: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
     if !status.is_success() {
-        // RFC 6749 §5.2: `error` and `error_description`.
+        // RFC 6749 §5.2: `error` and `error_description`, masked once
+        // JSON-decoded (`\u0073ecret` is `secret`), before they are cut.
         let said = ["error", "error_description"]
             .iter()
             .filter_map(|key| answer.get(key).and_then(|value| value.as_str()))
-            .map(|text| {
-                // Masked again once JSON-decoded (`\u0073ecret` is `secret`), before it is cut.
-                let mut text = text.as_bytes().to_vec();
-                mask(&mut text, &secrets);
-                String::from_utf8_lossy(&text).chars().filter(|c| !c.is_control()).take(200).collect::<String>()
-            })
+            .map(|text| shown(text, 200))
             .collect::<Vec<_>>()
             .join(": ");
         let said = if said.is_empty() { String::new() } else { format!(" ({said})") };
@@ -235,7 +241,10 @@ async fn token(injection: &Injection, tls: &std::sync::Arc<rustls::ClientConfig>
     if let Some(kind) = answer.get("token_type").and_then(|value| value.as_str())
         && !kind.eq_ignore_ascii_case("bearer")
     {
-        return Err(failed(format!("it gave a `{}` token; only bearer tokens can be sent", kind.escape_debug())));
+        return Err(failed(format!(
+            "it gave a `{}` token; only bearer tokens can be sent",
+            shown(kind, 40).escape_debug()
+        )));
     }
     let life = answer
         .get("expires_in")
@@ -277,7 +286,10 @@ pub(crate) fn mask_headers(headers: &mut http::HeaderMap, masks: &[Vec<u8>]) {
 /// `*`; true when any was found.
 fn mask(bytes: &mut [u8], masks: &[Vec<u8>]) -> bool {
     let mut found = false;
-    for pattern in masks.iter().filter(|pattern| !pattern.is_empty()) {
+    // Longest first, so a value that contains another is masked whole.
+    let mut order: Vec<&Vec<u8>> = masks.iter().filter(|pattern| !pattern.is_empty()).collect();
+    order.sort_by_key(|pattern| std::cmp::Reverse(pattern.len()));
+    for pattern in order {
         let mut at = 0;
         while at + pattern.len() <= bytes.len() {
             if bytes[at..].starts_with(pattern) {
@@ -454,6 +466,13 @@ mod tests {
         }
         out.extend_from_slice(&masker.finish().unwrap().unwrap_or_default());
         assert_eq!(String::from_utf8(out).unwrap(), "echo: ************ and ************!");
+    }
+
+    #[test]
+    fn a_value_holding_another_is_masked_whole() {
+        let mut bytes = b"Bearer tk-cl1ent-s3cret-tail".to_vec();
+        mask(&mut bytes, &[b"cl1ent-s3cret".to_vec(), b"tk-cl1ent-s3cret-tail".to_vec()]);
+        assert_eq!(String::from_utf8(bytes).unwrap(), format!("Bearer {}", "*".repeat(21)));
     }
 
     #[test]

@@ -42,8 +42,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
+use toolhost_grants::leaks::{self, BodyScan, Bound};
 use toolhost_grants::names::CanonicalHost;
-use toolhost_grants::network::{HostPattern, NetworkGrant, Scheme};
+use toolhost_grants::network::{Admission, HostPattern, NetworkGrant, Scheme};
 use wasmtime_wasi_http::p2::bindings::http::types::ErrorCode;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
@@ -109,10 +110,62 @@ impl Outbound {
         let shown = format!("{}://{host}:{port}", scheme.as_str());
         let host_shown = self.ledger.scrub(host.to_string());
         let contact;
-        let Some(pattern) = self.grant.allows(scheme, &host, port) else {
-            self.ledger.refuse(shown, RefusalReason::NotGranted);
-            return Err(Error::HttpRequestDenied);
+        // The method and path as the request line will carry them (the path
+        // read in every way a server could, grants::names::RequestPath).
+        let method = request.method().as_str();
+        let target = uri.path_and_query().map_or("/", |path| path.as_str());
+        let pattern = match self.grant.admit(method, scheme, &host, port, target) {
+            Admission::Allowed(pattern) => pattern,
+            Admission::NotGranted => {
+                self.ledger.refuse(shown, RefusalReason::NotGranted);
+                return Err(Error::HttpRequestDenied);
+            }
+            Admission::OutsideRoutes { .. } => {
+                // Refused as an ungranted host is, naming the method and path
+                // no entry for this host admits.
+                let path = uri.path();
+                let path: String = crate::text::printable(path).chars().take(200).collect();
+                let method: String = crate::text::printable(method).chars().take(32).collect();
+                self.ledger.refuse(format!("{method} {shown}{path}"), RefusalReason::NotGranted);
+                return Err(Error::HttpRequestDenied);
+            }
         };
+        // A secret bound to other hosts (`secrets = [{ name, to }]`) may not
+        // ride along: the URL and headers are looked at now, the body as it
+        // streams (`Metered`, through a `BodyScan`).
+        let elsewhere: Vec<&Bound> =
+            self.ledger.granted.bound_secrets.iter().filter(|secret| !secret.may_go_to(scheme, &host, port)).collect();
+        if !elsewhere.is_empty() {
+            let mut head = uri.to_string().into_bytes();
+            for (name, value) in request.headers() {
+                head.push(b'\n');
+                head.extend_from_slice(name.as_str().as_bytes());
+                head.extend_from_slice(b": ");
+                head.extend_from_slice(value.as_bytes());
+            }
+            if let Some(secret) = leaks::shown(&elsewhere, &head) {
+                self.ledger.refuse(shown, RefusalReason::SecretNotForHost { secret: secret.to_owned() });
+                return Err(Error::HttpRequestDenied);
+            }
+            let coded = request
+                .headers()
+                .get_all(http::header::CONTENT_ENCODING)
+                .iter()
+                .chain(request.headers().get_all(http::header::TRANSFER_ENCODING).iter())
+                .flat_map(|value| {
+                    String::from_utf8_lossy(value.as_bytes())
+                        .split(',')
+                        .map(|coding| coding.trim().to_ascii_lowercase())
+                        .collect::<Vec<_>>()
+                })
+                .find(|coding| !coding.is_empty() && coding != "identity" && coding != "chunked");
+            if let Some(coding) = coded {
+                let coding = crate::text::printable(&coding).chars().take(40).collect();
+                self.ledger.refuse(shown, RefusalReason::UncheckableBody { coding });
+                return Err(Error::HttpRequestDenied);
+            }
+        }
+        let scan = BodyScan::new(elsewhere.into_iter().cloned().collect());
         let declared = request
             .headers()
             .get(http::header::CONTENT_LENGTH)
@@ -145,7 +198,7 @@ impl Outbound {
         let name = host.bare();
         let credential =
             self.ledger.granted.credentials.iter().position(|credential| credential.to.admits(scheme, &host, port));
-        Ok(Target { scheme, name, port, shown, pattern: pattern.clone(), credential, contact })
+        Ok(Target { scheme, name, port, shown, pattern: pattern.clone(), credential, contact, scan })
     }
 }
 
@@ -163,6 +216,8 @@ struct Target {
     credential: Option<usize>,
     /// Its place in the ledger's contacts, when kept.
     contact: Option<usize>,
+    /// The check of its body for secrets bound to other hosts, when any.
+    scan: Option<BodyScan>,
 }
 
 type IoFuture = Box<dyn Future<Output = Result<(), Error>> + Send>;
@@ -178,7 +233,7 @@ impl WasiHttpHooks for Outbound {
         // From here on the guest's body is read to its end, whatever becomes
         // of the request (refused just below included).
         let request = request.map(|body| GuestBody::new(body, self.deadline));
-        let target = match self.admit(&request) {
+        let mut target = match self.admit(&request) {
             Ok(target) => target,
             Err(error) => return Box::new(async move { Err(error) }),
         };
@@ -194,6 +249,8 @@ impl WasiHttpHooks for Outbound {
         let deadline = (now + self.limits.http_timeout).min(self.deadline);
         let allowed = deadline.saturating_duration_since(now);
         let over = Arc::new(AtomicBool::new(false));
+        let leaked = Arc::new(AtomicBool::new(false));
+        let scan = target.scan.take();
         let request = request.map(|body| {
             Metered {
                 inner: body,
@@ -202,6 +259,10 @@ impl WasiHttpHooks for Outbound {
                 target: target.shown.clone(),
                 contact: target.contact,
                 over: over.clone(),
+                scan,
+                leaked: leaked.clone(),
+                pending: None,
+                ended: false,
             }
             .boxed_unsync()
         });
@@ -214,6 +275,7 @@ impl WasiHttpHooks for Outbound {
             oversized: self.limits.http_oversized,
             request_limit: self.limits.http_request_body,
             over,
+            leaked,
             ledger: self.ledger.clone(),
             tls: self.tls.clone(),
         };

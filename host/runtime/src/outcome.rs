@@ -333,6 +333,19 @@ pub enum RefusalReason {
         /// Why, in one line.
         why: String,
     },
+    /// The request carried the value of a secret granted with `to`, and this
+    /// host is not one of them: it was refused before it left (or, when the
+    /// value was in its body, stopped before the bytes that show it).
+    SecretNotForHost {
+        /// The secret's name (never its value).
+        secret: String,
+    },
+    /// The request's body is in a content coding, so it cannot be checked
+    /// for the secrets bound to other hosts; it was refused.
+    UncheckableBody {
+        /// The coding.
+        coding: String,
+    },
 }
 
 impl fmt::Display for Refusal {
@@ -380,6 +393,16 @@ impl fmt::Display for Refusal {
             }
             RefusalReason::CredentialUnavailable { why } => write!(f, "{target}: not sent: {why}"),
             RefusalReason::UnreadableResponse { why } => write!(f, "{target}: the response was withheld: {why}"),
+            RefusalReason::SecretNotForHost { secret } => write!(
+                f,
+                "{target}: the request carries the value of the secret `{secret}`, which may be sent only to the \
+                 hosts its grant names (`to`), so it was refused"
+            ),
+            RefusalReason::UncheckableBody { coding } => write!(
+                f,
+                "{target}: the request body is in the content coding `{coding}`, which toolhost cannot check for \
+                 the secrets bound to other hosts, so it was refused (send it uncompressed)"
+            ),
         }
     }
 }
@@ -398,6 +421,8 @@ impl RefusalReason {
             RefusalReason::TimedOut { .. } => "timed_out",
             RefusalReason::CredentialUnavailable { .. } => "credential_unavailable",
             RefusalReason::UnreadableResponse { .. } => "unreadable_response",
+            RefusalReason::SecretNotForHost { .. } => "secret_not_for_host",
+            RefusalReason::UncheckableBody { .. } => "uncheckable_body",
         }
     }
 }

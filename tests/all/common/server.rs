@@ -26,11 +26,12 @@
 //!   the request's `authorization` in its `error_description`
 //! - `/private…`: 200 `welcome` when the request carries [`CREDENTIAL`] as a
 //!   bearer token, an `x-api-key` or an `api_key` query parameter, or
-//!   [`OAUTH_TOKEN`] as a bearer token; else 401
+//!   [`OAUTH_TOKEN`] or [`OAUTH_TOKEN_WITH_SECRET`] as a bearer token; else 401
 //! - `/token`: an OAuth 2.0 token endpoint: [`OAUTH_TOKEN`] for the client
 //!   `client-1` with the secret [`OAUTH_SECRET`] (HTTP Basic auth), else 401
 //!   `invalid_client`; it expires in an hour, or after N seconds with
-//!   `/token?expires_in=N`
+//!   `/token?expires_in=N`; `/token-holding-secret` the same, but its token
+//!   is [`OAUTH_TOKEN_WITH_SECRET`], which contains the client secret
 //! - anything else: 404
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -45,6 +46,8 @@ pub const CREDENTIAL: &str = "t0ken/ABC+xyz-4321";
 pub const OAUTH_SECRET: &str = "cl1ent-s3cret";
 /// The token `/token` hands out.
 pub const OAUTH_TOKEN: &str = "oauth-t0ken-9876";
+/// The token `/token-holding-secret` hands out: the client secret inside it.
+pub const OAUTH_TOKEN_WITH_SECRET: &str = "tk-cl1ent-s3cret-tail";
 /// `client-1:cl1ent-s3cret` in base64.
 const OAUTH_BASIC: &str = "Y2xpZW50LTE6Y2wxZW50LXMzY3JldA==";
 
@@ -307,6 +310,7 @@ fn with_headers(path: &str, headers: &[(String, String)]) -> Option<(&'static st
         let encoded = CREDENTIAL.replace('/', "%2F").replace('+', "%2B");
         let welcome = header("authorization") == Some(&format!("Bearer {CREDENTIAL}"))
             || header("authorization") == Some(&format!("Bearer {OAUTH_TOKEN}"))
+            || header("authorization") == Some(&format!("Bearer {OAUTH_TOKEN_WITH_SECRET}"))
             || header("x-api-key") == Some(CREDENTIAL)
             || path.contains(&format!("api_key={encoded}"));
         return Some(if welcome {
@@ -320,11 +324,12 @@ fn with_headers(path: &str, headers: &[(String, String)]) -> Option<(&'static st
         let refusal = format!(r#"{{"error":"invalid_client","error_description":"you sent {said}"}}"#);
         return Some(("401 Unauthorized", None, refusal.into_bytes()));
     }
-    if path == "/token" || path.starts_with("/token?") {
+    if path == "/token" || path.starts_with("/token?") || path == "/token-holding-secret" {
         // `/token?expires_in=N` hands out tokens that expire after N seconds.
         let life = path.split("expires_in=").nth(1).and_then(|n| n.parse::<u64>().ok()).unwrap_or(3600);
+        let access = if path == "/token-holding-secret" { OAUTH_TOKEN_WITH_SECRET } else { OAUTH_TOKEN };
         return Some(if header("authorization") == Some(&format!("Basic {OAUTH_BASIC}")) {
-            let token = format!(r#"{{"access_token":"{OAUTH_TOKEN}","token_type":"Bearer","expires_in":{life}}}"#);
+            let token = format!(r#"{{"access_token":"{access}","token_type":"Bearer","expires_in":{life}}}"#);
             ("200 OK", None, token.into_bytes())
         } else {
             let refusal = r#"{"error":"invalid_client","error_description":"unknown client or wrong secret"}"#;

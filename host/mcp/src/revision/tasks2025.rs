@@ -387,16 +387,24 @@ impl ToolServer {
         context: &RequestContext<RoleServer>,
         tasks: Arc<Tasks>,
     ) -> Result<Value, ErrorData> {
-        let ttl =
-            match params.as_object_mut().and_then(|params| params.remove("task")) {
-                Some(Value::Object(task)) => match task.get("ttl") {
-                    None | Some(Value::Null) => None,
-                    Some(ttl) => Some(Duration::from_millis(ttl.as_u64().ok_or_else(|| {
-                        ErrorData::invalid_params("`task.ttl` is a whole number of milliseconds", None)
-                    })?)),
-                },
-                _ => return Err(ErrorData::invalid_params("`task` is an object, like {\"ttl\": 60000}", None)),
-            };
+        let ttl = match params.as_object_mut().and_then(|params| params.remove("task")) {
+            Some(Value::Object(task)) => match task.get("ttl") {
+                None | Some(Value::Null) => None,
+                Some(ttl) => Some(Duration::from_millis(ttl.as_u64().ok_or_else(|| {
+                    ErrorData::invalid_params(
+                        format!(
+                            "`task.ttl` is a whole number of milliseconds from 0 to {}, not {}; the task is kept \
+                                 that long, but at least the call's timeout and a minute, at most the server's \
+                                 `[serve.tasks] ttl` (the ttl the task reports is the one kept)",
+                            u64::MAX,
+                            ttl.to_string().chars().take(40).collect::<String>()
+                        ),
+                        None,
+                    )
+                })?)),
+            },
+            _ => return Err(ErrorData::invalid_params("`task` is an object, like {\"ttl\": 60000}", None)),
+        };
         let progress_token = params.pointer("/_meta/progressToken").cloned();
         let request: CallToolRequestParams = serde_json::from_value(params).map_err(|err| {
             ErrorData::invalid_params(format!("the request does not match the shape of tools/call: {err}"), None)

@@ -33,6 +33,8 @@ pub(super) struct Exchange {
     /// body went over it.
     pub(super) request_limit: ByteSize,
     pub(super) over: Arc<AtomicBool>,
+    /// Whether this request's body showed a secret bound to other hosts.
+    pub(super) leaked: Arc<AtomicBool>,
     pub(super) ledger: SharedLedger,
     pub(super) tls: Arc<rustls::ClientConfig>,
 }
@@ -123,6 +125,7 @@ impl Exchange {
             Ok(Err(_)) if self.over.load(Ordering::SeqCst) => {
                 return Err(Error::HttpRequestBodySize(Some(self.request_limit.bytes())));
             }
+            Ok(Err(_)) if self.leaked.load(Ordering::SeqCst) => return Err(Error::HttpRequestDenied),
             Ok(head) => head?,
             Err(_) => {
                 self.timed_out();

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, ready};
 use std::time::Instant;
+use toolhost_grants::leaks::BodyScan;
 use wasmtime_wasi_http::{Error, WasiBody};
 
 /// The guest's request body (its `outgoing-body`), read to its end even when
@@ -106,7 +107,10 @@ impl Drop for GuestBody {
 
 /// A request body counted against the call's `http_request_body` limit as
 /// it streams out; the frame that would go over it is not sent, and the body
-/// fails there, which stops the request.
+/// fails there, which stops the request. With a [`BodyScan`] (secrets bound
+/// to other hosts), each chunk is looked at first, the last bytes a value
+/// could straddle held until the next chunk or the end; a chunk that shows a
+/// value fails the body before any byte of it goes.
 pub(super) struct Metered {
     pub(super) inner: GuestBody,
     pub(super) ledger: SharedLedger,
@@ -116,6 +120,38 @@ pub(super) struct Metered {
     /// The request's place in the ledger's contacts.
     pub(super) contact: Option<usize>,
     pub(super) over: Arc<AtomicBool>,
+    /// The check for secrets bound to other hosts, when any.
+    pub(super) scan: Option<BodyScan>,
+    /// Set when the body showed one.
+    pub(super) leaked: Arc<AtomicBool>,
+    /// A trailers frame waiting for the bytes held before it.
+    pub(super) pending: Option<Frame<Bytes>>,
+    /// The guest's body ended (what is held still goes).
+    pub(super) ended: bool,
+}
+
+impl Metered {
+    /// Sends `data` if it fits the limit, else fails the body there.
+    fn count(&mut self, data: Bytes) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
+        let length = data.len() as u64;
+        {
+            let mut ledger = self.ledger.lock();
+            if ledger.request_bytes.saturating_add(length) <= self.limit.bytes() {
+                ledger.request_bytes += length;
+                ledger.count(self.contact, length, 0);
+                return Poll::Ready(Some(Ok(Frame::data(data))));
+            }
+        }
+        self.over.store(true, Ordering::SeqCst);
+        self.ledger.refuse(self.target.clone(), RefusalReason::RequestTooLarge { limit: self.limit });
+        Poll::Ready(Some(Err(Error::HttpRequestBodySize(Some(self.limit.bytes())))))
+    }
+
+    /// What the scan holds, taken.
+    fn held(&mut self) -> Option<Bytes> {
+        let rest = self.scan.as_mut().map(BodyScan::finish).unwrap_or_default();
+        (!rest.is_empty()).then(|| Bytes::from(rest))
+    }
 }
 
 impl Body for Metered {
@@ -124,32 +160,60 @@ impl Body for Metered {
 
     fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
         let this = self.get_mut();
-        if this.over.load(Ordering::SeqCst) {
+        if this.over.load(Ordering::SeqCst) || this.leaked.load(Ordering::SeqCst) {
             return Poll::Ready(None);
         }
-        let frame = match ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
-            Some(Ok(frame)) => frame,
-            other => return Poll::Ready(other),
-        };
-        let Some(data) = frame.data_ref() else {
-            return Poll::Ready(Some(Ok(frame)));
-        };
-        let length = data.len() as u64;
-        {
-            let mut ledger = this.ledger.lock();
-            if ledger.request_bytes.saturating_add(length) <= this.limit.bytes() {
-                ledger.request_bytes += length;
-                ledger.count(this.contact, length, 0);
+        loop {
+            if let Some(frame) = this.pending.take() {
                 return Poll::Ready(Some(Ok(frame)));
             }
+            if this.ended {
+                return match this.held() {
+                    Some(rest) => this.count(rest),
+                    None => Poll::Ready(None),
+                };
+            }
+            let frame = match ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
+                Some(Ok(frame)) => frame,
+                None => {
+                    this.ended = true;
+                    continue;
+                }
+                other => return Poll::Ready(other),
+            };
+            let data = match frame.into_data() {
+                Ok(data) => data,
+                // Trailers go after what is held.
+                Err(frame) => match this.held() {
+                    Some(rest) => {
+                        this.pending = Some(frame);
+                        return this.count(rest);
+                    }
+                    None => return Poll::Ready(Some(Ok(frame))),
+                },
+            };
+            let data = match this.scan.as_mut() {
+                None => data,
+                Some(scan) => match scan.push(&data) {
+                    Ok(out) if out.is_empty() => continue,
+                    Ok(out) => Bytes::from(out),
+                    Err(secret) => {
+                        this.leaked.store(true, Ordering::SeqCst);
+                        this.ledger.refuse(this.target.clone(), RefusalReason::SecretNotForHost { secret });
+                        return Poll::Ready(Some(Err(Error::HttpRequestDenied)));
+                    }
+                },
+            };
+            return this.count(data);
         }
-        this.over.store(true, Ordering::SeqCst);
-        this.ledger.refuse(this.target.clone(), RefusalReason::RequestTooLarge { limit: this.limit });
-        Poll::Ready(Some(Err(Error::HttpRequestBodySize(Some(this.limit.bytes())))))
     }
 
     fn is_end_stream(&self) -> bool {
-        self.over.load(Ordering::SeqCst) || self.inner.is_end_stream()
+        self.over.load(Ordering::SeqCst)
+            || self.leaked.load(Ordering::SeqCst)
+            || (self.pending.is_none()
+                && self.scan.as_ref().is_none_or(BodyScan::is_empty)
+                && (self.ended || self.inner.is_end_stream()))
     }
 
     fn size_hint(&self) -> http_body::SizeHint {
