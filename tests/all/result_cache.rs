@@ -144,7 +144,7 @@ fn serve_says_a_result_came_from_the_cache_in_meta_and_in_the_audit_line() {
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut answer = |line: &str, id: u64| -> Value {
+    let mut answer = move |line: &str, id: u64| -> Value {
         writeln!(stdin, "{line}").unwrap();
         let found = lines.find_map(|line| line.ok().filter(|line| line.contains(&format!(r#""id":{id}"#))));
         serde_json::from_str(&found.expect("an answer")).unwrap()
@@ -160,9 +160,16 @@ fn serve_says_a_result_came_from_the_cache_in_meta_and_in_the_audit_line() {
     };
     let first = answer(&call(2), 2);
     let second = answer(&call(3), 3);
+    // Closing stdin ends the session; the server writes its last audit lines as it stops.
     drop(answer);
-    let _ = child.kill();
-    let _ = child.wait();
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("serve did not stop when its stdin closed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert!(first["result"]["_meta"].get("toolhost/cached").is_none(), "{first}");
     assert_eq!(first["result"]["content"], second["result"]["content"]);
     assert!(second["result"]["_meta"]["toolhost/cached"]["ageMs"].is_u64(), "{second}");
