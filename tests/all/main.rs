@@ -14,6 +14,7 @@ mod contract_v0_2;
 mod credentials;
 mod deploy;
 mod docs;
+mod first_run;
 mod grants;
 mod hardening;
 mod imports;

@@ -15,7 +15,7 @@ Scenarios:
     quotas       call sha256 three times, then spin_forever twice at once;
                  prints every result (the config sets the quotas)
     typed        the typed_shop test plugin: its output schemas, and calls of
-                 get-item (found and missing) and greet
+                 get-item (found and missing) and hello
     content      the content_kinds test plugin (contract 0.2.0): its tools' titles,
                  annotations and output schemas, and every block of show_content,
                  measure's structured content, and lying_image's error
@@ -36,6 +36,11 @@ Scenarios:
     pages        walk tools/list page by page (nextCursor), then a forged cursor,
                  then call each --call NAME (with {"text": "hi"}); prints the page
                  sizes, every name, the seconds the walk took and each outcome
+    firstrun     a first launch with a cold compile cache: how long the connection
+                 took, a call of sha256 at once (before it may be loaded), the first
+                 tools/list, then (legacy: on each tools/list_changed; 2026-07-28:
+                 polling) lists again until every --call NAME is listed, and calls
+                 convert_units if it is one of them
     oauth        with --client ID:SECRET:SCOPES --issuer URL: an OAuth client
                  (client credentials) lists the tools and calls the first one it sees
 
@@ -124,6 +129,34 @@ async def listchanged(client):
 
 LOGS = []
 CHANGED = asyncio.Event()
+STARTED = time.monotonic()
+
+
+async def firstrun(client, wanted):
+    out = {"protocol": client.protocol_version, "connected_s": time.monotonic() - STARTED}
+    started = time.monotonic()
+    out["early_call"] = as_json(await client.call_tool("sha256", {"text": "hello"}))
+    out["early_call"]["took_s"] = time.monotonic() - started
+    lists, notified = [], 0
+    deadline = time.monotonic() + 300
+    while True:
+        CHANGED.clear()
+        listed = sorted(tool.name for tool in (await client.list_tools()).tools)
+        lists.append(listed)
+        if all(name in listed for name in wanted):
+            break
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError(f"{wanted} were never all listed: {listed}")
+        if client.protocol_version == "2026-07-28":
+            await asyncio.sleep(0.5)
+        else:
+            await asyncio.wait_for(CHANGED.wait(), timeout=remaining)
+            notified += 1
+    out["first_list"], out["last_list"], out["notified"] = lists[0], lists[-1], notified
+    if "convert_units" in wanted:
+        out["late_call"] = as_json(await client.call_tool("convert_units", {"value": 212, "from": "°F", "to": "celsius"}))
+    return out
 
 
 async def quotas(client):
@@ -141,7 +174,7 @@ async def typed(client):
     out = {"schemas": {tool.name: tool.output_schema for tool in listed.tools}}
     out["item"] = as_json(await client.call_tool("get-item", {"sku": "A-1"}))
     out["missing"] = as_json(await client.call_tool("get-item", {"sku": "Z-9"}))
-    out["greet"] = as_json(await client.call_tool("greet", {"name": "MCP", "excited": True}))
+    out["greet"] = as_json(await client.call_tool("hello", {"name": "MCP", "excited": True}))
     return out
 
 
@@ -507,6 +540,7 @@ async def main():
     parser.add_argument("--prefix", default="sdk")
     parser.add_argument("--call", action="append", default=[])
     parser.add_argument("--serve-arg", action="append", default=[])
+    parser.add_argument("--as-given", action="store_true", help="launch COMMAND as given (no `serve` added)")
     parser.add_argument("scenario")
     parser.add_argument("command", nargs="*")
     args = parser.parse_args()
@@ -516,10 +550,13 @@ async def main():
     if args.scenario == "tasks":
         print(json.dumps(await tasks(args.url), default=str))
         return
+    global STARTED
+    STARTED = time.monotonic()
     if args.url:
         server = args.url
     else:
-        server = StdioServerParameters(command=args.command[0], args=args.command[1:] + ["serve"] + args.serve_arg, env=dict(os.environ))
+        rest = args.command[1:] if args.as_given else args.command[1:] + ["serve"] + args.serve_arg
+        server = StdioServerParameters(command=args.command[0], args=rest, env=dict(os.environ))
     answers = {}
     if args.scenario in ("asking", "sdk"):
         answers = {"sampling_callback": on_sampling, "elicitation_callback": on_elicitation, "list_roots_callback": on_roots}
@@ -534,10 +571,10 @@ async def main():
     )
     async with client:
         scenario = {"basics": basics, "listchanged": listchanged, "logs": logs, "quotas": quotas, "typed": typed, "content": content,
-                    "asking": asking, "sdk": sdk, "undeclared": undeclared, "pages": pages}[args.scenario]
+                    "asking": asking, "sdk": sdk, "undeclared": undeclared, "pages": pages, "firstrun": firstrun}[args.scenario]
         if args.scenario == "sdk":
             result = await scenario(client, args.prefix)
-        elif args.scenario == "pages":
+        elif args.scenario in ("pages", "firstrun"):
             result = await scenario(client, args.call)
         else:
             result = await scenario(client)

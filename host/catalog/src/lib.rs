@@ -40,7 +40,7 @@ pub mod reload;
 pub mod servers;
 
 pub use config::{HostConfig, PluginSettings};
-pub use host::Host;
+pub use host::{Host, Loading};
 pub use problems::{LoadProblem, ProblemKind};
 pub use toolhost_audit::Caller;
 
