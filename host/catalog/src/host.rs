@@ -290,14 +290,7 @@ impl Host {
     /// what was published, and [`Host::loading`] says finished.
     pub async fn load_dir_progressively(&self, dir: &Path) -> Result<()> {
         use futures_util::StreamExt as _;
-        let paths = self.check_dir(dir)?;
-        self.loading.send_replace(Loading {
-            total: paths.len(),
-            done: 0,
-            pending: paths.iter().map(|path| stem(path)).collect(),
-            started: std::time::Instant::now(),
-            finished: false,
-        });
+        let paths = self.begin_load(dir)?;
         // Said finished however this ends (a cancelled load included), so nobody waits on it.
         struct Finish<'a>(&'a tokio::sync::watch::Sender<Loading>);
         impl Drop for Finish<'_> {
@@ -379,16 +372,26 @@ impl Host {
             .collect()
     }
 
-    /// What a load of `dir` checks before loading anything: the folder can
-    /// be read, and no grant reaches its lock file. Its plugin files.
-    /// (`serve` checks it before it answers, so that such a folder stops it
-    /// at once, as it stops the other commands.)
-    pub fn check_dir(&self, dir: &Path) -> Result<Vec<std::path::PathBuf>> {
+    /// Checks what a load of `dir` checks before loading anything (the
+    /// folder can be read, no grant reaches its lock file) and says from now
+    /// on that its load is under way ([`Host::loading`]), so that requests
+    /// wait for it before [`Host::load_dir_progressively`] has even begun.
+    /// `serve` calls it before it answers anyone, so that such a folder also
+    /// stops it at once, as it stops the other commands. Its plugin files.
+    pub fn begin_load(&self, dir: &Path) -> Result<Vec<std::path::PathBuf>> {
         let lock = dir.join("toolhost.lock");
         if lock.exists() {
             check_grants(&self.config, &[(lock, "toolhost.lock (what was pulled, and who signed it)".to_owned())])?;
         }
-        plugin_files(dir)
+        let paths = plugin_files(dir)?;
+        self.loading.send_replace(Loading {
+            total: paths.len(),
+            done: 0,
+            pending: paths.iter().map(|path| stem(path)).collect(),
+            started: std::time::Instant::now(),
+            finished: false,
+        });
+        Ok(paths)
     }
 
     /// How far a progressive load has come ([`Host::load_dir_progressively`]);

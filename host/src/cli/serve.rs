@@ -67,7 +67,7 @@ pub async fn run(config: Config, dir: &Path, args: Args) -> Result<ExitCode> {
         // SIGTERM and Ctrl-C end it at once, even while plugins compile.
         let signals = shutdown_signal();
         let host = Arc::new(Host::new(config.clone())?);
-        host.check_dir(dir).context("could not load plugins")?;
+        host.begin_load(dir).context("could not load plugins")?;
         // On stdio only the quotas are shared: its tasks and session are its one client's.
         share_state(&host, &config).await?;
         // The client's `initialize` is answered at once; the plugins load
@@ -160,7 +160,7 @@ pub async fn run(config: Config, dir: &Path, args: Args) -> Result<ExitCode> {
          /readyz says ready once every plugin is loaded)"
     );
     let host = Arc::new(Host::new(config.clone())?);
-    host.check_dir(dir).context("could not load plugins")?;
+    host.begin_load(dir).context("could not load plugins")?;
     options.store = share_state(&host, &config).await?;
     let stop = tokio_util::sync::CancellationToken::new();
     let server = tokio::spawn(mcp::serve_http(host.clone(), listener, options, stop.clone()));
