@@ -207,6 +207,7 @@ fn classify(line: &str) -> Kind {
         Some("run" | "chat") => Kind::Skip("a model"),
         Some("serve") => Kind::Skip("a server that runs until stopped"),
         Some("pull" | "push") => Kind::Skip("a registry on the network"),
+        Some("compile") if words.iter().any(|word| word.starts_with('~')) => Kind::Skip("the user's own plugins folder"),
         _ if words.contains(&".") => Kind::Skip("a plugin built with its language's toolchain"),
         Some("tools" | "call" | "inspect" | "new") => Kind::Run,
         _ => Kind::Skip("an unknown toolhost command"),
@@ -318,6 +319,12 @@ const THIRD_PARTY: &[(&str, &str)] = &[
 /// spelled as an agent configuration's `"command": "uvx", "args": ["X", …]`.
 /// Local paths (a wheel, `--path host`) are not packages.
 fn installed_packages(code: &str) -> Vec<String> {
+    // A shell comment says, it does not run.
+    let code = match code.find(" #") {
+        Some(at) => &code[..at],
+        None if code.trim_start().starts_with('#') => "",
+        None => code,
+    };
     let spaced: String = code.chars().map(|c| if "\"'[]{},=:`".contains(c) { ' ' } else { c }).collect();
     let words: Vec<&str> = spaced.split_whitespace().collect();
     // Options that take a value, so that the value is not read as a package.
@@ -482,4 +489,5 @@ fn install_lines_are_read_as_a_user_would() {
     );
     assert_eq!(installed_packages("npm install toolhost"), ["toolhost"]);
     assert_eq!(installed_packages("uv tool install toolhost@0.1.0"), ["toolhost"]);
+    assert_eq!(installed_packages("./build.sh      # npm install on first use"), Vec::<String>::new());
 }
