@@ -207,7 +207,9 @@ fn classify(line: &str) -> Kind {
         Some("run" | "chat") => Kind::Skip("a model"),
         Some("serve") => Kind::Skip("a server that runs until stopped"),
         Some("pull" | "push") => Kind::Skip("a registry on the network"),
-        Some("compile") if words.iter().any(|word| word.starts_with('~')) => Kind::Skip("the user's own plugins folder"),
+        Some("compile") if words.iter().any(|word| word.starts_with('~')) => {
+            Kind::Skip("the user's own plugins folder")
+        }
         _ if words.contains(&".") => Kind::Skip("a plugin built with its language's toolchain"),
         Some("tools" | "call" | "inspect" | "new") => Kind::Run,
         _ => Kind::Skip("an unknown toolhost command"),

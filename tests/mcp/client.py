@@ -9,7 +9,8 @@ Scenarios:
                  cancel spin_forever, then call again; prints one JSON object
     listchanged  wait (up to 10 s) for tools/list_changed, via a pushed
                  notification (legacy) or subscriptions/listen (2026-07-28),
-                 then list again; prints the tool names before and after
+                 after which the list differs; prints the tool names before
+                 and after
     logs         set the log level to debug, call a tool that logs; prints the log
                  notifications received
     quotas       call sha256 three times, then spin_forever twice at once;
@@ -113,17 +114,32 @@ async def listchanged(client):
     before = sorted(tool.name for tool in (await client.list_tools()).tools)
     print(json.dumps({"ready": True}), file=sys.stderr, flush=True)
     started = time.monotonic()
+    after = before
+
+    async def relist():
+        nonlocal after
+        after = sorted(tool.name for tool in (await client.list_tools()).tools)
+        return after != before
+
+    # A list_changed may also come for what the server's own start loaded
+    # after `initialize`: wait for one after which the list differs.
     if client.protocol_version == "2026-07-28":
         async with client.listen(tools_list_changed=True) as subscription:
             print("listening", file=sys.stderr, flush=True)
             async def first():
                 async for _event in subscription:
-                    return
+                    if await relist():
+                        return
             await asyncio.wait_for(first(), timeout=10)
     else:
-        await asyncio.wait_for(CHANGED.wait(), timeout=10)
+        async def first():
+            while True:
+                await CHANGED.wait()
+                CHANGED.clear()
+                if await relist():
+                    return
+        await asyncio.wait_for(first(), timeout=10)
     waited = time.monotonic() - started
-    after = sorted(tool.name for tool in (await client.list_tools()).tools)
     return {"before": before, "after": after, "waited_s": waited}
 
 

@@ -233,6 +233,9 @@ async fn load_in_background(
     args: &Args,
     profiles: Arc<Profiles>,
 ) -> Result<Option<Watcher>> {
+    // Watched from before the load: a file that changes during it is
+    // reloaded once it has ended (nothing copied in is missed).
+    let watcher = start_watching(&host, dir, args)?;
     let since = std::time::Instant::now();
     let quiet = std::time::Duration::from_millis(500);
     let (loaded, servers, ()) = tokio::join!(
@@ -244,7 +247,7 @@ async fn load_in_background(
     super::report_servers(servers)?;
     super::report_loaded(&host, config, dir);
     check_profiles(&host, profiles)?;
-    start_watching(&host, dir, args)
+    Ok(watcher)
 }
 
 /// Checks `[serve] tools` and `[serve.profiles]` against the loaded
