@@ -58,10 +58,13 @@ use toolhost_runtime::sandbox::{CallHooks, Progress, ProgressObserver};
 
 pub(crate) use crate::wire::unknown_tool;
 
-/// How long a `tools/list` waits for plugins still loading (a cold start
-/// compiling them) before it answers with those ready; the rest follow as
-/// `notifications/tools/list_changed`.
+/// How long a `tools/list` waits for the next plugin to become ready while
+/// the folder loads (a cold start compiling one) before it answers with those
+/// ready; the rest follow as `notifications/tools/list_changed`.
 pub const LIST_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The longest a `tools/list` waits for a load in all (see [`LIST_WAIT`]).
+pub const LIST_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(15);
 pub use crate::wire::{RECEIPT_META, REFUSED_META, RETRY_AFTER_META, TASK_SUPPORT_META, USAGE_META};
 use crate::wire::{
     describe, from_wire, level_of, offer_error, offered, ran, result_of, severity, strip_nulls, wire_content,
@@ -214,6 +217,34 @@ impl ToolServer {
             tokio::select! {
                 changed = generations.changed() => if changed.is_err() { return host.catalog() },
                 changed = loading.changed() => if changed.is_err() { return host.catalog() },
+                () = tokio::time::sleep_until(deadline) => return host.catalog(),
+                () = cancelled.cancelled() => return host.catalog(),
+            }
+        }
+    }
+
+    /// The catalog for a `tools/list`: at once when nothing is loading; else
+    /// once the load ends, as long as plugins keep becoming ready (each
+    /// resets a wait of [`LIST_WAIT`], so a folder loading from the cache is
+    /// listed whole), but no longer than `LIST_WAIT` without one (a plugin
+    /// compiling) nor [`LIST_WAIT_MAX`] in all, well within what a client
+    /// waits for an answer.
+    pub(crate) async fn listable(&self, cancelled: &tokio_util::sync::CancellationToken) -> Arc<Catalog> {
+        let host = self.host();
+        let mut loading = host.loading();
+        let start = tokio::time::Instant::now();
+        let mut deadline = start + LIST_WAIT;
+        loop {
+            if loading.borrow_and_update().finished {
+                return host.catalog();
+            }
+            tokio::select! {
+                changed = loading.changed() => {
+                    if changed.is_err() {
+                        return host.catalog();
+                    }
+                    deadline = (tokio::time::Instant::now() + LIST_WAIT).min(start + LIST_WAIT_MAX);
+                }
                 () = tokio::time::sleep_until(deadline) => return host.catalog(),
                 () = cancelled.cancelled() => return host.catalog(),
             }
@@ -374,7 +405,7 @@ impl ServerHandler for ToolServer {
         // While the plugins folder loads (a cold start compiles), a list
         // waits a little for it, then answers with what is ready; the rest
         // follow as `notifications/tools/list_changed`.
-        let catalog = self.settled(LIST_WAIT, &context.ct, |_| false).await;
+        let catalog = self.listable(&context.ct).await;
         let _span = request_span("tools/list", "", &context).entered();
         let listed = self.listed(&catalog);
         // Only the tools of the request's profile that its token has the
@@ -395,7 +426,10 @@ impl ServerHandler for ToolServer {
         let profile = self.profile_of(&context).and_then(Profile::name).unwrap_or("");
         let binding = format!("tools/list\n{profile}\n{}", Caller::of(&context).binding());
         let cursor = request.as_ref().and_then(|request| request.cursor.as_deref());
-        crate::pages::page(&visible, cursor, &self.shared.seal, binding.as_bytes(), self.shared.page_size)
+        // A list answered while plugins still load is one page: a cursor
+        // into a list that is still growing would only be refused later.
+        let size = if self.host().is_loading() && cursor.is_none() { usize::MAX } else { self.shared.page_size };
+        crate::pages::page(&visible, cursor, &self.shared.seal, binding.as_bytes(), size)
     }
 
     async fn list_resources(

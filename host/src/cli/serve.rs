@@ -81,6 +81,17 @@ pub async fn run(config: Config, dir: &Path, args: Args) -> Result<ExitCode> {
         loop {
             tokio::select! {
                 served = &mut serving => {
+                    // The client closed stdin: the load under way ends
+                    // first (what it compiles is cached for the next
+                    // launch, and what it finds wrong is said before
+                    // anything else), unless a signal comes, as a client
+                    // sends one after a grace.
+                    if !loaded {
+                        tokio::select! {
+                            watcher = &mut loading => drop(watcher?),
+                            () = &mut signals => {}
+                        }
+                    }
                     served.context("the MCP session on stdio failed")?;
                     return Ok(ExitCode::SUCCESS);
                 }
