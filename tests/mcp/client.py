@@ -294,7 +294,24 @@ async def sdk(client, prefix="sdk"):
     return out
 
 
+async def loaded(client):
+    """Waits (up to 120 s) until the server's plugins folder has loaded: a
+    list answered while it loads is one page, and may grow; it is whole once
+    two lists a second apart agree and a paged answer (nextCursor) or the
+    same count says the load is over."""
+    deadline = time.monotonic() + 120
+    last = None
+    while time.monotonic() < deadline:
+        listed = await client.list_tools()
+        now = (len(listed.tools), listed.next_cursor is not None)
+        if now == last:
+            return
+        last = now
+        await asyncio.sleep(1)
+
+
 async def pages(client, calls):
+    await loaded(client)
     out = {"protocol": client.protocol_version, "pages": [], "names": []}
     cursor, first_cursor = None, None
     started = time.monotonic()

@@ -61,10 +61,10 @@ pub(crate) use crate::wire::unknown_tool;
 /// How long a `tools/list` waits for the next plugin to become ready while
 /// the folder loads (a cold start compiling one) before it answers with those
 /// ready; the rest follow as `notifications/tools/list_changed`.
-pub const LIST_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+pub const LIST_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The longest a `tools/list` waits for a load in all (see [`LIST_WAIT`]).
-pub const LIST_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(15);
+pub const LIST_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(5);
 pub use crate::wire::{RECEIPT_META, REFUSED_META, RETRY_AFTER_META, TASK_SUPPORT_META, USAGE_META};
 use crate::wire::{
     describe, from_wire, level_of, offer_error, offered, ran, result_of, severity, strip_nulls, wire_content,
@@ -228,7 +228,8 @@ impl ToolServer {
     /// resets a wait of [`LIST_WAIT`], so a folder loading from the cache is
     /// listed whole), but no longer than `LIST_WAIT` without one (a plugin
     /// compiling) nor [`LIST_WAIT_MAX`] in all, well within what a client
-    /// waits for an answer.
+    /// waits for an answer (Claude Code 2.1.197's `mcp list` reported
+    /// "tools fetch failed" when a list could wait up to 15 s here).
     pub(crate) async fn listable(&self, cancelled: &tokio_util::sync::CancellationToken) -> Arc<Catalog> {
         let host = self.host();
         let mut loading = host.loading();
