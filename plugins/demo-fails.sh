@@ -9,7 +9,7 @@ echo "$*"
 "$@"
 status=$?
 case $status in
-    1 | 2) echo "   (refused, exit $status: what this part shows)" ;;
+    1 | 2) echo "   (exit $status: the failure this part shows)" ;;
     0) echo "demo: \`$*\` should have failed, and succeeded" >&2; exit 1 ;;
     *) echo "demo: \`$*\` ended with exit $status, not a refusal" >&2; exit 1 ;;
 esac
