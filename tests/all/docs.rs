@@ -207,6 +207,9 @@ fn classify(line: &str) -> Kind {
         Some("run" | "chat") => Kind::Skip("a model"),
         Some("serve") => Kind::Skip("a server that runs until stopped"),
         Some("pull" | "push") => Kind::Skip("a registry on the network"),
+        Some("compile") if words.iter().any(|word| word.starts_with('~')) => {
+            Kind::Skip("the user's own plugins folder")
+        }
         _ if words.contains(&".") => Kind::Skip("a plugin built with its language's toolchain"),
         Some("tools" | "call" | "inspect" | "new") => Kind::Run,
         _ => Kind::Skip("an unknown toolhost command"),
@@ -296,4 +299,197 @@ fn readme_commands_are_classified_by_what_they_need() {
     assert_eq!(classify("uvx toolhost serve"), Kind::Skip("installs from PyPI (the wheel test covers the wheel)"));
     assert_eq!(classify("rm -rf /"), Kind::Skip("not a toolhost command"));
     assert_eq!(classify("toolhost frobnicate"), Kind::Skip("an unknown toolhost command"));
+}
+
+/// The name toolhost's wheel is published under on PyPI (`pyproject.toml`);
+/// the command it installs stays `toolhost`. (`toolhost` itself on PyPI is
+/// another project's.)
+const DISTRIBUTION: &str = "toolhost-wasm";
+
+/// Packages of other projects the book tells plugin authors or operators to
+/// install, each for a reason; any other name in an install line fails the
+/// test below until it is checked on its registry and added here.
+const THIRD_PARTY: &[(&str, &str)] = &[
+    ("wit-bindgen-cli", "the C plugin toolchain (crates.io, the Bytecode Alliance's)"),
+    ("wasm-component-ld", "the C plugin toolchain (crates.io, the Bytecode Alliance's)"),
+    ("@modelcontextprotocol/server-everything", "an example external MCP server (npm, the MCP project's)"),
+];
+
+/// The packages `code` (a code block or an inline code span) installs or
+/// runs from a registry: `pip`/`pipx`/`uv pip`/`uv tool install X`, `uvx X`
+/// and `uvx --from X`, `npm install X`, `npx X`, `cargo install X`, also
+/// spelled as an agent configuration's `"command": "uvx", "args": ["X", …]`.
+/// Local paths (a wheel, `--path host`) are not packages.
+fn installed_packages(code: &str) -> Vec<String> {
+    // A shell comment says, it does not run.
+    let code = match code.find(" #") {
+        Some(at) => &code[..at],
+        None if code.trim_start().starts_with('#') => "",
+        None => code,
+    };
+    let spaced: String = code.chars().map(|c| if "\"'[]{},=:`".contains(c) { ' ' } else { c }).collect();
+    let words: Vec<&str> = spaced.split_whitespace().collect();
+    // Options that take a value, so that the value is not read as a package.
+    const VALUED: &[&str] = &[
+        "--target",
+        "-t",
+        "-r",
+        "--requirement",
+        "--index-url",
+        "-i",
+        "--version",
+        "--features",
+        "--python",
+        "-p",
+        "--root",
+        "--with",
+    ];
+    let mut found = Vec::new();
+    let mut at = 0;
+    while at < words.len() {
+        let rest = &words[at..];
+        let skip = match rest {
+            ["pip" | "pip3" | "pipx", "install", ..] => 2,
+            ["uv", "pip" | "tool", "install", ..] => 3,
+            ["npm", "install" | "i" | "add", ..] => 2,
+            ["cargo", "install" | "binstall", ..] => 2,
+            ["uvx" | "npx", ..] => 1,
+            _ => {
+                at += 1;
+                continue;
+            }
+        };
+        let mut next = at + skip;
+        // `args` between `command = "uvx"` and its list in a configuration.
+        if words.get(next) == Some(&"args") {
+            next += 1;
+        }
+        while let Some(word) = words.get(next) {
+            if *word == "--from" {
+                if let Some(package) = words.get(next + 1) {
+                    found.push((*package).to_owned());
+                }
+                next = usize::MAX - 1;
+                break;
+            }
+            if *word == "--path" {
+                next = usize::MAX - 1;
+                break;
+            }
+            if VALUED.contains(word) {
+                next += 2;
+            } else if word.starts_with('-') {
+                next += 1;
+            } else {
+                break;
+            }
+        }
+        if let Some(word) = words.get(next) {
+            found.push((*word).to_owned());
+        }
+        at += skip;
+    }
+    found
+        .into_iter()
+        .filter(|package| {
+            let local = package.ends_with(".whl") || package.starts_with('.') || package.starts_with('~');
+            let path = package.contains('/') && !package.starts_with('@');
+            !local && !path && package != "…" && package != "..."
+        })
+        .map(|package| {
+            // `NAME==1.2`, `NAME@1.2`, `NAME[extra]`: the name.
+            let end = package[1..].find(['=', '<', '>', '@', '[']).map_or(package.len(), |end| end + 1);
+            package[..end].to_owned()
+        })
+        .collect()
+}
+
+/// Every inline code span and every line of a code block of `text`, with
+/// its line; a block's line naming a launcher alone (`command = "uvx"`) is
+/// also given joined with the next (its `args = [...]`).
+fn code_of(text: &str) -> Vec<(usize, String)> {
+    let line_of = |offset: usize| text[..offset].matches('\n').count() + 1;
+    let mut out = Vec::new();
+    let mut in_block = false;
+    for (event, range) in Parser::new(text).into_offset_iter() {
+        match event {
+            Event::Start(Tag::CodeBlock(_)) => in_block = true,
+            Event::End(TagEnd::CodeBlock) => in_block = false,
+            Event::Text(code) if in_block => {
+                let first = line_of(range.start);
+                let lines: Vec<&str> = code.lines().collect();
+                for (index, line) in lines.iter().enumerate() {
+                    out.push((first + index, (*line).to_owned()));
+                    let launcher = line.contains("uvx") || line.contains("npx");
+                    if launcher && installed_packages(line).is_empty() {
+                        if let Some(next) = lines.get(index + 1) {
+                            out.push((first + index, format!("{line} {next}")));
+                        }
+                    }
+                }
+            }
+            Event::Code(code) => out.push((line_of(range.start), code.into_string())),
+            _ => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn every_install_line_in_the_readme_and_the_book_names_our_package_or_a_listed_tool() {
+    let pyproject = std::fs::read_to_string(repo().join("pyproject.toml")).unwrap();
+    assert!(
+        pyproject.contains(&format!("name = \"{DISTRIBUTION}\"")),
+        "pyproject.toml names the distribution {DISTRIBUTION}"
+    );
+    let mut wrong = Vec::new();
+    let mut ours = 0;
+    for document in documents() {
+        let text = std::fs::read_to_string(repo().join(&document)).unwrap();
+        for (line, code) in code_of(&text) {
+            for package in installed_packages(&code) {
+                if package == DISTRIBUTION {
+                    ours += 1;
+                } else if !THIRD_PARTY.iter().any(|(name, _)| *name == package) {
+                    wrong.push(format!("{}:{line}: `{code}` installs `{package}`", document.display()));
+                }
+            }
+        }
+    }
+    wrong.dedup();
+    assert!(
+        wrong.is_empty(),
+        "install lines naming a package that is not ours ({DISTRIBUTION}) nor a listed third-party tool:\n{}",
+        wrong.join("\n")
+    );
+    assert!(ours >= 5, "the README and the book tell users to install {DISTRIBUTION} ({ours} lines)");
+}
+
+#[test]
+fn install_lines_are_read_as_a_user_would() {
+    assert_eq!(installed_packages("pipx install toolhost"), ["toolhost"]);
+    assert_eq!(installed_packages("uvx toolhost --plugins ~/p serve"), ["toolhost"]);
+    assert_eq!(installed_packages("uvx --from toolhost-wasm toolhost --plugins ~/p serve"), ["toolhost-wasm"]);
+    assert_eq!(installed_packages("uvx --from toolhost-wasm==0.1.0 toolhost --version"), ["toolhost-wasm"]);
+    assert_eq!(
+        installed_packages("claude mcp add toolhost -- uvx --from toolhost-wasm toolhost serve"),
+        ["toolhost-wasm"]
+    );
+    assert_eq!(
+        installed_packages(r#"{ "command": "uvx", "args": ["--from", "toolhost-wasm", "toolhost", "serve"] }"#),
+        ["toolhost-wasm"]
+    );
+    assert_eq!(installed_packages(r#"command = "uvx" args = ["toolhost", "serve"]"#), ["toolhost"]);
+    assert_eq!(installed_packages("python3 -m pip install --quiet --target src requests"), ["requests"]);
+    assert_eq!(installed_packages("pip install dist/toolhost_wasm-0.1.0-py3-none-any.whl"), Vec::<String>::new());
+    assert_eq!(installed_packages("uvx --from dist/toolhost_wasm-0.1.0.whl toolhost"), Vec::<String>::new());
+    assert_eq!(installed_packages("cargo install --path host"), Vec::<String>::new());
+    assert_eq!(installed_packages("cargo install wit-bindgen-cli --version 0.63.0"), ["wit-bindgen-cli"]);
+    assert_eq!(
+        installed_packages("npx -y @modelcontextprotocol/server-everything"),
+        ["@modelcontextprotocol/server-everything"]
+    );
+    assert_eq!(installed_packages("npm install toolhost"), ["toolhost"]);
+    assert_eq!(installed_packages("uv tool install toolhost@0.1.0"), ["toolhost"]);
+    assert_eq!(installed_packages("./build.sh      # npm install on first use"), Vec::<String>::new());
 }

@@ -15,6 +15,7 @@ mod credentials;
 mod deploy;
 mod docs;
 mod egress;
+mod first_run;
 mod grants;
 mod hardening;
 mod imports;

@@ -63,6 +63,28 @@ fn toolhost_args(dir: &Path, config: &Path) -> Vec<String> {
 /// A child process killed when dropped.
 pub(crate) struct Running(Child);
 
+impl Running {
+    pub(crate) fn new(child: Child) -> Running {
+        Running(child)
+    }
+
+    pub(crate) fn id(&self) -> u32 {
+        self.0.id()
+    }
+
+    /// Its exit status, if it ends within `limit`.
+    pub(crate) fn wait_within(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Some(status) = self.0.try_wait().unwrap() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+}
+
 impl Drop for Running {
     fn drop(&mut self) {
         let _ = self.0.kill();

@@ -36,7 +36,7 @@ fn schemas_are_derived_from_the_wit_types_field_by_field() {
     names.sort();
     assert_eq!(
         names,
-        ["add", "crash", "echo-all", "fetch", "get-item", "greet", "hog", "nothing", "ping", "setting", "spin", "wide"]
+        ["add", "crash", "echo-all", "fetch", "get-item", "hello", "hog", "nothing", "ping", "setting", "spin", "wide"]
     );
     let input = |name: &str| tool(name)["input_schema"].clone();
 
@@ -54,10 +54,10 @@ fn schemas_are_derived_from_the_wit_types_field_by_field() {
         }, "required": ["sku", "name", "price-cents", "tags"], "additionalProperties": false}),
         "a `result` return's schema is its `ok` type; record fields keep their kebab-case names"
     );
-    let greet = input("greet");
+    let greet = input("hello");
     assert_eq!(greet["required"], json!(["name"]), "an option parameter may be left out");
     assert_eq!(greet["properties"]["excited"], json!({"anyOf": [{"type": "boolean"}, {"type": "null"}]}));
-    assert_eq!(tool("greet")["output_schema"], json!({"type": "string"}));
+    assert_eq!(tool("hello")["output_schema"], json!({"type": "string"}));
     let add = input("add");
     assert_eq!(add["properties"]["a"], json!({"type": "integer", "minimum": -2147483648i64, "maximum": 2147483647}));
     assert_eq!(tool("add")["output_schema"]["anyOf"][0]["minimum"], json!(i64::MIN));
@@ -99,9 +99,9 @@ fn every_type_round_trips_and_errors_are_typed() {
         output_of(&report),
         json!({"sku": "A-1", "name": "Anvil", "price-cents": 129900, "tags": ["heavy", "iron"], "discount": 10})
     );
-    let (_, report) = call(dir, "greet", r#"{"name":"Ada"}"#, &[]);
+    let (_, report) = call(dir, "hello", r#"{"name":"Ada"}"#, &[]);
     assert_eq!(output_of(&report), json!("Hello, Ada."));
-    let (_, report) = call(dir, "greet", r#"{"name":"Ada","excited":true}"#, &[]);
+    let (_, report) = call(dir, "hello", r#"{"name":"Ada","excited":true}"#, &[]);
     assert_eq!(output_of(&report), json!("Hello, Ada!"));
     let (_, report) = call(dir, "add", r#"{"a":2147483647,"b":2147483647}"#, &[]);
     assert_eq!(output_of(&report), json!(4294967294u64));
@@ -202,7 +202,7 @@ fn serve_offers_typed_tools_with_output_schemas_and_structured_content() {
         // A record is served as it is; anything else under `result`.
         assert_eq!(result["schemas"]["get-item"]["properties"]["price-cents"]["type"], "integer", "{result}");
         assert_eq!(
-            result["schemas"]["greet"],
+            result["schemas"]["hello"],
             json!({"type": "object", "properties": {"result": {"type": "string"}}, "required": ["result"]})
         );
         let item = &result["item"];
@@ -268,7 +268,7 @@ fn descriptions_come_from_the_wit_docs_the_component_carries() {
         &mut wasm,
     );
     std::fs::write(&wasm_path, &wasm).unwrap();
-    std::fs::write(dir.path().join("typed_shop.toml"), "[tools.greet]\ndescription = \"Says hello.\"\n").unwrap();
+    std::fs::write(dir.path().join("typed_shop.toml"), "[tools.hello]\ndescription = \"Says hello.\"\n").unwrap();
 
     let plugins = dir.path().display().to_string();
     let output = toolhost(Path::new("."), &["--plugins", &plugins, "tools", "--json"]);
@@ -278,7 +278,7 @@ fn descriptions_come_from_the_wit_docs_the_component_carries() {
     assert_eq!(description("get-item"), "Looks an article up.", "an interface function's doc comment");
     assert_eq!(description("ping"), "A world-level function.", "a world function's doc comment");
     assert_eq!(description("wide"), "Returns the unsigned and signed 64-bit numbers it was given.");
-    assert_eq!(description("greet"), "Says hello.", "the manifest's description is the operator's, and wins");
+    assert_eq!(description("hello"), "Says hello.", "the manifest's description is the operator's, and wins");
     // Still answered: the section changes nothing else.
     let (code, report) = call(dir.path(), "ping", "{}", &[]);
     assert_eq!(code, 0, "{report}");

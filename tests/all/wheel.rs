@@ -1,4 +1,4 @@
-//! The one-line install for MCP users: toolhost's Python wheel (`pyproject.toml`,
+//! The one-line install for MCP users: toolhost's Python wheel (`pyproject.toml`, the distribution `toolhost-wasm`,
 //! maturin's `bin` bindings) is built, installed into a clean virtual
 //! environment, and the `toolhost` that environment puts on its PATH is what
 //! an MCP client launches, as `uvx toolhost serve` or a `pipx` install would.
@@ -57,7 +57,7 @@ fn the_wheel_installs_toolhost_into_a_clean_venv_and_serves_mcp_from_there() {
     let wheel = build_wheel(work.path());
     let name = wheel.file_name().unwrap().to_str().unwrap().to_owned();
     let version = env!("CARGO_PKG_VERSION");
-    assert!(name.starts_with(&format!("toolhost-{version}-py3-none-")), "{name}");
+    assert!(name.starts_with(&format!("toolhost_wasm-{version}-py3-none-")), "{name}");
 
     // What the wheel holds: the binary as a script, and metadata naming it; no Python code.
     let listing = run(
@@ -67,7 +67,7 @@ fn the_wheel_installs_toolhost_into_a_clean_venv_and_serves_mcp_from_there() {
         "listing the wheel",
     );
     let files = String::from_utf8_lossy(&listing.stdout).into_owned();
-    assert!(files.lines().any(|file| file == format!("toolhost-{version}.data/scripts/toolhost")), "{files}");
+    assert!(files.lines().any(|file| file == format!("toolhost_wasm-{version}.data/scripts/toolhost")), "{files}");
     assert!(!files.lines().any(|file| file.ends_with(".py")), "{files}");
 
     // A clean environment, installed from the wheel alone (no index: nothing else is needed).

@@ -9,13 +9,14 @@ Scenarios:
                  cancel spin_forever, then call again; prints one JSON object
     listchanged  wait (up to 10 s) for tools/list_changed, via a pushed
                  notification (legacy) or subscriptions/listen (2026-07-28),
-                 then list again; prints the tool names before and after
+                 after which the list differs; prints the tool names before
+                 and after
     logs         set the log level to debug, call a tool that logs; prints the log
                  notifications received
     quotas       call sha256 three times, then spin_forever twice at once;
                  prints every result (the config sets the quotas)
     typed        the typed_shop test plugin: its output schemas, and calls of
-                 get-item (found and missing) and greet
+                 get-item (found and missing) and hello
     async        the async_tools test plugin (WASI 0.3): sum, never-resolves (stuck),
                  spin-task cancelled after 0.5 s, then sum again
     content      the content_kinds test plugin (contract 0.2.0): its tools' titles,
@@ -38,6 +39,11 @@ Scenarios:
     pages        walk tools/list page by page (nextCursor), then a forged cursor,
                  then call each --call NAME (with {"text": "hi"}); prints the page
                  sizes, every name, the seconds the walk took and each outcome
+    firstrun     a first launch with a cold compile cache: how long the connection
+                 took, a call of sha256 at once (before it may be loaded), the first
+                 tools/list, then (legacy: on each tools/list_changed; 2026-07-28:
+                 polling) lists again until every --call NAME is listed, and calls
+                 convert_units if it is one of them
     oauth        with --client ID:SECRET:SCOPES --issuer URL: an OAuth client
                  (client credentials) lists the tools and calls the first one it sees
 
@@ -110,22 +116,65 @@ async def listchanged(client):
     before = sorted(tool.name for tool in (await client.list_tools()).tools)
     print(json.dumps({"ready": True}), file=sys.stderr, flush=True)
     started = time.monotonic()
+    after = before
+
+    async def relist():
+        nonlocal after
+        after = sorted(tool.name for tool in (await client.list_tools()).tools)
+        return after != before
+
+    # A list_changed may also come for what the server's own start loaded
+    # after `initialize`: wait for one after which the list differs.
     if client.protocol_version == "2026-07-28":
         async with client.listen(tools_list_changed=True) as subscription:
             print("listening", file=sys.stderr, flush=True)
             async def first():
                 async for _event in subscription:
-                    return
+                    if await relist():
+                        return
             await asyncio.wait_for(first(), timeout=10)
     else:
-        await asyncio.wait_for(CHANGED.wait(), timeout=10)
+        async def first():
+            while True:
+                await CHANGED.wait()
+                CHANGED.clear()
+                if await relist():
+                    return
+        await asyncio.wait_for(first(), timeout=10)
     waited = time.monotonic() - started
-    after = sorted(tool.name for tool in (await client.list_tools()).tools)
     return {"before": before, "after": after, "waited_s": waited}
 
 
 LOGS = []
 CHANGED = asyncio.Event()
+STARTED = time.monotonic()
+
+
+async def firstrun(client, wanted):
+    out = {"protocol": client.protocol_version, "connected_s": time.monotonic() - STARTED}
+    started = time.monotonic()
+    out["early_call"] = as_json(await client.call_tool("sha256", {"text": "hello"}))
+    out["early_call"]["took_s"] = time.monotonic() - started
+    lists, notified = [], 0
+    deadline = time.monotonic() + 300
+    while True:
+        CHANGED.clear()
+        listed = sorted(tool.name for tool in (await client.list_tools()).tools)
+        lists.append(listed)
+        if all(name in listed for name in wanted):
+            break
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError(f"{wanted} were never all listed: {listed}")
+        if client.protocol_version == "2026-07-28":
+            await asyncio.sleep(0.5)
+        else:
+            await asyncio.wait_for(CHANGED.wait(), timeout=remaining)
+            notified += 1
+    out["first_list"], out["last_list"], out["notified"] = lists[0], lists[-1], notified
+    if "convert_units" in wanted:
+        out["late_call"] = as_json(await client.call_tool("convert_units", {"value": 212, "from": "°F", "to": "celsius"}))
+    return out
 
 
 async def quotas(client):
@@ -143,7 +192,7 @@ async def typed(client):
     out = {"schemas": {tool.name: tool.output_schema for tool in listed.tools}}
     out["item"] = as_json(await client.call_tool("get-item", {"sku": "A-1"}))
     out["missing"] = as_json(await client.call_tool("get-item", {"sku": "Z-9"}))
-    out["greet"] = as_json(await client.call_tool("greet", {"name": "MCP", "excited": True}))
+    out["greet"] = as_json(await client.call_tool("hello", {"name": "MCP", "excited": True}))
     return out
 
 
@@ -262,7 +311,24 @@ async def sdk(client, prefix="sdk"):
     return out
 
 
+async def loaded(client):
+    """Waits (up to 120 s) until the server's plugins folder has loaded: a
+    list answered while it loads is one page, and may grow; it is whole once
+    two lists a second apart agree and a paged answer (nextCursor) or the
+    same count says the load is over."""
+    deadline = time.monotonic() + 120
+    last = None
+    while time.monotonic() < deadline:
+        listed = await client.list_tools()
+        now = (len(listed.tools), listed.next_cursor is not None)
+        if now == last:
+            return
+        last = now
+        await asyncio.sleep(1)
+
+
 async def pages(client, calls):
+    await loaded(client)
     out = {"protocol": client.protocol_version, "pages": [], "names": []}
     cursor, first_cursor = None, None
     started = time.monotonic()
@@ -524,6 +590,7 @@ async def main():
     parser.add_argument("--prefix", default="sdk")
     parser.add_argument("--call", action="append", default=[])
     parser.add_argument("--serve-arg", action="append", default=[])
+    parser.add_argument("--as-given", action="store_true", help="launch COMMAND as given (no `serve` added)")
     parser.add_argument("scenario")
     parser.add_argument("command", nargs="*")
     args = parser.parse_args()
@@ -533,10 +600,13 @@ async def main():
     if args.scenario == "tasks":
         print(json.dumps(await tasks(args.url), default=str))
         return
+    global STARTED
+    STARTED = time.monotonic()
     if args.url:
         server = args.url
     else:
-        server = StdioServerParameters(command=args.command[0], args=args.command[1:] + ["serve"] + args.serve_arg, env=dict(os.environ))
+        rest = args.command[1:] if args.as_given else args.command[1:] + ["serve"] + args.serve_arg
+        server = StdioServerParameters(command=args.command[0], args=rest, env=dict(os.environ))
     answers = {}
     if args.scenario in ("asking", "sdk"):
         answers = {"sampling_callback": on_sampling, "elicitation_callback": on_elicitation, "list_roots_callback": on_roots}
@@ -551,10 +621,10 @@ async def main():
     )
     async with client:
         scenario = {"basics": basics, "listchanged": listchanged, "logs": logs, "quotas": quotas, "typed": typed, "async": async_tools, "content": content,
-                    "asking": asking, "sdk": sdk, "undeclared": undeclared, "pages": pages}[args.scenario]
+                    "asking": asking, "sdk": sdk, "undeclared": undeclared, "pages": pages, "firstrun": firstrun}[args.scenario]
         if args.scenario == "sdk":
             result = await scenario(client, args.prefix)
-        elif args.scenario == "pages":
+        elif args.scenario in ("pages", "firstrun"):
             result = await scenario(client, args.call)
         else:
             result = await scenario(client)

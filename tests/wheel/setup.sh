@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the wheel test needs to build toolhost's Python wheel, into
 # tests/wheel/.tools (gitignored), the first time only:
-#   .tools/venv   maturin (PyPI), pinned in requirements.txt
+#   .tools/venv   maturin and ziglang (PyPI), pinned in requirements.txt: zig
+#                 is the linker maturin's `--zig` uses to build a binary
+#                 against glibc 2.28 (manylinux_2_28) on any newer machine
 # and fetches the crates of every platform in Cargo.lock (`cargo metadata`,
 # which maturin runs, reads them all), so that the test itself builds offline.
 # The test then installs the wheel it built into a clean virtual environment of
@@ -18,12 +20,13 @@ mkdir -p "$tools"
 exec 9>"$tools/.lock"
 flock 9
 
-pinned="$(sed -n 's/^maturin==//p' "$here/requirements.txt")"
-if [ "$("$tools/venv/bin/maturin" --version 2>/dev/null)" != "maturin $pinned" ]; then
+# The pins installed last time, kept beside the venv: a changed pin installs again.
+if ! cmp -s "$here/requirements.txt" "$tools/venv/.pinned" || ! "$tools/venv/bin/maturin" --version >/dev/null 2>&1; then
     command -v python3 >/dev/null || { echo "wheel test tools: python3 is needed to install maturin" >&2; exit 1; }
-    echo "wheel test tools: installing maturin $pinned into $tools/venv (pip)" >&2
+    echo "wheel test tools: installing $(tr '\n' ' ' <"$here/requirements.txt")into $tools/venv (pip)" >&2
     python3 -m venv "$tools/venv"
     "$tools/venv/bin/pip" install --quiet --disable-pip-version-check -r "$here/requirements.txt"
+    cp "$here/requirements.txt" "$tools/venv/.pinned"
 fi
 
 (cd "$here/../.." && cargo fetch --locked --quiet)

@@ -78,6 +78,50 @@ pub struct Host {
     accountable: Option<Arc<toolhost_audit::Accountable>>,
     /// The results of cacheable tools (`[cache]`).
     results: crate::result_cache::ResultCache,
+    /// How far [`Host::load_dir_progressively`] has come (finished when nothing loads).
+    loading: tokio::sync::watch::Sender<Loading>,
+}
+
+/// How far a progressive load of the plugins folder has come
+/// ([`Host::load_dir_progressively`], what `serve` runs behind its
+/// listener). Watched through [`Host::loading`]: every change is one more
+/// batch of plugins in the catalog.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Loading {
+    /// The plugin files found in the folder.
+    pub total: usize,
+    /// Those loaded or refused so far.
+    pub done: usize,
+    /// The names (file stems) of those still loading, in file-name order.
+    pub pending: Vec<String>,
+    /// When the load started.
+    pub started: std::time::Instant,
+    /// True once every file is loaded or refused (and before any load starts).
+    pub finished: bool,
+}
+
+impl Loading {
+    fn finished() -> Loading {
+        Loading { total: 0, done: 0, pending: Vec::new(), started: std::time::Instant::now(), finished: true }
+    }
+
+    /// One line for people: how many plugins are ready, and which still load.
+    pub fn describe(&self) -> String {
+        if self.finished {
+            return format!("{} of {} plugins loaded", self.done, self.total);
+        }
+        const SHOWN: usize = 6;
+        let mut names = self.pending.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
+        if self.pending.len() > SHOWN {
+            names.push_str(&format!(" and {} more", self.pending.len() - SHOWN));
+        }
+        format!(
+            "{} of {} plugins ready after {:.0} s; still loading (compiling, cached for next time): {names}",
+            self.done,
+            self.total,
+            self.started.elapsed().as_secs_f64()
+        )
+    }
 }
 
 impl Host {
@@ -155,6 +199,7 @@ impl Host {
             refused: Default::default(),
             accountable,
             results,
+            loading: tokio::sync::watch::Sender::new(Loading::finished()),
         })
     }
 
@@ -234,20 +279,135 @@ impl Host {
         self.catalog.update(|parts| {
             parts.plugins.extend(loaded);
             parts.problems.extend(problems);
-            for name in self.config.plugins.keys() {
-                if !parts.plugins.iter().any(|plugin| &*plugin.name == name)
-                    && !parts.problems.iter().any(|problem| problem.paths.iter().any(|path| stem(path) == *name))
-                {
-                    parts.problems.push(LoadProblem {
-                        kind: ProblemKind::Config,
-                        paths: vec![dir.join(format!("{name}.wasm"))],
-                        reason: format!("the config has settings for plugin `{name}`, but there is no such file"),
-                    });
-                }
-            }
+            let missing = self.missing_plugins(dir, parts);
+            parts.problems.extend(missing);
             true
         });
         Ok(())
+    }
+
+    /// [`Host::load_dir`], publishing the plugins as they become ready: each
+    /// batch (what finished within 50 ms of the first of it) is one catalog
+    /// swap, so MCP clients hear `list_changed` while the rest still
+    /// compile. [`Host::loading`] says how far it has come. A name offered by
+    /// two plugins is withdrawn when the second arrives (the one naming
+    /// rule, [`Catalog::build`]). Cancel-safe: dropping the future leaves
+    /// what was published, and [`Host::loading`] says finished.
+    pub async fn load_dir_progressively(&self, dir: &Path) -> Result<()> {
+        use futures_util::StreamExt as _;
+        let paths = self.begin_load(dir)?;
+        // Said finished however this ends (a cancelled load included), so nobody waits on it.
+        struct Finish<'a>(&'a tokio::sync::watch::Sender<Loading>);
+        impl Drop for Finish<'_> {
+            fn drop(&mut self) {
+                self.0.send_if_modified(|loading| !std::mem::replace(&mut loading.finished, true));
+            }
+        }
+        let _finish = Finish(&self.loading);
+        let mut pending: futures_util::stream::FuturesUnordered<_> =
+            paths.iter().map(|path| async move { (path, self.load_file(path).await) }).collect();
+        let mut compiled = false;
+        while let Some(first) = pending.next().await {
+            let mut batch = vec![first];
+            let gather = tokio::time::sleep(std::time::Duration::from_millis(50));
+            tokio::pin!(gather);
+            loop {
+                tokio::select! {
+                    next = pending.next() => match next {
+                        Some(done) => batch.push(done),
+                        None => break,
+                    },
+                    () = &mut gather => break,
+                }
+            }
+            compiled |= batch.iter().any(|(_, result)| result.as_ref().is_ok_and(|p| p.origin == Origin::Compiled));
+            let names: Vec<String> = batch.iter().map(|(path, _)| stem(path)).collect();
+            self.catalog.update(|parts| {
+                for (path, result) in batch {
+                    match result {
+                        Ok(plugin) => {
+                            parts.problems.extend(grant_notices(&plugin));
+                            let at = parts.plugins.partition_point(|loaded| loaded.path < plugin.path);
+                            parts.plugins.insert(at, Arc::new(plugin));
+                        }
+                        Err(reason) => {
+                            tracing::debug!(path = %path.display(), "skipped plugin: {reason}");
+                            parts.problems.push(LoadProblem {
+                                kind: ProblemKind::Plugin,
+                                paths: vec![path.clone()],
+                                reason,
+                            });
+                        }
+                    }
+                }
+                true
+            });
+            self.loading.send_modify(|loading| {
+                loading.done += names.len();
+                loading.pending.retain(|name| !names.contains(name));
+            });
+        }
+        if compiled {
+            toolhost_runtime::cache::release_freed_memory();
+        }
+        self.catalog.update(|parts| {
+            let missing = self.missing_plugins(dir, parts);
+            let any = !missing.is_empty();
+            parts.problems.extend(missing);
+            any
+        });
+        Ok(())
+    }
+
+    /// The config's plugin settings that name no file in `dir` (nor a file
+    /// that failed), as problems.
+    fn missing_plugins(&self, dir: &Path, parts: &crate::Parts) -> Vec<LoadProblem> {
+        self.config
+            .plugins
+            .keys()
+            .filter(|name| {
+                !parts.plugins.iter().any(|plugin| &*plugin.name == *name)
+                    && !parts.problems.iter().any(|problem| problem.paths.iter().any(|path| stem(path) == **name))
+            })
+            .map(|name| LoadProblem {
+                kind: ProblemKind::Config,
+                paths: vec![dir.join(format!("{name}.wasm"))],
+                reason: format!("the config has settings for plugin `{name}`, but there is no such file"),
+            })
+            .collect()
+    }
+
+    /// Checks what a load of `dir` checks before loading anything (the
+    /// folder can be read, no grant reaches its lock file) and says from now
+    /// on that its load is under way ([`Host::loading`]), so that requests
+    /// wait for it before [`Host::load_dir_progressively`] has even begun.
+    /// `serve` calls it before it answers anyone, so that such a folder also
+    /// stops it at once, as it stops the other commands. Its plugin files.
+    pub fn begin_load(&self, dir: &Path) -> Result<Vec<std::path::PathBuf>> {
+        let lock = dir.join("toolhost.lock");
+        if lock.exists() {
+            check_grants(&self.config, &[(lock, "toolhost.lock (what was pulled, and who signed it)".to_owned())])?;
+        }
+        let paths = plugin_files(dir)?;
+        self.loading.send_replace(Loading {
+            total: paths.len(),
+            done: 0,
+            pending: paths.iter().map(|path| stem(path)).collect(),
+            started: std::time::Instant::now(),
+            finished: false,
+        });
+        Ok(paths)
+    }
+
+    /// How far a progressive load has come ([`Host::load_dir_progressively`]);
+    /// `finished` when none runs.
+    pub fn loading(&self) -> tokio::sync::watch::Receiver<Loading> {
+        self.loading.subscribe()
+    }
+
+    /// True while [`Host::load_dir_progressively`] is still loading files.
+    pub fn is_loading(&self) -> bool {
+        !self.loading.borrow().finished
     }
 
     /// Loads one plugin file (without adding it to this host), with its

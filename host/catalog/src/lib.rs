@@ -42,7 +42,7 @@ pub mod result_cache;
 pub mod servers;
 
 pub use config::{HostConfig, PluginSettings};
-pub use host::Host;
+pub use host::{Host, Loading};
 pub use problems::{LoadProblem, ProblemKind};
 pub use result_cache::{CacheConfig, CacheStats};
 pub use toolhost_audit::Caller;

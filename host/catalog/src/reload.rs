@@ -179,7 +179,9 @@ impl Drop for Watcher {
 impl Watcher {
     /// Starts watching `dir` (not recursively) and reloading `host`'s
     /// plugins from it. One reload runs at a time; events that arrive during
-    /// a reload are handled in the next pass.
+    /// a reload are handled in the next pass, and those that arrive during a
+    /// progressive load of the folder ([`Host::load_dir_progressively`])
+    /// once it has ended, so it may start before that load.
     pub fn start(host: Arc<Host>, dir: &Path) -> Result<Watcher> {
         // Events name canonical paths; the catalog names files as the folder was given.
         let given = dir.to_path_buf();
@@ -201,8 +203,13 @@ impl Watcher {
             .watch(&dir, RecursiveMode::NonRecursive)
             .with_context(|| format!("could not watch the plugins folder {}", dir.display()))?;
         let watched = dir.clone();
+        let mut loading = host.loading();
         let task = tokio::spawn(async move {
             while let Some(paths) = receiver.recv().await {
+                // A change during the folder's progressive load waits for
+                // that load to end: the catalog then holds what to compare
+                // the file with (unchanged, replaced or new).
+                let _ = loading.wait_for(|state| state.finished).await;
                 let mut changed: BTreeSet<PathBuf> = paths.into_iter().collect();
                 while let Ok(more) = receiver.try_recv() {
                     changed.extend(more);

@@ -4,8 +4,9 @@
 //!
 //! In front of rmcp's `StreamableHttpService`, every `/mcp` request passes,
 //! in order: the bearer token when one is set (compared in constant time,
-//! else 401 with `WWW-Authenticate: Bearer`), readiness (503 until the
-//! plugins are loaded), and the declared body size (else 413). rmcp then
+//! else 401 with `WWW-Authenticate: Bearer`), readiness (503 when shutting
+//! down; while plugins load `/mcp` answers and only `/readyz` says 503), and
+//! the declared body size (else 413). rmcp then
 //! checks `Host` and `Origin` against the allowed lists (DNS-rebinding
 //! protection: 403), the protocol version header, the session, and bounds
 //! the body it reads.
@@ -477,7 +478,7 @@ impl Front {
                 return unread(plain_owned(status, refusal.message));
             }
         };
-        if let Some(reason) = self.readiness.reason() {
+        if let Some(reason) = self.readiness.refusal() {
             let mut response = plain_owned(
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!("Service Unavailable: not ready ({reason}); retry shortly"),

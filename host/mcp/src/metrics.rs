@@ -47,31 +47,65 @@ const OUTCOMES: [&str; 15] = [
 ];
 const CANCELLED: usize = 1;
 
-/// Whether the server is ready for calls, and if not, why.
+/// Whether the server is ready (`/readyz`), and whether `/mcp` takes requests.
+///
+/// Three states: not ready and closed (shutting down: `/mcp` answers 503
+/// too), loading (`/readyz` says not ready while `/mcp` already answers,
+/// so that a client connects at once and sees tools as they load), ready.
 pub struct Readiness {
     /// Why it is not ready; `None` when it is.
     not_ready: RwLock<Option<String>>,
+    /// Whether `/mcp` is open while not ready.
+    open: std::sync::atomic::AtomicBool,
 }
 
 impl Readiness {
-    /// Not ready, for `reason` (e.g. "loading plugins").
+    /// Not ready, for `reason` (e.g. "shutting down"), and `/mcp` closed.
     pub fn not_ready(reason: &str) -> Readiness {
-        Readiness { not_ready: RwLock::new(Some(reason.to_owned())) }
+        Readiness { not_ready: RwLock::new(Some(reason.to_owned())), open: false.into() }
+    }
+
+    /// Not ready, for `reason` (e.g. "loading plugins"), with `/mcp` open.
+    pub fn loading(reason: &str) -> Readiness {
+        Readiness { not_ready: RwLock::new(Some(reason.to_owned())), open: true.into() }
     }
 
     /// Ready from the start (for a caller that loads before serving).
     pub fn ready() -> Readiness {
-        Readiness { not_ready: RwLock::new(None) }
+        Readiness { not_ready: RwLock::new(None), open: true.into() }
     }
 
     /// Marks the server ready.
     pub fn set_ready(&self) {
         *self.not_ready.write().unwrap_or_else(|p| p.into_inner()) = None;
+        self.open.store(true, std::sync::atomic::Ordering::Release);
     }
 
-    /// Marks the server not ready, for `reason` (e.g. "shutting down").
+    /// Marks the server not ready, for `reason` (e.g. "shutting down"), and closes `/mcp`.
     pub fn set_not_ready(&self, reason: &str) {
+        self.open.store(false, std::sync::atomic::Ordering::Release);
         *self.not_ready.write().unwrap_or_else(|p| p.into_inner()) = Some(reason.to_owned());
+    }
+
+    /// Marks the server ready if it is loading (not if it was closed meanwhile:
+    /// a shutdown that began during the load stays a shutdown). True if it did.
+    pub fn finish_loading(&self) -> bool {
+        let mut not_ready = self.not_ready.write().unwrap_or_else(|p| p.into_inner());
+        if self.open.load(std::sync::atomic::Ordering::Acquire) {
+            *not_ready = None;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Changes why it is not ready (how far loading has come), if it is
+    /// not ready and `/mcp` is open; nothing otherwise.
+    pub fn set_loading(&self, reason: &str) {
+        let mut not_ready = self.not_ready.write().unwrap_or_else(|p| p.into_inner());
+        if not_ready.is_some() && self.open.load(std::sync::atomic::Ordering::Acquire) {
+            *not_ready = Some(reason.to_owned());
+        }
     }
 
     /// True when the server is ready.
@@ -82,6 +116,11 @@ impl Readiness {
     /// Why the server is not ready, or `None` when it is.
     pub fn reason(&self) -> Option<String> {
         self.not_ready.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Why `/mcp` refuses requests now, or `None` when it takes them.
+    pub fn refusal(&self) -> Option<String> {
+        if self.open.load(std::sync::atomic::Ordering::Acquire) { None } else { self.reason() }
     }
 }
 
@@ -444,6 +483,26 @@ fn escape(value: &str) -> String {
 mod tests {
     use super::*;
     use toolhost_runtime::outcome::{ToolOutput, Usage};
+
+    #[test]
+    fn loading_answers_mcp_but_is_not_ready_and_a_shutdown_during_it_stays_one() {
+        let readiness = Readiness::loading("loading plugins");
+        assert_eq!(readiness.refusal(), None, "/mcp answers while plugins load");
+        assert_eq!(readiness.reason().as_deref(), Some("loading plugins"));
+        readiness.set_loading("loading plugins: 1 of 2 plugins ready");
+        assert_eq!(readiness.reason().as_deref(), Some("loading plugins: 1 of 2 plugins ready"));
+        assert!(readiness.finish_loading());
+        assert!(readiness.is_ready());
+        readiness.set_not_ready("shutting down");
+        assert_eq!(readiness.refusal().as_deref(), Some("shutting down"));
+
+        let stopped = Readiness::loading("loading plugins");
+        stopped.set_not_ready("shutting down");
+        assert!(!stopped.finish_loading(), "a load that ends after SIGTERM does not reopen the server");
+        stopped.set_loading("loading plugins: 2 of 2 plugins ready");
+        assert_eq!(stopped.refusal().as_deref(), Some("shutting down"));
+        assert_eq!(Readiness::not_ready("starting").refusal().as_deref(), Some("starting"));
+    }
 
     fn report(outcome: Result<ToolOutput, CallError>, fuel: u64) -> CallReport {
         CallReport {

@@ -57,6 +57,14 @@ use toolhost_runtime::outcome::{CallError, CallReport};
 use toolhost_runtime::sandbox::{CallHooks, Progress, ProgressObserver};
 
 pub(crate) use crate::wire::unknown_tool;
+
+/// How long a `tools/list` waits for the next plugin to become ready while
+/// the folder loads (a cold start compiling one) before it answers with those
+/// ready; the rest follow as `notifications/tools/list_changed`.
+pub const LIST_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The longest a `tools/list` waits for a load in all (see [`LIST_WAIT`]).
+pub const LIST_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(5);
 pub use crate::wire::{CACHED_META, RECEIPT_META, REFUSED_META, RETRY_AFTER_META, TASK_SUPPORT_META, USAGE_META};
 use crate::wire::{
     describe, from_wire, level_of, offer_error, offered, ran, result_of, severity, strip_nulls, wire_content,
@@ -183,6 +191,94 @@ impl ToolServer {
         self.host().limits_for(origin).timeout
     }
 
+    /// The catalog once `found` holds of it, the plugins folder has
+    /// finished loading, `bound` has passed or `cancelled` fired, whichever
+    /// comes first (at once when nothing is loading): what a request for
+    /// something not loaded yet waits on while `serve` loads in the background.
+    pub(crate) async fn settled(
+        &self,
+        bound: std::time::Duration,
+        cancelled: &tokio_util::sync::CancellationToken,
+        found: impl Fn(&Catalog) -> bool,
+    ) -> Arc<Catalog> {
+        let host = self.host();
+        let mut loading = host.loading();
+        let mut generations = host.shared_catalog().subscribe();
+        let deadline = tokio::time::Instant::now() + bound;
+        loop {
+            let catalog = host.catalog();
+            if found(&catalog) {
+                return catalog;
+            }
+            if loading.borrow_and_update().finished {
+                // The last swap happens before the load says finished.
+                return host.catalog();
+            }
+            tokio::select! {
+                changed = generations.changed() => if changed.is_err() { return host.catalog() },
+                changed = loading.changed() => if changed.is_err() { return host.catalog() },
+                () = tokio::time::sleep_until(deadline) => return host.catalog(),
+                () = cancelled.cancelled() => return host.catalog(),
+            }
+        }
+    }
+
+    /// The catalog for a `tools/list`: at once when nothing is loading; else
+    /// once the load ends, as long as plugins keep becoming ready (each
+    /// resets a wait of [`LIST_WAIT`], so a folder loading from the cache is
+    /// listed whole), but no longer than `LIST_WAIT` without one (a plugin
+    /// compiling) nor [`LIST_WAIT_MAX`] in all, well within what a client
+    /// waits for an answer (Claude Code 2.1.197's `mcp list` reported
+    /// "tools fetch failed" when a list could wait up to 15 s here).
+    pub(crate) async fn listable(&self, cancelled: &tokio_util::sync::CancellationToken) -> Arc<Catalog> {
+        let host = self.host();
+        let mut loading = host.loading();
+        let start = tokio::time::Instant::now();
+        let mut deadline = start + LIST_WAIT;
+        loop {
+            if loading.borrow_and_update().finished {
+                return host.catalog();
+            }
+            tokio::select! {
+                changed = loading.changed() => {
+                    if changed.is_err() {
+                        return host.catalog();
+                    }
+                    deadline = (tokio::time::Instant::now() + LIST_WAIT).min(start + LIST_WAIT_MAX);
+                }
+                () = tokio::time::sleep_until(deadline) => return host.catalog(),
+                () = cancelled.cancelled() => return host.catalog(),
+            }
+        }
+    }
+
+    /// The catalog for a request naming the tool `name`: at once when it
+    /// is there or nothing is loading, else once it loads (within the
+    /// default call timeout). `Err` is the answer for a tool still loading
+    /// after that: a tool result saying so, for the model to read.
+    pub(crate) async fn catalog_with_tool(
+        &self,
+        name: &str,
+        cancelled: &tokio_util::sync::CancellationToken,
+    ) -> Result<Arc<Catalog>, Box<CallReport>> {
+        let catalog = self.host().catalog();
+        if catalog.find(name).is_some() || !self.host().is_loading() {
+            return Ok(catalog);
+        }
+        let catalog = self.settled(self.timeout_of(""), cancelled, |catalog| catalog.find(name).is_some()).await;
+        if catalog.find(name).is_some() || !self.host().is_loading() {
+            return Ok(catalog);
+        }
+        let loading = self.host().loading().borrow().describe();
+        Err(Box::new(CallReport::rejected(
+            name,
+            None,
+            CallError::Host(format!(
+                "`{name}` is not loaded yet: toolhost is still loading its plugins ({loading}); call it again shortly"
+            )),
+        )))
+    }
+
     /// What seals `requestState` and cursors.
     pub(crate) fn seal(&self) -> &crate::asking::StateSeal {
         &self.shared.seal
@@ -307,8 +403,11 @@ impl ServerHandler for ToolServer {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        // While the plugins folder loads (a cold start compiles), a list
+        // waits a little for it, then answers with what is ready; the rest
+        // follow as `notifications/tools/list_changed`.
+        let catalog = self.listable(&context.ct).await;
         let _span = request_span("tools/list", "", &context).entered();
-        let catalog = self.host().catalog();
         let listed = self.listed(&catalog);
         // Only the tools of the request's profile that its token has the
         // scopes for (a list per caller: rmcp marks it `cacheScope: "private"`).
@@ -328,7 +427,10 @@ impl ServerHandler for ToolServer {
         let profile = self.profile_of(&context).and_then(Profile::name).unwrap_or("");
         let binding = format!("tools/list\n{profile}\n{}", Caller::of(&context).binding());
         let cursor = request.as_ref().and_then(|request| request.cursor.as_deref());
-        crate::pages::page(&visible, cursor, &self.shared.seal, binding.as_bytes(), self.shared.page_size)
+        // A list answered while plugins still load is one page: a cursor
+        // into a list that is still growing would only be refused later.
+        let size = if self.host().is_loading() && cursor.is_none() { usize::MAX } else { self.shared.page_size };
+        crate::pages::page(&visible, cursor, &self.shared.seal, binding.as_bytes(), size)
     }
 
     async fn list_resources(
@@ -354,7 +456,9 @@ impl ServerHandler for ToolServer {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let catalog = self.host().catalog();
+        let bound = self.timeout_of("");
+        let catalog =
+            self.settled(bound, &context.ct, |catalog| resource_plugin(catalog, &request.uri).is_some()).await;
         // A resource of a plugin the token has not the scope for is one nobody offers.
         let Some(plugin) = resource_plugin(&catalog, &request.uri).filter(|p| self.plugin_in_scope(&context, p)) else {
             return Err(offer_error(
@@ -417,7 +521,8 @@ impl ServerHandler for ToolServer {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let catalog = self.host().catalog();
+        let bound = self.timeout_of("");
+        let catalog = self.settled(bound, &context.ct, |catalog| prompt_plugin(catalog, &request.name).is_some()).await;
         let Some(plugin) = prompt_plugin(&catalog, &request.name).filter(|p| self.plugin_in_scope(&context, p)) else {
             return Err(offer_error(OfferError::NotFound(format!("the prompt `{}`", request.name)), None));
         };
@@ -513,8 +618,11 @@ impl ServerHandler for ToolServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let metrics = &self.shared.metrics;
-        let catalog = self.host().catalog();
         let name = request.name.as_ref();
+        let catalog = match self.catalog_with_tool(name, &context.ct).await {
+            Ok(catalog) => catalog,
+            Err(still_loading) => return Ok(result_of(*still_loading, false).into()),
+        };
         let (origin, wrap, (support, after)) = match catalog.find(name) {
             Some(entry) if self.served(entry) && self.in_scope(&context, entry.name(), entry.origin()) => {
                 (entry.origin(), wraps_output(entry), self.task_support(entry))

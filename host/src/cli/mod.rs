@@ -5,6 +5,7 @@ mod asking;
 mod audit;
 mod call;
 mod chat;
+mod compile;
 mod embed_docs;
 mod format;
 mod inspect;
@@ -65,6 +66,8 @@ enum Command {
     Chat(chat::Args),
     /// Serve every tool over MCP (stdio, or Streamable HTTP with --http), reloading changed plugins
     Serve(serve::Args),
+    /// Compile the plugins folder into the compile cache ahead of time (an install step, an init container)
+    Compile(compile::Args),
     /// Start a plugin project in Rust, Python, JavaScript or C from a template
     New(new::Args),
     /// Copy the doc comments of the WIT a component was built from into it, to describe its tools
@@ -87,7 +90,12 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match runtime.block_on(run(cli)) {
+    let outcome = runtime.block_on(run(cli));
+    // A compile still running on a blocking thread (a `serve` stopped while
+    // plugins compile, a Ctrl-C) is not waited for: its worker dies with
+    // toolhost, and what it would have cached is compiled again next time.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    match outcome {
         Ok(code) => code,
         Err(err) if err.is::<Cancelled>() => {
             eprintln!("cancelled");
@@ -154,6 +162,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             }
             args.include_mcp &= !config.mcp_servers.is_empty();
             serve::run(config, &dir, args).await
+        }
+        Command::Compile(args) => {
+            let dir = plugins_dir(&config, cli.plugins.as_deref());
+            compile::run(config, &dir, args).await
         }
         Command::New(args) => new::run(&args),
         Command::EmbedDocs(args) => embed_docs::run(&args),
@@ -224,23 +236,36 @@ async fn load_into(host: &Host, config: &Config, dir: &Path) -> Result<()> {
             }
         };
         loaded.with_context(|| "could not load plugins".to_owned())?;
-        if let Some(required) = servers.iter().find(|problem| problem.required) {
-            anyhow::bail!(
-                "{} (the server `{}` is `required`: fix it, or set `required = false` to run without it)",
-                required.message,
-                required.server
-            );
-        }
-        for problem in servers {
-            if problem.tools_kept {
-                eprintln!("warning: {}", problem.message);
-            } else if problem.joins_later {
-                eprintln!("warning: {}; going on without it, its tools join when it is up", problem.message);
-            } else {
-                eprintln!("warning: {}; its tools are left out", problem.message);
-            }
+        report_servers(servers)?;
+    }
+    report_loaded(host, config, dir);
+    Ok(())
+}
+
+/// Says which MCP servers did not start; a `required` one is an error.
+fn report_servers(servers: Vec<toolhost::catalog::servers::ServerProblem>) -> Result<()> {
+    if let Some(required) = servers.iter().find(|problem| problem.required) {
+        anyhow::bail!(
+            "{} (the server `{}` is `required`: fix it, or set `required = false` to run without it)",
+            required.message,
+            required.server
+        );
+    }
+    for problem in servers {
+        if problem.tools_kept {
+            eprintln!("warning: {}", problem.message);
+        } else if problem.joins_later {
+            eprintln!("warning: {}; going on without it, its tools join when it is up", problem.message);
+        } else {
+            eprintln!("warning: {}; its tools are left out", problem.message);
         }
     }
+    Ok(())
+}
+
+/// Says what of the plugins folder could not load, and where what was
+/// pulled no longer matches its lock.
+fn report_loaded(host: &Host, config: &Config, dir: &Path) {
     for problem in host.problems() {
         if problem.kind != ProblemKind::Grant {
             eprintln!("warning: skipped {problem}");
@@ -251,7 +276,6 @@ async fn load_into(host: &Host, config: &Config, dir: &Path) -> Result<()> {
     for notice in toolhost::oci::check_sources(&config.sources(), dir, &loaded, &config.trust) {
         eprintln!("warning: {notice}");
     }
-    Ok(())
 }
 
 /// The plugins folder: the flag, else the config's `plugins_dir`, else the default.

@@ -14,7 +14,7 @@ use toolhost::mcp::profiles::Profiles;
 use toolhost::mcp::{self, HttpOptions, StdioOptions};
 use toolhost::{Config, Host};
 
-#[derive(clap::Args)]
+#[derive(clap::Args, Clone)]
 pub struct Args {
     /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio, e.g. 127.0.0.1:8931
     #[arg(long, value_name = "ADDR")]
@@ -64,16 +64,44 @@ pub async fn run(config: Config, dir: &Path, args: Args) -> Result<ExitCode> {
             None => profiles.pick(None, None).map_err(|refusal| anyhow::anyhow!(refusal.message))?,
         };
         mcp::pages::page_size(serve.page_size)?;
-        let host = Host::new(config.clone())?;
+        // SIGTERM and Ctrl-C end it at once, even while plugins compile.
+        let signals = shutdown_signal();
+        let host = Arc::new(Host::new(config.clone())?);
+        host.begin_load(dir).context("could not load plugins")?;
         // On stdio only the quotas are shared: its tasks and session are its one client's.
         share_state(&host, &config).await?;
-        super::load_into(&host, &config, dir).await?;
-        let host = Arc::new(host);
-        check_profiles(&host, Arc::new(profiles))?;
-        let _watcher = start_watching(&host, dir, &args)?;
+        // The client's `initialize` is answered at once; the plugins load
+        // behind it, each joining the tools as it is ready (list_changed).
+        let loading = load_in_background(host.clone(), &config, dir, &args, Arc::new(profiles));
         let options = StdioOptions { tasks: serve.tasks.clone(), profile: Some(profile), page_size: serve.page_size };
-        mcp::serve_stdio(host, options).await.context("the MCP session on stdio failed")?;
-        return Ok(ExitCode::SUCCESS);
+        let serving = mcp::serve_stdio(host, options);
+        tokio::pin!(loading, serving, signals);
+        let mut _watcher = None;
+        let mut loaded = false;
+        loop {
+            tokio::select! {
+                served = &mut serving => {
+                    // The client closed stdin: the load under way ends
+                    // first (what it compiles is cached for the next
+                    // launch, and what it finds wrong is said before
+                    // anything else), unless a signal comes, as a client
+                    // sends one after a grace.
+                    if !loaded {
+                        tokio::select! {
+                            watcher = &mut loading => drop(watcher?),
+                            () = &mut signals => {}
+                        }
+                    }
+                    served.context("the MCP session on stdio failed")?;
+                    return Ok(ExitCode::SUCCESS);
+                }
+                watcher = &mut loading, if !loaded => {
+                    _watcher = watcher?;
+                    loaded = true;
+                }
+                () = &mut signals => return Ok(ExitCode::SUCCESS),
+            }
+        }
     };
     if let Some(name) = &args.profile {
         anyhow::bail!(
@@ -122,13 +150,14 @@ pub async fn run(config: Config, dir: &Path, args: Args) -> Result<ExitCode> {
     options.allowed_origins.extend(args.allow_origins.iter().cloned());
     // Listen before loading, so that a load balancer or an orchestrator sees
     // the process alive (`/healthz`) and not yet ready (`/readyz`, 503) while
-    // plugins compile and MCP servers start.
+    // plugins compile and MCP servers start. `/mcp` answers meanwhile, with
+    // the tools ready so far (list_changed as more are).
     let waiting_for = if config.mcp_servers.values().any(|server| server.required) {
         "loading plugins and connecting the required MCP servers"
     } else {
         "loading plugins"
     };
-    let readiness = Arc::new(Readiness::not_ready(waiting_for));
+    let readiness = Arc::new(Readiness::loading(waiting_for));
     options.readiness = readiness.clone();
     // Listened for from before the first line, so that a SIGTERM that comes
     // early still drains (and sends the last traces) instead of killing.
@@ -137,26 +166,99 @@ pub async fn run(config: Config, dir: &Path, args: Args) -> Result<ExitCode> {
         .await
         .with_context(|| format!("could not listen on {address} (is another server using the port?)"))?;
     let bound = listener.local_addr().context("could not read the bound address")?;
-    eprintln!("toolhost: listening on http://{bound} (ready once the plugins are loaded: /readyz)");
+    eprintln!(
+        "toolhost: listening on http://{bound} (MCP at /mcp answers now, with the tools loaded so far; \
+         /readyz says ready once every plugin is loaded)"
+    );
     let host = Arc::new(Host::new(config.clone())?);
+    host.begin_load(dir).context("could not load plugins")?;
     options.store = share_state(&host, &config).await?;
     let stop = tokio_util::sync::CancellationToken::new();
     let server = tokio::spawn(mcp::serve_http(host.clone(), listener, options, stop.clone()));
-    super::load_into(&host, &config, dir).await?;
-    check_profiles(&host, profiles)?;
-    let _watcher = start_watching(&host, dir, &args)?;
-    readiness.set_ready();
-    eprintln!("toolhost: serving MCP at http://{bound}/mcp");
-    // SIGTERM (what an orchestrator sends) and Ctrl-C stop it gracefully:
-    // not ready, no new connections, calls in flight finish (`drain`).
+    // SIGTERM (what an orchestrator sends) and Ctrl-C stop it gracefully,
+    // whenever they come (while plugins compile too): not ready, no new
+    // connections, calls in flight finish (`drain`); a load still running
+    // is dropped (a compile cut short is done again next time).
+    let stopping = readiness.clone();
+    let stopper = stop.clone();
     tokio::spawn(async move {
         signals.await;
-        readiness.set_not_ready("shutting down");
-        stop.cancel();
+        stopping.set_not_ready("shutting down");
+        stopper.cancel();
     });
+    let loading = {
+        let (host, readiness, dir) = (host.clone(), readiness.clone(), dir.to_owned());
+        let config = config.clone();
+        let watch = args.clone();
+        tokio::spawn(async move {
+            let mut progress = host.loading();
+            let follow = async {
+                // /readyz says how far the load has come.
+                while progress.changed().await.is_ok() {
+                    let now = progress.borrow_and_update().describe();
+                    readiness.set_loading(&format!("{waiting_for}: {now}"));
+                }
+            };
+            let loaded = tokio::select! {
+                loaded = load_in_background(host.clone(), &config, &dir, &watch, profiles) => loaded,
+                () = follow => unreachable!("follows until the host goes"),
+            };
+            if loaded.is_ok() && readiness.finish_loading() {
+                eprintln!("toolhost: serving MCP at http://{bound}/mcp");
+            }
+            loaded
+        })
+    };
+    tokio::pin!(server);
+    let _watcher = tokio::select! {
+        served = &mut server => {
+            served.context("the HTTP server stopped unexpectedly")??;
+            eprintln!("toolhost: stopped");
+            return Ok(ExitCode::SUCCESS);
+        }
+        loaded = loading => {
+            match loaded.context("loading the plugins stopped unexpectedly")? {
+                Ok(watcher) => watcher,
+                Err(err) => {
+                    stop.cancel();
+                    let _ = server.await;
+                    return Err(err);
+                }
+            }
+        }
+    };
     server.await.context("the HTTP server stopped unexpectedly")??;
     eprintln!("toolhost: stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Loads the plugins folder progressively (and starts the MCP servers)
+/// while `serve` answers, saying on stderr how far it has come, then what
+/// the foreground commands say after loading (what was skipped, required
+/// servers, profiles naming nothing) and starts watching the folder. An
+/// `Err` (a required MCP server down, a profile naming no tool) ends `serve`.
+async fn load_in_background(
+    host: Arc<Host>,
+    config: &Config,
+    dir: &Path,
+    args: &Args,
+    profiles: Arc<Profiles>,
+) -> Result<Option<Watcher>> {
+    // Watched from before the load: a file that changes during it is
+    // reloaded once it has ended (nothing copied in is missed).
+    let watcher = start_watching(&host, dir, args)?;
+    let since = std::time::Instant::now();
+    let quiet = std::time::Duration::from_millis(500);
+    let (loaded, servers, ()) = tokio::join!(
+        host.load_dir_progressively(dir),
+        host.connect_servers(),
+        super::compile::progress(&host, since, quiet)
+    );
+    loaded.context("could not load plugins")?;
+    super::report_servers(servers)?;
+    super::report_loaded(&host, config, dir);
+    check_profiles(&host, profiles)?;
+    Ok(watcher)
 }
 
 /// Checks `[serve] tools` and `[serve.profiles]` against the loaded

@@ -410,7 +410,15 @@ impl ToolServer {
             ErrorData::invalid_params(format!("the request does not match the shape of tools/call: {err}"), None)
         })?;
         let name = request.name.to_string();
-        let catalog = self.host().catalog();
+        let catalog = match self.catalog_with_tool(&name, &context.ct).await {
+            Ok(catalog) => catalog,
+            Err(still_loading) => {
+                return Err(ErrorData::internal_error(
+                    still_loading.outcome.err().map(|e| e.to_string()).unwrap_or_default(),
+                    None,
+                ));
+            }
+        };
         let (origin, wrap, support) = match catalog.find(&name) {
             Some(entry) if self.served(entry) && self.in_scope(context, entry.name(), entry.origin()) => {
                 (entry.origin().to_owned(), crate::wire::wraps_output(entry), self.task_support(entry).0)

@@ -49,7 +49,7 @@ impl Inventory for Shop {
 }
 
 impl Kinds for Shop {
-    fn greet(name: String, excited: Option<bool>) -> String {
+    fn hello(name: String, excited: Option<bool>) -> String {
         if excited == Some(true) { format!("Hello, {name}!") } else { format!("Hello, {name}.") }
     }
 
