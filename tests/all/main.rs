@@ -33,4 +33,5 @@ mod sandbox;
 mod startup;
 mod telemetry;
 mod typed;
+mod wassette;
 mod wheel;
