@@ -6,6 +6,7 @@
 #   plugins/dist-test/     test plugins that misbehave on purpose when called, and
 #                          testing/* (tools the MCP tests call by fixed names)
 #   plugins/dist-broken/   test plugins that break the contract and must not load
+#   plugins/dist-wassette/ testing/wassette_tools with its Wassette policy.yaml
 # Rust plugins (the cargo workspace here) are built for wasm32-wasip2; the
 # Python, JavaScript and C ones by python/build.sh, js/build.sh and
 # c/build.sh, each of which installs its toolchain from the registries the
@@ -64,7 +65,10 @@ for manifest in misbehaving/*/Cargo.toml; do
 done
 for manifest in testing/*/Cargo.toml; do
     name="$(basename "$(dirname "$manifest")")"
-    cp "$out/$name.wasm" dist-test/
+    # wassette_tools goes to dist-wassette (below): its tool names are typed_shop's (`fetch`).
+    if [ "$name" != wassette_tools ]; then
+        cp "$out/$name.wasm" dist-test/
+    fi
 done
 for manifest in broken/*/Cargo.toml; do
     name="$(basename "$(dirname "$manifest")")"
@@ -78,6 +82,13 @@ cargo build --release --target wasm32-wasip2 --locked --target-dir "$here/target
 rm -rf dist-peer
 mkdir -p dist-peer
 cp "$out/typed_shop.wasm" dist-peer/
+# A component as Wassette's users write one, with its policy beside it under
+# the name Wassette gives a co-located policy (NAME.policy.yaml); a folder of
+# its own, so the other tests' folders hold no policy to warn about.
+rm -rf dist-wassette
+mkdir -p dist-wassette
+cp "$out/wassette_tools.wasm" dist-wassette/
+cp testing/wassette_tools/policy.yaml dist-wassette/wassette_tools.policy.yaml
 if [ "$phase" = rust ]; then
     echo "built the Rust plugins: $(ls dist/*.wasm | wc -l) into plugins/dist" >&2
     exit 0

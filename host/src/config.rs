@@ -227,6 +227,16 @@ impl Config {
     pub fn load(path: &Path) -> Result<Config> {
         let text = toolhost_grants::readfile::read_regular_text(path, toolhost_grants::readfile::limits::TOML)
             .with_context(|| format!("could not read config file {}", path.display()))?;
+        let wassette = path.extension().is_some_and(|ext| ext == "yaml" || ext == "yml")
+            || text.lines().any(|line| line.trim_end() == "permissions:" || line.starts_with("permissions: "));
+        if wassette && Config::parse(&text).is_err() {
+            anyhow::bail!(
+                "{} looks like a Wassette permission policy, not a toolhost config (toolhost.toml): run `toolhost \
+                 policy import {}` to add its grants to toolhost.toml, then use that",
+                path.display(),
+                path.display()
+            );
+        }
         let mut config =
             Config::parse(&text).with_context(|| format!("config file {} is not valid", path.display()))?;
         let base = path.parent().unwrap_or(Path::new("."));
@@ -519,6 +529,16 @@ mod tests {
             let err = format!("{:#}", Config::parse(text).unwrap_err());
             assert!(err.contains(expected) && err.contains("line"), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn a_wassette_policy_given_as_the_config_says_how_to_import_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("policy.yaml");
+        std::fs::write(&path, "version: \"1.0\"\npermissions:\n  network:\n    allow:\n      - host: a.example\n")
+            .unwrap();
+        let err = format!("{:#}", Config::load(&path).unwrap_err());
+        assert!(err.contains("Wassette permission policy") && err.contains("toolhost policy import"), "{err}");
     }
 
     #[test]

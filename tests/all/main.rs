@@ -37,4 +37,5 @@ mod startup;
 mod telemetry;
 mod typed;
 mod wasip3;
+mod wassette;
 mod wheel;

@@ -24,8 +24,8 @@ use wasmtime::component::Linker;
 mod folder;
 mod offers;
 mod schema;
-pub use folder::stem;
-use folder::{check_grants, plugin_files};
+use folder::check_grants;
+pub use folder::{plugin_files, stem};
 pub use offers::OfferError;
 use schema::{describe_mismatch, plain, structured};
 

@@ -382,8 +382,20 @@ impl Catalog {
         Parts { plugins: self.plugins.clone(), external: self.external.clone(), problems: self.problems.clone() }
     }
 
-    /// A loaded tool whose name is close to `wanted`, for "did you mean".
+    /// The tool Wassette would name `wanted` (package, interface and
+    /// function joined, [`plugin::wassette_name`]), if one is loaded.
+    pub fn by_wassette_name(&self, wanted: &str) -> Option<&Entry> {
+        self.entries.iter().find(|entry| {
+            entry.plugin_tool_ref().is_some_and(|(tool, _)| tool.wassette_name.as_deref() == Some(wanted))
+        })
+    }
+
+    /// A loaded tool whose name is close to `wanted`, for "did you mean":
+    /// the tool Wassette names `wanted`, else one within a few edits.
     pub fn similar(&self, wanted: &str) -> Option<String> {
+        if let Some(entry) = self.by_wassette_name(wanted) {
+            return Some(entry.name().to_owned());
+        }
         let wanted_lower = wanted.to_ascii_lowercase();
         self.entries
             .iter()

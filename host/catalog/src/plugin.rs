@@ -230,6 +230,8 @@ pub struct Tool {
     /// How long its results are given again for the same call, when they
     /// are (`crate::result_cache`); set once the plugin's grants are known.
     pub(crate) cache_ttl: Option<std::time::Duration>,
+    /// The name Wassette gives a typed function (see [`wassette_name`]).
+    pub(crate) wassette_name: Option<String>,
 }
 
 /// The number of the next plugin load (see [`Plugin`]'s `load`).
@@ -455,6 +457,10 @@ pub(crate) fn typed_listing(engine: &Engine, component: &Component, wasm: &[u8])
                 Some(doc) => doc.to_owned(),
                 None => format!("Calls `{}`.", func.signature),
             },
+            export_path: Some(match &func.interface {
+                Some(interface) => format!("{interface}#{}", func.func),
+                None => func.func.clone(),
+            }),
             name: func.name,
             input_schema: func.input_schema.to_string(),
             output_schema: func.output_schema.map(|schema| schema.to_string()),
@@ -535,6 +541,7 @@ pub(crate) fn check_tools(listed: Vec<ListedTool>, limits: &Limits, contract: &s
         let title = tool.title.map(|title| toolhost_runtime::text::printable(&title).into_owned());
         let position = tools.len();
         let export = tool.name.clone();
+        let wassette_name = tool.export_path.as_deref().map(wassette_name);
         tools.push(Tool {
             name: tool.name,
             description: toolhost_runtime::text::printable(&tool.description).into_owned(),
@@ -547,9 +554,29 @@ pub(crate) fn check_tools(listed: Vec<ListedTool>, limits: &Limits, contract: &s
             export,
             position,
             cache_ttl: None,
+            wassette_name,
         });
     }
     Ok(tools)
+}
+
+/// The tool name Wassette derives for a typed function exported at
+/// `path` (`INTERFACE#FUNCTION`, or the function's name): the interface's
+/// and the function's names lower-cased, `:`, `/`, `.` and anything but
+/// letters, digits and `-` made `_`, joined by `_`
+/// (`local:time-server/time#get-current-time` is
+/// `local_time-server_time_get-current-time`, `acme:inventory/catalog@1.0.0#get-item`
+/// `acme_inventory_catalog_1_0_0_get-item`, a world's own `get-weather`
+/// `get-weather`). Only ever compared with a name a caller asked for, to
+/// say which tool it is.
+pub fn wassette_name(path: &str) -> String {
+    let part = |name: &str| -> String {
+        name.to_lowercase().chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect()
+    };
+    match path.split_once('#') {
+        Some((interface, func)) => format!("{}_{}", part(interface), part(func)),
+        None => part(path),
+    }
 }
 
 /// The contract version named `version`, if this host supports it.
@@ -668,6 +695,21 @@ fn remote_ref(uri: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn derives_the_names_wassette_gives_functions() {
+        // As Wassette 0.8's component2json joins an export's interface and function.
+        let cases = [
+            ("local:time-server/time#get-current-time", "local_time-server_time_get-current-time"),
+            ("acme:inventory/catalog@1.0.0#get-item", "acme_inventory_catalog_1_0_0_get-item"),
+            ("get-weather", "get-weather"),
+            ("Acme:Shop/Web@2.0.0-rc.1#fetch", "acme_shop_web_2_0_0-rc_1_fetch"),
+            ("wasi:http/types#request", "wasi_http_types_request"),
+        ];
+        for (path, expected) in cases {
+            assert_eq!(wassette_name(path), expected, "{path}");
+        }
+    }
 
     #[test]
     fn accepts_tool_names() {

@@ -2,8 +2,10 @@
 //! inside the guest, read-only or read-write.
 //!
 //! An entry is written `HOST:GUEST[:ro|rw]` (read-only unless `rw`), e.g.
-//! `"./data:/data:ro"`, and parsed once, when the config is read, into a
-//! [`DirGrant`]. At each call the folder is opened as a WASI preopen with the
+//! `"./data:/data:ro"`, or as a Wassette storage URI, `fs:///data[:ro|rw]`,
+//! which keeps the path (the guest sees `/data` at `/data`, what a component
+//! that takes host paths as arguments needs), and parsed once, when the
+//! config is read, into a [`DirGrant`]. At each call the folder is opened as a WASI preopen with the
 //! matching permissions; nothing outside the granted folders is visible, and
 //! `..`, absolute paths and symlinks cannot leave them (wasmtime resolves every
 //! guest path inside the preopen with `cap-std`).
@@ -73,10 +75,26 @@ impl FromStr for DirGrant {
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let entry = text.trim();
+        if let Some((scheme, rest)) = entry.split_once("://")
+            && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        {
+            return from_uri(entry, scheme, rest);
+        }
         let (rest, access) = split_access(entry)?;
         let Some((host, guest)) = rest.rsplit_once(':') else {
-            let name = rest.trim_end_matches('/').rsplit('/').next().filter(|name| !name.is_empty() && *name != ".");
-            let guess = format!("{rest}:/{}:ro", name.unwrap_or("data"));
+            let trimmed = rest.trim_end_matches('/');
+            let guess = if trimmed.starts_with('/') && !trimmed.is_empty() {
+                // An absolute folder: the same path inside keeps the paths a
+                // tool is given as arguments (`/srv/data/a.txt`) valid in it.
+                format!(
+                    "{trimmed}:{trimmed}:ro` (the same path inside, for a tool that takes host paths as arguments) or `{trimmed}:/{}:ro",
+                    trimmed.rsplit('/').next().unwrap_or("data")
+                )
+            } else {
+                let name = trimmed.rsplit('/').next().filter(|name| !name.is_empty() && *name != ".");
+                format!("{rest}:/{}:ro", name.unwrap_or("data"))
+            };
             return Err(format!(
                 "`{entry}` does not say where the folder appears inside the plugin: write \
                  `HOST:GUEST[:ro|rw]`, e.g. `{guess}`"
@@ -110,6 +128,49 @@ impl FromStr for GuestDir {
         let guest = check_guest(entry, guest, "/", access)?;
         Ok(GuestDir { guest, access: access.unwrap_or(Access::ReadOnly) })
     }
+}
+
+/// A folder written as a URI: `fs:///PATH[:GUEST][:ro|rw]` (Wassette's
+/// storage URIs; `file://` alike) is the folder `PATH`, seen by the guest at
+/// `PATH` unless a guest path follows. Never a folder named `fs`.
+fn from_uri(entry: &str, scheme: &str, rest: &str) -> Result<DirGrant, String> {
+    if !scheme.eq_ignore_ascii_case("fs") && !scheme.eq_ignore_ascii_case("file") {
+        return Err(format!(
+            "`{entry}` is a `{scheme}://` URL; a folder grant is `HOST:GUEST[:ro|rw]` (e.g. `./data:/data:ro`) or \
+             `fs:///ABSOLUTE/PATH[:ro|rw]`"
+        ));
+    }
+    let (rest, access) = split_access(rest)?;
+    let (path, guest) = match rest.rsplit_once(':') {
+        Some((path, guest)) if guest.starts_with('/') => (path, Some(guest)),
+        Some(_) => return Err(format!("`{entry}`: the access must be `ro` (read-only) or `rw` (read-write)")),
+        None => (rest, None),
+    };
+    if !path.starts_with('/') {
+        let name = path.trim_end_matches(['/', '*']);
+        return Err(format!(
+            "`{entry}` names the folder `{name}` relative to Wassette's components folder; toolhost needs the folder \
+             itself: write `{scheme}:///ABSOLUTE/PATH/{name}`, or `./{name}:/{name}:ro` to resolve it against \
+             toolhost.toml's folder"
+        ));
+    }
+    // `/**` after a folder is the whole tree below it, which a folder grant is.
+    let path = path.strip_suffix("/**").unwrap_or(path);
+    if path.contains('*') {
+        let folder = path.split('*').next().unwrap_or("/").rsplit_once('/').map_or("/", |(folder, _)| folder);
+        let folder = if folder.is_empty() { "/" } else { folder };
+        return Err(format!(
+            "`{entry}`: toolhost grants whole folders, not patterns of files: grant the folder, e.g. \
+             `{scheme}://{folder}{}`",
+            access.map(|access| format!(":{}", access.as_str())).unwrap_or_default()
+        ));
+    }
+    let kept = check_guest(entry, path, "/", access)?;
+    let guest = match guest {
+        Some(guest) => check_guest(entry, guest, &format!("{scheme}://{path}:/"), access)?,
+        None => kept.clone(),
+    };
+    Ok(DirGrant { host: PathBuf::from(kept), guest, access: access.unwrap_or(Access::ReadOnly) })
 }
 
 /// Takes a trailing `:ro` / `:rw` off `entry`.
@@ -194,6 +255,13 @@ mod tests {
             ("/srv/out/:/out/:rw", "/srv/out/", "/out", Access::ReadWrite),
             ("data:/a//b/./c", "data", "/a/b/c", Access::ReadOnly),
             (" data:/ ", "data", "/", Access::ReadOnly),
+            // Wassette's storage URIs keep the path inside.
+            ("fs:///data", "/data", "/data", Access::ReadOnly),
+            ("fs:///srv/data/:rw", "/srv/data", "/srv/data", Access::ReadWrite),
+            ("FS:///tmp/x/**:ro", "/tmp/x", "/tmp/x", Access::ReadOnly),
+            ("fs:///tmp/data:/data:rw", "/tmp/data", "/data", Access::ReadWrite),
+            ("file:///var/lib/a", "/var/lib/a", "/var/lib/a", Access::ReadOnly),
+            ("fs:///", "/", "/", Access::ReadOnly),
         ];
         for (text, host, guest, access) in cases {
             let grant: DirGrant = text.parse().unwrap_or_else(|err| panic!("{text}: {err}"));
@@ -205,7 +273,15 @@ mod tests {
     fn rejects_malformed_folder_grants_with_a_fix() {
         let cases = [
             ("./data", "e.g. `./data:/data:ro`"),
-            ("/srv/files/", "e.g. `/srv/files/:/files:ro`"),
+            ("/srv/files/", "e.g. `/srv/files:/srv/files:ro` (the same path inside"),
+            ("/srv/files/", "or `/srv/files:/files:ro`"),
+            // Never a folder named `fs`.
+            ("fs://data", "write `fs:///ABSOLUTE/PATH/data`, or `./data:/data:ro`"),
+            ("fs://workspace/**", "`fs:///ABSOLUTE/PATH/workspace`"),
+            ("fs:///var/log/*.log", "grant the folder, e.g. `fs:///var/log`"),
+            ("fs:///data/../etc", "must not contain `..`"),
+            ("fs:///data:rx", "must be `ro` (read-only) or `rw`"),
+            ("s3://bucket/data", "is a `s3://` URL"),
             ("./data:data", "did you mean `./data:/data`?"),
             ("./data:./data:rw", "did you mean `./data:/data:rw`?"),
             ("./data:/data:rx", "must be `ro` (read-only) or `rw` (read-write)"),
@@ -233,6 +309,14 @@ mod tests {
         assert!(err.contains("must be `ro` (read-only) or `rw`"), "{err}");
         let err = "data:rw".parse::<GuestDir>().unwrap_err();
         assert!(err.contains("did you mean `/data:rw`?"), "{err}");
+    }
+
+    #[test]
+    fn a_storage_uri_is_never_a_folder_named_fs() {
+        for text in ["fs:///tmp/data", "fs:///tmp/data:ro", "fs:///tmp/data:/d:rw", "file:///tmp/data"] {
+            let grant: DirGrant = text.parse().unwrap();
+            assert_eq!(grant.host, std::path::Path::new("/tmp/data"), "{text}");
+        }
     }
 
     #[test]

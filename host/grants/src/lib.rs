@@ -23,6 +23,7 @@ pub mod names;
 pub mod network;
 pub mod readfile;
 pub mod requests;
+pub mod wassette;
 
 use credentials::{Add, Credential, Injection};
 use env::{EnvGrant, Redactor, Secret};

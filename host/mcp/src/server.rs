@@ -629,7 +629,21 @@ impl ServerHandler for ToolServer {
             }
             _ => {
                 metrics.record_unknown_tool();
-                return Err(unknown_tool(name));
+                // A name Wassette gives one of the tools this caller may call: say its name here.
+                let known = catalog
+                    .by_wassette_name(name)
+                    .filter(|entry| self.served(entry) && self.in_scope(&context, entry.name(), entry.origin()));
+                return Err(match known {
+                    Some(entry) => ErrorData::invalid_params(
+                        format!(
+                            "Unknown tool: {name} (did you mean `{}`? toolhost names a component's functions by \
+                             their own names, where Wassette joins package, interface and function)",
+                            entry.name()
+                        ),
+                        None,
+                    ),
+                    None => unknown_tool(name),
+                });
             }
         };
         let declared = context.client_capabilities().is_some_and(|capabilities| capabilities.supports_tasks());

@@ -57,7 +57,7 @@ const LISTING_LIMIT: u64 = 16 << 20;
 /// needs are provided), so its file name carries the release and this
 /// number, raised whenever either changes: a listing written by another
 /// toolhost is never read.
-const LISTING_FORMAT: u32 = 8;
+const LISTING_FORMAT: u32 = 9;
 const LISTING_RELEASE: &str = env!("CARGO_PKG_VERSION");
 
 /// The largest identity-index entry read back.
@@ -473,6 +473,11 @@ pub struct ListedTool {
     /// What it says it may do (contract 0.2.0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hints: Option<HintsTable>,
+    /// Where a typed function is exported: `INTERFACE#FUNCTION`
+    /// (`acme:shop/inventory@1.0.0#get-item`), or the function's name for one
+    /// the world exports itself; none for a contract's tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub export_path: Option<String>,
 }
 
 /// A key for the file `metadata` describes that changes whenever its

@@ -10,6 +10,7 @@ mod embed_docs;
 mod format;
 mod inspect;
 mod new;
+mod policy;
 mod pull;
 mod push;
 mod run;
@@ -78,6 +79,8 @@ enum Command {
     Push(push::Args),
     /// Check a signed audit log (`verify`), or make the key pair that signs one (`keygen`)
     Audit(audit::Args),
+    /// Turn Wassette permission policies (policy.yaml) into grants in toolhost.toml (`import`)
+    Policy(policy::Args),
 }
 
 /// Runs the command line and maps the result to an exit status.
@@ -123,6 +126,16 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     if let Command::Audit(args) = &cli.command {
         init_tracing(cli.verbose, None)?;
         return audit::run(args);
+    }
+    // `policy import` may make the config file it is pointed at.
+    if let Command::Policy(args) = cli.command {
+        init_tracing(cli.verbose, None)?;
+        let config = match cli.config.as_deref() {
+            Some(path) if path.symlink_metadata().is_err() => Config::default(),
+            explicit => Config::discover(explicit)?,
+        };
+        let dir = plugins_dir(&config, cli.plugins.as_deref());
+        return policy::run(&config, cli.config.as_deref(), &dir, args);
     }
     let config = Config::discover(cli.config.as_deref())?;
     // Kept to the end of the command: dropping it sends the last spans.
@@ -174,7 +187,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             pull::run(config, dir, args).await
         }
         Command::Push(args) => push::run(config, args).await,
-        Command::Audit(_) => unreachable!("handled before the config is read"),
+        Command::Audit(_) | Command::Policy(_) => unreachable!("handled before the config is read"),
     }
 }
 
@@ -270,6 +283,16 @@ fn report_loaded(host: &Host, config: &Config, dir: &Path) {
         if problem.kind != ProblemKind::Grant {
             eprintln!("warning: skipped {problem}");
         }
+    }
+    // A Wassette policy beside the plugins is never passed over in silence:
+    // toolhost grants only what the config says, so one it does not cover is named.
+    let stems: Vec<String> = toolhost::catalog::host::plugin_files(dir)
+        .unwrap_or_default()
+        .iter()
+        .map(|path| toolhost::catalog::host::stem(path))
+        .collect();
+    for warning in toolhost::grants::wassette::unapplied(dir, &stems, |plugin| host.config().grants_for(plugin)) {
+        eprintln!("warning: {warning}");
     }
     let loaded: Vec<(String, String)> =
         host.plugins().iter().map(|plugin| (plugin.name.to_string(), plugin.sha256.clone())).collect();

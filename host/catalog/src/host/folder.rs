@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
 /// The `*.wasm` files directly in `dir`, sorted.
-pub(crate) fn plugin_files(dir: &Path) -> Result<Vec<PathBuf>> {
+pub fn plugin_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let entries = std::fs::read_dir(dir).with_context(|| {
         format!("could not read the plugins folder {} ({})", dir.display(), missing_folder_advice(dir))
     })?;

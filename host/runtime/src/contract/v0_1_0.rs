@@ -98,6 +98,7 @@ fn listed_tool(tool: WitTool) -> ListedTool {
         output_schema: None,
         title: None,
         hints: None,
+        export_path: None,
     }
 }
 

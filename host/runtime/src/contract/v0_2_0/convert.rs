@@ -37,6 +37,7 @@ pub(super) fn listed(tool: types::Tool) -> ListedTool {
             idempotent: hints.idempotent,
             open_world: hints.open_world,
         }),
+        export_path: None,
     }
 }
 
