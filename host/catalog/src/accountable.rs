@@ -106,6 +106,7 @@ pub(crate) async fn call(
         guard.arguments = Cow::Owned(rewritten.clone());
     }
     let notes = &mut guard.notes;
+    let shape = hooks.result_shape.clone();
     let mut report = match refused {
         Some(error) => CallReport::rejected(tool, plugin.map(str::to_owned), error),
         None => host.call_spanned(catalog, tool, &arguments, overrides, hooks).await,
@@ -127,6 +128,8 @@ pub(crate) async fn call(
             usage: report.usage,
             refused: CallRecord::refused_of(&report),
             effects: report.effects.clone(),
+            // The result as the caller gets it (after the after-hooks), for its digest.
+            result: shape.and_then(|shape| shape(&report)),
         };
         if accountable.receipts() {
             report.receipt = accountable.record_with_receipt(record).await;
@@ -186,6 +189,7 @@ impl Drop for Guard<'_> {
             usage: Default::default(),
             refused: Vec::new(),
             effects: Default::default(),
+            result: None,
         });
     }
 }
@@ -370,6 +374,7 @@ pub(crate) fn finish_offer<T>(
         usage: Default::default(),
         refused: Vec::new(),
         effects,
+        result: None,
     });
 }
 
