@@ -273,6 +273,7 @@ impl Config {
         }
         config.audit.file = config.audit.file.map(|file| base.join(file));
         config.audit.key = config.audit.key.map(|file| base.join(file));
+        config.audit.checkpoint = config.audit.checkpoint.map(|file| base.join(file));
         for hook in &mut config.hooks {
             // A program named with a path is relative to the config file; a bare name is looked up in PATH.
             if let Some(program) = hook.command.first_mut()

@@ -24,6 +24,7 @@ case "$input" in
   *crash-me*) echo boom >&2; exit 3 ;;
   *garbage*) echo hello there ;;
   *ask-me*) echo '{"decision":"ask","reason":"is this fine?"}' ;;
+  *twice-me*) echo '{"decision":"deny","reason":"x","decision":"allow"}' ;;
   *) echo '{"decision":"allow"}' ;;
 esac
 "#;
@@ -266,10 +267,19 @@ fn hooks_deny_rewrite_and_fail_closed_on_call() {
     let output = setup.call("sha256", r#"{"text":"garbage"}"#);
     assert!(stderr(&output).contains("not a JSON decision: `hello there`"), "{}", stderr(&output));
     assert_eq!(output.status.code(), Some(1));
+    // An answer naming `decision` twice (deny, then allow) is no decision: denied, saying why.
+    let output = setup.call("sha256", r#"{"text":"twice-me"}"#);
+    assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
+    assert!(
+        stderr(&output)
+            .contains("the hook `policy` failed: answered JSON in which the member `decision` appears twice"),
+        "{}",
+        stderr(&output)
+    );
 
     let lines = setup.lines();
     let decisions: Vec<&str> = lines.iter().map(|line| line["hooks"][0]["decision"].as_str().unwrap()).collect();
-    assert_eq!(decisions, ["deny", "rewrite", "rewrite", "error", "error", "error"]);
+    assert_eq!(decisions, ["deny", "rewrite", "rewrite", "error", "error", "error", "error"]);
     assert_eq!(lines[0]["outcome"]["error"], "denied");
     assert_eq!(lines[1]["arguments_sha256"], common::sha256_hex(br#"{"text":"abc"}"#));
     assert_eq!(lines[1]["outcome"]["ok"], true);
@@ -311,11 +321,15 @@ command = ["sh", "-c", "grep -q a9993e364706816aba3e25717850c26c9cd0d89d && echo
 fn bad_audit_and_hook_settings_are_refused_in_one_line() {
     for (config, says) in [
         ("[audit]\nfile = \"a.log\"\n", "needs `key = \"PATH\"`"),
-        ("[audit]\nfile = \"a.log\"\nkey = \"missing.key\"\n", "could not read key file"),
+        ("[audit]\nfile = \"a.log\"\nkey = \"missing.key\"\n", "could not use key file"),
+        ("[audit]\nstdout = true\nkey = \"k\"\ncheckpoint = \"c\"\n", "`checkpoint` needs `file`"),
+        ("[audit]\nfile = \"a.log\"\nkey = \"k\"\ncheckpoint = \"a.log\"\n", "another file than the log"),
         ("[audit]\nfile = \"a.log\"\nstdout = true\nkey = \"k\"\n", "not both"),
         ("[[hooks]]\nwhen = \"before\"\n", "exactly one of `command = [...]` and `url`"),
         ("[[hooks]]\nwhen = \"before\"\nurl = \"http://example.com/\"\n", "on this machine"),
         ("[[hooks]]\nwhen = \"during\"\ncommand = [\"true\"]\n", "unknown variant `during`"),
+        // A policy file names each setting once (TOML's own rule, kept).
+        ("[[hooks]]\nwhen = \"before\"\nwhen = \"after\"\ncommand = [\"true\"]\n", "duplicate key"),
     ] {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("toolhost.toml"), config).unwrap();
@@ -456,7 +470,13 @@ fn a_url_hook_gets_the_call_and_its_answer_decides() {
     let port = listener.local_addr().unwrap().port();
     let server = std::thread::spawn(move || {
         let mut bodies = Vec::new();
-        for answer in [r#"{"decision":"deny","reason":"the endpoint said no"}"#, "not json at all"] {
+        let answers = [
+            r#"{"decision":"deny","reason":"the endpoint said no"}"#,
+            "not json at all",
+            // A repeated member: serde_json alone would read the last, `allow`.
+            r#"{"decision":"deny","reason":"x","decision":"allow"}"#,
+        ];
+        for answer in answers {
             let (mut stream, _) = listener.accept().unwrap();
             stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
             let mut request = Vec::new();
@@ -501,6 +521,14 @@ fn a_url_hook_gets_the_call_and_its_answer_decides() {
     let output = setup.call("sha256", r#"{"text":"anything"}"#);
     assert!(
         stderr(&output).contains("the hook `remote` failed: answered something that is not a JSON decision"),
+        "{}",
+        stderr(&output)
+    );
+    let output = setup.call("sha256", r#"{"text":"anything"}"#);
+    assert_eq!(output.status.code(), Some(1), "a repeated member fails closed: {}", stdout(&output));
+    assert!(
+        stderr(&output)
+            .contains("the hook `remote` failed: answered JSON in which the member `decision` appears twice"),
         "{}",
         stderr(&output)
     );
@@ -1080,4 +1108,219 @@ async fn an_ask_on_a_2026_request_goes_out_in_its_input_round() {
     assert_eq!(lines[0]["hooks"][0]["decision"], "ask");
     assert_eq!((&lines[1]["hooks"][0]["approved"], &lines[1]["outcome"]["ok"]), (&json!(true), &json!(true)));
     assert_eq!(lines[2]["hooks"][0]["approved"], false);
+}
+
+/// `value` with every object's keys in byte order (the audit log's canonical form, once written compactly).
+fn sorted(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            Value::Object(keys.into_iter().map(|key| (key.clone(), sorted(&map[key]))).collect())
+        }
+        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
+}
+
+/// `toolhost serve` over stdio under `setup`: the answer to each `tools/call` of `sha256` on `texts`.
+fn serve_calls(setup: &Setup, texts: &[&str]) -> Vec<Value> {
+    let plugins = setup.plugins.path().display().to_string();
+    let (mut child, mut stdin, mut answers) = setup.serve_stdio(&plugins, INITIALIZE);
+    let mut got = Vec::new();
+    for (id, text) in texts.iter().enumerate() {
+        let call = json!({"jsonrpc": "2.0", "id": id + 2, "method": "tools/call",
+                          "params": {"name": "sha256", "arguments": {"text": text}}});
+        writeln!(stdin, "{call}").unwrap();
+        got.push(serde_json::from_str(&answers.next().unwrap().unwrap()).unwrap());
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    got
+}
+
+#[test]
+fn a_receipt_binds_its_result_and_a_moved_or_changed_result_fails() {
+    let setup = with_receipts();
+    let answers = serve_calls(&setup, &["abc", "xyz", "deny-me"]);
+    let (abc, xyz, denied) = (&answers[0], &answers[1], &answers[2]);
+    assert!(abc.to_string().contains(ABC), "{abc}");
+    // The line carries the digest of the result as the caller got it:
+    // canonical {content, isError, structuredContent}, without `_meta`.
+    let receipt = &abc["result"]["_meta"]["toolhost/receipt"];
+    let mut covered = json!({"content": abc["result"]["content"], "isError": false});
+    if let Some(structured) = abc["result"].get("structuredContent") {
+        covered["structuredContent"] = structured.clone();
+    }
+    let canonical = serde_json::to_string(&sorted(&covered)).unwrap();
+    assert_eq!(receipt["result_sha256"], common::sha256_hex(canonical.as_bytes()), "{receipt}");
+    assert_eq!(receipt["result_parts"]["blocks"], abc["result"]["content"].as_array().unwrap().len());
+    assert_eq!(setup.lines()[0], *receipt);
+
+    // The whole response checks, result and receipt together, and so does the result alone.
+    for whole in [abc.clone(), abc["result"].clone()] {
+        let output = check_receipt(&setup, &whole, true);
+        assert!(output.status.success(), "{}", stderr(&output));
+        assert!(stdout(&output).contains("the result is the one it was signed for"), "{}", stdout(&output));
+    }
+    // The receipt alone checks as a line, and says it checked no result.
+    let output = check_receipt(&setup, receipt, false);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("no result was given"), "{}", stdout(&output));
+    // A denied call's result (isError) is bound too.
+    assert_eq!(denied["result"]["isError"], true, "{denied}");
+    assert!(check_receipt(&setup, denied, true).status.success());
+
+    // Moved: xyz's result carrying abc's receipt (a valid, signed line).
+    let mut moved = xyz.clone();
+    moved["result"]["_meta"]["toolhost/receipt"] = receipt.clone();
+    // Changed: abc's result with its text altered, or an error said to be a success.
+    let mut altered = abc.clone();
+    let text = altered["result"]["content"][0]["text"].as_str().unwrap().replace(ABC, &"0".repeat(64));
+    altered["result"]["content"][0]["text"] = json!(text);
+    let mut added = abc.clone();
+    added["result"]["content"].as_array_mut().unwrap().push(json!({"type": "text", "text": "and delete it all"}));
+    let mut structured = abc.clone();
+    structured["result"]["structuredContent"] = json!({"hash": "0"});
+    let mut flipped = denied.clone();
+    flipped["result"]["isError"] = json!(false);
+    for (changed, says) in [
+        (moved, "its `content` is not the call's"),
+        (altered, "its `content` is not the call's"),
+        (added, "it has 2 content block(s), the call's result had 1"),
+        (structured, "it has a `structuredContent`, the call's result had none"),
+        (flipped, "its `isError` is false, the call's result said true"),
+    ] {
+        let output = check_receipt(&setup, &changed, true);
+        assert_eq!(output.status.code(), Some(1), "{changed}: {}", stdout(&output));
+        let err = stderr(&output);
+        assert!(
+            err.contains("the result is not the one this receipt was signed for") && err.contains(says),
+            "{says}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_checkpoint_catches_lines_cut_from_the_logs_end() {
+    let setup = Setup::new("");
+    std::fs::write(
+        setup.path("toolhost.toml"),
+        "[audit]\nfile = \"audit.log\"\nkey = \"keys/audit.key\"\ncheckpoint = \"state/audit.checkpoint\"\n",
+    )
+    .unwrap();
+    std::fs::create_dir(setup.path("state")).unwrap();
+    for text in ["one", "two", "three"] {
+        let output = setup.call("sha256", &json!({ "text": text }).to_string());
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    let verify = |log: &str, checkpoint: &str| {
+        toolhost(setup.dir.path(), &["audit", "verify", log, "--key", "keys/audit.pub", "--checkpoint", checkpoint])
+    };
+    // The checkpoint names the last line, signed; nothing else is left beside it.
+    let checkpoint: Value =
+        serde_json::from_str(&std::fs::read_to_string(setup.path("state/audit.checkpoint")).unwrap()).unwrap();
+    let log = std::fs::read_to_string(setup.path("audit.log")).unwrap();
+    assert_eq!((checkpoint["kind"].as_str(), checkpoint["seq"].as_u64()), (Some("checkpoint"), Some(3)));
+    assert_eq!(checkpoint["sha256"], common::sha256_hex(log.lines().last().unwrap().as_bytes()));
+    assert_eq!(std::fs::read_dir(setup.path("state")).unwrap().count(), 1);
+    let output = verify("audit.log", "state/audit.checkpoint");
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("it reaches its checkpoint (seq 3"), "{}", stdout(&output));
+
+    // The last line cut off: still an intact chain alone, but not against the checkpoint.
+    let lines: Vec<&str> = log.lines().collect();
+    std::fs::write(setup.path("cut.log"), format!("{}\n{}\n", lines[0], lines[1])).unwrap();
+    assert!(setup.verify("cut.log", "keys/audit.pub").status.success(), "the hole the checkpoint closes");
+    let output = verify("cut.log", "state/audit.checkpoint");
+    assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
+    assert!(
+        stderr(&output).contains("cut.log:2: the log ends at seq 2, but its checkpoint")
+            && stderr(&output).contains("line seq 3 is missing from its end"),
+        "{}",
+        stderr(&output)
+    );
+    // An edited checkpoint, and one signed by another key, are refused.
+    let text = std::fs::read_to_string(setup.path("state/audit.checkpoint")).unwrap();
+    std::fs::write(setup.path("edited.checkpoint"), text.replace(r#""seq":3"#, r#""seq":2"#)).unwrap();
+    let output = verify("cut.log", "edited.checkpoint");
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains("signature does not match"), "{}", stderr(&output));
+    std::fs::write(setup.path("edited.checkpoint"), &lines[1]).unwrap();
+    let output = verify("cut.log", "edited.checkpoint");
+    assert!(stderr(&output).contains("not a checkpoint"), "{}", stderr(&output));
+
+    // toolhost itself will not go on writing a log cut behind its checkpoint.
+    std::fs::copy(setup.path("cut.log"), setup.path("audit.log")).unwrap();
+    let output = setup.call("sha256", r#"{"text":"four"}"#);
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    assert!(
+        stderr(&output).contains("ends at seq 2, but its checkpoint")
+            && stderr(&output).contains("says the chain reached seq 3"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(std::fs::read_to_string(setup.path("audit.log")).unwrap().lines().count(), 2, "nothing written");
+}
+
+#[test]
+fn a_private_key_others_can_read_is_not_used() {
+    use std::os::unix::fs::PermissionsExt;
+    let setup = Setup::new("");
+    let key = setup.path("keys/audit.key");
+    assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600, "keygen writes it owner-only");
+    for mode in [0o644, 0o640, 0o604] {
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(mode)).unwrap();
+        let output = setup.call("sha256", r#"{"text":"abc"}"#);
+        assert_eq!(output.status.code(), Some(2), "{mode:o}: {}", stdout(&output));
+        let err = stderr(&output);
+        assert!(
+            err.contains("keys/audit.key") && err.contains(&format!("(mode {mode:04o})")) && err.contains("chmod 600"),
+            "{mode:o}: {err}"
+        );
+    }
+    assert!(!setup.path("audit.log").exists(), "nothing was logged with it");
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o400)).unwrap();
+    let output = setup.call("sha256", r#"{"text":"abc"}"#);
+    assert!(output.status.success(), "{}", stderr(&output));
+
+    // The compile cache's key file: not used (a warning names it), the call goes on.
+    let state = tempfile::tempdir().unwrap();
+    let cache_key = state.path().join("toolhost/cache.key");
+    std::fs::create_dir_all(cache_key.parent().unwrap()).unwrap();
+    std::fs::write(&cache_key, format!("{}\n", "ab".repeat(32))).unwrap();
+    std::fs::set_permissions(&cache_key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let plugins = setup.plugins.path().display().to_string();
+    let state_home = state.path().display().to_string();
+    let cache_dir = state.path().join("cache").display().to_string();
+    let output = common::toolhost_with_env(
+        setup.dir.path(),
+        &["--plugins", &plugins, "call", "sha256", r#"{"text":"abc"}"#],
+        // A cache folder of its own: the shared one's artifacts are sealed with another key.
+        &[("XDG_STATE_HOME", &state_home), ("TOOLHOST_CACHE_KEY", ""), ("TOOLHOST_CACHE_DIR", &cache_dir)],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(err.contains("cache.key") && err.contains("(mode 0644)"), "{err}");
+
+    // `[state] password_file`: `serve` does not start (before any connection).
+    let password = setup.path("valkey-password");
+    std::fs::write(&password, "s3cret\n").unwrap();
+    std::fs::set_permissions(&password, std::fs::Permissions::from_mode(0o640)).unwrap();
+    std::fs::write(
+        setup.path("toolhost.toml"),
+        "[state]\nurl = \"redis://127.0.0.1:9\"\npassword_file = \"valkey-password\"\n",
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["--plugins", &plugins, "serve"])
+        .current_dir(setup.dir.path())
+        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!output.status.success(), "{}", stdout(&output));
+    let err = stderr(&output);
+    assert!(err.contains("[state] password_file") && err.contains("(mode 0640)"), "{err}");
+    assert!(!err.contains("s3cret"), "{err}");
 }

@@ -425,3 +425,58 @@ fn a_token_holding_the_client_secret_reaches_the_api_unmasked() {
         Some(format!("Bearer {OAUTH_TOKEN_WITH_SECRET}").as_str())
     );
 }
+
+/// A token endpoint on 127.0.0.1 that answers every request with `body`
+/// (status 200, JSON) until the test ends: its `/token` URL.
+fn canned_token_endpoint(body: &'static str) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://127.0.0.1:{}/token", listener.local_addr().unwrap().port());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+            // The request's head and its (short) form body.
+            let mut request = Vec::new();
+            let mut buffer = [0u8; 4096];
+            while let Ok(read) = stream.read(&mut buffer) {
+                request.extend_from_slice(&buffer[..read]);
+                let text = String::from_utf8_lossy(&request);
+                if read == 0 || text.split_once("\r\n\r\n").is_some_and(|(_, form)| form.contains("grant_type")) {
+                    break;
+                }
+            }
+            let response = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(response.as_bytes());
+        }
+    });
+    url
+}
+
+#[test]
+fn a_token_endpoint_answer_naming_a_member_twice_gives_no_token() {
+    let api = TestServer::start();
+    // serde_json alone keeps the last `access_token`; another reader keeps the first.
+    let token_url =
+        canned_token_endpoint(r#"{"access_token":"tk-first","token_type":"Bearer","access_token":"tk-second"}"#);
+    let config = format!(
+        "[[plugins.fetch.credentials]]\nto = \"{}\"\noauth2 = {{ token_url = \"{token_url}\", client_id = {{ env = \"CLIENT_ID\" }}, \
+         client_secret = {{ env = \"CLIENT_SECRET\" }} }}\n",
+        api.origin(),
+    );
+    let (dir, _plugins) = setup(&config);
+    let env = [("CLIENT_ID", "client-1"), ("CLIENT_SECRET", OAUTH_SECRET)];
+    let (_, report, everything) = fetch(dir.path(), &api.url("/private"), &env);
+    let refusal = &report["refused"][0];
+    assert_eq!(refusal["kind"], "credential_unavailable", "{report}");
+    let message = refusal["message"].as_str().unwrap();
+    assert!(
+        message.contains("its answer is JSON in which the member `access_token` appears twice in one object: no token"),
+        "{message}"
+    );
+    assert!(!api.seen().contains(&"/private".to_owned()), "nothing sent without a token: {:?}", api.seen());
+    assert!(!everything.contains("tk-second") && !everything.contains("tk-first"), "{everything}");
+}

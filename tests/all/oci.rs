@@ -1043,6 +1043,18 @@ fn a_plugin_signed_by_toolhost_push_passes_cosign_verify_and_signatures_accumula
     let pkcs8 = rcgen::KeyPair::generate().unwrap();
     std::fs::write(work.path().join("plain.key"), pkcs8.serialize_pem()).unwrap();
     std::fs::write(work.path().join("plain.pub"), pkcs8.public_key_pem()).unwrap();
+    // Written 0644 (the umask's): a private key others can read is not used, and nothing is pushed.
+    let output = run(work.path(), &["push", "--sign", "plain.key", &file, &reference], &[epoch]);
+    assert!(!output.status.success(), "{}", stdout(&output));
+    let err = stderr(&output);
+    assert!(
+        err.contains("could not use the signing key plain.key")
+            && err.contains("(mode 0644)")
+            && err.contains("nothing was pushed"),
+        "{err}"
+    );
+    std::fs::set_permissions(work.path().join("plain.key"), std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .unwrap();
     let output = run(work.path(), &["push", "--sign", "plain.key", &file, &reference], &[epoch]);
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(stdout(&output).trim(), digest, "the same artifact again");
@@ -1168,6 +1180,8 @@ fn a_signing_key_that_cannot_sign_stops_the_push_before_anything_is_sent() {
     let work = tempfile::tempdir().unwrap();
     let (key, public) = key_pair(work.path(), "publisher");
     std::fs::write(work.path().join("garbage.key"), "not a key").unwrap();
+    std::fs::set_permissions(work.path().join("garbage.key"), std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .unwrap();
     let reference = format!("{}/plugins/hash:1.0", registry.addr());
     let file = plugin("hash").display().to_string();
     let key = key.display().to_string();
@@ -1177,7 +1191,7 @@ fn a_signing_key_that_cannot_sign_stops_the_push_before_anything_is_sent() {
         (key.as_str(), None, "it is encrypted: set COSIGN_PASSWORD"),
         (public.as_str(), None, "it is a public key"),
         ("garbage.key", None, "not a PEM file"),
-        ("missing.key", None, "could not read the signing key missing.key: no such file"),
+        ("missing.key", None, "could not use the signing key missing.key: no such file"),
     ];
     for (key, password, expected) in cases {
         let docker = tempfile::tempdir().unwrap();

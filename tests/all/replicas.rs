@@ -1424,6 +1424,8 @@ fn the_store_s_password_comes_from_a_file_or_the_environment_and_is_never_shown(
     let dir = plugin_dir(&["hash"]);
     let secret = dir.path().join("valkey-password");
     std::fs::write(&secret, format!("{password}\n")).unwrap();
+    // A password file must be private (`readfile::read_private`).
+    std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let quotas = "[quotas]\ntools = { sha256 = { rate = \"2/min\" } }\n";
     let url = redis.url();
     let good = dir.path().join("good.toml");

@@ -208,7 +208,7 @@ impl Agent {
             person: self.person.clone(),
             on_sampled: Some(on_sampled),
         };
-        let hooks = toolhost_runtime::sandbox::CallHooks { progress, asker: Some(Arc::new(asker)) };
+        let hooks = toolhost_runtime::sandbox::CallHooks { progress, asker: Some(Arc::new(asker)), result_shape: None };
         let overrides = LimitOverrides::default();
         let caller = toolhost_catalog::Caller::on("agent");
         let report = self.host.call_as(catalog, &call.name, &call.arguments, &overrides, hooks, &caller).await;

@@ -234,8 +234,14 @@ pub fn parse_decision(answer: &[u8], when: When) -> Result<Decision, String> {
     if text.trim().is_empty() {
         return Err("answered nothing (a hook prints a JSON object such as {\"decision\":\"allow\"})".to_owned());
     }
-    let value: Value = serde_json::from_str(text.trim())
-        .map_err(|_| format!("answered something that is not a JSON decision: `{}`", shown(text.trim())))?;
+    // Strict: a member named twice (`{"decision":"deny",…,"decision":"allow"}`)
+    // is read differently by different parsers, so it is no decision at all.
+    let value: Value = toolhost_grants::json::strict(text.trim().as_bytes()).map_err(|err| {
+        match toolhost_grants::json::repeated_member(&err) {
+            Some(said) => format!("answered JSON in which {said}, which is no one decision: `{}`", shown(text.trim())),
+            None => format!("answered something that is not a JSON decision: `{}`", shown(text.trim())),
+        }
+    })?;
     let decision = value
         .get("decision")
         .and_then(Value::as_str)

@@ -162,7 +162,9 @@ impl SigningKey {
     /// Reads a PKCS#8 private key file (PEM `PRIVATE KEY` or DER); when
     /// `algorithm` is given, the key must be of it.
     pub fn load(path: &Path, algorithm: Option<Algorithm>) -> Result<SigningKey, String> {
-        let bytes = read_key(path)?;
+        // A private key others can read is refused (see `readfile::read_private`).
+        let bytes = readfile::read_private(path, KEY_FILE_LIMIT)
+            .map_err(|err| format!("could not use key file {}: {err}", path.display()))?;
         let der = der_of(&bytes, "PRIVATE KEY", path)?;
         let key = SigningKey::from_pkcs8(&der).ok_or_else(|| {
             format!(

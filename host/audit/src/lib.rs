@@ -12,9 +12,11 @@
 //!   lines are hashed and signed in, [`hooks`]: `[[hooks]]`.
 
 pub mod canonical;
+pub mod checkpoint;
 pub mod hooks;
 pub mod keys;
 pub mod log;
+pub mod result;
 pub mod verify;
 
 use serde::Deserialize;
@@ -52,6 +54,11 @@ pub struct AuditConfig {
     /// line and hands it back as its receipt (an MCP result's `_meta`).
     #[serde(default)]
     pub receipt_in_meta: bool,
+    /// A second file, rewritten whole (temp + rename) after every batch of
+    /// lines: the chain's last `seq` and line digest, signed
+    /// ([`checkpoint`]), for `audit verify --checkpoint` to catch lines cut
+    /// from the log's end.
+    pub checkpoint: Option<PathBuf>,
 }
 
 impl AuditConfig {
@@ -63,7 +70,12 @@ impl AuditConfig {
     /// Checks the section (without touching files).
     pub fn check(&self) -> Result<(), String> {
         if !self.is_on() {
-            if self.key.is_some() || self.include_arguments || self.rotate_size.is_some() || self.receipt_in_meta {
+            if self.key.is_some()
+                || self.include_arguments
+                || self.rotate_size.is_some()
+                || self.receipt_in_meta
+                || self.checkpoint.is_some()
+            {
                 return Err("[audit] needs `file = \"PATH\"` or `stdout = true`: where the log goes".to_owned());
             }
             return Ok(());
@@ -77,6 +89,14 @@ impl AuditConfig {
                  keygen --out DIR`)"
                     .to_owned(),
             );
+        }
+        if self.checkpoint.is_some() && self.file.is_none() {
+            return Err("[audit] `checkpoint` needs `file`: it says where the log file's chain should end".to_owned());
+        }
+        if let (Some(checkpoint), Some(file)) = (&self.checkpoint, &self.file)
+            && checkpoint == file
+        {
+            return Err("[audit] `checkpoint` must be another file than the log's `file`".to_owned());
         }
         if self.queue == Some(0) {
             return Err("[audit] `queue` must be at least 1".to_owned());
@@ -182,6 +202,7 @@ impl Accountable {
                     Some(path) => log::Target::File {
                         path: path.clone(),
                         rotate: audit.rotate_size.map_or(DEFAULT_ROTATE, ByteSize::bytes),
+                        checkpoint: audit.checkpoint.clone(),
                     },
                     None => log::Target::Stdout,
                 };
@@ -313,6 +334,10 @@ pub struct CallRecord {
     pub effects: toolhost_runtime::outcome::Effects,
     /// When the result was given again from `[cache]`: how long ago it was computed.
     pub cached: Option<std::time::Duration>,
+    /// The result its caller gets, as JSON (an MCP `CallToolResult` without
+    /// `_meta`), when the front end said how it hands it over: the line
+    /// carries its digests ([`result`]), hashed by the writer.
+    pub result: Option<Value>,
 }
 
 /// The outcome of a call whose caller went away before it ended.
@@ -389,6 +414,9 @@ impl CallRecord {
             map.insert("signer".to_owned(), signer);
         }
         effects_json(&mut map, self.effects, include_arguments.then_some(self.origin.as_deref()).flatten());
+        if let Some(result) = &self.result {
+            result::ResultDigests::of(result).into_fields(&mut map);
+        }
         Value::Object(map)
     }
 }

@@ -39,8 +39,9 @@ pub const RECEIPT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// Where the lines go.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
-    /// A file, moved aside to `FILE.N` once it would grow past `rotate` bytes.
-    File { path: PathBuf, rotate: u64 },
+    /// A file, moved aside to `FILE.N` once it would grow past `rotate`
+    /// bytes; with a checkpoint file rewritten after each batch.
+    File { path: PathBuf, rotate: u64, checkpoint: Option<PathBuf> },
     /// Standard output.
     Stdout,
 }
@@ -167,6 +168,10 @@ fn write_lines(receiver: Receiver<Pending>, mut sink: Sink, key: SigningKey, los
         let result = sink.flush();
         let flushed = result.is_ok();
         report(&mut sink, result);
+        if flushed {
+            let result = sink.checkpoint(&key);
+            report(&mut sink, result);
+        }
         for (receipt, line) in receipts.drain(..) {
             if flushed {
                 let _ = receipt.send(line);
@@ -179,7 +184,12 @@ fn write_lines(receiver: Receiver<Pending>, mut sink: Sink, key: SigningKey, los
         report(&mut sink, result.map(drop));
     }
     let result = sink.flush();
+    let flushed = result.is_ok();
     report(&mut sink, result);
+    if flushed {
+        let result = sink.checkpoint(&key);
+        report(&mut sink, result);
+    }
 }
 
 /// The time now, as audit lines write it (RFC 3339, UTC, milliseconds).
@@ -220,6 +230,8 @@ enum Out {
 struct Sink {
     out: Out,
     chain: Chain,
+    /// The checkpoint file, and the `seq` it was last written for.
+    checkpoint: Option<(PathBuf, u64)>,
 }
 
 impl Sink {
@@ -228,8 +240,9 @@ impl Sink {
             Target::Stdout => Ok(Sink {
                 out: Out::Stdout(BufWriter::new(std::io::stdout())),
                 chain: Chain { seq: 0, prev: GENESIS.to_owned() },
+                checkpoint: None,
             }),
-            Target::File { path, rotate } => {
+            Target::File { path, rotate, checkpoint } => {
                 let (file, size) = open_file(&path)?;
                 let chain = match last_line(&file, size) {
                     Ok(Some(last)) => match continues(&last, key) {
@@ -242,17 +255,27 @@ impl Sink {
                                 path.display(),
                                 moved.display()
                             );
+                            // Its checkpoint goes aside with it: it is that chain's.
+                            if let Some(checkpoint) = checkpoint.as_ref().filter(|checkpoint| checkpoint.exists()) {
+                                let moved = rotate_aside(checkpoint)?;
+                                tracing::warn!("its checkpoint was moved to {}", moved.display());
+                            }
                             let (file, size) = open_file(&path)?;
                             return Ok(Sink {
                                 out: Out::File { path, rotate, file: BufWriter::new(file), size },
                                 chain: Chain { seq: 0, prev: GENESIS.to_owned() },
+                                checkpoint: checkpoint.map(|checkpoint| (checkpoint, 0)),
                             });
                         }
                     },
                     Ok(None) => Chain { seq: 0, prev: GENESIS.to_owned() },
                     Err(err) => return Err(format!("could not read the audit log {}: {err}", path.display())),
                 };
-                Ok(Sink { out: Out::File { path, rotate, file: BufWriter::new(file), size }, chain })
+                if let Some(checkpoint) = &checkpoint {
+                    reaches_checkpoint(&path, &chain, checkpoint, key)?;
+                }
+                let checkpoint = checkpoint.map(|checkpoint| (checkpoint, chain.seq));
+                Ok(Sink { out: Out::File { path, rotate, file: BufWriter::new(file), size }, chain, checkpoint })
             }
         }
     }
@@ -286,6 +309,23 @@ impl Sink {
         self.chain = Chain { seq, prev: digest };
         line.pop();
         Ok(line)
+    }
+
+    /// Rewrites the checkpoint for the chain's end, when it moved.
+    fn checkpoint(&mut self, key: &SigningKey) -> std::io::Result<()> {
+        let (Some((checkpoint, written)), Out::File { path, .. }) = (&mut self.checkpoint, &self.out) else {
+            return Ok(());
+        };
+        if *written == self.chain.seq {
+            return Ok(());
+        }
+        let name = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+        let bytes = crate::checkpoint::seal(self.chain.seq, &self.chain.prev, &name, key);
+        crate::checkpoint::write(checkpoint, &bytes).map_err(|err| {
+            std::io::Error::new(err.kind(), format!("the checkpoint {}: {err}", checkpoint.display()))
+        })?;
+        *written = self.chain.seq;
+        Ok(())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
@@ -344,6 +384,44 @@ fn last_line(file: &File, size: u64) -> std::io::Result<Option<Vec<u8>>> {
     Ok(Some(bytes[start..].to_vec()))
 }
 
+/// Checks, at start, that the log at `path` (its chain ending at `chain`)
+/// reaches its checkpoint: a log that ends before the line its checkpoint
+/// names lost lines from its end, and continuing it would hide that, so
+/// toolhost does not start. A checkpoint that is missing, unreadable or
+/// another key's is replaced at the next batch (with a warning).
+fn reaches_checkpoint(path: &Path, chain: &Chain, checkpoint: &Path, key: &SigningKey) -> Result<(), String> {
+    if !checkpoint.exists() {
+        return Ok(());
+    }
+    let found = match crate::checkpoint::read(checkpoint, key.public()) {
+        Ok(found) => found,
+        Err(why) => {
+            tracing::warn!(
+                "the audit checkpoint {} cannot be used ({why}); it is replaced at the next line",
+                checkpoint.display()
+            );
+            return Ok(());
+        }
+    };
+    let behind = found.seq > chain.seq || (found.seq == chain.seq && found.sha256 != chain.prev && chain.seq > 0);
+    if !behind {
+        return Ok(());
+    }
+    let ends = if chain.seq == 0 { "holds no line".to_owned() } else { format!("ends at seq {}", chain.seq) };
+    Err(format!(
+        "the audit log {} {ends}, but its checkpoint {} says the chain reached seq {} (written {}): lines were cut \
+         from the log's end, or lost in a crash before they reached the disk. Keep both as they are for whoever \
+         looks into it (`toolhost audit verify {} --key PUB --checkpoint {}` names what is missing), then move \
+         them aside to start a new chain",
+        path.display(),
+        checkpoint.display(),
+        found.seq,
+        found.time,
+        path.display(),
+        checkpoint.display()
+    ))
+}
+
 /// The chain after `line`, if it is a whole line this key signed.
 fn continues(line: &[u8], key: &SigningKey) -> Option<Chain> {
     let value: Value = serde_json::from_slice(line).ok()?;
@@ -391,7 +469,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.log");
         let (key, public) = key();
-        let log = AuditLog::open(Target::File { path: path.clone(), rotate: u64::MAX }, key, 1).unwrap();
+        let log =
+            AuditLog::open(Target::File { path: path.clone(), rotate: u64::MAX, checkpoint: None }, key, 1).unwrap();
         for index in 0..2000 {
             log.record(Pending::Json(json!({"kind": "tool", "n": index})));
         }
@@ -411,7 +490,7 @@ mod tests {
         let ours = SigningKey::generate(Algorithm::Ed25519).unwrap();
         let public = SigningKey::from_pkcs8(&ours).unwrap().public().clone();
         let (theirs, their_public) = key();
-        let target = Target::File { path: path.clone(), rotate: u64::MAX };
+        let target = Target::File { path: path.clone(), rotate: u64::MAX, checkpoint: None };
         let log = AuditLog::open(target.clone(), SigningKey::from_pkcs8(&ours).unwrap(), 16).unwrap();
         log.record(Pending::Json(json!({"kind": "tool"})));
         let err = AuditLog::open(target.clone(), SigningKey::from_pkcs8(&ours).unwrap(), 16).unwrap_err();
@@ -429,5 +508,36 @@ mod tests {
         let moved = dir.path().join("audit.log.1");
         assert_eq!(crate::verify::verify(&[moved], &public).unwrap().lines, 2);
         assert_eq!(crate::verify::verify(&[path], &their_public).unwrap().first_seq, 1);
+    }
+
+    #[test]
+    fn a_checkpoint_follows_the_chain_and_a_log_behind_it_is_not_continued() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        let checkpoint = dir.path().join("audit.checkpoint");
+        let der = SigningKey::generate(Algorithm::Ed25519).unwrap();
+        let public = SigningKey::from_pkcs8(&der).unwrap().public().clone();
+        let target = Target::File { path: path.clone(), rotate: u64::MAX, checkpoint: Some(checkpoint.clone()) };
+        let log = AuditLog::open(target.clone(), SigningKey::from_pkcs8(&der).unwrap(), 16).unwrap();
+        for index in 0..3 {
+            log.record(Pending::Json(json!({"kind": "tool", "n": index})));
+        }
+        drop(log);
+        let anchor = crate::checkpoint::read(&checkpoint, &public).unwrap();
+        let files = [path.clone()];
+        let summary = crate::verify::verify_to(&files, &public, Some(&anchor)).unwrap();
+        assert_eq!((anchor.seq, anchor.sha256.as_str()), (3, summary.last_digest.as_str()));
+        // Another line at the checkpoint's seq: named.
+        let other = crate::checkpoint::Checkpoint { sha256: "00".repeat(32), ..anchor.clone() };
+        let err = crate::verify::verify_to(&files, &public, Some(&other)).unwrap_err();
+        assert!(err.reason.contains("line seq 3 is not the line the checkpoint names"), "{err}");
+        // The last line cut: verify names it, and the writer will not continue the log.
+        let text = std::fs::read_to_string(&path).unwrap();
+        let kept: String = text.lines().take(2).map(|line| format!("{line}\n")).collect();
+        std::fs::write(&path, kept).unwrap();
+        let err = crate::verify::verify_to(&files, &public, Some(&anchor)).unwrap_err();
+        assert!(err.reason.contains("line seq 3 is missing from its end"), "{err}");
+        let err = AuditLog::open(target, SigningKey::from_pkcs8(&der).unwrap(), 16).unwrap_err();
+        assert!(err.contains("ends at seq 2, but its checkpoint"), "{err}");
     }
 }

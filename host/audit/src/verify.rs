@@ -5,11 +5,14 @@
 //! another key. Everything a line says is trusted only once its signature has
 //! been checked, so `seq` and `prev` can name what is missing.
 //!
-//! What it cannot see: whole lines removed from the end of the newest file.
-//! The summary names the last `seq` and digest, for comparing with a receipt
-//! or a copy kept elsewhere.
+//! What it cannot see alone: whole lines removed from the end of the newest
+//! file. Given a checkpoint ([`crate::checkpoint`], `--checkpoint`) it checks
+//! that the chain reaches the line the checkpoint names. The summary names
+//! the last `seq` and digest, for comparing with a receipt or a copy kept
+//! elsewhere.
 
 use crate::canonical;
+use crate::checkpoint::Checkpoint;
 use crate::keys::{PublicKey, hex};
 use crate::log::GENESIS;
 use base64::Engine as _;
@@ -55,21 +58,76 @@ impl std::fmt::Display for Break {
 
 /// Checks `files`, oldest first, as one chain signed by `key`.
 pub fn verify(files: &[PathBuf], key: &PublicKey) -> Result<Summary, Break> {
+    verify_to(files, key, None)
+}
+
+/// [`verify`], and with `anchor` (a checkpoint, already checked as signed
+/// by `key`) that the chain reaches the line it names: its `seq` is in the
+/// files and that line's digest is its `sha256`. Lines after it are fine
+/// (written after the checkpoint was taken).
+pub fn verify_to(files: &[PathBuf], key: &PublicKey, anchor: Option<&Checkpoint>) -> Result<Summary, Break> {
     let mut state: Option<(u64, String)> = None;
     let mut summary = Summary { lines: 0, first_seq: 0, last_seq: 0, last_digest: String::new(), lost: 0 };
-    each_line(files, |_, _, bytes| {
+    let mut end = (PathBuf::new(), 0u64);
+    each_line(files, |file, number, bytes| {
         let (seq, digest, lost) = check_line(bytes, key, state.as_ref())?;
         if summary.lines == 0 {
             summary.first_seq = seq;
+            if let Some(anchor) = anchor
+                && seq > anchor.seq
+            {
+                return Err(format!(
+                    "the log starts at seq {seq}, after the checkpoint's seq {}: give the older files too (oldest \
+                     first), or a newer checkpoint",
+                    anchor.seq
+                ));
+            }
+        }
+        if let Some(anchor) = anchor
+            && seq == anchor.seq
+            && digest != anchor.sha256
+        {
+            return Err(format!(
+                "line seq {seq} is not the line the checkpoint names (its sha256 is {digest}, the checkpoint's {}): \
+                 the log's end was cut and written again, or the checkpoint is another chain's",
+                anchor.sha256
+            ));
         }
         summary.lines += 1;
         summary.last_seq = seq;
         summary.lost += lost;
         state = Some((seq, digest));
+        end = (file.clone(), number);
         Ok(Next::Read)
     })?;
     if let Some((_, digest)) = state {
         summary.last_digest = digest;
+    }
+    if let Some(anchor) = anchor
+        && (summary.lines == 0 || summary.last_seq < anchor.seq)
+    {
+        let (file, line) = match (&end, files.last()) {
+            ((file, line), _) if *line > 0 => (file.clone(), *line),
+            (_, Some(file)) => (file.clone(), 0),
+            (_, None) => (PathBuf::new(), 0),
+        };
+        let ends =
+            if summary.lines == 0 { "holds no line".to_owned() } else { format!("ends at seq {}", summary.last_seq) };
+        let from = if summary.lines == 0 { 1 } else { summary.last_seq + 1 };
+        let missing = if from == anchor.seq {
+            format!("line seq {from} is")
+        } else {
+            format!("lines seq {from} to {} are", anchor.seq)
+        };
+        return Err(Break {
+            file,
+            line,
+            reason: format!(
+                "the log {ends}, but its checkpoint (written {}) says the chain reached seq {}: {missing} missing \
+                 from its end (cut, or lost in a crash before they reached the disk)",
+                anchor.time, anchor.seq
+            ),
+        });
     }
     Ok(summary)
 }
@@ -125,9 +183,9 @@ fn each_line(
     Ok(())
 }
 
-/// Checks one line after `before` (its `seq` and digest); returns its own,
-/// and how many records it says were lost.
-fn check_line(bytes: &[u8], key: &PublicKey, before: Option<&(u64, String)>) -> Result<(u64, String, u64), String> {
+/// The fields of `bytes`, a line (or checkpoint) in canonical form whose
+/// signature by `key` checks, without `sig`; or why not, in one sentence.
+pub(crate) fn signed(bytes: &[u8], key: &PublicKey) -> Result<serde_json::Map<String, Value>, String> {
     let value: Value = serde_json::from_slice(bytes)
         .map_err(|_| "not a JSON line (edited, damaged, or not an audit log)".to_owned())?;
     let Value::Object(mut map) = value.clone() else {
@@ -150,6 +208,13 @@ fn check_line(bytes: &[u8], key: &PublicKey, before: Option<&(u64, String)>) -> 
     if !key.verifies(&canonical::to_vec(&Value::Object(map.clone())), &signature) {
         return Err("its signature does not match its content (the line was edited)".to_owned());
     }
+    Ok(map)
+}
+
+/// Checks one line after `before` (its `seq` and digest); returns its own,
+/// and how many records it says were lost.
+fn check_line(bytes: &[u8], key: &PublicKey, before: Option<&(u64, String)>) -> Result<(u64, String, u64), String> {
+    let map = signed(bytes, key)?;
     let seq = map.get("seq").and_then(Value::as_u64).ok_or("has no `seq`")?;
     let prev = map.get("prev").and_then(Value::as_str).ok_or("has no `prev`")?;
     match before {
@@ -224,6 +289,15 @@ pub fn receipt_in<'a>(value: &'a Value, meta_key: &str) -> Option<&'a Value> {
     }
     let result = value.get("result").unwrap_or(value);
     result.get("_meta").and_then(|meta| meta.get(meta_key))
+}
+
+/// The MCP result in `value` that a receipt came in (a result, or a
+/// JSON-RPC response holding one), or `None` when `value` is a bare receipt.
+pub fn result_with(value: &Value) -> Option<&Value> {
+    if value.get("sig").is_some() {
+        return None;
+    }
+    Some(value.get("result").unwrap_or(value))
 }
 
 /// Checks a receipt taken from a result: a line in toolhost's form, signed

@@ -106,6 +106,7 @@ pub(crate) async fn call(
         guard.arguments = Cow::Owned(rewritten.clone());
     }
     let notes = &mut guard.notes;
+    let shape = hooks.result_shape.clone();
     let mut report = match refused {
         Some(error) => CallReport::rejected(tool, plugin.map(str::to_owned), error),
         None => host.call_spanned(catalog, tool, &arguments, overrides, hooks, caller).await,
@@ -128,6 +129,8 @@ pub(crate) async fn call(
             refused: CallRecord::refused_of(&report),
             effects: report.effects.clone(),
             cached: report.cached,
+            // The result as the caller gets it (after the after-hooks), for its digest.
+            result: shape.and_then(|shape| shape(&report)),
         };
         if accountable.receipts() {
             report.receipt = accountable.record_with_receipt(record).await;
@@ -188,6 +191,7 @@ impl Drop for Guard<'_> {
             refused: Vec::new(),
             effects: Default::default(),
             cached: None,
+            result: None,
         });
     }
 }
@@ -373,6 +377,7 @@ pub(crate) fn finish_offer<T>(
         refused: Vec::new(),
         effects,
         cached: None,
+        result: None,
     });
 }
 

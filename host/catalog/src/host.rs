@@ -179,6 +179,9 @@ impl Host {
         if let Some(file) = &config.audit.file {
             protected.push((file.clone(), "the `[audit]` log".to_owned()));
         }
+        if let Some(file) = &config.audit.checkpoint {
+            protected.push((file.clone(), "the `[audit]` checkpoint (where the log's chain should end)".to_owned()));
+        }
         check_grants(&config, &protected)?;
         let accountable =
             toolhost_audit::Accountable::new(&config.audit, &config.hooks).map_err(anyhow::Error::msg)?.map(Arc::new);
@@ -652,6 +655,13 @@ impl Host {
     /// ends fill in a [`Caller`] only then.
     pub fn accountable(&self) -> bool {
         self.accountable.is_some()
+    }
+
+    /// Whether calls are written to an audit log (`[audit]`): front ends
+    /// then say how they hand a call's result over
+    /// ([`CallHooks::result_shape`]), for its line's digest.
+    pub fn audit_logs(&self) -> bool {
+        self.accountable.as_ref().is_some_and(|accountable| accountable.logs())
     }
 
     /// [`Host::call_observed`] by `caller`, whom the audit line and the

@@ -17,6 +17,7 @@
 pub mod credentials;
 pub mod env;
 pub mod files;
+pub mod json;
 pub mod leaks;
 pub mod manifest;
 pub mod names;

@@ -36,6 +36,13 @@ pub enum ReadError {
         /// The limit.
         limit: u64,
     },
+    /// A private key (or password) file others can read: see [`read_private`].
+    Exposed {
+        /// Its permission bits.
+        mode: u32,
+        /// Whether it belongs to the user toolhost runs as.
+        ours: bool,
+    },
     /// Any other I/O error (permissions, a symlink loop, …).
     Io(std::io::Error),
 }
@@ -48,6 +55,17 @@ impl fmt::Display for ReadError {
             ReadError::TooLarge { size, limit } => {
                 write!(f, "too large ({} bytes or more; the limit is {limit} bytes)", size)
             }
+            ReadError::Exposed { mode, ours: true } => write!(
+                f,
+                "it is open to its group or to others (mode {mode:04o}), and it holds a private key: make it readable \
+                 by its owner alone (`chmod 600`), or it is not used"
+            ),
+            ReadError::Exposed { mode, ours: false } => write!(
+                f,
+                "it is open to users other than its owner and its group (mode {mode:04o}), and it holds a private \
+                 key: take away others' access (`chmod o-rwx`, or `chmod 600`; in Kubernetes, a secret volume's \
+                 `defaultMode: 0400`), or it is not used"
+            ),
             ReadError::Io(err) => write!(f, "{err}"),
         }
     }
@@ -64,13 +82,48 @@ impl ReadError {
 
 /// Reads the regular file at `path`, at most `limit` bytes.
 pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
-    let file = open_regular(path)?;
+    read_open(open_regular(path)?, limit)
+}
+
+/// What is left of `file`, at most `limit` bytes.
+fn read_open(file: File, limit: u64) -> Result<Vec<u8>, ReadError> {
     let mut bytes = Vec::new();
     file.take(limit + 1).read_to_end(&mut bytes).map_err(ReadError::Io)?;
     if bytes.len() as u64 > limit {
         return Err(ReadError::TooLarge { size: bytes.len() as u64, limit });
     }
     Ok(bytes)
+}
+
+/// Reads a file that holds a private key or a password ([`read_regular`]),
+/// refusing it when the permissions on the opened file let others read it,
+/// as OpenSSH refuses an unprotected private key: no access at all for
+/// others, and none for the group either when the file belongs to the user
+/// toolhost runs as (`chmod 600`). A file owned by another user (root) may
+/// be shared with toolhost's user through its group (`0640 root:toolhost`):
+/// that is a choice someone made, not an accident of a umask. Every private
+/// key and password toolhost reads goes through here.
+pub fn read_private(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    let file = open_regular(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let metadata = file.metadata().map_err(ReadError::Io)?;
+        let mode = metadata.mode() & 0o7777;
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let ours = metadata.uid() == unsafe { libc::geteuid() };
+        let open_to = if ours { 0o077 } else { 0o007 };
+        if mode & open_to != 0 {
+            return Err(ReadError::Exposed { mode, ours });
+        }
+    }
+    read_open(file, limit)
+}
+
+/// [`read_private`] as UTF-8 text.
+pub fn read_private_text(path: &Path, limit: u64) -> Result<String, ReadError> {
+    String::from_utf8(read_private(path, limit)?)
+        .map_err(|_| ReadError::Io(std::io::Error::new(std::io::ErrorKind::InvalidData, "the file is not UTF-8 text")))
 }
 
 /// [`read_regular`] as UTF-8 text.
@@ -149,6 +202,30 @@ mod tests {
         std::fs::write(&path, "x = 1").unwrap();
         assert_eq!(read_regular(&path, 5).unwrap(), b"x = 1");
         assert_eq!(read_regular_text(&path, 100).unwrap(), "x = 1");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_private_file_open_to_others_is_refused_and_one_of_ours_to_its_group_too() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("key");
+        std::fs::write(&key, "k").unwrap();
+        for (mode, ok) in [(0o600, true), (0o400, true), (0o640, false), (0o604, false), (0o644, false), (0o620, false)]
+        {
+            std::fs::set_permissions(&key, std::fs::Permissions::from_mode(mode)).unwrap();
+            let read = read_private(&key, 5);
+            assert_eq!(read.is_ok(), ok, "{mode:o}: {read:?}");
+            if !ok {
+                let said = read.unwrap_err().to_string();
+                assert!(said.contains(&format!("mode {mode:04o}")) && said.contains("chmod 600"), "{said}");
+            }
+        }
+        // Through a symlink, the file's own mode counts.
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&key, &link).unwrap();
+        assert!(matches!(read_private(&link, 5), Err(ReadError::Exposed { mode: 0o644, ours: true })));
     }
 
     #[test]

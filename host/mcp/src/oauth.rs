@@ -506,7 +506,11 @@ impl Jwks {
                 return Err(format!("{url} sent more than {MAX_DOCUMENT} bytes"));
             }
         }
-        serde_json::from_slice(&body).map_err(|err| format!("{url} did not send JSON ({err})"))
+        // Strict: the issuer, its `jwks_uri` and its keys decide which tokens are taken.
+        toolhost_grants::json::strict(&body).map_err(|err| match toolhost_grants::json::repeated_member(&err) {
+            Some(said) => format!("{url} sent JSON in which {said}"),
+            None => format!("{url} did not send JSON ({err})"),
+        })
     }
 }
 

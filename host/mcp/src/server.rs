@@ -725,6 +725,8 @@ impl ServerHandler for ToolServer {
         };
         hooks.progress = observer;
         hooks.asker = hooks.asker.map(|asker| self.fair(asker, &caller, timeout));
+        // The audit line binds the result that goes out (`result_sha256`).
+        hooks.result_shape = self.host().audit_logs().then(|| crate::wire::result_shape(wrap));
         let span = request_span("tools/call", name, &context);
         let who = self.audited(&caller, "serve", Some(&context));
         // Boxed: rmcp moves this handler's future into a task of its own,

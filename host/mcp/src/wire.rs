@@ -105,7 +105,31 @@ pub(crate) fn result_of(report: CallReport, wrap: bool) -> CallToolResult {
     if let Some(age) = report.cached {
         meta.insert(CACHED_META.to_owned(), json!({"ageMs": u64::try_from(age.as_millis()).unwrap_or(u64::MAX)}));
     }
-    let mut result = match report.outcome {
+    result_body(report.outcome, &report.tool, &refusals, wrap).with_meta(Some(MetaObject(meta)))
+}
+
+/// A finished call's result as its caller gets it, without `_meta`, as
+/// JSON: what its audit line's `result_sha256` covers. `None` when the call
+/// is answered with no result (an unknown tool's or a request round's
+/// JSON-RPC answer). Built by the same code as [`result_of`]'s, from a copy
+/// of the outcome, so the digest is of exactly what goes out.
+pub(crate) fn result_json(report: &CallReport, wrap: bool) -> Option<Value> {
+    if let Err(CallError::UnknownTool { .. } | CallError::InputRequired) = &report.outcome {
+        return None;
+    }
+    let refusals: Vec<String> = report.refused.iter().map(ToString::to_string).collect();
+    serde_json::to_value(result_body(report.outcome.clone(), &report.tool, &refusals, wrap)).ok()
+}
+
+/// A [`toolhost_runtime::sandbox::ResultShape`] for calls whose result goes
+/// out through [`result_of`].
+pub(crate) fn result_shape(wrap: bool) -> toolhost_runtime::sandbox::ResultShape {
+    Arc::new(move |report: &CallReport| result_json(report, wrap))
+}
+
+/// [`result_of`] without `_meta`.
+fn result_body(outcome: Result<ToolOutput, CallError>, tool: &str, refusals: &[String], wrap: bool) -> CallToolResult {
+    let mut result = match outcome {
         Ok(ToolOutput::Text(text)) => CallToolResult::success(vec![ContentBlock::text(text)]),
         Ok(ToolOutput::Json(text)) => match serde_json::from_str::<Value>(&text) {
             Ok(value) if wrap => {
@@ -123,13 +147,13 @@ pub(crate) fn result_of(report: CallReport, wrap: bool) -> CallToolResult {
             result.structured_content = structured;
             result
         }
-        Err(err) => CallToolResult::error(vec![ContentBlock::text(one_line(&report.tool, &err))]),
+        Err(err) => CallToolResult::error(vec![ContentBlock::text(one_line(tool, &err))]),
     };
     // What the host refused is also told to the model, as `run` does, so it does not retry blindly.
     for refusal in refusals {
         result.content.push(ContentBlock::text(format!("[toolhost refused: {refusal}]")));
     }
-    result.with_meta(Some(MetaObject(meta)))
+    result
 }
 
 /// A content block as MCP carries it (the JSON block as its text, beside
@@ -309,6 +333,28 @@ mod tests {
 
     fn wire(result: &CallToolResult) -> Value {
         serde_json::to_value(result).unwrap()
+    }
+
+    #[test]
+    fn the_result_an_audit_line_binds_is_the_result_that_goes_out_without_meta() {
+        for (outcome, wrap) in [
+            (Ok(ToolOutput::Text("hi".to_owned())), false),
+            (Ok(ToolOutput::Json("[1,2.5]".to_owned())), true),
+            (Ok(ToolOutput::Json(r#"{"b":1,"a":"x"}"#.to_owned())), false),
+            (Err(CallError::Denied("no".to_owned())), false),
+        ] {
+            let mut report = report(outcome);
+            report.refused.push(toolhost_runtime::outcome::Refusal {
+                target: "https://example.com:443".to_owned(),
+                reason: toolhost_runtime::outcome::RefusalReason::NotGranted,
+            });
+            let bound = result_json(&report, wrap).unwrap();
+            report.receipt = Some(json!({"seq": 1}));
+            let mut sent = wire(&result_of(report, wrap));
+            sent.as_object_mut().unwrap().remove("_meta");
+            assert_eq!(bound, sent);
+        }
+        assert_eq!(result_json(&report(Err(CallError::InputRequired)), false), None);
     }
 
     #[test]

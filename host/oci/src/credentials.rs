@@ -112,7 +112,8 @@ fn from_docker_config(path: &Path, registry: &str) -> Result<Credentials> {
 /// The entry for `registry` in docker config text read from `path`.
 pub fn parse_docker_config(text: &str, path: &Path, registry: &str) -> Result<Credentials> {
     // serde_json's messages name a line and column, never the file's content.
-    let config: DockerConfig = serde_json::from_str(text)
+    // Strict: a registry named twice under `auths` is two credentials for one name.
+    let config: DockerConfig = toolhost_grants::json::strict_as(text.as_bytes())
         .map_err(|err| anyhow::anyhow!("the docker config {} is not valid: {err}", path.display()))?;
     let Some(entry) = config.auths.iter().find(|(key, _)| same_registry(key, registry)).map(|(_, entry)| entry) else {
         return Ok(Credentials::Anonymous);
@@ -158,6 +159,14 @@ mod tests {
         let path = dir.path().join("config.json");
         std::fs::write(&path, text).unwrap();
         (dir, path)
+    }
+
+    #[test]
+    fn a_registry_named_twice_is_refused() {
+        let text = r#"{"auths":{"r.example":{"auth":"YTpi"},"r.example":{"auth":"Yzpk"}}}"#;
+        let (_dir, path) = config(text);
+        let err = parse_docker_config(text, &path, "r.example").unwrap_err().to_string();
+        assert!(err.contains("the member `r.example` appears twice"), "{err}");
     }
 
     #[test]

@@ -142,8 +142,9 @@ impl SigningKey {
     /// encrypted form (and is not needed for the plain ones).
     pub fn read(path: &Path, password: Option<&Secret>) -> Result<SigningKey, String> {
         let name = path.display().to_string();
-        let text = toolhost_grants::readfile::read_regular_text(path, MAX_KEY_FILE)
-            .map_err(|err| format!("could not read the signing key {name}: {err}"))?;
+        // A private key others can read is refused (see `readfile::read_private`).
+        let text = toolhost_grants::readfile::read_private_text(path, MAX_KEY_FILE)
+            .map_err(|err| format!("could not use the signing key {name}: {err}"))?;
         SigningKey::from_pem(&text, &name, password).map_err(|why| format!("the signing key {name}: {why}"))
     }
 
@@ -232,7 +233,7 @@ fn decrypt(body: &[u8], password: &Secret) -> Result<Vec<u8>, String> {
     use crypto_secretbox::aead::{Aead, KeyInit};
     let damaged = |what: &str| format!("it is not a cosign encrypted key as cosign writes it ({what})");
     let encrypted: Encrypted =
-        serde_json::from_slice(body).map_err(|_| damaged("its body is not the JSON expected"))?;
+        toolhost_grants::json::strict_as(body).map_err(|_| damaged("its body is not the JSON expected"))?;
     if encrypted.kdf.name != "scrypt" || encrypted.cipher.name != "nacl/secretbox" {
         return Err(damaged(&format!(
             "it uses `{}` and `{}`, not scrypt and nacl/secretbox",

@@ -248,8 +248,11 @@ impl Registry {
                 "{source}: digest mismatch: the registry says the manifest is {header} but its content is {digest}; nothing was written"
             );
         }
-        let versioned: serde_json::Value = serde_json::from_slice(&body)
-            .map_err(|err| anyhow!("{source}: the registry sent a manifest that is not JSON: {err}"))?;
+        // Strict: the manifest names the layer whose digest is checked; a
+        // member named twice could name one layer to toolhost and another to
+        // the tool that signed it.
+        let versioned = toolhost_grants::json::strict(&body)
+            .map_err(|err| anyhow!("{source}: the registry sent a manifest that is not strict JSON: {err}"))?;
         let media_type = versioned.get("mediaType").and_then(|value| value.as_str()).unwrap_or(OCI_MANIFEST);
         if media_type.contains("index") || media_type.contains("manifest.list") {
             bail!(

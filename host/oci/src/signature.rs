@@ -132,7 +132,8 @@ fn signed_digest(payload: &[u8]) -> Option<String> {
         let (_, value) = found.next()?;
         found.next().is_none().then_some(value)
     }
-    let value: serde_json::Value = serde_json::from_slice(payload).ok()?;
+    // Strict: a member named twice exactly is as unusable as one named twice in another case.
+    let value = toolhost_grants::json::strict(payload).ok()?;
     let critical = field(&value, "critical")?;
     if field(critical, "type")?.as_str()? != SIGNATURE_TYPE {
         return None;
@@ -347,7 +348,10 @@ impl Registry {
 /// Parses a `.sig` manifest, bounded in layers; `Err` says what is wrong with it.
 fn parse_signatures(body: &[u8]) -> std::result::Result<OciImageManifest, String> {
     let manifest: OciImageManifest =
-        serde_json::from_slice(body).map_err(|_| "are not an OCI image manifest".to_owned())?;
+        toolhost_grants::json::strict_as(body).map_err(|err| match toolhost_grants::json::repeated_member(&err) {
+            Some(said) => format!("are JSON in which {said}"),
+            None => "are not an OCI image manifest".to_owned(),
+        })?;
     if manifest.layers.len() > MAX_SIGNATURES {
         return Err(format!("have {} layers, more than the {MAX_SIGNATURES} toolhost checks", manifest.layers.len()));
     }
@@ -385,6 +389,8 @@ mod tests {
             r#"{"critical":{"image":{"docker-manifest-digest":7},"type":"cosign container image signature"}}"#,
             r#"{"critical":{"image":{},"type":"cosign container image signature"}}"#,
             r#"{"critical":{"image":{"docker-manifest-digest":"sha256:aa","Docker-Manifest-Digest":"sha256:bb"},"type":"cosign container image signature"}}"#,
+            // Named twice exactly: serde_json alone would read the last.
+            r#"{"critical":{"image":{"docker-manifest-digest":"sha256:aa","docker-manifest-digest":"sha256:bb"},"type":"cosign container image signature"}}"#,
         ];
         for case in cases {
             assert_eq!(signed_digest(case.as_bytes()), None, "{case}");

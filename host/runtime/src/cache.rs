@@ -134,7 +134,8 @@ impl CacheKey {
     /// random key when it does not exist yet.
     pub fn from_file(path: &Path) -> Result<CacheKey> {
         let read = |path: &Path| -> Result<CacheKey> {
-            let text = toolhost_grants::readfile::read_regular_text(path, 1024)
+            // A key others can read lets them forge cache entries: refused.
+            let text = toolhost_grants::readfile::read_private_text(path, 1024)
                 .map_err(|err| anyhow::anyhow!("{err}"))
                 .with_context(|| format!("reading {}", path.display()))?;
             CacheKey::from_text(text.trim()).map_err(|why| anyhow::anyhow!("{}: {why}", path.display()))

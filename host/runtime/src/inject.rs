@@ -221,7 +221,21 @@ async fn token(injection: &Injection, tls: &std::sync::Arc<rustls::ClientConfig>
         mask(&mut text, &secrets);
         String::from_utf8_lossy(&text).chars().filter(|c| !c.is_control()).take(limit).collect::<String>()
     };
-    let answer: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+    // Strict: an answer naming a member twice (`access_token`, `token_type`,
+    // `expires_in`) is read differently by different parsers; no token is taken from it.
+    let answer: serde_json::Value = match toolhost_grants::json::strict(&bytes) {
+        Ok(answer) => answer,
+        Err(err) => match toolhost_grants::json::repeated_member(&err) {
+            Some(said) => {
+                // Masked again once JSON-decoded, as the error fields below are.
+                let mut said = said.into_bytes();
+                mask(&mut said, &secrets);
+                let said = String::from_utf8_lossy(&said);
+                return Err(failed(format!("its answer is JSON in which {said}: no token is taken from it")));
+            }
+            None => serde_json::Value::Null,
+        },
+    };
     if !status.is_success() {
         // RFC 6749 §5.2: `error` and `error_description`, masked once
         // JSON-decoded (`\u0073ecret` is `secret`), before they are cut.

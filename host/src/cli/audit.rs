@@ -26,9 +26,13 @@ enum AuditCommand {
         /// The public key (PEM `PUBLIC KEY`) whose signatures the lines must carry
         #[arg(long, value_name = "PUB")]
         key: PathBuf,
+        /// The log's checkpoint (`[audit] checkpoint`, or a copy kept elsewhere): the chain must reach the line
+        /// it names, so lines cut from the log's end are caught
+        #[arg(long, value_name = "FILE")]
+        checkpoint: Option<PathBuf>,
     },
     /// Check a receipt (the JSON of a result's `_meta` "toolhost/receipt", or the whole result) against KEY,
-    /// and with --log find its line in the log
+    /// and the result it came in against the receipt, and with --log find its line in the log
     Receipt {
         /// A file holding the receipt, or an MCP result (or JSON-RPC response) carrying one; `-` for stdin
         #[arg(value_name = "RECEIPT")]
@@ -53,11 +57,28 @@ enum AuditCommand {
 
 pub fn run(args: &Args) -> Result<ExitCode> {
     match &args.command {
-        AuditCommand::Verify { files, key } => {
+        AuditCommand::Verify { files, key, checkpoint } => {
             let key = PublicKey::load(key).map_err(anyhow::Error::msg)?;
-            match verify::verify(files, &key) {
+            let anchor = match checkpoint {
+                Some(path) => match toolhost::audit::checkpoint::read(path, &key) {
+                    Ok(anchor) => Some(anchor),
+                    Err(why) => {
+                        eprintln!("error: the checkpoint {}: {why}", path.display());
+                        return Ok(ExitCode::from(1));
+                    }
+                },
+                None => None,
+            };
+            match verify::verify_to(files, &key, anchor.as_ref()) {
                 Ok(summary) => {
-                    println!("{}", verify::describe(&summary, files));
+                    let mut said = verify::describe(&summary, files);
+                    if let Some(anchor) = &anchor {
+                        said.push_str(&format!(
+                            "; it reaches its checkpoint (seq {}, written {})",
+                            anchor.seq, anchor.time
+                        ));
+                    }
+                    println!("{said}");
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(broken) => {
@@ -95,6 +116,20 @@ pub fn run(args: &Args) -> Result<ExitCode> {
                 checked.prev,
                 key.fingerprint()
             );
+            // Given the result that carried it, the receipt must be that result's.
+            match verify::result_with(&value) {
+                Some(result) => match toolhost::audit::result::check(found, result) {
+                    Ok(()) => said.push_str("; the result is the one it was signed for"),
+                    Err(why) => {
+                        eprintln!("error: {}: {why}", receipt.display());
+                        return Ok(ExitCode::from(1));
+                    }
+                },
+                None => said.push_str(
+                    "; no result was given, so only the receipt itself was checked (give the whole result to check \
+                     that it is this receipt's)",
+                ),
+            }
             if !logs.is_empty() {
                 match verify::locate(&checked, logs, &key) {
                     Ok((file, line)) => said.push_str(&format!("; it is line {line} of {}", file.display())),

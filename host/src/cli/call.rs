@@ -105,7 +105,8 @@ pub async fn run(host: &Host, config: &Config, args: Args) -> Result<ExitCode> {
         person: person.map(|person| std::sync::Arc::new(person) as std::sync::Arc<dyn toolhost::runtime::ask::Asker>),
         on_sampled: Some(on_sampled),
     };
-    let hooks = toolhost::runtime::sandbox::CallHooks { progress, asker: Some(std::sync::Arc::new(asker)) };
+    let hooks =
+        toolhost::runtime::sandbox::CallHooks { progress, asker: Some(std::sync::Arc::new(asker)), result_shape: None };
     let caller = toolhost::Caller::on("call");
     let call = host.call_as(&catalog, &args.tool, &arguments, &overrides, hooks, &caller);
     let report = tokio::select! {

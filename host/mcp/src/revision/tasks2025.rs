@@ -476,7 +476,8 @@ impl ToolServer {
                 }
             })
         };
-        let hooks = CallHooks { progress: Some(observer), asker: Some(fair) };
+        let result_shape = self.host().audit_logs().then(|| crate::wire::result_shape(wrap));
+        let hooks = CallHooks { progress: Some(observer), asker: Some(fair), result_shape };
         let arguments = arguments_text(&request.arguments);
         let span = request_span("tools/call", &name, context);
         let (server, running) = (self.clone(), task.clone());

@@ -100,11 +100,11 @@ impl ToolServer {
         if !stateless {
             let capabilities = context.client_capabilities().unwrap_or_default();
             let asker = Arc::new(SessionAsker { peer: context.peer.clone(), capabilities });
-            return Ok((CallHooks { progress: None, asker: Some(asker) }, None));
+            return Ok((CallHooks { progress: None, asker: Some(asker), result_shape: None }, None));
         }
         let capabilities = context.client_capabilities();
         let asker = Arc::new(RoundAsker::new(&self.shared.seal, &binding, capabilities, responses, state)?);
-        let hooks = CallHooks { progress: None, asker: Some(asker.clone()) };
+        let hooks = CallHooks { progress: None, asker: Some(asker.clone()), result_shape: None };
         Ok((hooks, Some(Round { asker, binding })))
     }
 
@@ -181,6 +181,7 @@ impl ToolServer {
             })
         };
         hooks.progress = Some(observer);
+        hooks.result_shape = self.host().audit_logs().then(|| crate::wire::result_shape(wrap));
         let (done, finished) = tokio::sync::oneshot::channel::<(CallReport, Option<Round>)>();
         let job = {
             let (server, task, phased, task_asker) = (self.clone(), task.clone(), phased.clone(), task_asker.clone());

@@ -142,8 +142,9 @@ impl StateConfig {
     /// content).
     pub fn password(&self) -> anyhow::Result<Option<String>> {
         if let Some(file) = &self.password_file {
-            let text = toolhost_grants::readfile::read_regular_text(file, MAX_PASSWORD_FILE)
-                .map_err(|err| anyhow::anyhow!("[state] password_file {}: could not read it: {err}", file.display()))?;
+            // A password others can read is refused (see `readfile::read_private`).
+            let text = toolhost_grants::readfile::read_private_text(file, MAX_PASSWORD_FILE)
+                .map_err(|err| anyhow::anyhow!("[state] password_file {}: could not use it: {err}", file.display()))?;
             let password = text.lines().next().unwrap_or("").trim().to_owned();
             if password.is_empty() {
                 anyhow::bail!(

@@ -121,6 +121,9 @@ pub struct Progress {
     pub message: Option<String>,
 }
 
+/// A call's result as its front end will hand it over (see [`CallHooks::result_shape`]).
+pub type ResultShape = Arc<dyn Fn(&crate::outcome::CallReport) -> Option<serde_json::Value> + Send + Sync>;
+
 /// Told of a call's progress reports as they come (see [`super::Sandbox::invoke`]).
 pub type ProgressObserver = Arc<dyn Fn(Progress) + Send + Sync>;
 
@@ -129,6 +132,11 @@ pub type ProgressObserver = Arc<dyn Fn(Progress) + Send + Sync>;
 /// only logged, and questions are answered `unsupported`.
 #[derive(Clone, Default)]
 pub struct CallHooks {
+    /// How the front end hands the call's result to its caller, as JSON
+    /// (an MCP `CallToolResult` without `_meta`; `None` when it answers
+    /// with no result, such as a JSON-RPC error): what a call's audit line
+    /// binds with a digest. Asked only when an audit log is written.
+    pub result_shape: Option<ResultShape>,
     /// Told of each progress report kept.
     pub progress: Option<ProgressObserver>,
     /// Answers elicitation, sampling and roots questions.
@@ -138,6 +146,6 @@ pub struct CallHooks {
 impl CallHooks {
     /// Hooks with only a progress observer.
     pub fn progress(observer: Option<ProgressObserver>) -> CallHooks {
-        CallHooks { progress: observer, asker: None }
+        CallHooks { progress: observer, asker: None, result_shape: None }
     }
 }
