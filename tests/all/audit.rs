@@ -37,7 +37,14 @@ struct Setup {
 }
 
 /// What `toolhost serve` writes on stdout, a line at a time.
-type Answers = std::io::Lines<BufReader<std::process::ChildStdout>>;
+/// A server's answers, one line each, without its notifications (`serve`
+/// says `tools/list_changed` as its plugins finish loading).
+type Answers =
+    std::iter::Filter<std::io::Lines<BufReader<std::process::ChildStdout>>, fn(&std::io::Result<String>) -> bool>;
+
+fn not_a_notification(line: &std::io::Result<String>) -> bool {
+    !line.as_ref().is_ok_and(|line| line.contains(r#""method":"notifications/"#))
+}
 
 impl Setup {
     /// `toolhost serve` over stdio on `plugins`, in this setup's folder,
@@ -54,7 +61,9 @@ impl Setup {
             .spawn()
             .unwrap();
         let mut stdin = child.stdin.take().unwrap();
-        let mut answers = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut answers = BufReader::new(child.stdout.take().unwrap())
+            .lines()
+            .filter(not_a_notification as fn(&std::io::Result<String>) -> bool);
         writeln!(stdin, "{initialize}").unwrap();
         let _ = answers.next().unwrap().unwrap();
         writeln!(stdin, "{INITIALIZED}").unwrap();

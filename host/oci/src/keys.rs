@@ -142,9 +142,24 @@ impl SigningKey {
     /// encrypted form (and is not needed for the plain ones).
     pub fn read(path: &Path, password: Option<&Secret>) -> Result<SigningKey, String> {
         let name = path.display().to_string();
-        // A private key others can read is refused (see `readfile::read_private`).
-        let text = toolhost_grants::readfile::read_private_text(path, MAX_KEY_FILE)
-            .map_err(|err| format!("could not use the signing key {name}: {err}"))?;
+        // A private key others can read is refused (see `readfile::read_private`);
+        // a public key given by mistake is said to be one, whatever its mode.
+        let text = match toolhost_grants::readfile::read_private_text(path, MAX_KEY_FILE) {
+            Ok(text) => text,
+            Err(err @ toolhost_grants::readfile::ReadError::Exposed { .. }) => {
+                let public = toolhost_grants::readfile::read_regular_text(path, MAX_KEY_FILE)
+                    .ok()
+                    .and_then(|text| pem::parse(text.trim()).ok())
+                    .is_some_and(|block| block.tag() == "PUBLIC KEY");
+                if public {
+                    return Err(format!(
+                        "the signing key {name}: it is a public key; sign with the private key (cosign.key)"
+                    ));
+                }
+                return Err(format!("could not use the signing key {name}: {err}"));
+            }
+            Err(err) => return Err(format!("could not use the signing key {name}: {err}")),
+        };
         SigningKey::from_pem(&text, &name, password).map_err(|why| format!("the signing key {name}: {why}"))
     }
 
