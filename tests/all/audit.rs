@@ -1255,7 +1255,7 @@ fn a_checkpoint_catches_lines_cut_from_the_logs_end() {
     let output = verify("cut.log", "edited.checkpoint");
     assert_eq!(output.status.code(), Some(1));
     assert!(stderr(&output).contains("signature does not match"), "{}", stderr(&output));
-    std::fs::write(setup.path("edited.checkpoint"), &lines[1]).unwrap();
+    std::fs::write(setup.path("edited.checkpoint"), lines[1]).unwrap();
     let output = verify("cut.log", "edited.checkpoint");
     assert!(stderr(&output).contains("not a checkpoint"), "{}", stderr(&output));
 

@@ -421,10 +421,11 @@ fn code_of(text: &str) -> Vec<(usize, String)> {
                 for (index, line) in lines.iter().enumerate() {
                     out.push((first + index, (*line).to_owned()));
                     let launcher = line.contains("uvx") || line.contains("npx");
-                    if launcher && installed_packages(line).is_empty() {
-                        if let Some(next) = lines.get(index + 1) {
-                            out.push((first + index, format!("{line} {next}")));
-                        }
+                    if launcher
+                        && installed_packages(line).is_empty()
+                        && let Some(next) = lines.get(index + 1)
+                    {
+                        out.push((first + index, format!("{line} {next}")));
                     }
                 }
             }

@@ -242,7 +242,6 @@ fn serve_answers_async_tools_and_a_cancelled_call_stops_the_guest() {
     let used = cpu_seconds(child.id()) - before;
     send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"sum","arguments":{"a":1,"b":2}}}"#);
     let answer = lines.find_map(|line| line.ok().filter(|line| line.contains(r#""id":3"#))).unwrap();
-    drop(send);
     let _ = child.kill();
     let _ = child.wait();
     assert!(answer.contains(r#""result":3"#), "{answer}");

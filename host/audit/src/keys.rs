@@ -95,10 +95,8 @@ impl PublicKey {
     pub fn from_spki(der: &[u8]) -> Option<PublicKey> {
         let (algorithm, raw) = if let Some(raw) = der.strip_prefix(ED25519_SPKI).filter(|raw| raw.len() == 32) {
             (Algorithm::Ed25519, raw)
-        } else if let Some(raw) = der.strip_prefix(P256_SPKI).filter(|raw| raw.len() == 65 && raw[0] == 4) {
-            (Algorithm::EcdsaP256, raw)
         } else {
-            return None;
+            (Algorithm::EcdsaP256, der.strip_prefix(P256_SPKI).filter(|raw| raw.len() == 65 && raw[0] == 4)?)
         };
         Some(PublicKey { algorithm, raw: raw.to_vec(), fingerprint: fingerprint(der) })
     }

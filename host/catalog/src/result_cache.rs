@@ -188,10 +188,10 @@ impl ResultCache {
         inner.order.push_back((key, number));
         while inner.entries.len() > self.config.max_entries || inner.bytes > self.config.max_bytes.bytes() {
             let Some((oldest, number)) = inner.order.pop_front() else { break };
-            if inner.entries.get(&oldest).is_some_and(|entry| entry.number == number) {
-                if let Some(gone) = inner.entries.remove(&oldest) {
-                    inner.bytes -= gone.bytes;
-                }
+            if inner.entries.get(&oldest).is_some_and(|entry| entry.number == number)
+                && let Some(gone) = inner.entries.remove(&oldest)
+            {
+                inner.bytes -= gone.bytes;
             }
         }
         // Keys stored again, or expired and gone, leave their old places
