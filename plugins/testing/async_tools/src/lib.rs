@@ -132,7 +132,7 @@ impl Guest for Tools {
             // Detached: each goes on waiting on the host.
             drop(task);
             spawned += 1;
-            if spawned % 64 == 0 {
+            if spawned.is_multiple_of(64) {
                 wit_bindgen::yield_async().await;
             }
         }
