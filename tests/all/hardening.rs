@@ -506,7 +506,9 @@ impl StdioSession {
                     Value::Array(answers) => answers,
                     one => vec![one],
                 };
-                for answer in answers {
+                // Notifications are not answers (`serve` says `tools/list_changed`
+                // as its plugins finish loading).
+                for answer in answers.into_iter().filter(|answer| answer.get("id").is_some()) {
                     if sender.send(answer).is_err() {
                         return;
                     }

@@ -838,13 +838,27 @@ fn serve_list_and_call(dir: &Path, plugins: &Path, flags: &[&str], call: &str, a
         "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}));
     answer(1);
     send(serde_json::json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
-    send(serde_json::json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}));
-    let listed = answer(2);
+    // `serve` answers while plugins and MCP servers still load: list again
+    // (as a client told `list_changed` does) until the tool to call is there.
+    let started = std::time::Instant::now();
+    let mut id = 1;
+    let listed = loop {
+        id += 1;
+        send(serde_json::json!({"jsonrpc":"2.0","id":id,"method":"tools/list"}));
+        let listed = answer(id);
+        let has =
+            |name: &str| listed["tools"].as_array().is_some_and(|tools| tools.iter().any(|tool| tool["name"] == name));
+        if has(call) || started.elapsed() > std::time::Duration::from_secs(90) {
+            break listed;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
     let arguments: Value = serde_json::from_str(arguments).unwrap();
+    id += 1;
     send(
-        serde_json::json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":call,"arguments":arguments}}),
+        serde_json::json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":call,"arguments":arguments}}),
     );
-    let called = answer(3);
+    let called = answer(id);
     let _ = send;
     drop(stdin);
     let _ = child.wait();
