@@ -551,10 +551,10 @@ fn health_and_readiness_follow_loading_and_metrics_count_calls_by_outcome() {
     assert_eq!((health.status, health.body.as_str()), (200, "ok\n"), "{}", health.head);
     let ready = get(&address, "/readyz", &[]).unwrap();
     assert_eq!(ready.status, 503, "not ready while loading: {}", ready.body);
-    assert_eq!(ready.body, "not ready: loading plugins\n");
+    assert!(ready.body.starts_with("not ready: loading plugins"), "{}", ready.body);
+    // MCP answers while plugins load (a call waits for its tool's plugin).
     let early = raw_call(&address, "slow_echo", serde_json::json!({"text": "early", "ms": 0}), &auth);
-    assert_eq!(early.status, 503, "no MCP before the plugins are loaded: {}", early.body);
-    assert!(early.head.to_ascii_lowercase().contains("retry-after: 1"), "{}", early.head);
+    assert_eq!(early.status, 200, "MCP answers while the plugins load: {}", early.body);
 
     replica.wait_serving();
     let ready = get(&address, "/readyz", &[]).unwrap();
@@ -579,7 +579,8 @@ fn health_and_readiness_follow_loading_and_metrics_count_calls_by_outcome() {
 
     let before = Exposition::read(&address, &auth);
     assert_eq!(before.value("toolhost_ready", &[]), 1.0);
-    assert!(before.find("toolhost_tool_calls_total", &[]).is_empty(), "no call yet");
+    let early = [("tool", "slow_echo"), ("outcome", "ok")];
+    assert_eq!(before.value("toolhost_tool_calls_total", &early), 1.0, "only the call made while loading");
 
     let ok = message(&raw_call(&address, "slow_echo", serde_json::json!({"text": "hi", "ms": 20}), &auth));
     assert_eq!(ok["result"]["content"][0]["text"], "hi", "{ok}");
@@ -618,7 +619,7 @@ fn health_and_readiness_follow_loading_and_metrics_count_calls_by_outcome() {
     }
     let echo = [("tool", "slow_echo"), ("plugin", "mcp_conformance")];
     let with = |outcome: &'static str| [echo[0], echo[1], ("outcome", outcome)];
-    assert_eq!(metrics.value("toolhost_tool_calls_total", &with("ok")), 1.0);
+    assert_eq!(metrics.value("toolhost_tool_calls_total", &with("ok")), 2.0, "the early call and `hi`");
     assert_eq!(metrics.value("toolhost_tool_calls_total", &with("invalid_arguments")), 1.0);
     assert_eq!(metrics.value("toolhost_tool_calls_total", &with("cancelled")), 1.0);
     assert_eq!(metrics.value("toolhost_tool_calls_total", &[("tool", "sha256"), ("outcome", "ok")]), 1.0);
@@ -628,7 +629,7 @@ fn health_and_readiness_follow_loading_and_metrics_count_calls_by_outcome() {
     assert_eq!(metrics.value("toolhost_tool_calls_total", &[("tool", "echo"), ("plugin", hostile)]), 1.0);
     assert!(metrics.value("toolhost_tool_fuel_consumed_total", &[("tool", "sha256")]) > 0.0);
     assert_eq!(metrics.value("toolhost_active_calls", &[]), 0.0);
-    assert_eq!(metrics.value("toolhost_catalog_generation", &[]), 1.0);
+    assert!(metrics.value("toolhost_catalog_generation", &[]) >= 1.0, "one more per batch of plugins loaded");
     assert!(metrics.value("toolhost_load_problems", &[]) >= 1.0, "list_sleeps did not load");
     assert_eq!(metrics.value("toolhost_build_info", &[("version", env!("CARGO_PKG_VERSION"))]), 1.0);
     assert!(metrics.value("toolhost_http_requests_total", &[("endpoint", "/readyz"), ("code", "503")]) >= 1.0);
@@ -645,9 +646,10 @@ fn health_and_readiness_follow_loading_and_metrics_count_calls_by_outcome() {
     assert!(buckets.last().unwrap().0.is_infinite());
     assert!(buckets.windows(2).all(|pair| pair[0].1 <= pair[1].1), "cumulative: {buckets:?}");
     let count = metrics.value("toolhost_tool_call_duration_seconds_count", &echo);
-    assert_eq!((buckets.last().unwrap().1, count), (3.0, 3.0));
-    assert_eq!(buckets.iter().find(|(le, _)| *le == 0.01).unwrap().1, 1.0, "the 20 ms call is above 10 ms");
-    assert_eq!(buckets.iter().find(|(le, _)| *le == 2.5).unwrap().1, 3.0, "the cancelled call stopped early");
+    assert_eq!((buckets.last().unwrap().1, count), (4.0, 4.0));
+    let quick = buckets.iter().find(|(le, _)| *le == 0.01).unwrap().1;
+    assert!((1.0..=2.0).contains(&quick), "the 20 ms call is above 10 ms: {buckets:?}");
+    assert_eq!(buckets.iter().find(|(le, _)| *le == 2.5).unwrap().1, 4.0, "the cancelled call stopped early");
     let sum = metrics.value("toolhost_tool_call_duration_seconds_sum", &echo);
     assert!((0.02..2.5).contains(&sum), "{sum}");
 }
