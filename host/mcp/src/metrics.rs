@@ -673,7 +673,7 @@ mod tests {
             }
         }
         assert!(text.contains(r#"plugin="we\"ird\\\nname""#), "{text}");
-        assert_eq!(text.lines().filter(|line| line.contains("we\\\"ird")).count(), 26, "one line per series");
+        assert_eq!(text.lines().filter(|line| line.contains("we\\\"ird")).count(), 27, "one line per series");
         assert_eq!(value(&text, r#"toolhost_http_requests_total{endpoint="/mcp",code="200"}"#), 1.0);
     }
 }
