@@ -2,8 +2,8 @@
 //! cacheable (`hash`'s `sha256` is read-only and idempotent) is answered from
 //! the cache when it is called again with the same arguments, however they
 //! are spelled; a reload that changed the component, another requestor of a
-//! plugin with credentials, an operator's `cache = false`, a network grant
-//! and the bounds all stop that. Through the library with the real watcher,
+//! plugin with credentials, an operator's `cache = false`, a network grant,
+//! a grant to ask the client and the bounds all stop that. Through the library with the real watcher,
 //! and through `serve` over stdio with the audit log.
 
 use crate::common;
@@ -95,6 +95,13 @@ async fn the_operator_the_grants_the_requestor_and_the_bounds_decide() {
     let network = "[plugins.hash]\nhttp = [\"https://api.example.com\"]\n";
     assert_eq!(twice(network, &anyone, &anyone).await, (false, false));
     assert_eq!(twice(&format!("{network}cache = true\n"), &anyone, &anyone).await, (false, true));
+    // One that may ask the client (the user, the model, its roots) never is:
+    // its result is what they answered that time.
+    for asks in ["elicitation = true", "sampling = true", "roots = true"] {
+        let config = format!("[plugins.hash]\n{asks}\n");
+        assert_eq!(twice(&config, &anyone, &anyone).await, (false, false), "{asks}");
+        assert_eq!(twice(&format!("{config}cache = true\n"), &anyone, &anyone).await, (false, false), "{asks}");
+    }
 
     // With credentials, results are per requestor, and not kept for an unknown one.
     let credentials = "[plugins.hash]\ncache = true\n[[plugins.hash.credentials]]\n\

@@ -275,6 +275,16 @@ pub(crate) fn cache_ttl(
         None if hints.read_only == Some(true) && hints.idempotent == Some(true) => default_ttl,
         None => return None,
     };
+    // A call that may ask the user, the model or the client's roots answers
+    // what they said this time: never given again, whatever the operator says.
+    if grants.requests != toolhost_grants::requests::RequestsGrant::default() {
+        let notice = "`cache = true` is not applied: the plugin may ask the client (elicitation, sampling or \
+                      roots) while it runs, so its results are never given again";
+        if operator == Some(true) && !notices.iter().any(|said| said == notice) {
+            notices.push(notice.to_owned());
+        }
+        return None;
+    }
     let reaches_out = !grants.network.hosts.is_empty()
         || grants.network.sockets
         || !grants.credentials.is_empty()

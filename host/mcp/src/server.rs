@@ -65,6 +65,14 @@ pub const LIST_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The longest a `tools/list` waits for a load in all (see [`LIST_WAIT`]).
 pub const LIST_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The least a call, resource read or prompt naming something not loaded
+/// yet waits for the load (the default call timeout when longer): a plugin
+/// seen for the first time compiles before it is ready, which takes seconds
+/// for a Rust component and can take tens on a busy machine for a Python or
+/// JavaScript one. The wait ends at once when the load does, or the client
+/// cancels; the call's own timeout starts when it runs.
+pub const LOAD_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 pub use crate::wire::{CACHED_META, RECEIPT_META, REFUSED_META, RETRY_AFTER_META, TASK_SUPPORT_META, USAGE_META};
 use crate::wire::{
     describe, from_wire, level_of, offer_error, offered, ran, result_of, severity, strip_nulls, wire_content,
@@ -191,6 +199,12 @@ impl ToolServer {
         self.host().limits_for(origin).timeout
     }
 
+    /// How long a request naming something not loaded yet waits for the
+    /// load (see [`LOAD_WAIT`]).
+    pub(crate) fn load_wait(&self) -> std::time::Duration {
+        self.timeout_of("").max(LOAD_WAIT)
+    }
+
     /// The catalog once `found` holds of it, the plugins folder has
     /// finished loading, `bound` has passed or `cancelled` fired, whichever
     /// comes first (at once when nothing is loading): what a request for
@@ -253,8 +267,8 @@ impl ToolServer {
     }
 
     /// The catalog for a request naming the tool `name`: at once when it
-    /// is there or nothing is loading, else once it loads (within the
-    /// default call timeout). `Err` is the answer for a tool still loading
+    /// is there or nothing is loading, else once it loads (within
+    /// [`LOAD_WAIT`]). `Err` is the answer for a tool still loading
     /// after that: a tool result saying so, for the model to read.
     pub(crate) async fn catalog_with_tool(
         &self,
@@ -265,7 +279,7 @@ impl ToolServer {
         if catalog.find(name).is_some() || !self.host().is_loading() {
             return Ok(catalog);
         }
-        let catalog = self.settled(self.timeout_of(""), cancelled, |catalog| catalog.find(name).is_some()).await;
+        let catalog = self.settled(self.load_wait(), cancelled, |catalog| catalog.find(name).is_some()).await;
         if catalog.find(name).is_some() || !self.host().is_loading() {
             return Ok(catalog);
         }
@@ -456,7 +470,7 @@ impl ServerHandler for ToolServer {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let bound = self.timeout_of("");
+        let bound = self.load_wait();
         let catalog =
             self.settled(bound, &context.ct, |catalog| resource_plugin(catalog, &request.uri).is_some()).await;
         // A resource of a plugin the token has not the scope for is one nobody offers.
@@ -521,7 +535,7 @@ impl ServerHandler for ToolServer {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let bound = self.timeout_of("");
+        let bound = self.load_wait();
         let catalog = self.settled(bound, &context.ct, |catalog| prompt_plugin(catalog, &request.name).is_some()).await;
         let Some(plugin) = prompt_plugin(&catalog, &request.name).filter(|p| self.plugin_in_scope(&context, p)) else {
             return Err(offer_error(OfferError::NotFound(format!("the prompt `{}`", request.name)), None));
