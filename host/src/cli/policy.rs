@@ -73,7 +73,10 @@ pub fn run(config: &Config, config_path: Option<&Path>, plugins_dir: &Path, args
         for note in &policy.notes {
             println!("  note: {note}");
         }
-        if lacking.is_empty() {
+        if policy.grants.is_empty() {
+            println!("  grants nothing (the plugin needs no grant)");
+            continue;
+        } else if lacking.is_empty() {
             println!("  already granted in {}", path.display());
             continue;
         }
