@@ -10,6 +10,7 @@ mod common;
 mod asking;
 mod audit;
 mod cli;
+mod console;
 mod contract_v0_2;
 mod credentials;
 mod deploy;

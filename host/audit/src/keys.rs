@@ -224,9 +224,18 @@ impl SigningKey {
     }
 }
 
-/// Writes a new key pair into `dir`: `audit.key` (PKCS#8 PEM, readable by
-/// its owner only) and `audit.pub`. Refuses to replace either. Returns both paths.
+/// Writes a new key pair into `dir` (made, readable by its owner only, when
+/// it does not exist): `audit.key` (PKCS#8 PEM, readable by its owner only)
+/// and `audit.pub`. Refuses to replace either. Returns both paths.
 pub fn keygen(dir: &Path, algorithm: Algorithm) -> Result<(PathBuf, PathBuf), String> {
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|err| format!("could not make the folder {}: {err}", dir.display()))?;
+    }
     let private = dir.join("audit.key");
     let public = dir.join("audit.pub");
     for path in [&private, &public] {

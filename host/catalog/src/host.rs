@@ -595,6 +595,16 @@ impl Host {
         self.servers.refresh(&self.catalog).await
     }
 
+    /// With `[audit]` logging: the records the writer dropped so far (it was behind).
+    pub fn audit_lost(&self) -> Option<u64> {
+        self.accountable.as_ref().filter(|accountable| accountable.logs()).map(|accountable| accountable.lost())
+    }
+
+    /// Every `[quotas]` entry and its use in this process now.
+    pub fn quota_usage(&self) -> Vec<crate::quota::QuotaUse> {
+        self.quotas.usage()
+    }
+
     /// The current tool catalog: one consistent snapshot of every tool.
     pub fn catalog(&self) -> Arc<Catalog> {
         self.catalog.snapshot()

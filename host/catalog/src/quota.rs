@@ -326,6 +326,61 @@ impl Quotas {
     }
 }
 
+/// One configured quota and its use in this process, for the operator's page.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuotaUse {
+    /// `tool:NAME`, `plugin:NAME` or `server:NAME`.
+    pub key: String,
+    /// Whose quota, in words (``tool `fetch` ``).
+    pub scope: String,
+    pub rate: Option<Rate>,
+    /// Calls the rate would let through now (whole calls in the bucket).
+    pub rate_left: Option<u32>,
+    pub cap: Option<usize>,
+    /// Calls running under the cap now.
+    pub running: Option<usize>,
+    /// True when the quota is kept in a shared store (then this process's
+    /// own numbers are not what limits calls).
+    pub shared: bool,
+}
+
+impl Quotas {
+    /// Every quota with its use now, sorted by scope.
+    pub fn usage(&self) -> Vec<QuotaUse> {
+        let now = Instant::now();
+        let shared = self.shared.get().is_some();
+        let mut usage: Vec<QuotaUse> = self
+            .limiters
+            .iter()
+            .map(|((scope, name), limiter)| {
+                let (rate, rate_left) = match &limiter.rate {
+                    Some((rate, bucket)) => {
+                        let mut bucket = bucket.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                        bucket.refill(*rate, now);
+                        (Some(*rate), Some(bucket.tokens.floor() as u32))
+                    }
+                    None => (None, None),
+                };
+                let (cap, running) = match &limiter.cap {
+                    Some((cap, semaphore)) => (Some(*cap), Some(cap.saturating_sub(semaphore.available_permits()))),
+                    None => (None, None),
+                };
+                QuotaUse {
+                    key: format!("{}:{name}", scope.key()),
+                    scope: describe(*scope, name),
+                    rate,
+                    rate_left,
+                    cap,
+                    running,
+                    shared,
+                }
+            })
+            .collect();
+        usage.sort_by(|a, b| a.scope.cmp(&b.scope));
+        usage
+    }
+}
+
 impl Scope {
     fn key(self) -> &'static str {
         match self {

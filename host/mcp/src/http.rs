@@ -72,6 +72,7 @@ use tokio_util::sync::CancellationToken;
 use toolhost_catalog::{Host, ProblemKind};
 
 mod answers;
+mod console;
 mod hosts;
 mod lifecycle;
 
@@ -126,6 +127,10 @@ pub struct HttpOptions {
     pub profiles: Arc<crate::profiles::Profiles>,
     /// The most tools one `tools/list` page holds (`None`: 1000).
     pub page_size: Option<usize>,
+    /// The operator's page (`[serve.console]`), when on.
+    pub console: Option<crate::console::ConsoleConfig>,
+    /// The Server Card (`[serve.card]`).
+    pub card: crate::console::card::CardConfig,
 }
 
 impl Default for HttpOptions {
@@ -147,6 +152,8 @@ impl Default for HttpOptions {
             store: None,
             profiles: Arc::default(),
             page_size: None,
+            console: None,
+            card: Default::default(),
         }
     }
 }
@@ -172,6 +179,8 @@ impl HttpOptions {
             store: None,
             profiles: Arc::default(),
             page_size: config.page_size,
+            console: config.console.clone(),
+            card: config.card.clone(),
         }
     }
 }
@@ -194,6 +203,27 @@ pub async fn serve_http(
         .store(options.store.clone())
         .build()?;
     let metrics = server.metrics().clone();
+    // The operator's page and the Server Card (`console`), checked before anything listens.
+    if let Some(console) = &options.console {
+        console.check(options.oauth.is_some())?;
+    }
+    options.card.check()?;
+    if options.card.enabled() && options.profiles.named("server-card").is_ok() {
+        anyhow::bail!(
+            "[serve.profiles.server-card]: /mcp/server-card is where the Server Card is served; name the profile \
+             otherwise (or turn the card off with [serve.card] enabled = false)"
+        );
+    }
+    let capabilities =
+        serde_json::to_value(rmcp::ServerHandler::get_info(&server).capabilities).unwrap_or(serde_json::Value::Null);
+    let console = options
+        .console
+        .as_ref()
+        .filter(|console| console.enabled != Some(false))
+        .map(|console| Arc::new(crate::console::Console::new(console)));
+    if let Some(console) = &console {
+        console.start(host.clone(), metrics.clone(), stop.clone());
+    }
     let server_tasks = server.tasks();
     if let (Some(store), Some(tasks)) = (&options.store, &server_tasks) {
         tasks.share(crate::tasks::shared::StoreTasks::new(store.clone()));
@@ -254,6 +284,10 @@ pub async fn serve_http(
         tasks: server_tasks,
         records,
         profiles: options.profiles.clone(),
+        console,
+        card: options.card.clone(),
+        capabilities,
+        store: options.store.clone(),
     });
     // Closes idle sessions even when no request comes to notice them.
     let sweeper = front.clone();
@@ -366,6 +400,14 @@ struct Front {
     records: Option<Arc<SessionRecords>>,
     /// What each request is offered (`[serve] tools`, `[serve.profiles]`).
     profiles: Arc<crate::profiles::Profiles>,
+    /// The operator's page, when on (`[serve.console]`).
+    console: Option<Arc<crate::console::Console>>,
+    /// The Server Card's settings (`[serve.card]`).
+    card: crate::console::card::CardConfig,
+    /// The capabilities the MCP handler declares, for the card.
+    capabilities: serde_json::Value,
+    /// With `[state] url`: the shared store, whose health the page shows.
+    store: Option<crate::state::Store>,
 }
 
 impl Front {
@@ -375,6 +417,10 @@ impl Front {
             if path == oauth.metadata_path() || path == "/.well-known/oauth-protected-resource" {
                 return self.resource_metadata(oauth, &request);
             }
+        }
+        if let Some(response) = self.console_or_card(&request).await {
+            self.metrics.record_http(Endpoint::Other, response.status().as_u16());
+            return response;
         }
         let endpoint = Endpoint::of(request.uri().path());
         let response = match endpoint {

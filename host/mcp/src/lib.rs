@@ -13,6 +13,7 @@
 
 pub mod asking;
 pub mod caller;
+pub mod console;
 pub mod framing;
 pub mod http;
 pub mod metrics;
@@ -75,6 +76,11 @@ pub struct ServeConfig {
     pub profiles: std::collections::BTreeMap<String, profiles::ProfileConfig>,
     /// The most tools one `tools/list` page holds (1000 unless set).
     pub page_size: Option<usize>,
+    /// The operator's page (`/console`); off unless set.
+    pub console: Option<console::ConsoleConfig>,
+    /// The Server Card (`/mcp/server-card`); served unless `enabled = false`.
+    #[serde(default)]
+    pub card: console::card::CardConfig,
 }
 
 /// What `toolhost serve` on stdio offers its one client.

@@ -28,7 +28,7 @@ const BUCKETS_US: [u64; 21] = [
 
 /// Every value of the `outcome` label: `ok`, `cancelled` (the client gave up
 /// on the call), then every [`CallError::kind`].
-const OUTCOMES: [&str; 15] = [
+const OUTCOMES: [&str; 19] = [
     "ok",
     "cancelled",
     "unknown_tool",
@@ -43,6 +43,11 @@ const OUTCOMES: [&str; 15] = [
     "stuck",
     "handle_limit",
     "trap",
+    "rate_limited",
+    "busy",
+    "denied",
+    "input_required",
+    // Last: what any kind not named above is counted as.
     "host",
 ];
 const CANCELLED: usize = 1;
@@ -191,6 +196,52 @@ impl Endpoint {
     }
 }
 
+/// One tool's counters, read at once ([`Metrics::tool_totals`]).
+#[derive(Debug, Clone)]
+pub struct ToolTotals {
+    pub tool: Arc<str>,
+    pub origin: Arc<str>,
+    /// Calls by outcome (`ok`, `cancelled`, then error kinds), only those seen.
+    pub outcomes: Vec<(&'static str, u64)>,
+    /// Calls per latency bucket (not cumulative), the bounds of [`latency_bounds_us`].
+    pub buckets: Vec<u64>,
+}
+
+impl ToolTotals {
+    /// Every call counted.
+    pub fn calls(&self) -> u64 {
+        self.outcomes.iter().map(|(_, count)| count).sum()
+    }
+
+    /// Calls that ended in an error (not `ok`, not `cancelled`).
+    pub fn errors(&self) -> u64 {
+        self.outcomes.iter().filter(|(kind, _)| !matches!(*kind, "ok" | "cancelled")).map(|(_, count)| count).sum()
+    }
+
+    /// The upper bound (µs) of the bucket holding quantile `q` (0..1) of
+    /// the calls' latencies; `None` with no call, `u64::MAX` past 60 s.
+    pub fn quantile_us(&self, q: f64) -> Option<u64> {
+        let total: u64 = self.buckets.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let rank = ((total as f64) * q).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (index, count) in self.buckets.iter().enumerate() {
+            seen += count;
+            if seen >= rank {
+                return Some(BUCKETS_US.get(index).copied().unwrap_or(u64::MAX));
+            }
+        }
+        Some(u64::MAX)
+    }
+}
+
+/// The upper bounds of the latency buckets, in microseconds.
+pub fn latency_bounds_us() -> &'static [u64] {
+    &BUCKETS_US
+}
+
 /// Counters and gauges of a serving process.
 pub struct Metrics {
     started: SystemTime,
@@ -329,6 +380,26 @@ impl Metrics {
         let stats = Arc::new(ToolStats::new(origin));
         all.push(stats.clone());
         stats
+    }
+
+    /// Every tool's counters as they stand, for the operator's page
+    /// ([`crate::console`]): one entry per tool and origin ever called.
+    pub fn tool_totals(&self) -> Vec<ToolTotals> {
+        let tools = self.tools.read().unwrap_or_else(|p| p.into_inner());
+        let mut totals = Vec::new();
+        for (tool, all) in tools.iter() {
+            for stats in all {
+                let outcomes =
+                    OUTCOMES.iter().zip(&stats.outcomes).map(|(kind, count)| (*kind, count.load(Ordering::Relaxed)));
+                totals.push(ToolTotals {
+                    tool: tool.clone(),
+                    origin: stats.origin.clone(),
+                    outcomes: outcomes.filter(|(_, count)| *count > 0).collect(),
+                    buckets: stats.buckets.iter().map(|count| count.load(Ordering::Relaxed)).collect(),
+                });
+            }
+        }
+        totals
     }
 
     /// The exposition, in the Prometheus text format 0.0.4.

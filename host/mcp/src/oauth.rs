@@ -229,7 +229,7 @@ impl ResourceServer {
     }
 
     /// The metadata document's URL.
-    fn metadata_url(&self) -> String {
+    pub fn metadata_url(&self) -> String {
         match reqwest::Url::parse(&self.config.resource) {
             Ok(url) => format!("{}{}", url.origin().ascii_serialization(), self.metadata_path()),
             Err(_) => self.metadata_path(),

@@ -237,6 +237,11 @@ impl Profiles {
         Ok(Profiles { base, named })
     }
 
+    /// Every named profile, by name (for the operator's page).
+    pub fn all(&self) -> impl Iterator<Item = (&str, &Arc<Profile>)> {
+        self.named.iter().map(|(name, (profile, _))| (name.as_str(), profile))
+    }
+
     /// The profile named `name` (`--profile`), or why not.
     pub fn named(&self, name: &str) -> anyhow::Result<Arc<Profile>> {
         match self.named.get(name) {

@@ -393,6 +393,18 @@ impl Tasks {
         }
     }
 
+    /// Tasks kept now by status (`working`, `input_required`, `completed`,
+    /// `failed`, `cancelled`), for the operator's page.
+    pub fn by_status(&self) -> std::collections::BTreeMap<&'static str, usize> {
+        // Taken out first: no task's lock is waited for under the map's.
+        let tasks: Vec<Arc<Task>> = self.entries().values().cloned().collect();
+        let mut counts = std::collections::BTreeMap::new();
+        for task in &tasks {
+            *counts.entry(task.state().status.experimental()).or_default() += 1;
+        }
+        counts
+    }
+
     /// Tasks kept now.
     pub fn len(&self) -> usize {
         self.entries().len()

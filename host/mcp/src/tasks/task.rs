@@ -90,7 +90,7 @@ impl Status {
     }
 
     /// The word MCP 2025-11-25 uses (a tool result with `isError` is `failed`).
-    fn experimental(&self) -> &'static str {
+    pub(super) fn experimental(&self) -> &'static str {
         match self {
             Status::Working => "working",
             Status::InputRequired => "input_required",
