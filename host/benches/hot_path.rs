@@ -44,7 +44,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use toolhost::{Config, Host, LimitOverrides};
+use toolhost::{Host, LimitOverrides};
 
 /// Rounds in which each side takes its turn (the order alternates).
 const ROUNDS: usize = 6;
@@ -163,7 +163,10 @@ fn floor_command(mode: &str) -> Command {
 
 fn toolhost_command(plugins: &Path, cache: &Path, http: bool) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
-    command.args(["--plugins", &plugins.display().to_string(), "serve", "--no-watch"]);
+    // `[cache]` off: every `sha256` of the same text computes, as the floor's does.
+    let config = common::computing_config_file(cache);
+    command.args(["--plugins", &plugins.display().to_string(), "--config", &config.display().to_string()]);
+    command.args(["serve", "--no-watch"]);
     if http {
         command.args(["--http", "127.0.0.1:0"]);
     }
@@ -543,7 +546,7 @@ fn main() {
 
     // Host::call against bare wasmtime.
     let host = runtime.block_on(async {
-        let host = Host::new(Config { cache_dir: Some(cache.path().to_owned()), ..Config::default() }).unwrap();
+        let host = Host::new(common::computing(cache.path())).unwrap();
         host.load_dir(plugins.path()).await.unwrap();
         host
     });
@@ -675,7 +678,7 @@ fn profile(path: &str) {
     let mut side = Side::default();
     match path {
         "host-call" => runtime.block_on(async {
-            let host = Host::new(Config { cache_dir: Some(cache.path().to_owned()), ..Config::default() }).unwrap();
+            let host = Host::new(common::computing(cache.path())).unwrap();
             host.load_dir(plugins.path()).await.unwrap();
             let started = Instant::now();
             for _ in 0..calls {

@@ -47,7 +47,7 @@ fn median(mut samples: Vec<Duration>) -> Duration {
 
 async fn load(dir: &Path, cache: &Path) -> (Host, Duration) {
     let start = Instant::now();
-    let host = Host::new(Config { cache_dir: Some(cache.to_owned()), ..Config::default() }).unwrap();
+    let host = Host::new(common::computing(cache)).unwrap();
     host.load_dir(dir).await.unwrap();
     let took = start.elapsed();
     assert!(host.problems().is_empty(), "{:?}", host.problems());
@@ -144,6 +144,7 @@ fn keep_resident(runtime: &tokio::runtime::Runtime, dist: &Path) {
             let cache = tempfile::tempdir().unwrap();
             let mut config = Config::parse(&format!("keep_resident = \"{keep}\"")).unwrap();
             config.cache_dir = Some(cache.path().to_owned());
+            config.cache.enabled = false;
             let none = LimitOverrides::default();
             // Compiled into the cache first, so the host measured loads the artifact.
             runtime.block_on(async { Host::new(config.clone()).unwrap().load_dir(alone.path()).await.unwrap() });
