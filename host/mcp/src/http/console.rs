@@ -66,7 +66,7 @@ impl Front {
                 let console = self.console.as_ref()?;
                 let mut response = match self.console_viewer(console, request.headers()).await {
                     Ok(profile) => self.console_answer(console, &profile, path).await,
-                    Err(response) => response,
+                    Err(response) => *response,
                 };
                 harden(response.headers_mut());
                 response
@@ -84,18 +84,25 @@ impl Front {
     /// Who may see the page, and as which profile: the static token, an
     /// OAuth token with the console's scope, or (neither configured: a
     /// loopback server) anyone past the Host check.
-    async fn console_viewer(&self, console: &Console, headers: &HeaderMap) -> Result<Arc<Profile>, Response<Body>> {
+    async fn console_viewer(
+        &self,
+        console: &Console,
+        headers: &HeaderMap,
+    ) -> Result<Arc<Profile>, Box<Response<Body>>> {
         let presented = console::presented_token(headers);
         let pick = |facts: Option<&TokenFacts<'_>>| {
             self.profiles.pick(None, facts).map_err(|refusal| {
-                plain_owned(StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::FORBIDDEN), refusal.message)
+                Box::new(plain_owned(
+                    StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::FORBIDDEN),
+                    refusal.message,
+                ))
             })
         };
         if let Some(token) = &self.token {
             let matches =
                 presented.as_deref().is_some_and(|given| bool::from(given.as_bytes().ct_eq(token.as_bytes())));
             if !matches {
-                return Err(console_unauthorized("Bearer"));
+                return Err(Box::new(console_unauthorized("Bearer")));
             }
             return pick(None);
         }
@@ -107,13 +114,13 @@ impl Front {
             let grant = match oauth.check(&bearer).await {
                 Ok(grant) => grant,
                 Err(refusal) if refusal.status == StatusCode::UNAUTHORIZED => {
-                    return Err(console_unauthorized(&refusal.challenge));
+                    return Err(Box::new(console_unauthorized(&refusal.challenge)));
                 }
-                Err(refusal) => return Err(refused(refusal)),
+                Err(refusal) => return Err(Box::new(refused(refusal))),
             };
             let scope = console.scope.as_deref().unwrap_or_default();
             if !grant.scopes.0.contains(scope) {
-                return Err(refused(oauth.insufficient(scope, &grant.scopes.0)));
+                return Err(Box::new(refused(oauth.insufficient(scope, &grant.scopes.0))));
             }
             let facts =
                 TokenFacts { subject: &grant.subject, client: grant.client.as_deref(), scopes: Some(&grant.scopes.0) };
