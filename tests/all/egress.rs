@@ -10,9 +10,8 @@ use common::model_server::{ModelServer, Script};
 use common::server::TestServer;
 use common::{plugin_dir, stderr, stdout, toolhost_with_env};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// A folder with a fresh audit key pair and `toolhost.toml`: `[audit]`
 /// logging to `audit.log`, then `config`; and the plugins folder with `names`.
@@ -252,44 +251,19 @@ fn run_and_serve_refuse_a_path_outside_the_grant_and_a_secret_sent_elsewhere() {
     assert!(!format!("{results:?}").contains("0123456789"));
 
     // serve
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .current_dir(dir.path())
-        .args(["--plugins", &plugins.path().display().to_string(), "serve", "--no-watch"])
-        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
-        .env("TOOLHOST_CONFIG", &config_path)
-        .env("API_KEY", KEY)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut ask = |id: u64, method: &str, params: Value| -> Value {
-        writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).unwrap();
-        if method == "initialize" {
-            writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
-        }
-        loop {
-            let message: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
-            if message["id"] == id {
-                return message["result"].clone();
-            }
-        }
-    };
-    let hello =
-        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
-    ask(1, "initialize", hello);
+    let plugins_path = plugins.path().display().to_string();
+    let mut command = common::stdio::Session::command(&["--plugins", &plugins_path, "serve", "--no-watch"]);
+    command.current_dir(dir.path()).env("TOOLHOST_CONFIG", &config_path).env("API_KEY", KEY);
+    let mut session = common::stdio::Session::start(command, "t");
     let outside: Value = serde_json::from_str(&outside).unwrap();
-    let result = ask(2, "tools/call", json!({"name": "http_send", "arguments": outside}));
+    let result = session.ask("tools/call", json!({"name": "http_send", "arguments": outside}))["result"].clone();
     let refused = &result["_meta"]["toolhost/refused"][0];
     assert_eq!(refused["kind"], "not_granted", "{result}");
     assert_eq!(refused["target"], format!("DELETE {}/echo/a", api.origin()), "{result}");
     let leak: Value = serde_json::from_str(&leak).unwrap();
-    let result = ask(3, "tools/call", json!({"name": "http_send", "arguments": leak}));
+    let result = session.ask("tools/call", json!({"name": "http_send", "arguments": leak}))["result"].clone();
     assert_eq!(result["_meta"]["toolhost/refused"][0]["kind"], "secret_not_for_host", "{result}");
     assert!(!result.to_string().contains("0123456789"), "{result}");
-    drop(stdin);
-    let _ = child.wait();
+    session.close();
     assert!(api.seen().is_empty() && other.seen().is_empty(), "{:?} {:?}", api.seen(), other.seen());
 }

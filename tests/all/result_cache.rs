@@ -10,8 +10,6 @@ use crate::common;
 
 use common::{config_from, plugin_dir, stderr, stdout, toolhost};
 use serde_json::{Value, json};
-use std::io::{BufRead, Write};
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use toolhost::catalog::reload::Watcher;
@@ -135,48 +133,13 @@ fn serve_says_a_result_came_from_the_cache_in_meta_and_in_the_audit_line() {
     assert!(output.status.success(), "{}", stderr(&output));
     let config = dir.path().join("toolhost.toml");
     std::fs::write(&config, "[audit]\nfile = \"audit.log\"\nkey = \"keys/audit.key\"\n").unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .arg("--plugins")
-        .arg(dir.path())
-        .arg("--config")
-        .arg(&config)
-        .arg("serve")
-        .current_dir(dir.path())
-        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
-        .env_remove("TOOLHOST_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut answer = move |line: &str, id: u64| -> Value {
-        writeln!(stdin, "{line}").unwrap();
-        let found = lines.find_map(|line| line.ok().filter(|line| line.contains(&format!(r#""id":{id}"#))));
-        serde_json::from_str(&found.expect("an answer")).unwrap()
-    };
-    answer(
-        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"cache-test","version":"1"}}}"#,
-        1,
-    );
-    let call = |id: u64| {
-        format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"sha256","arguments":{{"text":"hi"}}}}}}"#
-        )
-    };
-    let first = answer(&call(2), 2);
-    let second = answer(&call(3), 3);
+    let mut command = common::stdio::Session::command(&["--plugins", &dir.path().display().to_string(), "--config"]);
+    command.arg(&config).arg("serve").current_dir(dir.path());
+    let mut session = common::stdio::Session::start(command, "cache-test");
+    let first = session.ask("tools/call", json!({"name": "sha256", "arguments": {"text": "hi"}}));
+    let second = session.ask("tools/call", json!({"name": "sha256", "arguments": {"text": "hi"}}));
     // Closing stdin ends the session; the server writes its last audit lines as it stops.
-    drop(answer);
-    let started = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > Duration::from_secs(30) {
-            let _ = child.kill();
-            panic!("serve did not stop when its stdin closed");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    session.close();
     assert!(first["result"]["_meta"].get("toolhost/cached").is_none(), "{first}");
     assert_eq!(first["result"]["content"], second["result"]["content"]);
     assert!(second["result"]["_meta"]["toolhost/cached"]["ageMs"].is_u64(), "{second}");

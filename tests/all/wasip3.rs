@@ -11,9 +11,7 @@ use crate::common;
 
 use common::{plugin_dir, stderr, stdout, toolhost};
 use serde_json::{Value, json};
-use std::io::{BufRead, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn plugins() -> tempfile::TempDir {
@@ -209,41 +207,21 @@ fn serve_answers_async_tools_and_a_cancelled_call_stops_the_guest() {
     }
 
     // Over a bare session: a cancelled spinning task stops using the CPU.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .arg("--plugins")
-        .arg(dir.path())
-        .arg("--config")
-        .arg(&config)
-        .arg("serve")
-        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
-        .env_remove("TOOLHOST_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut send = |line: &str| writeln!(stdin, "{line}").unwrap();
-    send(
-        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
-    );
-    assert!(lines.next().unwrap().unwrap().contains(r#""id":1"#));
-    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-    send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"spin-task","arguments":{}}}"#);
+    let mut command = common::stdio::Session::command(&["--plugins", &dir.path().display().to_string(), "--config"]);
+    command.arg(&config).arg("serve");
+    let mut session = common::stdio::Session::start(command, "t");
+    let spin = session.send_request("tools/call", json!({"name": "spin-task", "arguments": {}}));
     std::thread::sleep(Duration::from_millis(300));
-    let spinning = cpu_seconds(child.id());
+    let spinning = cpu_seconds(session.pid());
     std::thread::sleep(Duration::from_millis(1200));
-    let spun = cpu_seconds(child.id()) - spinning;
-    send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}"#);
+    let spun = cpu_seconds(session.pid()) - spinning;
+    session.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": spin}}));
     std::thread::sleep(Duration::from_millis(500));
-    let before = cpu_seconds(child.id());
+    let before = cpu_seconds(session.pid());
     std::thread::sleep(Duration::from_secs(2));
-    let used = cpu_seconds(child.id()) - before;
-    send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"sum","arguments":{"a":1,"b":2}}}"#);
-    let answer = lines.find_map(|line| line.ok().filter(|line| line.contains(r#""id":3"#))).unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
+    let used = cpu_seconds(session.pid()) - before;
+    let answer = session.ask("tools/call", json!({"name": "sum", "arguments": {"a": 1, "b": 2}})).to_string();
+    drop(session);
     assert!(answer.contains(r#""result":3"#), "{answer}");
     assert!(spun > 0.2, "the guest was not spinning before the cancel: {spun:.2} s of CPU in 1.2 s");
     assert!(used < 0.5, "the cancelled guest still ran: {used:.2} s of CPU in 2 s");

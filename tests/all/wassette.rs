@@ -10,9 +10,7 @@ use crate::common;
 use common::server::TestServer;
 use common::{stderr, stdout, toolhost, toolhost_with_env};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 /// `plugins/dist-wassette/wassette_tools.wasm`, built by plugins/build.sh.
 fn component() -> PathBuf {
@@ -155,37 +153,14 @@ fn a_wassette_folder_is_warned_about_until_its_policy_is_imported_then_runs_with
 
 /// `toolhost serve` over stdio on the folder: the answers to `requests`, in order.
 fn serve(folder: &Folder, requests: &[Value]) -> Vec<Value> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .args(["--plugins", &folder.path("plugins"), "serve"])
-        .current_dir(folder.root.path().join("work"))
-        .env("TOOLHOST_CACHE_DIR", common::shared_cache())
-        .env("GREETING", "hi there")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let initialize = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",
-        "capabilities":{},"clientInfo":{"name":"wassette-test","version":"1"}}});
-    writeln!(stdin, "{initialize}").unwrap();
-    let _ = lines.next().unwrap().unwrap();
-    writeln!(stdin, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
-    let mut answers = Vec::new();
-    for request in requests {
-        writeln!(stdin, "{request}").unwrap();
-        loop {
-            let line = lines.next().expect("serve answered").unwrap();
-            let answer: Value = serde_json::from_str(&line).unwrap();
-            if answer["id"] == request["id"] {
-                answers.push(answer);
-                break;
-            }
-        }
-    }
-    drop(stdin);
-    let _ = child.wait();
+    let mut command = common::stdio::Session::command(&["--plugins", &folder.path("plugins"), "serve"]);
+    command.current_dir(folder.root.path().join("work")).env("GREETING", "hi there");
+    let mut session = common::stdio::Session::start(command, "wassette-test");
+    let answers = requests
+        .iter()
+        .map(|request| session.ask(request["method"].as_str().unwrap(), request["params"].clone()))
+        .collect();
+    session.close();
     answers
 }
 

@@ -7,6 +7,7 @@ pub mod model_server;
 pub mod otel;
 pub mod pty;
 pub mod server;
+pub mod stdio;
 pub mod tls;
 
 use std::path::{Path, PathBuf};

@@ -128,8 +128,12 @@ pub fn revisions() -> Vec<String> {
 /// is no namespace to reverse).
 pub fn name(config: &CardConfig, host: &str, profile: Option<&str>) -> String {
     let base = config.name.clone().unwrap_or_else(|| {
-        let host = host.trim_start_matches('[').split(']').next().unwrap_or(host);
-        let host = host.rsplit_once(':').filter(|(_, port)| port.parse::<u16>().is_ok()).map_or(host, |(h, _)| h);
+        // `[v6]:port`, `[v6]`, `name:port`, `name`, `v4:port`.
+        let host = match host.strip_prefix('[') {
+            Some(bracketed) => bracketed.split(']').next().unwrap_or(bracketed),
+            None if host.matches(':').count() == 1 => host.split(':').next().unwrap_or(host),
+            None => host,
+        };
         if let Ok(address) = host.parse::<std::net::IpAddr>() {
             let namespace = match address {
                 address if address.is_loopback() => "localhost".to_owned(),
