@@ -109,3 +109,98 @@ fn the_wheel_installs_toolhost_into_a_clean_venv_and_serves_mcp_from_there() {
     assert_eq!(result["sha256"]["text"], "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824");
     assert_eq!(result["runaway"]["is_error"], true, "{result}");
 }
+
+/// Every way the README launches toolhost from the wheel (the `uvx` line of
+/// its install block, the Claude Desktop/Cursor JSON, the Claude Code line
+/// and the Codex TOML), run as written with only the placeholders filled
+/// (`~` and `/home/me` are a fresh home holding `toolhost/plugins`) and uv
+/// pointed at the built wheel instead of PyPI (`UV_FIND_LINKS`, offline),
+/// with cold uv and compile caches: the official MCP client connects to each
+/// and calls a tool.
+#[test]
+fn the_readmes_launch_lines_start_a_server_the_official_client_uses() {
+    let work = tempfile::tempdir().unwrap();
+    let wheel = build_wheel(&work.path().join("dist"));
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let launches = readme_launches(&readme);
+    assert_eq!(launches.len(), 4, "the uvx line, the JSON, the Claude Code line and the Codex TOML: {launches:?}");
+
+    let home = work.path().join("home");
+    let plugins = home.join("toolhost/plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    for name in ["hash", "spin_forever"] {
+        std::fs::copy(common::plugin(name), plugins.join(format!("{name}.wasm"))).unwrap();
+    }
+    common::install("mcp/setup.sh");
+    let mcp = repo().join("tests/mcp");
+    let uv = repo().join("tests/wheel/.tools/venv/bin");
+    for (at, argv) in launches.iter().enumerate() {
+        let argv: Vec<String> = argv.iter().map(|arg| arg.replace("/home/me", &home.display().to_string())).collect();
+        let output = run(
+            Command::new(mcp.join(".tools/venv/bin/python"))
+                .arg(mcp.join("client.py"))
+                .args(["--mode", "legacy", "--as-given", "basics", "--"])
+                .args(&argv)
+                .env_clear()
+                .env("PATH", format!("{}:/usr/bin:/bin", uv.display()))
+                .env("HOME", &home)
+                .env("UV_CACHE_DIR", work.path().join(format!("uv-cache-{at}")))
+                .env("UV_OFFLINE", "1")
+                .env("UV_NO_INDEX", "1")
+                .env("UV_FIND_LINKS", wheel.parent().unwrap())
+                .env("TOOLHOST_CACHE_DIR", work.path().join(format!("compiled-{at}"))),
+            &format!("the MCP client against the README's `{}`", argv.join(" ")),
+        );
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let result: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|err| panic!("{err}: {stdout}"));
+        assert_eq!(result["sha256"]["is_error"], false, "{argv:?}: {result}");
+        assert_eq!(result["sha256"]["text"], "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824");
+    }
+}
+
+/// The commands the README launches toolhost with, each as an argv: a `uvx`
+/// line of a `sh` block (run by `bash -c`, so that `~` is the shell's), the
+/// command after `claude mcp add toolhost --`, and the `command` and `args`
+/// of its JSON and TOML agent configurations.
+fn readme_launches(readme: &str) -> Vec<Vec<String>> {
+    let mut launches = Vec::new();
+    let mut block: Option<(String, String)> = None;
+    for line in readme.lines() {
+        match (&mut block, line.strip_prefix("```")) {
+            (None, Some(lang)) => block = Some((lang.trim().to_owned(), String::new())),
+            (Some((lang, text)), Some(_)) => {
+                let config = match lang.as_str() {
+                    "json" => serde_json::from_str::<Value>(text).ok().and_then(|value| {
+                        let server = value["mcpServers"]["toolhost"].clone();
+                        server.get("command").is_some().then_some(server)
+                    }),
+                    "toml" => toml::from_str::<Value>(text)
+                        .ok()
+                        .map(|value| value["mcp_servers"]["toolhost"].clone())
+                        .filter(|server| server.get("command").is_some()),
+                    _ => None,
+                };
+                if let Some(server) = config {
+                    let mut argv = vec![server["command"].as_str().unwrap().to_owned()];
+                    argv.extend(server["args"].as_array().unwrap().iter().map(|arg| arg.as_str().unwrap().to_owned()));
+                    launches.push(argv);
+                }
+                block = None;
+            }
+            (Some((lang, text)), None) => {
+                let command = line.split(" #").next().unwrap().trim();
+                if lang == "sh" && command.starts_with("uvx ") {
+                    launches.push(vec!["bash".to_owned(), "-c".to_owned(), command.to_owned()]);
+                } else if lang == "sh"
+                    && let Some(rest) = command.strip_prefix("claude mcp add toolhost -- ")
+                {
+                    launches.push(rest.split_whitespace().map(str::to_owned).collect());
+                }
+                text.push_str(line);
+                text.push('\n');
+            }
+            (None, None) => {}
+        }
+    }
+    launches
+}
