@@ -190,3 +190,25 @@ fn serve_says_a_refused_reload_once_per_content() {
     let said: Vec<&String> = all.iter().filter(|line| line.contains("kept the last good version")).collect();
     assert_eq!(said.len(), 2, "once per content: {said:?}");
 }
+
+/// Reading a plugin's file or its manifest (an operator's `cat`, or a reload
+/// itself opening the manifest) changes nothing and reloads nothing: taken
+/// as a change, each reload's own read started the next, for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reading_a_manifest_or_a_plugin_is_not_a_change() {
+    let (host, _watcher, dir) = watched(&["files"]).await;
+    let manifest = dir.path().join("files.toml");
+    if !manifest.is_file() {
+        std::fs::copy(common::plugin("files").with_extension("toml"), &manifest).unwrap();
+        let generation = host.catalog().generation();
+        assert!(next_generation(&host, generation).await, "a new manifest reloads its plugin");
+    }
+    let generation = host.catalog().generation();
+    std::fs::read(&manifest).unwrap();
+    std::fs::read(dir.path().join("files.wasm")).unwrap();
+    assert!(!next_generation(&host, generation).await, "a read reloaded the plugin");
+    // A real change still does.
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, format!("{text}\n# changed\n")).unwrap();
+    assert!(next_generation(&host, generation).await, "a changed manifest reloads");
+}

@@ -189,8 +189,17 @@ impl Watcher {
         let (sender, mut receiver) = mpsc::unbounded_channel::<Vec<PathBuf>>();
         let mut debouncer = new_debouncer(DEBOUNCE, None, move |result: DebounceEventResult| match result {
             Ok(events) => {
-                let paths = events.into_iter().flat_map(|event| event.event.paths).collect();
-                let _ = sender.send(paths);
+                // Only what changes a file counts: reading one (a reload
+                // opening a plugin's manifest) is an access event too, and
+                // taking it for a change would reload for ever.
+                let paths: Vec<PathBuf> = events
+                    .into_iter()
+                    .filter(|event| !matches!(event.event.kind, notify::EventKind::Access(_)))
+                    .flat_map(|event| event.event.paths)
+                    .collect();
+                if !paths.is_empty() {
+                    let _ = sender.send(paths);
+                }
             }
             Err(errors) => {
                 for error in errors {
