@@ -390,6 +390,14 @@ fn only_granted_env_vars_are_visible_and_secret_values_never_show() {
     assert!(!everything.contains(secret), "the secret leaked: {everything}");
     assert!(!everything.contains("hidden value"));
 
+    // Arguments the schema refuses are quoted back in the error: scrubbed too.
+    let refused = format!(r#"{{"port": "{secret}", "file": "/x"}}"#);
+    let output = toolhost_with_env(dir.path(), &["call", "snoops", &refused, "--json"], &env);
+    let everything = format!("{}{}", stdout(&output), stderr(&output));
+    assert!(everything.contains("invalid_arguments"), "{everything}");
+    assert!(!everything.contains(secret), "the refused argument leaked the secret: {everything}");
+    assert!(everything.contains("[secret TOOLHOST_TEST_SECRET]"), "{everything}");
+
     for args in
         [&["tools", "--json"][..], &["inspect", &plugins.path().join("snoops.wasm").display().to_string(), "--json"]]
     {

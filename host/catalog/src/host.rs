@@ -791,7 +791,9 @@ impl Host {
         if !validator.is_valid(&value)
             && let Some(err) = validator.iter_errors(&value).next()
         {
-            let error = CallError::InvalidArguments(describe_mismatch(&err, &plugin.tools[index].schema));
+            // The message quotes the argument it refuses, which may hold a secret's value.
+            let message = plugin.code.redactor().scrub(describe_mismatch(&err, &plugin.tools[index].schema));
+            let error = CallError::InvalidArguments(message);
             return CallReport::rejected(tool, plugin_name, error);
         }
         let sandbox = match plugin.code.sandbox().await {

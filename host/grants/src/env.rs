@@ -236,6 +236,12 @@ impl Redactor {
         let mut patterns = Vec::new();
         for (name, value) in secrets.iter().filter(|(_, value)| value.0.len() >= MIN_REDACTED_LEN) {
             patterns.push((name.clone(), value.clone()));
+            // A value that reappears in a host name comes back lower-cased
+            // (a URL's host is normalised before it is shown or refused).
+            let lower = value.0.to_ascii_lowercase();
+            if lower != value.0 {
+                patterns.push((name.clone(), Secret(lower)));
+            }
             // A value holding JSON escapes (`a\nb`) reappears when the text it
             // decodes to is written out as JSON (`--json`, events, transcripts).
             if value.0.contains('\\')
@@ -417,6 +423,15 @@ mod tests {
             redactor.scrub("a abcd1234 b abcd1234-and-more x".into()),
             "a [secret KEY] b [secret LONG] x",
             "longest first; too-short values are left alone"
+        );
+    }
+
+    #[test]
+    fn a_value_lower_cased_in_a_host_name_is_scrubbed_too() {
+        let redactor = Redactor::new(&[("KEY".into(), Secret::new("HashSecretValue456"))]);
+        assert_eq!(
+            redactor.scrub("https://hashsecretvalue456.evil.com:443 and HashSecretValue456".into()),
+            "https://[secret KEY].evil.com:443 and [secret KEY]"
         );
     }
 
