@@ -273,9 +273,14 @@ async fn a_token_bound_to_a_profile_sees_only_its_tools_and_needs_the_consoles_s
     assert_eq!(http.get(format!("{url}/hashing/server-card")).send().await.unwrap().status(), 401);
     let theirs = http.get(format!("{url}/hashing/server-card")).bearer_auth(&alice).send().await.unwrap();
     assert_eq!(theirs.status(), 200);
+    assert_eq!(theirs.headers()["cache-control"], "private, max-age=300", "no shared cache keeps a profile's card");
+    assert_eq!(theirs.headers()["vary"], "Authorization");
     let theirs: Value = theirs.json().await.unwrap();
     assert_eq!(theirs["remotes"][0]["url"], format!("{url}/hashing"));
     assert_eq!(theirs["description"], "3 tools from 1 sandboxed WebAssembly plugin (profile hashing)", "{theirs}");
     let others = http.get(format!("{url}/hashing/server-card")).bearer_auth(&bob).send().await.unwrap();
-    assert_eq!(others.status(), 403, "bob is not bound to it but alice's profile binds her only");
+    assert_eq!(others.status(), 404, "bob is not bound to it: for him it is not there");
+    let unknown = http.get(format!("{url}/nope/server-card")).bearer_auth(&bob).send().await.unwrap();
+    assert_eq!(unknown.status(), 404);
+    assert!(!unknown.text().await.unwrap().contains("hashing"), "no profile's name to another token");
 }

@@ -205,7 +205,7 @@ pub async fn serve_http(
     let metrics = server.metrics().clone();
     // The operator's page and the Server Card (`console`), checked before anything listens.
     if let Some(console) = &options.console {
-        console.check(options.oauth.is_some())?;
+        console.check(options.oauth.as_deref())?;
     }
     options.card.check()?;
     if options.card.enabled() && options.profiles.named("server-card").is_ok() {

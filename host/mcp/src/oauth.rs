@@ -228,6 +228,11 @@ impl ResourceServer {
         format!("/.well-known/oauth-protected-resource{}", path.trim_end_matches('/'))
     }
 
+    /// The scopes this server asks tokens for: every request's, then the tools'.
+    pub fn scopes(&self) -> impl Iterator<Item = &str> {
+        self.config.scopes.iter().chain(self.config.tools.values()).map(String::as_str)
+    }
+
     /// The metadata document's URL.
     pub fn metadata_url(&self) -> String {
         match reqwest::Url::parse(&self.config.resource) {

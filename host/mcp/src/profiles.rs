@@ -273,22 +273,30 @@ impl Profiles {
         };
         match path {
             Some(name) => {
+                // With OAuth, callers are different people: one learns
+                // neither the other profiles' names nor whether a profile
+                // not for it exists (both are the same 404). With the static
+                // token (one operator's clients) the 404 lists them.
+                let unknown = || Refusal {
+                    status: 404,
+                    message: match token {
+                        Some(_) => format!("Not Found: this server offers this token no profile `{name}`"),
+                        None => format!("Not Found: {}", self.known()),
+                    },
+                };
                 let Some((profile, config)) = self.named.get(name) else {
-                    return Err(Refusal { status: 404, message: format!("Not Found: {}", self.known()) });
+                    return Err(unknown());
                 };
                 let binds = !(config.subjects.is_empty() && config.clients.is_empty() && config.scopes.is_empty());
                 if (binds || !bound.is_empty()) && !bound.contains(&name) {
+                    let Some(first) = bound.first() else { return Err(unknown()) };
                     return Err(Refusal {
                         status: 403,
-                        message: match bound.as_slice() {
-                            [] => format!("Forbidden: the profile `{name}` is not for this token"),
-                            names => format!(
-                                "Forbidden: this token is bound to the profile{} {}; connect to /mcp/{}",
-                                if names.len() == 1 { "" } else { "s" },
-                                names.join(", "),
-                                names[0]
-                            ),
-                        },
+                        message: format!(
+                            "Forbidden: this token is bound to the profile{} {}; connect to /mcp/{first}",
+                            if bound.len() == 1 { "" } else { "s" },
+                            bound.join(", "),
+                        ),
                     });
                 }
                 Ok(profile.clone())
@@ -424,7 +432,12 @@ mod tests {
         assert_eq!(all.pick(None, Some(&ci)).unwrap().name(), Some("ci"));
         assert_eq!(all.pick(Some("open"), Some(&ci)).unwrap_err().status, 403);
         assert_eq!(all.pick(Some("ops"), Some(&ci)).unwrap_err().status, 403);
-        assert_eq!(all.pick(Some("ops"), Some(&nobody)).unwrap_err().status, 403);
+        // A profile not for a token bound to none is, for it, not there: the
+        // same 404 as a name no profile has, naming no other profile.
+        let hidden = all.pick(Some("ops"), Some(&nobody)).unwrap_err();
+        let unknown = all.pick(Some("nope"), Some(&nobody)).unwrap_err();
+        assert_eq!((hidden.status, unknown.status), (404, 404));
+        assert!(!hidden.message.contains("ci") && !unknown.message.contains("ops"), "{}", unknown.message);
         assert_eq!(all.pick(Some("open"), Some(&nobody)).unwrap().name(), Some("open"));
         assert_eq!(all.pick(None, Some(&nobody)).unwrap().name(), None);
         assert_eq!(all.pick(None, Some(&ops)).unwrap().name(), Some("ops"));

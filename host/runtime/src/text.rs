@@ -11,8 +11,10 @@
 
 use std::borrow::Cow;
 
-/// `text` with every control character but `\n` and `\t` (C0, DEL, C1) and
-/// every bidirectional embedding, override and isolate replaced by a space.
+/// `text` with every control character but `\n` and `\t` (C0, DEL, C1),
+/// every bidirectional embedding, override, isolate and mark, the invisible
+/// characters that hide text (zero-width space, tags, the byte-order mark)
+/// and the Unicode line separators replaced by a space.
 pub fn printable(text: &str) -> Cow<'_, str> {
     if !text.chars().any(unsafe_char) {
         return Cow::Borrowed(text);
@@ -57,7 +59,19 @@ pub fn quoted(text: &str) -> String {
 }
 
 fn unsafe_char(c: char) -> bool {
-    (c.is_control() && c != '\n' && c != '\t') || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    (c.is_control() && c != '\n' && c != '\t')
+        || matches!(
+            c,
+            // Bidirectional embeddings, overrides, isolates and marks.
+            '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{061C}' | '\u{200E}' | '\u{200F}'
+            // Invisible: zero-width space, word joiner and invisible operators,
+            // byte-order mark, interlinear annotation, and the tag characters
+            // (text a model reads and a person does not see). Zero-width
+            // (non-)joiners stay: emoji and scripts need them.
+            | '\u{200B}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}' | '\u{E0000}'..='\u{E007F}'
+            // Line and paragraph separators: line breaks that are not `\n`.
+            | '\u{2028}' | '\u{2029}'
+        )
 }
 
 #[cfg(test)]
@@ -70,6 +84,9 @@ mod tests {
         assert_eq!(printable("a\u{1b}]52;c;ZXZpbA==\u{7}b"), "a ]52;c;ZXZpbA== b");
         assert_eq!(printable("x\u{202E}y\u{9b}z\r"), "x y z ");
         assert_eq!(printable_owned("a\u{7}b".to_owned()), "a b");
+        // Marks, invisible characters, tags and separators; joiners stay.
+        assert_eq!(printable("a\u{200F}b\u{061C}c\u{200B}d\u{FEFF}e\u{E0041}f\u{2028}g"), "a b c d e f g");
+        assert!(matches!(printable("👨\u{200D}👩 می\u{200C}خواهم"), Cow::Borrowed(_)));
     }
 
     #[test]

@@ -64,9 +64,9 @@ impl CardConfig {
         }
         for (field, value, max) in [("title", &self.title, 100), ("description", &self.description, 100)] {
             if let Some(value) = value
-                && (value.trim().is_empty() || value.chars().count() > max)
+                && (value.trim().is_empty() || value.chars().count() > max || value.chars().any(char::is_control))
             {
-                anyhow::bail!("[serve.card] {field}: 1 to {max} characters");
+                anyhow::bail!("[serve.card] {field}: 1 to {max} characters, none of them a control character");
             }
         }
         for (field, value) in [("url", &self.url), ("website", &self.website)] {
@@ -75,6 +75,17 @@ impl CardConfig {
                     .map_err(|err| anyhow::anyhow!("[serve.card] {field} = {value:?} is not a URL: {err}"))?;
                 if !matches!(parsed.scheme(), "http" | "https") {
                     anyhow::bail!("[serve.card] {field} = {value:?}: an http:// or https:// URL");
+                }
+                // The card is public: nothing in it may carry a credential.
+                if !parsed.username().is_empty()
+                    || parsed.password().is_some()
+                    || parsed.query().is_some()
+                    || parsed.fragment().is_some()
+                {
+                    anyhow::bail!(
+                        "[serve.card] {field} = {value:?}: the card is public, so its URLs hold no user name, \
+                         password, query or fragment (a token belongs in the client's Authorization header)"
+                    );
                 }
             }
         }
@@ -86,9 +97,14 @@ impl CardConfig {
 fn valid_name(name: &str) -> bool {
     let Some((namespace, rest)) = name.split_once('/') else { return false };
     (3..=200).contains(&name.len())
-        && !namespace.is_empty()
         && !rest.is_empty()
-        && namespace.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
+        // Reverse-DNS: labels of letters, digits and inner dashes.
+        && namespace.split('.').all(|label| {
+            !label.is_empty()
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
         && rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
 }
 
@@ -255,6 +271,18 @@ mod tests {
         assert!(!valid_name("com.example"));
         assert!(!valid_name("a/b/c"));
         assert!(!valid_name("com example/x"));
+        for bad in [".com/t", "-..-/t", "com..example/t", "com.-x/t"] {
+            assert!(!valid_name(bad), "{bad}");
+        }
+        for (field, url) in
+            [("url", "https://admin:hunter2@tools.example.com/mcp"), ("website", "https://x.example/?token=abc")]
+        {
+            let config = match field {
+                "url" => CardConfig { url: Some(url.to_owned()), ..CardConfig::default() },
+                _ => CardConfig { website: Some(url.to_owned()), ..CardConfig::default() },
+            };
+            assert!(config.check().unwrap_err().to_string().contains("is public"), "{url}");
+        }
         let config = CardConfig::default();
         assert_eq!(name(&config, "127.0.0.1:8080", None), "localhost/toolhost");
         assert_eq!(name(&config, "10.0.0.5:8080", None), "ip-10-0-0-5/toolhost");

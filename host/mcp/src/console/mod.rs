@@ -67,12 +67,31 @@ pub struct ConsoleConfig {
 
 impl ConsoleConfig {
     /// Checks the section against the server's authentication.
-    pub fn check(&self, oauth: bool) -> anyhow::Result<()> {
-        if oauth && self.enabled != Some(false) && self.scope.as_deref().is_none_or(|scope| scope.trim().is_empty()) {
-            anyhow::bail!(
-                "[serve.console] needs `scope = \"NAME\"` with [serve.oauth]: the scope a token must carry to see \
-                 the operator's page (e.g. \"toolhost:console\"), so that no MCP client's token shows it"
-            );
+    pub fn check(&self, oauth: Option<&crate::oauth::ResourceServer>) -> anyhow::Result<()> {
+        if let Some(oauth) = oauth
+            && self.enabled != Some(false)
+        {
+            let Some(scope) = self.scope.as_deref().filter(|scope| !scope.trim().is_empty()) else {
+                anyhow::bail!(
+                    "[serve.console] needs `scope = \"NAME\"` with [serve.oauth]: the scope a token must carry to \
+                     see the operator's page (e.g. \"toolhost:console\"), so that no MCP client's token shows it"
+                );
+            };
+            // One scope-token (RFC 6749 3.3): no space, quote or backslash,
+            // nothing that could end the challenge's `scope="…"`.
+            if !scope.bytes().all(|b| b == 0x21 || (0x23..=0x5b).contains(&b) || (0x5d..=0x7e).contains(&b)) {
+                anyhow::bail!(
+                    "[serve.console] scope = {scope:?}: one scope name of printable ASCII, without spaces, quotes \
+                     or backslashes (e.g. \"toolhost:console\")"
+                );
+            }
+            if oauth.scopes().any(|mcp| mcp == scope) {
+                anyhow::bail!(
+                    "[serve.console] scope = {scope:?} is also a scope [serve.oauth] asks MCP clients for, so their \
+                     tokens would open the operator's page: give the page a scope of its own (e.g. \
+                     \"toolhost:console\")"
+                );
+            }
         }
         if let Some(refresh) = self.refresh
             && !(Duration::from_secs(1)..=Duration::from_secs(600)).contains(&refresh.0)
@@ -231,38 +250,95 @@ pub fn presented_token(headers: &http::HeaderMap) -> Option<String> {
     None
 }
 
-/// The latest lines of the audit log at `path` (its last 256 KiB at most),
-/// newest first, at most `count`: each a JSON object. A file that is not
-/// a regular file, or cannot be read, gives the reason instead.
+/// The latest lines of the audit log at `path`, newest first, at most
+/// `count`: each a JSON object. It reads backwards from the end, at most
+/// [`TAIL_BUDGET`] bytes; a line longer than [`TAIL_LINE`] (a caller's huge
+/// arguments) is not read but stands in the list as a placeholder object
+/// saying its size, so that no single line can push the others out of
+/// sight. A file that is not a regular file, or cannot be read, gives the
+/// reason instead.
 pub fn audit_tail(path: &std::path::Path, count: usize) -> Result<Vec<serde_json::Value>, String> {
     use std::io::{Read, Seek, SeekFrom};
-    const TAIL: u64 = 256 * 1024;
+    const BLOCK: u64 = 64 * 1024;
     let shown = path.display();
-    let metadata = std::fs::symlink_metadata(path).map_err(|err| format!("{shown}: {err}"))?;
-    if !metadata.is_file() {
-        return Err(format!("{shown} is not a regular file"));
-    }
-    let mut file = std::fs::File::open(path).map_err(|err| format!("{shown}: {err}"))?;
+    let mut file = toolhost_grants::readfile::open_regular(path).map_err(|err| format!("{shown}: {err}"))?;
     let length = file.metadata().map_err(|err| format!("{shown}: {err}"))?.len();
-    let start = length.saturating_sub(TAIL);
-    file.seek(SeekFrom::Start(start)).map_err(|err| format!("{shown}: {err}"))?;
-    let mut bytes = Vec::with_capacity((length - start) as usize);
-    file.take(TAIL).read_to_end(&mut bytes).map_err(|err| format!("{shown}: {err}"))?;
-    let text = String::from_utf8_lossy(&bytes);
-    let mut lines: Vec<&str> = text.split('\n').collect();
-    if start > 0 && !lines.is_empty() {
-        // The first line was cut by the window.
-        lines.remove(0);
+    let mut lines = Vec::new();
+    // The bytes of the line the last block began inside, and how long it is
+    // so far when it is already too long to keep.
+    let mut partial: Vec<u8> = Vec::new();
+    let mut skipped: Option<u64> = None;
+    let mut end = length;
+    let mut read = 0;
+    let take = |line: &[u8], skipped: Option<u64>, lines: &mut Vec<serde_json::Value>| match skipped {
+        Some(size) => lines.push(serde_json::json!({ "toolhost/too_long": size })),
+        None if line.iter().all(u8::is_ascii_whitespace) => {}
+        None => {
+            if let Ok(value) = serde_json::from_slice::<serde_json::Value>(line)
+                && value.is_object()
+            {
+                lines.push(value);
+            }
+        }
+    };
+    while end > 0 && lines.len() < count && read < TAIL_BUDGET {
+        let start = end.saturating_sub(BLOCK);
+        file.seek(SeekFrom::Start(start)).map_err(|err| format!("{shown}: {err}"))?;
+        let mut block = Vec::with_capacity((end - start) as usize);
+        (&mut file).take(end - start).read_to_end(&mut block).map_err(|err| format!("{shown}: {err}"))?;
+        read += end - start;
+        end = start;
+        // Complete lines, newest first; the block's first piece may continue leftwards.
+        let mut pieces: Vec<&[u8]> = block.split(|byte| *byte == b'\n').collect();
+        let first = pieces.remove(0);
+        for (index, piece) in pieces.iter().enumerate().rev() {
+            let tail = index + 1 == pieces.len();
+            if tail {
+                // The piece before the newest newline ends the line carried from the right.
+                let size = piece.len() as u64 + skipped.map_or(partial.len() as u64, |size| size);
+                let mut line = piece.to_vec();
+                line.extend_from_slice(&partial);
+                take(&line, skipped.map(|_| size).or((size > TAIL_LINE).then_some(size)), &mut lines);
+            } else {
+                let size = piece.len() as u64;
+                take(piece, (size > TAIL_LINE).then_some(size), &mut lines);
+            }
+            if lines.len() >= count {
+                break;
+            }
+        }
+        // What is left of the block joins the line still open on its left.
+        if pieces.is_empty() {
+            match &mut skipped {
+                Some(size) => *size += first.len() as u64,
+                None => {
+                    let mut line = first.to_vec();
+                    line.extend_from_slice(&partial);
+                    partial = line;
+                }
+            }
+        } else {
+            partial = first.to_vec();
+            skipped = None;
+        }
+        if skipped.is_none() && partial.len() as u64 > TAIL_LINE {
+            skipped = Some(partial.len() as u64);
+            partial.clear();
+        }
     }
-    Ok(lines
-        .iter()
-        .rev()
-        .filter(|line| !line.trim().is_empty())
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-        .filter(serde_json::Value::is_object)
-        .take(count)
-        .collect())
+    if end == 0 && lines.len() < count {
+        // The file's first line.
+        let size = skipped.unwrap_or(partial.len() as u64);
+        take(&partial, skipped.map(|_| size).or((size > TAIL_LINE).then_some(size)), &mut lines);
+    }
+    lines.truncate(count);
+    Ok(lines)
 }
+
+/// The most bytes [`audit_tail`] reads.
+const TAIL_BUDGET: u64 = 16 << 20;
+/// The longest audit line [`audit_tail`] shows.
+const TAIL_LINE: u64 = 256 * 1024;
 
 #[cfg(test)]
 mod tests {
@@ -293,6 +369,19 @@ mod tests {
         let lines = audit_tail(&path, 3).unwrap();
         let seqs: Vec<u64> = lines.iter().map(|line| line["seq"].as_u64().unwrap()).collect();
         assert_eq!(seqs, [4999, 4998, 4997]);
+        // Every line, across blocks, in order; the file's first line too.
+        let all = audit_tail(&path, 10_000).unwrap();
+        assert_eq!(all.len(), 5000);
+        assert_eq!((all[0]["seq"].as_u64(), all[4999]["seq"].as_u64()), (Some(4999), Some(0)));
+        // A caller's huge line (1 MiB) hides nothing: it is one placeholder.
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str(&format!("{{\"seq\":5000,\"pad\":\"{}\"}}\n", "y".repeat(1 << 20)));
+        text.push_str("{\"seq\":5001}\n");
+        std::fs::write(&path, text).unwrap();
+        let lines = audit_tail(&path, 4).unwrap();
+        assert_eq!(lines[0]["seq"], 5001);
+        assert!(lines[1]["toolhost/too_long"].as_u64().unwrap() > 1 << 20, "{}", lines[1]);
+        assert_eq!((lines[2]["seq"].as_u64(), lines[3]["seq"].as_u64()), (Some(4999), Some(4998)));
         assert!(audit_tail(&dir, 3).unwrap_err().contains("not a regular file"));
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -305,10 +394,28 @@ mod tests {
 
     #[test]
     fn the_console_needs_its_own_scope_with_oauth() {
+        let oauth = crate::oauth::ResourceServer::new(crate::oauth::OAuthConfig {
+            issuer: "https://issuer.example".to_owned(),
+            resource: "https://tools.example/mcp".to_owned(),
+            jwks_uri: None,
+            scopes: vec!["mcp".to_owned()],
+            tools: [("hash".to_owned(), "tools:hash".to_owned())].into(),
+        })
+        .unwrap();
         let config = ConsoleConfig::default();
-        assert!(config.check(false).is_ok());
-        assert!(config.check(true).unwrap_err().to_string().contains("scope"));
+        assert!(config.check(None).is_ok());
+        assert!(config.check(Some(&oauth)).unwrap_err().to_string().contains("scope"));
+        let with = |scope: &str| ConsoleConfig { scope: Some(scope.to_owned()), ..ConsoleConfig::default() };
+        assert!(with("toolhost:console").check(Some(&oauth)).is_ok());
+        for taken in ["mcp", "tools:hash"] {
+            let err = with(taken).check(Some(&oauth)).unwrap_err().to_string();
+            assert!(err.contains("a scope of its own"), "{taken}: {err}");
+        }
+        for bad in ["a b", "x\", error=\"evil", "line\nbreak", "back\\slash"] {
+            let err = with(bad).check(Some(&oauth)).unwrap_err().to_string();
+            assert!(err.contains("one scope name"), "{bad:?}: {err}");
+        }
         let config = ConsoleConfig { recent: Some(0), ..ConsoleConfig::default() };
-        assert!(config.check(false).is_err());
+        assert!(config.check(None).is_err());
     }
 }

@@ -17,6 +17,10 @@ pub struct View<'a> {
     pub metrics: &'a Metrics,
     /// The viewer's profile (their token's; `[serve] tools` otherwise).
     pub profile: &'a Profile,
+    /// The viewer's OAuth subject, if a token names one: a viewer bound to a
+    /// profile sees the latest calls of that subject only (another user's
+    /// callers and arguments are theirs).
+    pub subject: Option<&'a str>,
     pub profiles: &'a Profiles,
     /// Why the server is not ready, if it is not.
     pub not_ready: Option<String>,
@@ -327,8 +331,12 @@ fn latest(out: &mut String, view: &View<'_>) {
             return;
         }
     };
+    let own = |line: &Value| match (view.profile.name(), view.subject) {
+        (Some(_), Some(subject)) => line["caller"]["subject"].as_str() == Some(subject),
+        _ => true,
+    };
     let visible: Vec<&Value> =
-        lines.iter().filter(|line| offered(view.profile, line)).take(view.console.recent).collect();
+        lines.iter().filter(|line| offered(view.profile, line) && own(line)).take(view.console.recent).collect();
     if visible.is_empty() {
         out.push_str("<p class=\"muted\">No call in the audit log yet.</p>");
         return;

@@ -65,7 +65,7 @@ impl Front {
             Route::Console => {
                 let console = self.console.as_ref()?;
                 let mut response = match self.console_viewer(console, request.headers()).await {
-                    Ok(profile) => self.console_answer(console, &profile, path).await,
+                    Ok((profile, subject)) => self.console_answer(console, &profile, subject.as_deref(), path).await,
                     Err(response) => *response,
                 };
                 harden(response.headers_mut());
@@ -88,7 +88,7 @@ impl Front {
         &self,
         console: &Console,
         headers: &HeaderMap,
-    ) -> Result<Arc<Profile>, Box<Response<Body>>> {
+    ) -> Result<(Arc<Profile>, Option<Arc<str>>), Box<Response<Body>>> {
         let presented = console::presented_token(headers);
         let pick = |facts: Option<&TokenFacts<'_>>| {
             self.profiles.pick(None, facts).map_err(|refusal| {
@@ -104,7 +104,7 @@ impl Front {
             if !matches {
                 return Err(Box::new(console_unauthorized("Bearer")));
             }
-            return pick(None);
+            return pick(None).map(|profile| (profile, None));
         }
         if let Some(oauth) = &self.oauth {
             let mut bearer = HeaderMap::new();
@@ -124,12 +124,18 @@ impl Front {
             }
             let facts =
                 TokenFacts { subject: &grant.subject, client: grant.client.as_deref(), scopes: Some(&grant.scopes.0) };
-            return pick(Some(&facts));
+            return pick(Some(&facts)).map(|profile| (profile, Some(grant.subject.clone())));
         }
-        pick(None)
+        pick(None).map(|profile| (profile, None))
     }
 
-    async fn console_answer(&self, console: &Console, profile: &Profile, path: &str) -> Response<Body> {
+    async fn console_answer(
+        &self,
+        console: &Console,
+        profile: &Profile,
+        subject: Option<&str>,
+        path: &str,
+    ) -> Response<Body> {
         let (body, content_type) = match path {
             "/console" | "/console/" => {
                 let store = match &self.store {
@@ -146,6 +152,7 @@ impl Front {
                     host: &self.host,
                     metrics: &self.metrics,
                     profile,
+                    subject,
                     profiles: &self.profiles,
                     not_ready: self.readiness.reason(),
                     sessions: self.sessions.sessions.read().await.len(),
@@ -241,7 +248,15 @@ impl Front {
             capabilities: &self.capabilities,
             auth,
         };
-        cacheable(request, card::card(&facts), card::MEDIA_TYPE)
+        let mut response = cacheable(request, card::card(&facts), card::MEDIA_TYPE);
+        if profile.is_some() {
+            // A profile's card answers only whoever may use its endpoint: no
+            // shared cache may keep it for others.
+            let headers = response.headers_mut();
+            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, max-age=300"));
+            headers.insert(header::VARY, HeaderValue::from_static("Authorization"));
+        }
+        response
     }
 }
 
@@ -298,7 +313,9 @@ fn cacheable<B>(request: &Request<B>, body: serde_json::Value, media_type: &'sta
         .iter()
         .filter_map(|value| value.to_str().ok())
         .flat_map(|value| value.split(','))
-        .any(|tag| tag.trim() == etag || tag.trim() == "*");
+        .map(|tag| tag.trim())
+        // If-None-Match compares weakly (RFC 9110 13.1.2): `W/"x"` is `"x"`.
+        .any(|tag| tag.strip_prefix("W/").unwrap_or(tag) == etag || tag == "*");
     let mut response = if matched {
         let mut response = Response::new(Full::new(Bytes::new()).boxed());
         *response.status_mut() = StatusCode::NOT_MODIFIED;
