@@ -32,6 +32,17 @@ pub(super) fn host_allowed<B>(request: &Request<B>, allowed: &[Authority]) -> bo
         return false;
     };
     let Ok(given) = http::uri::Authority::try_from(given) else { return false };
+    // A Host is `host[:port]`: no user info, and a port that is a number
+    // (`localhost:notaport` and `user@localhost` are not localhost; they
+    // would flow into what the card says the server is).
+    let text = given.as_str();
+    let port = match text.strip_prefix('[') {
+        Some(v6) => v6.split_once(']').map(|(_, rest)| rest).and_then(|rest| rest.strip_prefix(':')),
+        None => text.split_once(':').map(|(_, port)| port),
+    };
+    if text.contains('@') || port.is_some_and(|port| port.parse::<u16>().is_err()) {
+        return false;
+    }
     let Some(given) = Authority::parse(given.as_str()) else { return false };
     allowed.iter().any(|entry| entry.host == given.host && entry.port.is_none_or(|port| given.port == Some(port)))
 }
@@ -64,7 +75,16 @@ mod tests {
     #[test]
     fn rejects_other_hosts_wrong_ports_and_no_host() {
         let list = allowed(&["localhost", "lb.internal:8080"]);
-        for host in [Some("evil.example.com"), Some("lb.internal:8081"), Some("lb.internal"), Some("a b"), None] {
+        for host in [
+            Some("evil.example.com"),
+            Some("lb.internal:8081"),
+            Some("lb.internal"),
+            Some("a b"),
+            Some("localhost:notaport"),
+            Some("user@localhost"),
+            Some("localhost:99999"),
+            None,
+        ] {
             assert!(!host_allowed(&request(host), &list), "{host:?}");
         }
     }
