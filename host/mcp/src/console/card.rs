@@ -134,7 +134,9 @@ pub fn name(config: &CardConfig, host: &str, profile: Option<&str>) -> String {
             let namespace = match address {
                 address if address.is_loopback() => "localhost".to_owned(),
                 std::net::IpAddr::V4(v4) => format!("ip-{}", v4.octets().map(|octet| octet.to_string()).join("-")),
-                std::net::IpAddr::V6(v6) => format!("ip-{}", v6.segments().map(|segment| format!("{segment:x}")).join("-")),
+                std::net::IpAddr::V6(v6) => {
+                    format!("ip-{}", v6.segments().map(|segment| format!("{segment:x}")).join("-"))
+                }
             };
             return format!("{namespace}/toolhost");
         }

@@ -86,6 +86,8 @@ impl Front {
     /// loopback server) anyone past the Host check.
     async fn console_viewer(&self, console: &Console, headers: &HeaderMap) -> Result<Arc<Profile>, Response<Body>> {
         let presented = console::presented_token(headers);
+        // Its refusal is the response itself, as `console_viewer`'s is.
+        #[allow(clippy::result_large_err)]
         let pick = |facts: Option<&TokenFacts<'_>>| {
             self.profiles.pick(None, facts).map_err(|refusal| {
                 plain_owned(StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::FORBIDDEN), refusal.message)
