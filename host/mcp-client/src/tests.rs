@@ -1,4 +1,3 @@
-
 use super::backoff;
 use std::time::Duration;
 

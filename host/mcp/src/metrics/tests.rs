@@ -1,4 +1,3 @@
-
 use super::*;
 use toolhost_runtime::outcome::{ToolOutput, Usage};
 
