@@ -2,7 +2,7 @@
 //! sandbox (in parallel up to a bound) and answered exactly once, whatever
 //! happens to it; the events each call emits.
 
-use super::{Agent, Tools, cut_marked, cut_to_budget, error_result, malformed, media_of};
+use super::{Agent, Tools, cut_marked, cut_to_budget, error_result, failed_before_running, malformed, media_of};
 use crate::approval::{ApprovalRequest, Decision, Policy};
 use crate::asking;
 use crate::events::{ApprovedBy, Event};
@@ -280,20 +280,5 @@ pub(crate) fn requested(turn: u32, call: &ToolCall) -> Event {
         call_id: call.id.clone(),
         tool: call.name.clone(),
         arguments: call.malformed_arguments.clone().unwrap_or_else(|| call.arguments.clone()),
-    }
-}
-
-/// `tool_call_failed` for a call that never ran.
-pub(crate) fn failed_before_running(call: &ToolCall, kind: &str, message: &str) -> Event {
-    Event::ToolCallFailed {
-        call_id: call.id.clone(),
-        tool: call.name.clone(),
-        kind: kind.to_owned(),
-        message: message.to_owned(),
-        retry_after_ms: None,
-        fuel: 0,
-        memory_peak: 0,
-        duration_ms: 0.0,
-        refused: Vec::new(),
     }
 }

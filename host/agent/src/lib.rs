@@ -14,14 +14,15 @@ pub mod events;
 pub mod model;
 mod offered;
 mod options;
+pub mod providers;
 mod results;
 pub mod search;
 pub mod transcript;
-use calls::{failed_before_running, requested};
+use calls::requested;
 use offered::{Kept, Tools};
 pub use options::{AgentOptions, RunOutcome, SearchMode, ToolSearch};
 pub use results::cut_to_budget;
-use results::{cut_marked, error_result, malformed, media_of, text_result};
+use results::{cut_marked, error_result, failed_before_running, malformed, media_of, text_result};
 
 use crate::approval::{ApprovalConfig, Approver};
 use crate::events::{Event, RunStatus};

@@ -1,6 +1,7 @@
 //! The results the loop sends back for a call: text or an error from the
 //! loop itself, a tool's media, and a long output cut to the budget.
 
+use crate::events::Event;
 use crate::model::{Media, MediaKind, ToolCall, ToolResult};
 
 /// The result for a call whose arguments were not a JSON object.
@@ -102,6 +103,21 @@ pub(crate) fn cut_marked(text: &str, budget: usize, marker: impl Fn(usize, usize
     let content = format!("{}\n{}\n{}", &text[..head_end], marker(removed, head_end), &text[tail_start..]);
     debug_assert!(content.len() <= budget);
     Cut { content, removed }
+}
+
+/// `tool_call_failed` for a call that never ran.
+pub(crate) fn failed_before_running(call: &ToolCall, kind: &str, message: &str) -> Event {
+    Event::ToolCallFailed {
+        call_id: call.id.clone(),
+        tool: call.name.clone(),
+        kind: kind.to_owned(),
+        message: message.to_owned(),
+        retry_after_ms: None,
+        fuel: 0,
+        memory_peak: 0,
+        duration_ms: 0.0,
+        refused: Vec::new(),
+    }
 }
 
 #[cfg(test)]

@@ -51,8 +51,8 @@ pub fn seal(seq: u64, sha256: &str, log: &str, key: &SigningKey) -> Vec<u8> {
     map.insert("log".to_owned(), json!(log));
     map.insert("seq".to_owned(), json!(seq));
     map.insert("sha256".to_owned(), json!(sha256));
-    map.insert("time".to_owned(), json!(crate::log::now()));
-    map.insert("v".to_owned(), json!(crate::log::VERSION));
+    map.insert("time".to_owned(), json!(crate::line::now()));
+    map.insert("v".to_owned(), json!(crate::line::VERSION));
     map.insert("key".to_owned(), json!(key.public().fingerprint()));
     let mut value = Value::Object(map);
     let signature = key.sign(&canonical::to_vec(&value));
@@ -91,7 +91,7 @@ pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 pub fn read(path: &Path, key: &PublicKey) -> Result<Checkpoint, String> {
     let bytes = toolhost_grants::readfile::read_regular(path, LIMIT).map_err(|err| format!("cannot read it: {err}"))?;
     let line = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
-    let map = crate::verify::signed(line, key).map_err(|why| why.replace("the line", "the checkpoint"))?;
+    let map = crate::line::signed(line, key).map_err(|why| why.replace("the line", "the checkpoint"))?;
     if map.get("kind").and_then(Value::as_str) != Some("checkpoint") {
         return Err("not a checkpoint (it has no `\"kind\":\"checkpoint\"`): is it a line of the log?".to_owned());
     }

@@ -15,6 +15,7 @@ pub mod canonical;
 pub mod checkpoint;
 pub mod hooks;
 pub mod keys;
+mod line;
 pub mod log;
 pub mod result;
 pub mod verify;

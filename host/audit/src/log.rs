@@ -14,6 +14,7 @@
 
 use crate::canonical;
 use crate::keys::{SigningKey, hex};
+pub use crate::line::{GENESIS, VERSION, now};
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
@@ -23,12 +24,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
-
-/// The `prev` of a chain's first line.
-pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
-
-/// The format version in every line.
-pub const VERSION: u64 = 1;
 
 /// Records waiting for the writer when the config does not say.
 pub const DEFAULT_QUEUE: usize = 4096;
@@ -190,11 +185,6 @@ fn write_lines(receiver: Receiver<Pending>, mut sink: Sink, key: SigningKey, los
         let result = sink.checkpoint(&key);
         report(&mut sink, result);
     }
-}
-
-/// The time now, as audit lines write it (RFC 3339, UTC, milliseconds).
-pub fn now() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 /// `record` as a signed line after `chain`, without its line break, and its digest.
@@ -371,7 +361,7 @@ fn last_line(file: &File, size: u64) -> std::io::Result<Option<Vec<u8>>> {
     if size == 0 {
         return Ok(None);
     }
-    let tail = size.min(crate::verify::MAX_LINE as u64 + 1);
+    let tail = size.min(crate::line::MAX_LINE as u64 + 1);
     let mut reader = file;
     reader.seek(SeekFrom::Start(size - tail))?;
     let mut bytes = Vec::with_capacity(tail as usize);

@@ -14,15 +14,12 @@
 use crate::canonical;
 use crate::checkpoint::Checkpoint;
 use crate::keys::{PublicKey, hex};
-use crate::log::GENESIS;
-use base64::Engine as _;
+pub use crate::line::MAX_LINE;
+use crate::line::{GENESIS, signed};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
-
-/// The longest line an audit log may hold.
-pub const MAX_LINE: usize = 4 << 20;
 
 /// An intact log.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -181,34 +178,6 @@ fn each_line(
         }
     }
     Ok(())
-}
-
-/// The fields of `bytes`, a line (or checkpoint) in canonical form whose
-/// signature by `key` checks, without `sig`; or why not, in one sentence.
-pub(crate) fn signed(bytes: &[u8], key: &PublicKey) -> Result<serde_json::Map<String, Value>, String> {
-    let value: Value = serde_json::from_slice(bytes)
-        .map_err(|_| "not a JSON line (edited, damaged, or not an audit log)".to_owned())?;
-    let Value::Object(mut map) = value.clone() else {
-        return Err("not a JSON object (edited, or not an audit log)".to_owned());
-    };
-    if canonical::to_vec(&value) != bytes {
-        return Err("not in the form toolhost writes (the line was edited)".to_owned());
-    }
-    let signer = map.get("key").and_then(Value::as_str).unwrap_or("");
-    if signer != key.fingerprint() {
-        return Err(format!(
-            "signed by the key {signer}, not by the key given ({}): the wrong key, or the line was edited",
-            key.fingerprint()
-        ));
-    }
-    let signature = map
-        .remove("sig")
-        .and_then(|sig| sig.as_str().and_then(|sig| base64::engine::general_purpose::STANDARD.decode(sig).ok()))
-        .ok_or_else(|| "has no signature (the line was edited)".to_owned())?;
-    if !key.verifies(&canonical::to_vec(&Value::Object(map.clone())), &signature) {
-        return Err("its signature does not match its content (the line was edited)".to_owned());
-    }
-    Ok(map)
 }
 
 /// Checks one line after `before` (its `seq` and digest); returns its own,

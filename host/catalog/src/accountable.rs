@@ -5,7 +5,6 @@
 //! line records all of it. `Host::call_as` comes here only when one of the two
 //! is configured; otherwise nothing of this runs.
 
-use crate::host::{Host, OfferError};
 use crate::plugin::Plugin;
 use crate::{Catalog, Source};
 use serde_json::{Value, json};
@@ -15,21 +14,20 @@ use toolhost_audit::hooks::{Decision, Hook, OnError};
 use toolhost_audit::{Accountable, CallRecord, Caller, Component, HookNote, Origin};
 use toolhost_grants::env::Redactor;
 use toolhost_runtime::ask::{Answer, Asked, Elicitation, Elicited, Question};
-use toolhost_runtime::limits::LimitOverrides;
 use toolhost_runtime::outcome::{CallError, CallReport};
 use toolhost_runtime::sandbox::CallHooks;
 
-/// Runs `tool` as `Host::call_as` does, under `accountable`.
-#[allow(clippy::too_many_arguments)]
+/// Runs `tool` under `accountable`: the before-hooks, then `run` (the
+/// host's own call, given the arguments as the hooks left them, unless a
+/// hook refused), then the after-hooks and the audit line.
 pub(crate) async fn call(
-    host: &Host,
     accountable: &Accountable,
     catalog: &Catalog,
     tool: &str,
     arguments: &str,
-    overrides: &LimitOverrides,
     hooks: CallHooks,
     caller: &Caller,
+    run: impl AsyncFnOnce(&str, CallHooks) -> CallReport,
 ) -> CallReport {
     let started = std::time::SystemTime::now();
     let entry = catalog.find(tool);
@@ -109,7 +107,7 @@ pub(crate) async fn call(
     let shape = hooks.result_shape.clone();
     let mut report = match refused {
         Some(error) => CallReport::rejected(tool, plugin.map(str::to_owned), error),
-        None => host.call_spanned(catalog, tool, &arguments, overrides, hooks, caller).await,
+        None => run(&arguments, hooks).await,
     };
     if ran && report.plugin.is_some() {
         after(accountable, tool, plugin, &arguments, &caller_json, &mut report, notes).await;
@@ -343,10 +341,12 @@ pub(crate) async fn offer_before(
     Ok(rewritten.then_some(current))
 }
 
-/// Writes the line of a resource read or prompt begun by [`begin_offer`].
-pub(crate) fn finish_offer<T>(
+/// Writes the line of a resource read or prompt begun by [`begin_offer`]:
+/// `outcome` says what became of it (an error's kind and message), asked
+/// only when a line is written.
+pub(crate) fn finish_offer(
     mut guard: Guard<'_>,
-    result: &Result<T, OfferError>,
+    outcome: impl FnOnce() -> Result<(), (&'static str, String)>,
     effects: toolhost_runtime::outcome::Effects,
 ) {
     guard.done = true;
@@ -354,11 +354,7 @@ pub(crate) fn finish_offer<T>(
     if !accountable.logs() {
         return;
     }
-    let outcome = match result {
-        Ok(_) => Ok(()),
-        Err(OfferError::Failed(error)) => Err((error.kind(), error.to_string())),
-        Err(error @ OfferError::NotFound(_)) => Err(("not_found", error.to_string())),
-    };
+    let outcome = outcome();
     let origin = match guard.origin {
         Some(OriginOf::Plugin(plugin)) => Some(Arc::new(PluginOrigin(plugin.clone())) as Arc<dyn Origin>),
         Some(OriginOf::Entry(entry)) => Some(origin_of(entry)),

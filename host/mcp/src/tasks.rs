@@ -52,8 +52,8 @@ pub mod shared;
 mod store;
 mod task;
 pub use askers::{PhasedAsker, TaskAsker};
-pub use config::{TaskSupport, TasksConfig, ToolTasks};
-pub use store::{Full, Tasks};
+pub use config::{Full, TaskSupport, TasksConfig, ToolTasks};
+pub use store::Tasks;
 pub use task::{Ended, Outcome, Task, TaskKind};
 use task::{Pending, State, Status};
 

@@ -113,7 +113,7 @@ impl PublicKey {
 
     /// `sha256:HEX` of the DER SubjectPublicKeyInfo.
     pub fn fingerprint(&self) -> String {
-        crate::store::digest_of(&self.spki)
+        crate::reference::digest_of(&self.spki)
     }
 
     /// True when `signature` (ASN.1 DER ECDSA) is this key's over `message`

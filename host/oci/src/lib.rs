@@ -31,6 +31,8 @@
 
 pub mod credentials;
 pub mod keys;
+mod publish;
+mod pull;
 pub mod reference;
 pub mod signature;
 pub mod store;
@@ -38,9 +40,11 @@ pub mod trust;
 
 pub use credentials::Credentials;
 pub use keys::{PublicKey, SigningKey};
+pub use publish::Publishable;
+pub use pull::{PullOutcome, Pulled, check_sources, pull};
 pub use reference::Source;
-pub use signature::{Signer, Verdict};
-pub use store::{LOCK_FILE, Lock, Locked};
+pub use signature::Verdict;
+pub use store::{LOCK_FILE, Lock, Locked, Signer};
 pub use trust::{Trust, TrustEntry};
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -49,9 +53,8 @@ use oci_client::manifest::{OciDescriptor, OciImageManifest};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Reference, RegistryOperation};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
-use toolhost_catalog::Host;
 use toolhost_grants::readfile::limits;
 
 /// The OCI image manifest media type.
@@ -582,320 +585,5 @@ fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or_default().trim()
 }
 
-/// A plugin ready to publish: checked to be a toolhost plugin.
-pub struct Publishable {
-    /// The plugin's name (its file stem).
-    pub name: String,
-    /// The component.
-    pub wasm: bytes::Bytes,
-    /// Its `NAME.toml`, if there is one beside it.
-    pub manifest: Option<String>,
-    /// What it imports, for the artifact config.
-    pub imports: Vec<String>,
-    /// What it exports.
-    pub exports: Vec<String>,
-}
-
-impl Publishable {
-    /// Reads `path` (and `NAME.toml` beside it) and checks it is a toolhost plugin.
-    pub async fn read(host: &Host, path: &Path) -> Result<Publishable> {
-        let name = toolhost_catalog::host::stem(path);
-        let wasm = toolhost_catalog::plugin::read(path).map_err(|why| anyhow!("{}: {why}", path.display()))?;
-        let (component, _) = toolhost_catalog::plugin::compile(host.engine(), host.cache(), host.compiler(), &wasm)
-            .await
-            .map_err(|why| anyhow!("{}: {why}", path.display()))?;
-        toolhost_catalog::plugin::contract_of(host.engine(), &component)
-            .map_err(|why| anyhow!("{}: {why}", path.display()))?;
-        let shape = toolhost_catalog::plugin::shape(host.engine(), &component);
-        let manifest_path = toolhost_grants::Manifest::path_for(path);
-        let manifest = match toolhost_grants::readfile::read_regular_text(&manifest_path, MAX_TOML) {
-            Ok(text) => {
-                toolhost_grants::Manifest::parse(&text)
-                    .map_err(|why| anyhow!("{} is not a valid plugin manifest: {why}", manifest_path.display()))?;
-                Some(text)
-            }
-            Err(err) if err.is_not_found() => None,
-            Err(err) => return Err(anyhow!("could not read {}: {err}", manifest_path.display())),
-        };
-        Ok(Publishable {
-            name,
-            wasm: bytes::Bytes::from_owner(wasm.bytes),
-            manifest,
-            imports: shape.imports,
-            exports: shape.exports.into_iter().map(|(name, _)| name).collect(),
-        })
-    }
-}
-
-/// What a pull did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PullOutcome {
-    /// The files were written.
-    Written,
-    /// The folder already held this digest; nothing was written.
-    Unchanged,
-}
-
-/// The result of pulling one plugin.
-#[derive(Debug, Clone)]
-pub struct Pulled {
-    /// The plugin's name.
-    pub name: String,
-    /// The artifact's digest.
-    pub digest: String,
-    /// The `.wasm` written (or already there).
-    pub wasm_path: PathBuf,
-    /// The manifest written, if the artifact carried one.
-    pub manifest_path: Option<PathBuf>,
-    /// Whether anything was written.
-    pub outcome: PullOutcome,
-    /// What the signature check found.
-    pub verdict: Verdict,
-}
-
-/// Pulls `source` into `dir` as `name` (default: the repository's last
-/// segment): verifies every digest and, when a `[[trust]]` scope covers it,
-/// its signature, checks the component is a toolhost plugin (compiling it
-/// into the host's cache), and writes `NAME.wasm`, `NAME.toml` (when
-/// carried) and the lock entry, with the verified signer, atomically. A
-/// folder that already holds this digest, verified the same way, is left alone.
-pub async fn pull(
-    host: &Host,
-    source: &Source,
-    dir: &Path,
-    name: Option<&str>,
-    options: &RegistryOptions,
-    trust: &Trust,
-) -> Result<Pulled> {
-    let name = name.unwrap_or_else(|| source.default_name());
-    reference::check_plugin_name(name).map_err(|why| anyhow!("{source}: {why}"))?;
-    std::fs::create_dir_all(dir).with_context(|| format!("could not create the plugins folder {}", dir.display()))?;
-    // One pull at a time per folder, so two never overwrite each other's lock entries.
-    let _exclusive = store::lock_folder(dir).await?;
-    let lock = Lock::read(dir)?;
-    let registry = Registry::connect(source, options).await?;
-    let resolved = registry.resolve(source).await?;
-    // Checked every time, also for what is already in place: the trust may have changed.
-    let verdict = registry.verify(source, &resolved.digest, trust.for_source(source)).await?;
-    let wasm_path = dir.join(format!("{name}.wasm"));
-    let manifest_path = dir.join(format!("{name}.toml"));
-    if let Some(locked) = lock.plugins.get(name)
-        && locked.digest == resolved.digest
-        && locked.signer.as_ref() == verdict.signer()
-        && store::file_has_digest(&wasm_path, &locked.wasm, MAX_WASM)
-        && locked.manifest.as_deref().is_none_or(|digest| store::file_has_digest(&manifest_path, digest, MAX_TOML))
-    {
-        return Ok(Pulled {
-            name: name.to_owned(),
-            digest: resolved.digest,
-            manifest_path: locked.manifest.is_some().then_some(manifest_path),
-            wasm_path,
-            outcome: PullOutcome::Unchanged,
-            verdict,
-        });
-    }
-    let fetched = registry.fetch(source, &resolved).await?;
-    check_plugin(host, source, &fetched).await?;
-    let mut staged = store::Staged::new(dir);
-    if let Some((text, _)) = &fetched.manifest {
-        staged.write(&format!("{name}.toml"), text.as_bytes())?;
-    } else if let Some(previous) = lock.plugins.get(name).and_then(|locked| locked.manifest.as_deref())
-        && store::file_has_digest(&manifest_path, previous, MAX_TOML)
-    {
-        // The manifest an earlier pull wrote, which the new version no longer has.
-        staged.remove(&format!("{name}.toml"));
-    }
-    staged.write(&format!("{name}.wasm"), &fetched.wasm)?;
-    let mut lock = lock;
-    lock.plugins.insert(
-        name.to_owned(),
-        Locked {
-            source: source.to_string(),
-            digest: fetched.digest.clone(),
-            wasm: fetched.wasm_digest.clone(),
-            manifest: fetched.manifest.as_ref().map(|(_, digest)| digest.clone()),
-            signer: verdict.signer().cloned(),
-        },
-    );
-    store::stage_lock(&mut staged, &lock)?;
-    staged.commit()?;
-    Ok(Pulled {
-        name: name.to_owned(),
-        digest: fetched.digest,
-        manifest_path: fetched.manifest.is_some().then_some(manifest_path),
-        wasm_path,
-        outcome: PullOutcome::Written,
-        verdict,
-    })
-}
-
-/// Checks fetched bytes are a toolhost plugin with a valid manifest.
-async fn check_plugin(host: &Host, source: &Source, fetched: &Fetched) -> Result<()> {
-    toolhost_catalog::plugin::check_header(&fetched.wasm)
-        .map_err(|why| anyhow!("{source}: the artifact's component is not usable: {why}; nothing was written"))?;
-    let wasm = toolhost_catalog::plugin::WasmFile {
-        bytes: fetched.wasm.clone(),
-        sha256: fetched.wasm_digest.trim_start_matches("sha256:").to_owned(),
-    };
-    let (component, _) =
-        toolhost_catalog::plugin::compile(host.engine(), host.cache(), host.compiler(), &wasm)
-            .await
-            .map_err(|why| anyhow!("{source}: the artifact's component is refused: {why}; nothing was written"))?;
-    toolhost_catalog::plugin::contract_of(host.engine(), &component)
-        .map_err(|why| anyhow!("{source}: the artifact does not hold a toolhost plugin: {why}; nothing was written"))?;
-    if let Some((text, _)) = &fetched.manifest {
-        toolhost_grants::Manifest::parse(text).map_err(|why| {
-            anyhow!("{source}: the artifact's plugin manifest is not valid: {why}; nothing was written")
-        })?;
-    }
-    Ok(())
-}
-
-/// Where the plugins folder `dir` differs from what the config's
-/// `[plugins.NAME] source`s say it should hold, one sentence each: a source
-/// never pulled, pulled from another reference, not the pinned digest,
-/// pulled without the signature its `[[trust]]` scope now requires, or a
-/// `.wasm` changed since it was pulled. `loaded` is each loaded plugin's name
-/// and hex SHA-256 (already computed at load). Nothing when no plugin has a
-/// `source`; the lock is read only then. `sources` are the `source`s by plugin name.
-pub fn check_sources(
-    sources: &BTreeMap<String, Source>,
-    dir: &Path,
-    loaded: &[(String, String)],
-    trust: &Trust,
-) -> Vec<String> {
-    if sources.is_empty() {
-        return Vec::new();
-    }
-    let lock = match Lock::read(dir) {
-        Ok(lock) => lock,
-        Err(err) => return vec![format!("{err:#}")],
-    };
-    let mut notices = Vec::new();
-    for (name, source) in sources {
-        let Some(locked) = lock.plugins.get(name) else {
-            notices.push(format!(
-                "{name}: the config's source {source} has not been pulled into {} (run `toolhost pull`)",
-                dir.display()
-            ));
-            continue;
-        };
-        // Compared in canonical form: a lock written with another spelling of
-        // the same reference is the same source.
-        if locked.source.parse::<Source>().ok().as_ref() != Some(source) {
-            notices.push(format!(
-                "{name}: {} holds what was pulled from {}, but the config's source is {source} (run `toolhost pull`)",
-                dir.display(),
-                locked.source
-            ));
-        } else if let Some(pinned) = source.digest()
-            && pinned != locked.digest
-        {
-            notices.push(format!(
-                "{name}: {} holds {}, not the pinned {pinned} (run `toolhost pull`)",
-                dir.display(),
-                locked.digest
-            ));
-        } else if let Some(entry) = trust.for_source(source)
-            && entry.require
-            && locked.signer.is_none()
-        {
-            notices.push(format!(
-                "{name}: {} holds what was pulled from {source} without a verified signature, but `[[trust]]` for \
-                 `{}` requires one (run `toolhost pull`)",
-                dir.display(),
-                entry.scope
-            ));
-        }
-        match loaded.iter().find(|(loaded, _)| loaded == name) {
-            Some((_, sha256)) if format!("sha256:{sha256}") != locked.wasm => notices.push(format!(
-                "{name}: {name}.wasm changed since it was pulled from {} (run `toolhost pull` to restore it)",
-                locked.source
-            )),
-            _ => {}
-        }
-    }
-    notices
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const PIN: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
-    const OTHER: &str = "sha256:2222222222222222222222222222222222222222222222222222222222222222";
-
-    #[test]
-    fn check_sources_names_every_way_a_folder_drifts_from_the_config() {
-        let dir = tempfile::tempdir().unwrap();
-        let sources: BTreeMap<String, Source> = [
-            ("hash", format!("127.0.0.1:5000/hash:1@{PIN}")),
-            ("moved", "127.0.0.1:5000/moved:2".to_owned()),
-            ("edited", "127.0.0.1:5000/edited:1".to_owned()),
-            ("fine", "127.0.0.1:5000/fine:1".to_owned()),
-            ("never", "127.0.0.1:5000/never:1".to_owned()),
-        ]
-        .into_iter()
-        .map(|(name, source)| (name.to_owned(), source.parse().unwrap()))
-        .collect();
-        let entry = |source: &str, digest: &str, wasm: &str| Locked {
-            source: source.to_owned(),
-            digest: digest.to_owned(),
-            wasm: wasm.to_owned(),
-            manifest: None,
-            signer: None,
-        };
-        let lock = Lock {
-            version: 1,
-            plugins: BTreeMap::from([
-                ("hash".to_owned(), entry(&format!("127.0.0.1:5000/hash:1@{PIN}"), OTHER, PIN)),
-                ("moved".to_owned(), entry("127.0.0.1:5000/moved:1", OTHER, PIN)),
-                ("edited".to_owned(), entry("127.0.0.1:5000/edited:1", OTHER, PIN)),
-                ("fine".to_owned(), entry("127.0.0.1:5000/fine:1", OTHER, PIN)),
-            ]),
-        };
-        let mut staged = store::Staged::new(dir.path());
-        store::stage_lock(&mut staged, &lock).unwrap();
-        staged.commit().unwrap();
-        let hex = PIN.trim_start_matches("sha256:").to_owned();
-        let loaded = [
-            ("hash".to_owned(), hex.clone()),
-            ("moved".to_owned(), hex.clone()),
-            ("edited".to_owned(), OTHER.trim_start_matches("sha256:").to_owned()),
-            ("fine".to_owned(), hex),
-        ];
-        let notices = check_sources(&sources, dir.path(), &loaded, &Trust::default());
-        let expected = [
-            "edited: edited.wasm changed since it was pulled",
-            &format!("hash: {} holds {OTHER}, not the pinned {PIN}", dir.path().display()),
-            "moved: ",
-            "never: the config's source 127.0.0.1:5000/never:1 has not been pulled",
-        ];
-        assert_eq!(notices.len(), expected.len(), "{notices:#?}");
-        for (notice, expected) in notices.iter().zip(expected) {
-            assert!(notice.starts_with(expected), "{notice} / {expected}");
-        }
-        assert!(
-            notices[2].contains("pulled from 127.0.0.1:5000/moved:1, but the config's source is"),
-            "{}",
-            notices[2]
-        );
-        assert!(check_sources(&BTreeMap::new(), Path::new("/nonexistent"), &[], &Trust::default()).is_empty());
-
-        // A scope that now requires signatures: the plugins pulled without one are named.
-        let trust = Trust::new(vec![TrustEntry {
-            scope: "127.0.0.1:5000/fine".parse().unwrap(),
-            keys: vec!["acme.pub".into()],
-            require: true,
-        }])
-        .unwrap();
-        let notices = check_sources(&sources, dir.path(), &loaded, &trust);
-        assert_eq!(notices.len(), expected.len() + 1, "{notices:#?}");
-        assert!(
-            notices.iter().any(|notice| notice.starts_with("fine: ")
-                && notice
-                    .contains("without a verified signature, but `[[trust]]` for `127.0.0.1:5000/fine` requires one")),
-            "{notices:#?}"
-        );
-    }
-}
+mod tests;

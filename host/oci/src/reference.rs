@@ -189,6 +189,11 @@ pub fn is_loopback(registry: &str) -> bool {
     Authority::parse(registry).is_ok_and(|authority| authority.host.is_loopback())
 }
 
+/// `sha256:HEX` of `bytes`.
+pub fn digest_of(bytes: &[u8]) -> String {
+    format!("sha256:{}", toolhost_runtime::cache::sha256_hex(bytes))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -31,13 +31,13 @@
 //! have (docs/oci.md says how they would plug in).
 
 use crate::keys::{PublicKey, SigningKey};
+use crate::store::{self, Signer};
 use crate::trust::TrustEntry;
-use crate::{Missing, OCI_MANIFEST, Registry, Source, store};
+use crate::{Missing, OCI_MANIFEST, Registry, Source};
 use anyhow::{Context, Result, anyhow, bail};
 use base64::Engine as _;
 use oci_client::manifest::{OciDescriptor, OciImageManifest};
 use oci_client::{Reference, RegistryOperation};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The media type of a simple-signing payload layer.
@@ -54,22 +54,6 @@ pub const MAX_PAYLOAD: u64 = 64 << 10;
 pub const MAX_SIGNATURES: usize = 64;
 /// The longest base64 signature annotation read.
 const MAX_SIGNATURE_TEXT: usize = 4 << 10;
-
-/// Who signed an artifact, as verified: recorded in `toolhost.lock`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Signer {
-    /// The trusted public key file that verified the signature, as the config names it.
-    pub key: String,
-    /// `sha256:` and the SHA-256 of that key's DER SubjectPublicKeyInfo.
-    pub fingerprint: String,
-}
-
-impl std::fmt::Display for Signer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({})", self.key, self.fingerprint)
-    }
-}
 
 impl Signer {
     fn of(key: &PublicKey) -> Signer {

@@ -34,6 +34,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub use crate::reference::digest_of;
+
 /// The lock file's name, in the plugins folder.
 pub const LOCK_FILE: &str = "toolhost.lock";
 
@@ -63,7 +65,7 @@ pub struct Locked {
     pub manifest: Option<String>,
     /// Who signed it, when a signature was verified at pull.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub signer: Option<crate::Signer>,
+    pub signer: Option<Signer>,
 }
 
 impl Lock {
@@ -97,11 +99,6 @@ impl Lock {
         let body = toml::to_string(self).context("could not encode the lock file")?;
         Ok(format!("# Written by `toolhost pull`: where each pulled plugin came from and its digests.\n{body}"))
     }
-}
-
-/// `sha256:HEX` of `bytes`.
-pub fn digest_of(bytes: &[u8]) -> String {
-    format!("sha256:{}", toolhost_runtime::cache::sha256_hex(bytes))
 }
 
 /// True when the file at `path` is a regular file whose digest is `digest`.
@@ -252,6 +249,22 @@ pub fn stage_lock(staged: &mut Staged, lock: &Lock) -> Result<()> {
     staged.write(LOCK_FILE, lock.render()?.as_bytes())
 }
 
+/// Who signed an artifact, as verified: recorded in `toolhost.lock`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Signer {
+    /// The trusted public key file that verified the signature, as the config names it.
+    pub key: String,
+    /// `sha256:` and the SHA-256 of that key's DER SubjectPublicKeyInfo.
+    pub fingerprint: String,
+}
+
+impl std::fmt::Display for Signer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.key, self.fingerprint)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -324,7 +337,7 @@ mod tests {
                 digest: digest_of(b"m"),
                 wasm: digest_of(b"w"),
                 manifest: None,
-                signer: Some(crate::Signer { key: "keys/acme.pub".into(), fingerprint: digest_of(b"k") }),
+                signer: Some(Signer { key: "keys/acme.pub".into(), fingerprint: digest_of(b"k") }),
             },
         );
         let mut staged = Staged::new(dir.path());

@@ -35,13 +35,13 @@
 //! Every refusal is written to the call's [`Ledger`], which ends up in the
 //! `CallReport` naming the host.
 
-use crate::limits::Limits;
+use crate::limits::{ByteSize, Limits, Oversized};
 use crate::outcome::{Contact, RefusalReason};
 use http_body_util::BodyExt;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use toolhost_grants::leaks::{self, BodyScan, Bound};
 use toolhost_grants::names::CanonicalHost;
 use toolhost_grants::network::{Admission, HostPattern, NetworkGrant, Scheme};
@@ -53,7 +53,6 @@ mod ledger;
 mod request_body;
 mod response_body;
 mod sockets;
-use exchange::Exchange;
 pub(crate) use ledger::SharedLedger;
 use request_body::{GuestBody, Metered};
 use response_body::Bounded;
@@ -218,6 +217,33 @@ struct Target {
     contact: Option<usize>,
     /// The check of its body for secrets bound to other hosts, when any.
     scan: Option<BodyScan>,
+}
+
+/// One admitted request on its way (sent by `exchange.rs`, its response
+/// body read through `response_body.rs`).
+struct Exchange {
+    target: Target,
+    options: RequestOptions,
+    /// When the whole exchange, body included, must be over.
+    deadline: Instant,
+    /// How long that is from the start, for reports.
+    allowed: Duration,
+    limit: ByteSize,
+    oversized: Oversized,
+    /// The call's limit on request body bytes, and whether this request's
+    /// body went over it.
+    request_limit: ByteSize,
+    over: Arc<AtomicBool>,
+    /// Whether this request's body showed a secret bound to other hosts.
+    leaked: Arc<AtomicBool>,
+    ledger: SharedLedger,
+    tls: Arc<rustls::ClientConfig>,
+}
+
+impl Exchange {
+    fn timed_out(&self) {
+        self.ledger.refuse(self.target.shown.clone(), RefusalReason::TimedOut { limit: self.allowed });
+    }
 }
 
 type IoFuture = Box<dyn Future<Output = Result<(), Error>> + Send>;

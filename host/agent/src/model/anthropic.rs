@@ -378,10 +378,10 @@ fn append(block: &mut Value, key: &str, piece: &str) {
     }
 }
 
-/// Anthropic Messages, as a [`Wire`](super::protocol::Wire).
+/// Anthropic Messages, as a [`Wire`](super::wire::Wire).
 pub(super) struct Messages;
 
-impl super::protocol::Wire for Messages {
+impl super::wire::Wire for Messages {
     fn title(&self) -> &'static str {
         "Anthropic Messages"
     }
@@ -430,7 +430,7 @@ impl super::protocol::Wire for Messages {
         &'a self,
         events: Events,
         on_text: &'a mut (dyn FnMut(Delta<'_>) + Send),
-    ) -> super::protocol::Reading<'a> {
+    ) -> super::wire::Reading<'a> {
         Box::pin(read_stream(events, on_text))
     }
 }

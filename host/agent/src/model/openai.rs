@@ -369,10 +369,10 @@ pub(super) async fn read_stream(
     Ok(Reply { content, tool_calls, stop, usage: tokens, state: reasoning.into_state() })
 }
 
-/// OpenAI Chat Completions (OpenAI, Ollama, vLLM, llama.cpp, …), as a [`Wire`](super::protocol::Wire).
+/// OpenAI Chat Completions (OpenAI, Ollama, vLLM, llama.cpp, …), as a [`Wire`](super::wire::Wire).
 pub(super) struct ChatCompletions;
 
-impl super::protocol::Wire for ChatCompletions {
+impl super::wire::Wire for ChatCompletions {
     fn title(&self) -> &'static str {
         "OpenAI Chat Completions"
     }
@@ -399,7 +399,7 @@ impl super::protocol::Wire for ChatCompletions {
         &'a self,
         events: Events,
         on_text: &'a mut (dyn FnMut(Delta<'_>) + Send),
-    ) -> super::protocol::Reading<'a> {
+    ) -> super::wire::Reading<'a> {
         Box::pin(read_stream(events, on_text))
     }
 }

@@ -331,10 +331,10 @@ fn output_of(response: &Value) -> Vec<Value> {
     response.get("output").and_then(Value::as_array).cloned().unwrap_or_default()
 }
 
-/// the OpenAI Responses API, as a [`Wire`](super::protocol::Wire).
+/// the OpenAI Responses API, as a [`Wire`](super::wire::Wire).
 pub(super) struct Responses;
 
-impl super::protocol::Wire for Responses {
+impl super::wire::Wire for Responses {
     fn title(&self) -> &'static str {
         "OpenAI Responses"
     }
@@ -361,7 +361,7 @@ impl super::protocol::Wire for Responses {
         &'a self,
         events: Events,
         on_text: &'a mut (dyn FnMut(Delta<'_>) + Send),
-    ) -> super::protocol::Reading<'a> {
+    ) -> super::wire::Reading<'a> {
         Box::pin(read_stream(events, on_text))
     }
 }

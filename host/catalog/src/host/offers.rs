@@ -30,6 +30,15 @@ impl std::fmt::Display for OfferError {
     }
 }
 
+/// What the audit line says became of an offer: the error's kind and message.
+fn audited<T>(result: &Result<T, OfferError>) -> Result<(), (&'static str, String)> {
+    match result {
+        Ok(_) => Ok(()),
+        Err(OfferError::Failed(error)) => Err((error.kind(), error.to_string())),
+        Err(error @ OfferError::NotFound(_)) => Err(("not_found", error.to_string())),
+    }
+}
+
 impl Host {
     /// Reads the resource at `uri` from the plugin that lists it (or whose
     /// template matches it; the first in file-name order), in a fresh
@@ -61,11 +70,11 @@ impl Host {
             crate::accountable::offer_before(&mut guard, Kind::Resource, owner, &arguments, &hooks).await
         {
             let read = Err(OfferError::Failed(error));
-            crate::accountable::finish_offer(guard, &read, Effects::default());
+            crate::accountable::finish_offer(guard, || audited(&read), Effects::default());
             return read;
         }
         let (read, effects) = self.read_from(plugin, uri, hooks).await;
-        crate::accountable::finish_offer(guard, &read, effects);
+        crate::accountable::finish_offer(guard, || audited(&read), effects);
         read
     }
 
@@ -119,7 +128,7 @@ impl Host {
             Ok(Some(rewritten)) => match prompt_arguments(rewritten) {
                 Ok(rewritten) => {
                     let (prompt, effects) = self.prompt_from(owner, name, &rewritten, hooks).await;
-                    crate::accountable::finish_offer(guard, &prompt, effects);
+                    crate::accountable::finish_offer(guard, || audited(&prompt), effects);
                     return prompt;
                 }
                 Err(error) => Some(error),
@@ -128,11 +137,11 @@ impl Host {
         };
         if let Some(error) = refused {
             let prompt = Err(OfferError::Failed(error));
-            crate::accountable::finish_offer(guard, &prompt, Effects::default());
+            crate::accountable::finish_offer(guard, || audited(&prompt), Effects::default());
             return prompt;
         }
         let (prompt, effects) = self.prompt_from(owner, name, arguments, hooks).await;
-        crate::accountable::finish_offer(guard, &prompt, effects);
+        crate::accountable::finish_offer(guard, || audited(&prompt), effects);
         prompt
     }
 

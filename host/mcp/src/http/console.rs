@@ -90,6 +90,7 @@ impl Front {
         headers: &HeaderMap,
     ) -> Result<(Arc<Profile>, Option<Arc<str>>), Box<Response<Body>>> {
         let presented = console::presented_token(headers);
+        // Its refusal is the response itself, as `console_viewer`'s is.
         let pick = |facts: Option<&TokenFacts<'_>>| {
             self.profiles.pick(None, facts).map_err(|refusal| {
                 Box::new(plain_owned(

@@ -112,3 +112,24 @@ impl TasksConfig {
         (entry.support, after)
     }
 }
+
+/// Why a task was not kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Full {
+    /// `max_tasks` are kept.
+    Server(usize),
+    /// The requestor holds `max_tasks_per_requestor`.
+    Requestor(usize),
+}
+
+impl std::fmt::Display for Full {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Full::Server(max) => write!(f, "toolhost keeps {max} tasks, as many as `[serve.tasks] max_tasks` allows"),
+            Full::Requestor(max) => write!(
+                f,
+                "this client has {max} tasks kept, as many as `[serve.tasks] max_tasks_per_requestor` allows one client"
+            ),
+        }
+    }
+}

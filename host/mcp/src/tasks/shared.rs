@@ -31,7 +31,7 @@
 //! It is a part of `tasks` built on `state`'s [`Store`] (not a part of
 //! `state`), so that `state` never names `tasks`.
 
-use super::{Full, Task, Tasks, iso8601};
+use super::{Full, Task, iso8601};
 use crate::caller::Caller;
 use crate::state::{OnUnavailable, Store};
 use redis::{AsyncCommands, Script};
@@ -417,7 +417,7 @@ impl StoreTasks {
     /// Listens on this replica's channel for cancellations and answers of
     /// the tasks it runs, from as long as `tasks` lives; reconnects when the
     /// store goes away.
-    pub fn listen(self: &Arc<Self>, tasks: Weak<Tasks>) {
+    pub fn listen(self: &Arc<Self>, tasks: Weak<dyn Local>) {
         let shared = self.clone();
         tokio::spawn(async move {
             let channel = shared.channel(&shared.store.me);
@@ -432,7 +432,7 @@ impl StoreTasks {
                     while let Some(message) = futures_util::StreamExt::next(&mut messages).await {
                         let Some(tasks) = tasks.upgrade() else { return };
                         let Ok(text) = message.get_payload::<String>() else { continue };
-                        deliver(&tasks, &text);
+                        deliver(&*tasks, &text);
                     }
                 }
                 tokio::time::sleep(Duration::from_millis(500)).await;
@@ -441,9 +441,16 @@ impl StoreTasks {
     }
 }
 
+/// The tasks this replica runs, as [`StoreTasks::listen`] finds them by id
+/// (the process's `Tasks`).
+pub trait Local: Send + Sync {
+    /// The task `id`, if this replica runs it.
+    fn local(&self, id: &str) -> Option<Arc<Task>>;
+}
+
 /// Applies one message from another replica to the task it names, if this
 /// replica runs it (the sender checked the owner).
-fn deliver(tasks: &Tasks, text: &str) {
+fn deliver(tasks: &dyn Local, text: &str) {
     let Ok(message) = serde_json::from_str::<Value>(text) else { return };
     let Some(task) = message["id"].as_str().and_then(|id| tasks.local(id)) else { return };
     match message["op"].as_str() {

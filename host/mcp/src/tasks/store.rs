@@ -3,8 +3,8 @@
 //! a restart, expiry), listed, expired by a timer; the ids' shape.
 
 use super::{
-    DEFAULT_MAX_TASKS, DEFAULT_POLL_INTERVAL, DEFAULT_TASKS_PER_REQUESTOR_SHARE, DEFAULT_TTL, MAX_REPLICA, MAX_TASK_ID,
-    REPLICA_ENV, State, Task, TaskKind, TasksConfig, iso8601,
+    DEFAULT_MAX_TASKS, DEFAULT_POLL_INTERVAL, DEFAULT_TASKS_PER_REQUESTOR_SHARE, DEFAULT_TTL, Full, MAX_REPLICA,
+    MAX_TASK_ID, REPLICA_ENV, State, Task, TaskKind, TasksConfig, iso8601,
 };
 use crate::caller::{Caller, Owner};
 use rmcp::ErrorData;
@@ -35,27 +35,6 @@ pub struct Tasks {
     kept: Arc<Notify>,
     /// With `[state] url`: the store every replica finds tasks in.
     shared: std::sync::OnceLock<Arc<super::shared::StoreTasks>>,
-}
-
-/// Why a task was not kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Full {
-    /// `max_tasks` are kept.
-    Server(usize),
-    /// The requestor holds `max_tasks_per_requestor`.
-    Requestor(usize),
-}
-
-impl std::fmt::Display for Full {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Full::Server(max) => write!(f, "toolhost keeps {max} tasks, as many as `[serve.tasks] max_tasks` allows"),
-            Full::Requestor(max) => write!(
-                f,
-                "this client has {max} tasks kept, as many as `[serve.tasks] max_tasks_per_requestor` allows one client"
-            ),
-        }
-    }
 }
 
 impl Tasks {
@@ -121,7 +100,8 @@ impl Tasks {
     /// needs a tokio runtime.
     pub fn share(self: &Arc<Self>, store: Arc<super::shared::StoreTasks>) {
         if self.shared.set(store.clone()).is_ok() {
-            store.listen(Arc::downgrade(self));
+            let tasks: std::sync::Weak<Tasks> = Arc::downgrade(self);
+            store.listen(tasks);
         }
     }
 
@@ -439,4 +419,10 @@ fn random_hex(bytes: usize) -> anyhow::Result<String> {
 fn rand_fallback() -> u128 {
     let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_nanos();
     nanos ^ (std::process::id() as u128) << 64
+}
+
+impl super::shared::Local for Tasks {
+    fn local(&self, id: &str) -> Option<Arc<Task>> {
+        Tasks::local(self, id)
+    }
 }

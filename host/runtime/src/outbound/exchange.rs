@@ -2,51 +2,25 @@
 //! (TLS for HTTPS) and sent, bounded by the request's timeout and the call's
 //! deadline.
 
-use super::{Bounded, IoFuture, SendResult, SharedLedger, Target};
-use crate::limits::{ByteSize, Oversized};
+use super::{Bounded, Exchange, IoFuture, SendResult};
 use crate::outcome::RefusalReason;
 use http_body_util::BodyExt;
 use std::future::{Future, poll_fn};
 use std::net::{IpAddr, SocketAddr};
 use std::pin::{Pin, pin};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::task::{Poll, ready};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use toolhost_grants::network::Scheme;
 use wasmtime_wasi_http::io::TokioIo;
-use wasmtime_wasi_http::{Error, RequestOptions, WasiBody};
-
-/// One admitted request on its way.
-pub(super) struct Exchange {
-    pub(super) target: Target,
-    pub(super) options: RequestOptions,
-    /// When the whole exchange, body included, must be over.
-    pub(super) deadline: Instant,
-    /// How long that is from the start, for reports.
-    pub(super) allowed: Duration,
-    pub(super) limit: ByteSize,
-    pub(super) oversized: Oversized,
-    /// The call's limit on request body bytes, and whether this request's
-    /// body went over it.
-    pub(super) request_limit: ByteSize,
-    pub(super) over: Arc<AtomicBool>,
-    /// Whether this request's body showed a secret bound to other hosts.
-    pub(super) leaked: Arc<AtomicBool>,
-    pub(super) ledger: SharedLedger,
-    pub(super) tls: Arc<rustls::ClientConfig>,
-}
+use wasmtime_wasi_http::{Error, WasiBody};
 
 trait Stream: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
 impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Stream for T {}
 
 impl Exchange {
-    pub(super) fn timed_out(&self) {
-        self.ledger.refuse(self.target.shown.clone(), RefusalReason::TimedOut { limit: self.allowed });
-    }
-
     fn within(&self, timeout: Option<Duration>) -> tokio::time::Instant {
         let deadline = match timeout {
             Some(timeout) => (Instant::now() + timeout).min(self.deadline),

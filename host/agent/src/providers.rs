@@ -1,8 +1,8 @@
 //! From a `provider/model` spec to an [`Endpoint`]: built-in providers,
 //! providers from the config, base URLs and keys.
 
-use super::{ApiKey, Endpoint, Protocol};
 use crate::config::{ModelConfig, Providers};
+use crate::model::{ApiKey, Endpoint, Protocol};
 use anyhow::{Result, bail};
 
 /// A provider toolhost knows without configuration.
