@@ -76,7 +76,8 @@ pub fn run(config: &Config, config_path: Option<&Path>, plugins_dir: &Path, args
         if policy.grants.is_empty() {
             println!("  grants nothing (the plugin needs no grant)");
             continue;
-        } else if lacking.is_empty() {
+        }
+        if lacking.is_empty() {
             println!("  already granted in {}", path.display());
             continue;
         }

@@ -76,7 +76,7 @@ impl Front {
                 let base = self.card_endpoint(request);
                 let name = card::name(&self.card, &request_host(request), None);
                 let body = card::catalog(&name, &format!("{base}/server-card"));
-                cacheable(request, body, card::CATALOG_MEDIA_TYPE)
+                cacheable(request, body, card::CATALOG_MEDIA_TYPE, Caching::Public)
             }
         })
     }
@@ -249,15 +249,10 @@ impl Front {
             capabilities: &self.capabilities,
             auth,
         };
-        let mut response = cacheable(request, card::card(&facts), card::MEDIA_TYPE);
-        if profile.is_some() {
-            // A profile's card answers only whoever may use its endpoint: no
-            // shared cache may keep it for others.
-            let headers = response.headers_mut();
-            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, max-age=300"));
-            headers.insert(header::VARY, HeaderValue::from_static("Authorization"));
-        }
-        response
+        // A profile's card answers only whoever may use its endpoint: no
+        // shared cache may keep it for others.
+        let shared = if profile.is_some() { Caching::Private } else { Caching::Public };
+        cacheable(request, card::card(&facts), card::MEDIA_TYPE, shared)
     }
 }
 
@@ -304,8 +299,21 @@ fn cors(headers: &mut HeaderMap) {
     headers.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static("ETag"));
 }
 
-/// `body` as JSON of `media_type`, with an `ETag` (304 when `If-None-Match` has it).
-fn cacheable<B>(request: &Request<B>, body: serde_json::Value, media_type: &'static str) -> Response<Body> {
+/// Who may keep a cacheable answer: any cache, or only the client's own
+/// (an answer that depends on the request's token).
+enum Caching {
+    Public,
+    Private,
+}
+
+/// `body` as JSON of `media_type`, with an `ETag` (304 when `If-None-Match`
+/// has it) and the `Cache-Control` that `caching` says.
+fn cacheable<B>(
+    request: &Request<B>,
+    body: serde_json::Value,
+    media_type: &'static str,
+    caching: Caching,
+) -> Response<Body> {
     let bytes = serde_json::to_vec_pretty(&body).unwrap_or_default();
     let etag = card::etag(&bytes);
     let matched = request
@@ -330,7 +338,15 @@ fn cacheable<B>(request: &Request<B>, body: serde_json::Value, media_type: &'sta
     if let Ok(value) = HeaderValue::from_str(&etag) {
         headers.insert(header::ETAG, value);
     }
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=300"));
+    match caching {
+        Caching::Public => {
+            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=300"));
+        }
+        Caching::Private => {
+            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, max-age=300"));
+            headers.insert(header::VARY, HeaderValue::from_static("Authorization"));
+        }
+    }
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     cors(headers);
     response
