@@ -551,7 +551,11 @@ fn main() {
         host
     });
     let wasm = std::fs::read(plugins.path().join("echo.wasm")).unwrap();
-    let (engine, pre) = bare_wasmtime::bare_setup(&wasm, host.resets_dirty_pages_only());
+    let (engine, pre) = bare_wasmtime::bare_setup(
+        &wasm,
+        toolhost::runtime::engine::Flavor::of_wasm(&wasm),
+        host.resets_dirty_pages_only(),
+    );
     let mut sides = [Side::default(), Side::default()];
     let none = LimitOverrides::default();
     for round in 0..=ROUNDS {

@@ -406,7 +406,8 @@ fn main() {
 
     println!("## per call: the `echo` tool, {ITERATIONS} calls after {WARMUP} warm-up calls (µs)\n");
     println!(
-        "instance pool: {} (kernel {})\n",
+        "engine: `echo` runs in the {:?} engine; the full engine's pool: {} (kernel {})\n",
+        toolhost::runtime::engine::Flavor::of_wasm(&wasm),
         if pagemap { "dirty pages reset (PAGEMAP_SCAN)" } else { "prefix reset (no PAGEMAP_SCAN)" },
         std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim()
     );
@@ -414,7 +415,7 @@ fn main() {
     println!("|{:-<30}|{:-<11}|{:-<11}|{:-<11}|", "", "", "", "");
     let native = native();
     row("native function", &native);
-    let (bare_engine, bare_pre) = bare_setup(&wasm, pagemap);
+    let (bare_engine, bare_pre) = bare_setup(&wasm, toolhost::runtime::engine::Flavor::of_wasm(&wasm), pagemap);
     let bare = bare_wasmtime(&bare_engine, &bare_pre);
     row("bare wasmtime (same pool)", &bare);
     let toolhost = runtime.block_on(toolhost_call(&host));

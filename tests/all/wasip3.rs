@@ -62,15 +62,23 @@ fn an_async_component_is_a_typed_plugin_and_inspect_says_what_it_is_built_on() {
     let text = stdout(&inspected);
     assert!(text.contains("wasi      0.2 and 0.3 (both)"), "{text}");
     assert!(text.contains("async     async exports, async imports, tasks, futures, streams"), "{text}");
+    assert!(text.contains("engine    full (the component model's concurrency support)"), "{text}");
     let inspected = toolhost(Path::new("."), &["inspect", &wasm, "--json"]);
     let report: Value = serde_json::from_str(&stdout(&inspected)).unwrap();
     assert_eq!(report["wasi"], json!(["0.2", "0.3"]), "{report}");
     assert!(report["async"].as_array().unwrap().contains(&json!("async exports")), "{report}");
+    assert_eq!(report["engine"], "full", "{report}");
 
-    // A component of the synchronous ABI says so by saying nothing of async.
+    // A component of the synchronous ABI says so by saying nothing of async,
+    // and runs in the lean engine (no concurrency support, its small memory
+    // zeroed whole after a call); an interpreter's large heap, in the full one.
     let shop = common::plugin("typed_shop").display().to_string();
     let text = stdout(&toolhost(Path::new("."), &["inspect", &shop]));
     assert!(text.contains("wasi      0.2\n") && !text.contains("async  "), "{text}");
+    assert!(text.contains("engine    lean (synchronous ABI, memory 1.1MiB to start)"), "{text}");
+    let python = common::plugin("py_notes").display().to_string();
+    let text = stdout(&toolhost(Path::new("."), &["inspect", &python]));
+    assert!(text.contains("engine    full (memory ") && text.contains("over the lean engine's 2MiB)"), "{text}");
 
     // Its doc comments describe it once embedded, as for any typed component.
     let wit = common::plugins_src().join("testing/async_tools/wit").display().to_string();

@@ -4,6 +4,7 @@
 //! configured exactly as toolhost's, and called with nothing else (no fuel,
 //! no epochs, no limits, no validation, synchronous).
 
+use toolhost::runtime::engine::Flavor;
 use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime::{Config as WasmConfig, Engine, InstanceAllocationStrategy, Store};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -57,17 +58,19 @@ impl bare::toolhost::plugin::call::Host for BareState {
     }
 }
 
-/// A bare wasmtime engine configured like toolhost's pool, and the echo
-/// component ready to instantiate in it.
-pub fn bare_setup(wasm: &[u8], pagemap: bool) -> (Engine, bare::PluginPre<BareState>) {
+/// A bare wasmtime engine configured like the pool of toolhost's engine for
+/// `flavor` (echo runs in the lean one), and the echo component ready to
+/// instantiate in it. The concurrency support is as that engine has it.
+pub fn bare_setup(wasm: &[u8], flavor: Flavor, pagemap: bool) -> (Engine, bare::PluginPre<BareState>) {
+    use toolhost::runtime::engine;
     let mut config = WasmConfig::new();
     let max_instances = toolhost::config::DEFAULT_MAX_CONCURRENT_CALLS as u32;
-    config.allocation_strategy(InstanceAllocationStrategy::Pooling(toolhost::runtime::engine::pooling(
-        max_instances,
-        pagemap,
-        toolhost::runtime::engine::MEMORY_KEEP_RESIDENT,
-        true,
-    )));
+    let pool = match flavor {
+        Flavor::Lean => engine::lean_pooling(max_instances, true),
+        Flavor::Full => engine::pooling(max_instances, pagemap, engine::MEMORY_KEEP_RESIDENT, true),
+    };
+    config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    config.concurrency_support(flavor == Flavor::Full);
     let engine = Engine::new(&config).unwrap();
     let component = wasmtime::component::Component::new(&engine, wasm).unwrap();
     let mut linker = Linker::<BareState>::new(&engine);

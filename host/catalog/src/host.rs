@@ -36,10 +36,11 @@ pub use offers::OfferError;
 /// # Ok(()) }
 /// ```
 pub struct Host {
-    engine: Engine,
+    /// The engine of components with the synchronous ABI and small memories.
+    lean: Flavored,
+    /// The engine of every other component (and of `inspect`, publishing).
+    full: Flavored,
     pagemap: bool,
-    linker: Arc<Linker<HostState>>,
-    cache: Option<Cache>,
     compiler: Arc<Compiler>,
     config: HostConfig,
     catalog: Arc<SharedCatalog>,
@@ -58,6 +59,26 @@ pub struct Host {
     results: crate::result_cache::ResultCache,
     /// How far [`Host::load_dir_progressively`] has come (finished when nothing loads).
     loading: tokio::sync::watch::Sender<Loading>,
+}
+
+/// One of a host's engines (see [`engine::Flavor`]), with the linker and
+/// the compile cache of the plugins that run in it.
+#[derive(Clone)]
+pub(crate) struct Flavored {
+    pub(crate) engine: Engine,
+    pub(crate) linker: Arc<Linker<HostState>>,
+    /// Artifacts and listings for this engine (the same folder for both:
+    /// the engines' compatibility hashes keep their files apart).
+    pub(crate) cache: Option<Cache>,
+}
+
+impl Flavored {
+    fn new(engine: Engine, cache_dir: Option<&std::path::Path>) -> Result<Flavored> {
+        let linker =
+            Arc::new(toolhost_runtime::contract::linker(&engine).context("could not set up the host imports")?);
+        let cache = cache_dir.map(|dir| Cache::new(dir.to_owned(), &engine));
+        Ok(Flavored { engine, linker, cache })
+    }
 }
 
 impl Host {
@@ -84,19 +105,20 @@ impl Host {
             Some(bytes) => usize::try_from(bytes).context("`keep_resident` is too large")?,
             None => engine::MEMORY_KEEP_RESIDENT,
         };
-        let (engine, pagemap) =
+        let engines =
             engine::build(slots, keep_resident, !config.one_call).context("could not set up the WebAssembly engine")?;
-        let linker =
-            Arc::new(toolhost_runtime::contract::linker(&engine).context("could not set up the host imports")?);
-        let cache = config.cache_dir.clone().or_else(Cache::default_dir).map(|dir| Cache::new(dir, &engine));
+        let cache_dir = config.cache_dir.clone().or_else(Cache::default_dir);
+        let lean = Flavored::new(engines.lean.clone(), cache_dir.as_deref())?;
+        let full = Flavored::new(engines.full.clone(), cache_dir.as_deref())?;
         let compiler = Arc::new(Compiler::new(CompileBounds {
             timeout: config.compile_timeout.unwrap_or(compiler::DEFAULT_COMPILE_TIMEOUT),
             memory: config.compile_memory.unwrap_or(compiler::DEFAULT_COMPILE_MEMORY),
         }));
-        let ticker = Arc::new(EpochTicker::start(&engine).context("could not start the timeout clock")?);
+        let ticker =
+            Arc::new(EpochTicker::start(&[engines.lean, engines.full]).context("could not start the timeout clock")?);
         let quotas = crate::quota::Quotas::new(&config.quotas);
         let mut protected = config.protected.clone();
-        for path in cache.iter().flat_map(Cache::protected) {
+        for path in full.cache.iter().flat_map(Cache::protected) {
             protected.push((path, "the compile cache (native code toolhost runs) or its key".to_owned()));
         }
         if let Some(file) = &config.ca_file {
@@ -123,10 +145,9 @@ impl Host {
             toolhost_audit::Accountable::new(&config.audit, &config.hooks).map_err(anyhow::Error::msg)?.map(Arc::new);
         let results = crate::result_cache::ResultCache::new(config.cache);
         Ok(Host {
-            engine,
-            pagemap,
-            linker,
-            cache,
+            lean,
+            full,
+            pagemap: engines.pagemap,
             compiler,
             config,
             catalog: Arc::new(SharedCatalog::new()),
@@ -144,17 +165,32 @@ impl Host {
 
     /// Turns the compile cache off (every load compiles).
     pub fn without_cache(mut self) -> Host {
-        self.cache = None;
+        self.lean.cache = None;
+        self.full.cache = None;
         self
     }
 
-    /// The wasmtime engine (shared by every plugin).
+    /// The wasmtime engine that runs any component (the one `inspect` and
+    /// publishing compile with). Components of the synchronous ABI with
+    /// small memories run in a second, lean engine ([`engine::Flavor`]).
     pub fn engine(&self) -> &Engine {
-        &self.engine
+        &self.full.engine
+    }
+
+    /// The engine that runs components of `flavor`.
+    pub fn engine_for(&self, flavor: engine::Flavor) -> &Engine {
+        &self.flavored(flavor).engine
+    }
+
+    pub(crate) fn flavored(&self, flavor: engine::Flavor) -> &Flavored {
+        match flavor {
+            engine::Flavor::Lean => &self.lean,
+            engine::Flavor::Full => &self.full,
+        }
     }
 
     pub(crate) fn linker(&self) -> &Linker<HostState> {
-        &self.linker
+        &self.full.linker
     }
 
     /// What every call of the plugin `name` shares: `granted`, this host's
@@ -163,16 +199,17 @@ impl Host {
         Bound { plugin: name.clone(), granted, clock: self.ticker.clone(), tls: self.tls.clone() }
     }
 
-    /// Whether the instance pool resets only the pages a call wrote (the
-    /// kernel has `PAGEMAP_SCAN`, Linux 6.7 and later), or falls back to
-    /// resetting a fixed prefix of each memory.
+    /// Whether the full engine's instance pool resets only the pages a call
+    /// wrote (the kernel has `PAGEMAP_SCAN`, Linux 6.7 and later), or falls
+    /// back to resetting a fixed prefix of each memory.
     pub fn resets_dirty_pages_only(&self) -> bool {
         self.pagemap
     }
 
-    /// The compile cache, if any.
+    /// The compile cache of the full engine, if any (the lean engine's
+    /// files are in the same folder).
     pub fn cache(&self) -> Option<&Cache> {
-        self.cache.as_ref()
+        self.full.cache.as_ref()
     }
 
     /// What compiles plugins, within `compile_timeout` and `compile_memory`.

@@ -57,7 +57,7 @@ const LISTING_LIMIT: u64 = 16 << 20;
 /// needs are provided), so its file name carries the release and this
 /// number, raised whenever either changes: a listing written by another
 /// toolhost is never read.
-const LISTING_FORMAT: u32 = 9;
+const LISTING_FORMAT: u32 = 10;
 const LISTING_RELEASE: &str = env!("CARGO_PKG_VERSION");
 
 /// The largest identity-index entry read back.

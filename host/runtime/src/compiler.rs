@@ -36,6 +36,7 @@
 //! A program that does not call [`serve_workers`] (a library user who has
 //! not opted in) compiles in its own process, unbounded, as before.
 
+use crate::engine::Flavor;
 use anyhow::{Context, Result};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -78,6 +79,8 @@ const WORKER_MEMORY: &str = "TOOLHOST_COMPILE_MEMORY";
 /// The worker's processor-time bound, in whole seconds (a backstop: the
 /// parent measures it more finely).
 const WORKER_CPU: &str = "TOOLHOST_COMPILE_CPU";
+/// The engine the artifact is for: `lean` or `full` ([`crate::engine::Flavor`]).
+const WORKER_FLAVOR: &str = "TOOLHOST_COMPILE_FLAVOR";
 /// What a worker reports of its own failure at most.
 const MAX_REPORT: u64 = 16 << 10;
 /// A worker that fails to compile exits with this code, its reason on stderr.
@@ -127,7 +130,11 @@ fn worker(memory: Option<u64>, cpu: Option<u64>) -> Result<(), Failure> {
         .read_to_end(&mut wasm)
         .context("reading the component")
         .map_err(setup)?;
-    let mut config = crate::engine::config();
+    let flavor = match std::env::var(WORKER_FLAVOR).as_deref() {
+        Ok("lean") => Flavor::Lean,
+        _ => Flavor::Full,
+    };
+    let mut config = crate::engine::config(flavor);
     config.allocation_strategy(InstanceAllocationStrategy::OnDemand);
     let engine =
         Engine::new(&config).map_err(|err| setup(anyhow::Error::from(err).context("setting up the compiler")))?;
@@ -291,10 +298,10 @@ impl Compiler {
             return precompile_here(engine, wasm).map_err(|err| CompileError::Invalid(format!("{err:#}")));
         }
         let _turn = self.turn.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        self.run_worker(wasm)
+        self.run_worker(Flavor::of_engine(engine), wasm)
     }
 
-    fn run_worker(&self, wasm: &[u8]) -> Result<Vec<u8>, CompileError> {
+    fn run_worker(&self, flavor: Flavor, wasm: &[u8]) -> Result<Vec<u8>, CompileError> {
         let program =
             this_program().map_err(|err| CompileError::Worker(format!("finding toolhost's program: {err}")))?;
         let cpu_seconds = self.bounds.timeout.as_secs() + 1;
@@ -304,6 +311,7 @@ impl Compiler {
             .env(WORKER, "1")
             .env(WORKER_MEMORY, self.bounds.memory.to_string())
             .env(WORKER_CPU, cpu_seconds.to_string())
+            .env(WORKER_FLAVOR, if flavor == Flavor::Lean { "lean" } else { "full" })
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

@@ -91,31 +91,119 @@ pub fn pooling(max_instances: u32, pagemap: bool, keep_resident: usize, concurre
     pool
 }
 
-/// The engine's settings apart from the allocator: fuel and epochs on.
-pub fn config() -> Config {
+/// Which of a host's two engines a component runs in. wasmtime decides per
+/// engine, not per call, whether stores carry the component model's
+/// concurrency support (what WASI 0.3 and `async func` exports need), and
+/// with it every call takes the concurrent path (about 12 µs more per call
+/// than a plain fiber call, BENCHMARKS.md); and since wasmtime 50 the
+/// dirty-page scan counts never-touched pages as written, so a small memory
+/// is reset fastest by zeroing it whole without scanning. Hence:
+/// - [`Flavor::Lean`]: no concurrency support, and each memory reset by
+///   zeroing its first [`LEAN_KEEP_RESIDENT`] bytes (no scan), the rest
+///   given back. For components of the synchronous ABI on WASI 0.2 whose
+///   memories start small: most Rust, C, Go tools.
+/// - [`Flavor::Full`]: concurrency support and the dirty-page scan, keeping
+///   up to `keep_resident` bytes. For WASI 0.3 and async components, and
+///   large memories (the Python and JavaScript interpreters' heaps).
+///
+/// The flavor is read from the component's bytes ([`Flavor::of`]), the same
+/// way in the host and in a compile worker; artifacts of the two are cached
+/// apart (the engine's compatibility hash differs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    /// No concurrency support; memories reset by zeroing a prefix.
+    Lean,
+    /// Concurrency support; memories reset by the dirty-page scan.
+    Full,
+}
+
+/// A lean component's memories start at most this large, and this much of
+/// each is zeroed in place after a call (the rest is given back).
+pub const LEAN_KEEP_RESIDENT: usize = 2 << 20;
+
+impl Flavor {
+    /// The flavor for a component that uses `uses`: lean unless it needs the
+    /// concurrency support or starts with a memory larger than
+    /// [`LEAN_KEEP_RESIDENT`].
+    pub fn of(uses: &crate::features::Uses) -> Flavor {
+        let synchronous =
+            uses.synchronous && uses.async_features.is_empty() && uses.wasi.iter().all(|version| version != "0.3");
+        let small = uses.largest_memory.is_some_and(|bytes| bytes <= LEAN_KEEP_RESIDENT as u64);
+        if synchronous && small { Flavor::Lean } else { Flavor::Full }
+    }
+
+    /// The flavor `engine` was built for.
+    pub fn of_engine(engine: &Engine) -> Flavor {
+        if engine.get_concurrency_support() { Flavor::Full } else { Flavor::Lean }
+    }
+
+    /// The flavor of the component in `wasm` (see [`Flavor::of`]).
+    pub fn of_wasm(wasm: &[u8]) -> Flavor {
+        Flavor::of(&crate::features::scan(wasm))
+    }
+}
+
+/// The engine's settings apart from the allocator: fuel and epochs on, and
+/// the component model's concurrency support for [`Flavor::Full`] only.
+pub fn config(flavor: Flavor) -> Config {
     let mut config = Config::new();
     config.consume_fuel(true);
     config.epoch_interruption(true);
+    config.concurrency_support(flavor == Flavor::Full);
     config
 }
 
-/// Builds the engine. `max_instances` bounds how many instances may be alive
-/// at once (the host's concurrency limit plus room for loading);
-/// `concurrent` as for [`pooling`]. Uses
+/// The pool of a [`Flavor::Lean`] engine: as [`pooling`] without the
+/// dirty-page scan, zeroing the first [`LEAN_KEEP_RESIDENT`] bytes of each
+/// memory after a call.
+pub fn lean_pooling(max_instances: u32, concurrent: bool) -> PoolingAllocationConfig {
+    let mut pool = pooling(max_instances, false, PREFIX_KEEP_RESIDENT, concurrent);
+    pool.linear_memory_keep_resident(LEAN_KEEP_RESIDENT);
+    pool
+}
+
+/// A host's two engines (see [`Flavor`]).
+#[derive(Clone)]
+pub struct Engines {
+    /// For components of the synchronous ABI with small memories.
+    pub lean: Engine,
+    /// For every other component, and for looking at any component.
+    pub full: Engine,
+    /// Whether the full engine resets memories with the dirty-page scan
+    /// (the kernel has `PAGEMAP_SCAN`), or a prefix.
+    pub pagemap: bool,
+}
+
+impl Engines {
+    /// The engine for `flavor`.
+    pub fn get(&self, flavor: Flavor) -> &Engine {
+        match flavor {
+            Flavor::Lean => &self.lean,
+            Flavor::Full => &self.full,
+        }
+    }
+}
+
+/// Builds a host's engines. `max_instances` bounds how many instances may
+/// be alive at once in each (the host's concurrency limit plus room for
+/// loading); `concurrent` as for [`pooling`]. The full engine uses
 /// dirty-page tracking where the kernel has it and falls back to the prefix
-/// reset where it does not; the second value says which.
-pub fn build(max_instances: u32, keep_resident: usize, concurrent: bool) -> Result<(Engine, bool)> {
-    let mut with_pagemap = config();
+/// reset where it does not.
+pub fn build(max_instances: u32, keep_resident: usize, concurrent: bool) -> Result<Engines> {
+    let mut lean = config(Flavor::Lean);
+    lean.allocation_strategy(InstanceAllocationStrategy::Pooling(lean_pooling(max_instances, concurrent)));
+    let lean = Engine::new(&lean).map_err(reserve_hint)?;
+    let mut with_pagemap = config(Flavor::Full);
     with_pagemap.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling(
         max_instances,
         true,
         keep_resident,
         concurrent,
     )));
-    if let Ok(engine) = Engine::new(&with_pagemap) {
-        return Ok((engine, true));
+    if let Ok(full) = Engine::new(&with_pagemap) {
+        return Ok(Engines { lean, full, pagemap: true });
     }
-    let mut without = config();
+    let mut without = config(Flavor::Full);
     let keep_prefix = keep_resident.min(PREFIX_KEEP_RESIDENT);
     without.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling(
         max_instances,
@@ -123,15 +211,23 @@ pub fn build(max_instances: u32, keep_resident: usize, concurrent: bool) -> Resu
         keep_prefix,
         concurrent,
     )));
-    match Engine::new(&without) {
-        Ok(engine) => Ok((engine, false)),
-        Err(err) if format!("{err:#}").contains("reserve") => Err(anyhow::Error::from(err).context(
-            "the instance pool reserves about 4 GiB of address space per memory slot (memory is committed \
-             only as calls use it); run toolhost without an address-space limit (`ulimit -v unlimited`) \
-             and limit its memory another way, such as a container memory limit",
-        )),
-        Err(err) => Err(err.into()),
+    let full = Engine::new(&without).map_err(reserve_hint)?;
+    Ok(Engines { lean, full, pagemap: false })
+}
+
+/// An engine that could not be made, with what to do when it could not
+/// reserve its pool's address space.
+fn reserve_hint(err: wasmtime::Error) -> anyhow::Error {
+    let hint = format!("{err:#}").contains("reserve");
+    let err = anyhow::Error::from(err);
+    if !hint {
+        return err;
     }
+    err.context(
+        "the instance pool reserves about 4 GiB of address space per memory slot (memory is committed \
+         only as calls use it); run toolhost without an address-space limit (`ulimit -v unlimited`) \
+         and limit its memory another way, such as a container memory limit",
+    )
 }
 
 /// A throwaway engine with `engine`'s settings, for compiling only: its
@@ -147,7 +243,7 @@ pub fn compiler(engine: &Engine) -> Result<Engine> {
     Engine::new(&config).map_err(anyhow::Error::from)
 }
 
-/// Advances an engine's epoch every [`TICK`] while at least one call holds a
+/// Advances the engines' epochs every [`TICK`] while at least one call holds a
 /// [`Running`] guard, and sleeps otherwise. Stops when dropped.
 pub struct EpochTicker {
     shared: Arc<Shared>,
@@ -167,11 +263,12 @@ pub struct Running<'a> {
 }
 
 impl EpochTicker {
-    /// Starts the ticker thread (asleep until the first call).
-    pub fn start(engine: &Engine) -> Result<EpochTicker> {
+    /// Starts the ticker thread (asleep until the first call), for every
+    /// engine in `engines`.
+    pub fn start(engines: &[Engine]) -> Result<EpochTicker> {
         let shared =
             Arc::new(Shared { running: AtomicUsize::new(0), stop: AtomicBool::new(false), ticks: AtomicU64::new(0) });
-        let engine = engine.clone();
+        let engines = engines.to_vec();
         let state = shared.clone();
         let handle = std::thread::Builder::new().name("toolhost-epoch".into()).spawn(move || {
             while !state.stop.load(Ordering::Acquire) {
@@ -183,7 +280,9 @@ impl EpochTicker {
                     continue;
                 }
                 std::thread::sleep(TICK);
-                engine.increment_epoch();
+                for engine in &engines {
+                    engine.increment_epoch();
+                }
                 state.ticks.fetch_add(1, Ordering::Relaxed);
             }
         })?;
@@ -222,9 +321,44 @@ mod tests {
     use super::*;
 
     #[test]
+    fn only_small_synchronous_wasi_0_2_components_run_lean() {
+        use crate::features::Uses;
+        let small = Uses {
+            wasi: vec!["0.2".to_owned()],
+            async_features: Vec::new(),
+            synchronous: true,
+            largest_memory: Some(1_114_112),
+        };
+        assert_eq!(Flavor::of(&small), Flavor::Lean);
+        assert_eq!(
+            Flavor::of(&Uses { largest_memory: Some(LEAN_KEEP_RESIDENT as u64), ..small.clone() }),
+            Flavor::Lean
+        );
+        let full = [
+            Uses { largest_memory: Some(LEAN_KEEP_RESIDENT as u64 + 65_536), ..small.clone() },
+            Uses { largest_memory: None, ..small.clone() },
+            Uses { synchronous: false, ..small.clone() },
+            Uses { async_features: vec!["futures"], ..small.clone() },
+            Uses { wasi: vec!["0.2".to_owned(), "0.3".to_owned()], ..small.clone() },
+            Uses::default(),
+        ];
+        for uses in full {
+            assert_eq!(Flavor::of(&uses), Flavor::Full, "{uses:?}");
+        }
+    }
+
+    #[test]
+    fn each_engine_has_the_concurrency_support_of_its_flavor() {
+        let engines = build(2, MEMORY_KEEP_RESIDENT, false).unwrap();
+        assert_eq!(Flavor::of_engine(&engines.lean), Flavor::Lean);
+        assert_eq!(Flavor::of_engine(&engines.full), Flavor::Full);
+        assert_eq!(Flavor::of_engine(engines.get(Flavor::Lean)), Flavor::Lean);
+    }
+
+    #[test]
     fn the_clock_ticks_only_while_a_call_runs() {
-        let (engine, _) = build(2, MEMORY_KEEP_RESIDENT, true).unwrap();
-        let ticker = EpochTicker::start(&engine).unwrap();
+        let engines = build(2, MEMORY_KEEP_RESIDENT, true).unwrap();
+        let ticker = EpochTicker::start(&[engines.lean, engines.full]).unwrap();
         std::thread::sleep(TICK * 10);
         assert_eq!(ticker.ticks(), 0, "an idle host does not tick");
         let running = ticker.running();

@@ -14,6 +14,15 @@ pub struct Uses {
     /// The async features it uses, in words (`async exports`, `futures`, …),
     /// in a fixed order; empty for a component of the synchronous ABI only.
     pub async_features: Vec<&'static str>,
+    /// Whether every canonical function is one the synchronous ABI has
+    /// (lift, lower, resource new/drop/rep without the async option): such a
+    /// component runs without the engine's concurrency support.
+    #[serde(skip)]
+    pub synchronous: bool,
+    /// The largest initial size, in bytes, of a memory its core modules
+    /// define; `None` when the binary did not parse to its end.
+    #[serde(skip)]
+    pub largest_memory: Option<u64>,
 }
 
 /// Each async feature, as [`Uses::async_features`] names it, in order.
@@ -24,9 +33,23 @@ const ASYNC_FEATURES: [&str; 8] =
 pub fn scan(wasm: &[u8]) -> Uses {
     let mut versions = BTreeSet::new();
     let mut used = [false; ASYNC_FEATURES.len()];
+    let mut synchronous = true;
+    let mut largest = Some(0u64);
     for payload in Parser::new(0).parse_all(wasm) {
-        let Ok(payload) = payload else { break };
+        let Ok(payload) = payload else {
+            largest = None;
+            break;
+        };
         match payload {
+            Payload::MemorySection(memories) => {
+                for memory in memories {
+                    let bytes = memory.ok().and_then(|memory| {
+                        let page = 1u64.checked_shl(memory.page_size_log2.unwrap_or(16))?;
+                        memory.initial.checked_mul(page)
+                    });
+                    largest = largest.zip(bytes).map(|(largest, bytes)| largest.max(bytes));
+                }
+            }
             Payload::ComponentImportSection(imports) => {
                 for import in imports.into_iter().flatten() {
                     if let Some(version) = wasi_version(import.name.name) {
@@ -35,10 +58,15 @@ pub fn scan(wasm: &[u8]) -> Uses {
                 }
             }
             Payload::ComponentCanonicalSection(functions) => {
-                for function in functions.into_iter().flatten() {
+                for function in functions {
+                    let Ok(function) = function else {
+                        synchronous = false;
+                        continue;
+                    };
                     if let Some(feature) = feature_of(&function) {
                         used[feature] = true;
                     }
+                    synchronous &= is_synchronous(&function);
                 }
             }
             _ => {}
@@ -47,6 +75,20 @@ pub fn scan(wasm: &[u8]) -> Uses {
     Uses {
         wasi: versions.into_iter().collect(),
         async_features: ASYNC_FEATURES.iter().zip(used).filter(|(_, used)| *used).map(|(name, _)| *name).collect(),
+        synchronous,
+        largest_memory: largest,
+    }
+}
+
+/// Whether the synchronous ABI has `function` (anything else, including
+/// kinds this scan does not know, needs the concurrency support).
+fn is_synchronous(function: &CanonicalFunction) -> bool {
+    use CanonicalFunction as F;
+    let plain = |options: &[CanonicalOption]| !options.iter().any(|option| matches!(option, CanonicalOption::Async));
+    match function {
+        F::Lift { options, .. } | F::Lower { options, .. } => plain(options),
+        F::ResourceNew { .. } | F::ResourceDrop { .. } | F::ResourceRep { .. } => true,
+        _ => false,
     }
 }
 
@@ -137,7 +179,10 @@ mod tests {
 
     #[test]
     fn a_binary_that_is_not_wasm_uses_nothing() {
-        assert_eq!(scan(b"not wasm"), Uses::default());
-        assert_eq!(scan(&[]), Uses::default());
+        for bytes in [&b"not wasm"[..], &[]] {
+            let uses = scan(bytes);
+            assert!(uses.wasi.is_empty() && uses.async_features.is_empty(), "{uses:?}");
+            assert_eq!(uses.largest_memory, None, "a binary that does not parse has no known memory");
+        }
     }
 }

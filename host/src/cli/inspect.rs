@@ -42,6 +42,7 @@ fn show(found: &Inspection) {
         if !uses.async_features.is_empty() {
             println!("  async     {}", uses.async_features.join(", "));
         }
+        println!("  engine    {}", engine_line(uses));
     }
     if let Some((origin, took)) = found.compile {
         let how = match origin {
@@ -125,6 +126,26 @@ fn show(found: &Inspection) {
     }
 }
 
+/// Which engine calls of the component run in, and why (see
+/// `runtime::engine::Flavor`).
+fn engine_line(uses: &toolhost::runtime::features::Uses) -> String {
+    use toolhost::runtime::engine::{Flavor, LEAN_KEEP_RESIDENT};
+    let memory = uses.largest_memory.map(|bytes| format!("{} to start", ByteSize(bytes)));
+    match Flavor::of(uses) {
+        Flavor::Lean => format!("lean (synchronous ABI, memory {})", memory.unwrap_or_default()),
+        Flavor::Full if !uses.synchronous || !uses.async_features.is_empty() => {
+            "full (the component model's concurrency support)".to_owned()
+        }
+        Flavor::Full if uses.wasi.iter().any(|version| version == "0.3") => "full (WASI 0.3)".to_owned(),
+        Flavor::Full => match memory {
+            Some(memory) => {
+                format!("full (memory {memory}, over the lean engine's {})", ByteSize(LEAN_KEEP_RESIDENT as u64))
+            }
+            None => "full".to_owned(),
+        },
+    }
+}
+
 fn as_json(found: &Inspection) -> serde_json::Value {
     json!({
         "path": found.path.display().to_string(),
@@ -136,6 +157,10 @@ fn as_json(found: &Inspection) -> serde_json::Value {
         })),
         "wasi": found.uses.as_ref().map(|uses| &uses.wasi),
         "async": found.uses.as_ref().map(|uses| &uses.async_features),
+        "engine": found.uses.as_ref().map(|uses| match toolhost::runtime::engine::Flavor::of(uses) {
+            toolhost::runtime::engine::Flavor::Lean => "lean",
+            toolhost::runtime::engine::Flavor::Full => "full",
+        }),
         "contract": found.contract,
         "imports": found.shape.as_ref().map(|shape| &shape.imports),
         "exports": found.shape.as_ref().map(|shape| shape.exports.iter().map(|(name, functions)| {

@@ -5,7 +5,7 @@
 
 use super::folder::check_grants;
 use super::folder::{plugin_files, stem};
-use super::{Host, grant_notices};
+use super::{Flavored, Host, grant_notices};
 use crate::plugin::{self, Code, Plugin, Tool};
 use crate::{LoadProblem, ProblemKind};
 use anyhow::Result;
@@ -14,6 +14,7 @@ use std::sync::Arc;
 use toolhost_grants as grants;
 use toolhost_runtime::cache::{Listing, Origin};
 use toolhost_runtime::compiler::Remembered;
+use toolhost_runtime::engine::Flavor;
 use toolhost_runtime::limits::Limits;
 use toolhost_runtime::offers::Offers;
 use toolhost_runtime::sandbox::{Guest, Sandbox};
@@ -235,7 +236,7 @@ impl Host {
         let file =
             toolhost_grants::readfile::open_regular(path).map_err(|err| format!("could not read the file: {err}"))?;
         let metadata = file.metadata().map_err(|err| format!("could not read the file: {err}"))?;
-        let cache = self.cache.as_ref();
+        let cache = self.full.cache.as_ref();
         let known = cache.and_then(|cache| cache.known_sha256(&metadata));
         let (sha256, bytes) = match known {
             Some(sha256) => (sha256, None),
@@ -258,13 +259,17 @@ impl Host {
                 (sha256, Some(bytes))
             }
         };
-        let listed = cache
-            .and_then(|cache| cache.listing(&sha256))
-            .and_then(|listing| plugin::tools_of(listing, limits, &self.compiler.bounds()));
-        if let Some(listed) = listed {
+        // A file listed before is listed in the cache of the engine it runs in.
+        let listed = [Flavor::Lean, Flavor::Full].into_iter().find_map(|flavor| {
+            let listing = self.flavored(flavor).cache.as_ref()?.listing(&sha256)?;
+            Some((flavor, plugin::tools_of(listing, limits, &self.compiler.bounds())?))
+        });
+        if let Some((flavor, listed)) = listed {
             let (contract, tools, notes, offers) = listed?;
             let bound = self.bound(name, granted.clone());
-            let code = Code::lazy(&self.linker, bound, cache, &self.compiler, path, &sha256, contract);
+            let flavored = self.flavored(flavor);
+            let code =
+                Code::lazy(&flavored.linker, bound, flavored.cache.as_ref(), &self.compiler, path, &sha256, contract);
             let size = metadata.len();
             return Ok(Loaded { size, contract, tools, notes, offers, origin: Origin::Cached, code, sha256 });
         }
@@ -274,11 +279,13 @@ impl Host {
             None => plugin::read(path)?,
         };
         let (size, sha256) = (wasm.bytes.len() as u64, wasm.sha256.clone());
+        let flavored = self.flavored(Flavor::of_wasm(&wasm.bytes));
+        let cache = flavored.cache.as_ref();
         let lazy = |contract| {
             let bound = self.bound(name, granted.clone());
-            Code::lazy(&self.linker, bound, cache, &self.compiler, path, &sha256, contract)
+            Code::lazy(&flavored.linker, bound, cache, &self.compiler, path, &sha256, contract)
         };
-        match self.load_fresh(name, &wasm, limits).await {
+        match self.load_fresh(name, flavored, &wasm, limits).await {
             Ok((contract, listed, notes, offers, guest, origin)) => {
                 if let Some(cache) = cache {
                     let listing = Listing::Tools {
@@ -317,21 +324,22 @@ impl Host {
     async fn load_fresh(
         &self,
         name: &Arc<str>,
+        flavored: &Flavored,
         wasm: &plugin::WasmFile,
         limits: &Limits,
     ) -> Result<Fresh, (String, Remembered)> {
         let fixed = |reason| (reason, Remembered::Always);
         plugin::check_header(&wasm.bytes).map_err(fixed)?;
         let (component, origin) =
-            plugin::compile(&self.engine, self.cache.as_ref(), &self.compiler, wasm).await.map_err(|err| {
+            plugin::compile(&flavored.engine, flavored.cache.as_ref(), &self.compiler, wasm).await.map_err(|err| {
                 let remembered = err.remembered(&self.compiler.bounds());
                 (err.to_string(), remembered)
             })?;
-        let contract = toolhost_runtime::contract::detect(&self.engine, &component).map_err(fixed)?;
-        let guest = toolhost_runtime::contract::prepare(&self.linker, &component, contract).map_err(fixed)?;
+        let contract = toolhost_runtime::contract::detect(&flavored.engine, &component).map_err(fixed)?;
+        let guest = toolhost_runtime::contract::prepare(&flavored.linker, &component, contract).map_err(fixed)?;
         if !contract.lists_by_running() {
             // The tools are the functions' types: nothing runs to list them.
-            let (listed, notes) = plugin::typed_listing(&self.engine, &component, &wasm.bytes);
+            let (listed, notes) = plugin::typed_listing(&flavored.engine, &component, &wasm.bytes);
             return Ok((contract.version(), listed, notes, Offers::default(), guest, origin));
         }
         let under_limits = |reason| (reason, Remembered::Under(format!("{limits:?}")));

@@ -22,13 +22,16 @@ const FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
 const FILESYSTEM_TYPES_P3: &str = "wasi:filesystem/types@0.3.0";
 
 /// A linker with WASI 0.2 and 0.3, `wasi:http` of both, the symlink refusal
-/// and `wasi:config/store`; no contract's imports yet.
+/// and `wasi:config/store`; no contract's imports yet. WASI 0.3 only where
+/// the engine has the concurrency support it needs ([`crate::engine::Flavor`]).
 pub(crate) fn wasi(engine: &Engine) -> anyhow::Result<Linker<HostState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
-    wasmtime_wasi::p3::add_to_linker(&mut linker).map_err(anyhow::Error::from)?;
-    wasmtime_wasi_http::p3::add_to_linker(&mut linker).map_err(anyhow::Error::from)?;
+    if engine.get_concurrency_support() {
+        wasmtime_wasi::p3::add_to_linker(&mut linker).map_err(anyhow::Error::from)?;
+        wasmtime_wasi_http::p3::add_to_linker(&mut linker).map_err(anyhow::Error::from)?;
+    }
     refuse_symlinks(&mut linker)?;
     add_config_store(&mut linker)?;
     Ok(linker)
@@ -91,6 +94,10 @@ fn refuse_symlinks(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
             )
         })
         .map_err(anyhow::Error::from)?;
+    if !linker.engine().get_concurrency_support() {
+        linker.allow_shadowing(false);
+        return Ok(());
+    }
     linker
         .instance(FILESYSTEM_TYPES_P3)
         .and_then(|mut types| {
