@@ -279,13 +279,23 @@ impl Host {
             None => plugin::read(path)?,
         };
         let (size, sha256) = (wasm.bytes.len() as u64, wasm.sha256.clone());
-        let flavored = self.flavored(Flavor::of_wasm(&wasm.bytes));
+        let mut flavored = self.flavored(Flavor::of_wasm(&wasm.bytes));
+        let mut fresh = self.load_fresh(name, flavored, &wasm, limits).await;
+        if matches!(fresh, Err((_, Remembered::Always))) && Flavor::of_engine(&flavored.engine) == Flavor::Lean {
+            // What the lean engine cannot take for a reason of the bytes (a
+            // feature the scan does not know of) may run in the full one;
+            // when it cannot either, the lean engine's reason stands.
+            let full = self.load_fresh(name, &self.full, &wasm, limits).await;
+            if full.is_ok() {
+                (flavored, fresh) = (&self.full, full);
+            }
+        }
         let cache = flavored.cache.as_ref();
         let lazy = |contract| {
             let bound = self.bound(name, granted.clone());
             Code::lazy(&flavored.linker, bound, cache, &self.compiler, path, &sha256, contract)
         };
-        match self.load_fresh(name, flavored, &wasm, limits).await {
+        match fresh {
             Ok((contract, listed, notes, offers, guest, origin)) => {
                 if let Some(cache) = cache {
                     let listing = Listing::Tools {
