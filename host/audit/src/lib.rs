@@ -17,6 +17,7 @@ pub mod hooks;
 pub mod keys;
 mod line;
 pub mod log;
+pub mod merkle;
 pub mod result;
 pub mod verify;
 
