@@ -139,6 +139,3 @@ pub(crate) fn receipt(line: Value, tree: &Tree, index: usize, head: &Value) -> V
     let proof: Vec<Value> = tree.proof(index).iter().map(|hash| Value::String(hex(hash))).collect();
     json!({"line": line, "proof": proof, "head": head})
 }
-
-#[cfg(test)]
-mod tests;

@@ -23,6 +23,9 @@ pub mod merkle;
 pub mod result;
 pub mod verify;
 
+#[cfg(test)]
+mod batch_tests;
+
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};

@@ -186,7 +186,7 @@ fn write_lines(receiver: Receiver<Pending>, mut sink: Sink, key: SigningKey, los
             let (record, receipt) = record.into_json();
             let result = sink.append(record, receipt, &key);
             report(&mut sink, result);
-            if sink.batch_full() {
+            if sink.batch_full() || sink.deadline().is_some_and(|deadline| deadline <= Instant::now()) {
                 let result = sink.head(&key);
                 report(&mut sink, result);
             }
@@ -402,7 +402,7 @@ impl Sink {
     }
 
     /// Signs and writes the head over the batch (if it holds a line), flushes,
-    /// rewrites the checkpoint and hands the waiting callers their receipts.
+    /// hands the waiting callers their receipts and rewrites the checkpoint.
     fn head(&mut self, key: &SigningKey) -> std::io::Result<()> {
         if self.batch.is_empty() {
             return Ok(());
@@ -414,14 +414,14 @@ impl Sink {
         self.chain = Chain { seq, prev: digest.clone() };
         self.last_signed = digest;
         self.flush()?;
-        self.checkpoint(key)?;
+        // The head is in the file: its receipts go out, whatever becomes of the checkpoint.
         if !waiting.is_empty() {
             let head: Value = serde_json::from_slice(&line).map_err(std::io::Error::other)?;
             for (index, value, receipt) in waiting {
                 let _ = receipt.send(crate::head::receipt(value, &tree, index, &head));
             }
         }
-        Ok(())
+        self.checkpoint(key)
     }
 
     /// The queue ran dry: flush; lines signed alone get their checkpoint and
