@@ -5,11 +5,15 @@
 //! log under 5% of a call on the hot path. A hook is a process per call, an
 //! operator's choice, and is shown for what it is.
 //!
-//! Then what a line costs the writer's thread (laying it out, signing it,
-//! per algorithm), what a call waits under `receipt_in_meta` (its line
-//! signed and flushed before it returns), and the host loaded: callers
-//! enough to keep both cores busy, calls per second without and with the
-//! log, where the writer's signing competes with the calls for the cores.
+//! Issue 50 (item 4): every figure for three modes in one run: audit off,
+//! every line signed alone (`[audit] batch = 1`, as before) and batch
+//! signing (the default: a signed Merkle tree head over up to 256 lines).
+//! What a line costs the writer's thread (laying it out, signing it, per
+//! algorithm; chaining it and hashing its leaf, with its share of a head),
+//! a call's cost idle (one caller), what a call waits under
+//! `receipt_in_meta`, and the host saturated: callers enough to keep both
+//! cores busy, calls per second, where the writer competes with the calls
+//! for the cores (and what it drops when behind).
 //!
 //! Run with `cargo bench -p toolhost --bench audit` after `bash plugins/build.sh`.
 //! Figures go to BENCHMARKS.md; nothing here asserts a time.
@@ -25,6 +29,7 @@ const HOOKED: usize = 200;
 const SIGNED: usize = 10_000;
 const CALLERS: usize = 8;
 const LOADED: usize = 2_000;
+const ROUNDS: usize = 3;
 
 fn main() {
     let plugins = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/dist");
@@ -43,88 +48,152 @@ fn main() {
         let parsed = Config::parse(text).unwrap();
         Config { cache_dir: Some(cache.clone()), ..parsed }
     };
-    let log = dir.path().join("audit.log");
-    let audited = format!(
-        "[audit]\nfile = {:?}\nkey = {:?}\n",
-        log.display().to_string(),
-        keys.join("audit.key").display().to_string()
-    );
-    let receipted = format!("{audited}receipt_in_meta = true\n");
+    // Batch signing (the default) and every line signed alone (`batch = 1`,
+    // as before issue 50), each to its own file (one writer per file).
+    let audit = |name: &str, more: &str| {
+        format!(
+            "[audit]\nfile = {:?}\nkey = {:?}\n{more}",
+            dir.path().join(name).display().to_string(),
+            keys.join("audit.key").display().to_string()
+        )
+    };
+    let per_line = audit("per-line.log", "batch = 1\n");
+    let batched = audit("batched.log", "");
+    let files = ["", "per-line.log", "batched.log"].map(|name| dir.path().join(name));
+    let modes = [("off", String::new()), ("per-line signing", per_line.clone()), ("batch signing", batched.clone())];
     let hooked = format!(
-        "{audited}[[hooks]]\nwhen = \"before\"\ncommand = [\"sh\", \"-c\", \"echo '{{\\\"decision\\\":\\\"allow\\\"}}'\"]\n"
+        "{batched}[[hooks]]\nwhen = \"before\"\ncommand = [\"sh\", \"-c\", \"echo '{{\\\"decision\\\":\\\"allow\\\"}}'\"]\n"
     );
     writer_costs();
     runtime.block_on(async {
-        let plain = load(config(""), &echo).await;
-        let logged = load(config(&audited), &echo).await;
-        let mut without = Vec::new();
-        let mut with = Vec::new();
-        for _ in 0..BLOCKS {
-            without.extend(calls(&plain, BLOCK).await);
-            with.extend(calls(&logged, BLOCK).await);
+        // Idle: one caller, one call at a time, the three modes in alternating blocks.
+        let mut hosts = Vec::new();
+        for (_, text) in &modes {
+            hosts.push(load(config(text), &echo).await);
         }
-        drop(logged);
-        let lines = std::fs::read_to_string(&log).unwrap().lines().count();
-        let without = stats(without);
-        let with = stats(with);
-        println!("Host::call echo, {} calls each, alternating blocks of {BLOCK}:", BLOCK * BLOCKS);
-        println!("  without [audit]      p50 {:>8.1?}  p99 {:>8.1?}  mean {:>8.1?}", without.0, without.1, without.2);
-        println!("  with [audit] (file)  p50 {:>8.1?}  p99 {:>8.1?}  mean {:>8.1?}", with.0, with.1, with.2);
-        let cost = |a: Duration, b: Duration| (a.as_secs_f64() / b.as_secs_f64() - 1.0) * 100.0;
-        println!(
-            "  audit cost: p50 {:+.1}%  mean {:+.1}%  (target < 5%); {lines} lines written",
-            cost(with.0, without.0),
-            cost(with.2, without.2)
-        );
-        let _ = std::fs::remove_file(&log);
-        let receipts = load(config(&receipted), &echo).await;
-        let mut with_receipt = Vec::new();
+        let mut samples: [Vec<Duration>; 3] = Default::default();
         for _ in 0..BLOCKS {
-            with_receipt.extend(calls(&receipts, BLOCK / 10).await);
-        }
-        drop(receipts);
-        let with_receipt = stats(with_receipt);
-        println!(
-            "  with receipt_in_meta     p50 {:>8.1?}  p99 {:>8.1?}  mean {:>8.1?} ({} calls)",
-            with_receipt.0,
-            with_receipt.1,
-            with_receipt.2,
-            BLOCK / 10 * BLOCKS
-        );
-        let _ = std::fs::remove_file(&log);
-
-        // Loaded: CALLERS tasks at once on the two worker threads, while the
-        // writer signs on its own; alternating, twice each.
-        let mut loaded = [Duration::ZERO; 2];
-        for _ in 0..2 {
-            let plain = std::sync::Arc::new(load(config(""), &echo).await);
-            loaded[0] += concurrent(plain).await;
-            let logged = std::sync::Arc::new(load(config(&audited), &echo).await);
-            loaded[1] += concurrent(logged.clone()).await;
-            drop(logged);
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
-            let _ = std::fs::remove_file(&log);
-            let lost = text.lines().filter(|line| line.contains(r#""kind":"lost""#)).count();
-            if lost > 0 {
-                println!("  (loaded: {lost} `lost` line(s): the writer fell behind)");
+            for (index, host) in hosts.iter().enumerate() {
+                samples[index].extend(calls(host, BLOCK).await);
             }
         }
-        let per = |total: Duration| total / (2 * CALLERS * LOADED) as u32;
+        drop(hosts);
+        println!("idle: Host::call echo, one caller, {} calls each, alternating blocks of {BLOCK}:", BLOCK * BLOCKS);
+        let results = samples.map(stats);
+        for (index, (name, _)) in modes.iter().enumerate() {
+            let (got, off) = (results[index], results[0]);
+            println!(
+                "  {name:<17} p50 {:>8.1?}  p99 {:>8.1?}  mean {:>8.1?}  (p50 {:+.1}%, mean {:+.1}% against off)",
+                got.0,
+                got.1,
+                got.2,
+                cost(got.0, off.0),
+                cost(got.2, off.2)
+            );
+        }
+        for file in &files[1..] {
+            let _ = std::fs::remove_file(file);
+        }
+
+        // Receipts: what a call waits for its receipt, line by line and batched.
+        for (index, (name, text)) in modes.iter().enumerate().skip(1) {
+            let host = load(config(&format!("{text}receipt_in_meta = true\n")), &echo).await;
+            let mut waited = Vec::new();
+            for _ in 0..BLOCKS {
+                waited.extend(calls(&host, BLOCK / 10).await);
+            }
+            drop(host);
+            let _ = std::fs::remove_file(&files[index]);
+            let waited = stats(waited);
+            println!(
+                "  with receipt_in_meta, {name:<17} p50 {:>8.1?}  p99 {:>8.1?}  mean {:>8.1?} ({} calls)",
+                waited.0,
+                waited.1,
+                waited.2,
+                BLOCK / 10 * BLOCKS
+            );
+        }
+
+        // Saturated: CALLERS tasks at once on the two worker threads while the
+        // writer works on its own thread; the three modes taking turns.
+        let mut wall = [Duration::ZERO; 3];
+        let mut lost = [0u64; 3];
+        let mut written = [0u64; 3];
+        let mut writer_cpu = [Duration::ZERO; 3];
+        for _ in 0..ROUNDS {
+            for (index, (_, text)) in modes.iter().enumerate() {
+                let host = std::sync::Arc::new(load(config(text), &echo).await);
+                let writer_before = writer_time();
+                wall[index] += concurrent(host.clone()).await;
+                writer_cpu[index] += writer_time().saturating_sub(writer_before);
+                drop(host);
+                let text = std::fs::read_to_string(&files[index]).unwrap_or_default();
+                let _ = std::fs::remove_file(&files[index]);
+                for line in text.lines() {
+                    let line: serde_json::Value = serde_json::from_str(line).unwrap();
+                    match line["kind"].as_str() {
+                        Some("lost") => lost[index] += line["count"].as_u64().unwrap_or(0),
+                        Some("tool") => written[index] += 1,
+                        _ => {}
+                    }
+                }
+            }
+        }
+        let total = (ROUNDS * CALLERS * LOADED) as f64;
+        let rate = |wall: Duration| total / wall.as_secs_f64();
         println!(
-            "loaded ({CALLERS} callers, {} calls each way): per call without {:>8.1?}, with [audit] {:>8.1?}: {:+.1}%",
-            2 * CALLERS * LOADED,
-            per(loaded[0]),
-            per(loaded[1]),
-            cost(loaded[1], loaded[0])
+            "saturated: {CALLERS} callers on 2 worker threads, {} calls per mode ({ROUNDS} rounds taking turns):",
+            ROUNDS * CALLERS * LOADED
         );
+        for (index, (name, _)) in modes.iter().enumerate() {
+            let audited = if index == 0 {
+                String::new()
+            } else {
+                format!(
+                    "; {} lines written, {} records dropped (writer behind), writer thread {:.1} µs CPU per line",
+                    written[index],
+                    lost[index],
+                    // (less the warm-up's lines, written before the clock started)
+                    writer_cpu[index].as_secs_f64() * 1e6
+                        / written[index].saturating_sub((ROUNDS * 200) as u64).max(1) as f64
+                )
+            };
+            println!(
+                "  {name:<17} {:>9.0} calls/s ({:+.1}% against off){audited}",
+                rate(wall[index]),
+                (rate(wall[index]) / rate(wall[0]) - 1.0) * 100.0
+            );
+        }
 
         let hook = load(config(&hooked), &echo).await;
         let hooked = stats(calls(&hook, HOOKED).await);
         println!(
-            "  with [audit] and one before-hook command: p50 {:>8.1?}  mean {:>8.1?} ({HOOKED} calls)",
+            "with [audit] and one before-hook command: p50 {:>8.1?}  mean {:>8.1?} ({HOOKED} calls)",
             hooked.0, hooked.2
         );
     });
+}
+
+fn cost(a: Duration, b: Duration) -> f64 {
+    (a.as_secs_f64() / b.as_secs_f64() - 1.0) * 100.0
+}
+
+/// The processor time (user and system) the process's `audit-log` threads
+/// have used so far, from /proc (clock ticks of 10 ms: read over a long run).
+fn writer_time() -> Duration {
+    let mut ticks = 0u64;
+    for task in std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.trim() != "audit-log" {
+            continue;
+        }
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        // The fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+        let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+        ticks += fields.get(11).and_then(|t| t.parse::<u64>().ok()).unwrap_or(0);
+        ticks += fields.get(12).and_then(|t| t.parse::<u64>().ok()).unwrap_or(0);
+    }
+    Duration::from_millis(ticks * 10)
 }
 
 /// What one line costs the writer: laying a typical record out, and
@@ -160,6 +229,23 @@ fn writer_costs() {
         println!(
             "  {algorithm:<10} sealed (laid out, signed, hashed) {sealed:>8.1?}, of which the signature {signed:>8.1?}"
         );
+        // Batched: chained and hashed as a leaf, a head (tree and signature) every 256 lines.
+        let batch = toolhost::audit::head::DEFAULT_BATCH;
+        let mut prev = toolhost::audit::log::GENESIS.to_owned();
+        let mut leaves = Vec::with_capacity(batch);
+        let start = Instant::now();
+        for seq in 1..=SIGNED as u64 {
+            let (line, digest) = toolhost::audit::head::plain(record.clone(), seq, &prev);
+            leaves.push(toolhost::audit::merkle::leaf(&line));
+            prev = digest;
+            if leaves.len() == batch {
+                let tree = toolhost::audit::merkle::Tree::new(std::mem::take(&mut leaves));
+                let (_, digest) = toolhost::audit::head::seal(seq + 1, &prev, &tree, &prev, &key);
+                prev = digest;
+            }
+        }
+        let batched = start.elapsed() / SIGNED as u32;
+        println!("  {algorithm:<10} batched (laid out, hashed, its share of a head per {batch}) {batched:>8.1?}");
     }
 }
 

@@ -110,9 +110,34 @@ timeout = "1s"
         toolhost(self.dir.path(), &["audit", "verify", file, "--key", key])
     }
 
+    /// The log's lines for calls (and `lost` lines), without the signed tree heads.
     fn lines(&self) -> Vec<Value> {
+        self.all_lines().into_iter().filter(|line| line["kind"] != "head").collect()
+    }
+
+    /// Waits for the log to end in a signed tree head (a running server
+    /// signs its lines within `batch_interval`), so that killing it leaves
+    /// nothing uncovered.
+    fn wait_for_head(&self) {
+        let started = Instant::now();
+        while self.all_lines().last().is_none_or(|line| line["kind"] != "head") {
+            assert!(started.elapsed() < Duration::from_secs(30), "no tree head came: {:?}", self.all_lines());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Every line of the log, tree heads too.
+    fn all_lines(&self) -> Vec<Value> {
         let text = std::fs::read_to_string(self.path("audit.log")).unwrap_or_default();
         text.lines().map(|line| serde_json::from_str(line).unwrap()).collect()
+    }
+
+    /// `[audit] batch = 1`: every line signed alone, as before batches.
+    fn per_line(self) -> Setup {
+        let config = std::fs::read_to_string(self.path("toolhost.toml")).unwrap();
+        let config = config.replace("key = \"keys/audit.key\"\n", "key = \"keys/audit.key\"\nbatch = 1\n");
+        std::fs::write(self.path("toolhost.toml"), config).unwrap();
+        self
     }
 
     /// Waits for the log to hold `count` lines (a server writes them a moment after answering).
@@ -130,7 +155,9 @@ timeout = "1s"
 
 #[test]
 fn every_call_is_logged_signed_and_chained_and_verify_finds_each_break() {
-    let setup = Setup::new("");
+    // Line by line (`batch = 1`, and every log written before batches);
+    // batches: `batched_lines_are_covered_by_signed_heads_and_verify_refuses_each_break`.
+    let setup = Setup::new("").per_line();
     for text in ["one", "two", "three"] {
         let output = setup.call("sha256", &json!({ "text": text }).to_string());
         assert!(output.status.success(), "{}", stderr(&output));
@@ -226,7 +253,10 @@ fn the_chain_continues_across_restarts_and_rotation() {
     args.extend(["--key", "keys/audit.pub"]);
     let output = toolhost(setup.dir.path(), &args);
     assert!(output.status.success(), "{}", stderr(&output));
-    assert!(stdout(&output).contains("intact, 12 line(s), seq 1 to 12"), "{}", stdout(&output));
+    // Each `toolhost call` signs the head over its line as it ends.
+    let said = stdout(&output);
+    assert!(said.contains("intact, 24 line(s), seq 1 to 24"), "{said}");
+    assert!(said.contains("every batched line is under one of 12 signed tree head(s)"), "{said}");
     // The newest file alone continues the chain.
     let output = setup.verify("audit.log", "keys/audit.pub");
     assert!(stdout(&output).contains("continuing an earlier file"), "{}{}", stdout(&output), stderr(&output));
@@ -412,6 +442,7 @@ fn the_same_hook_applies_on_serve_over_stdio_and_http() {
     assert_eq!(status, 200, "{response}");
     assert!(response.contains("no secrets today (hook `policy`)"), "{response}");
     let lines = setup.wait_for_lines(2);
+    setup.wait_for_head();
     let _ = child.kill();
     let _ = child.wait();
     assert_eq!(lines[1]["caller"]["path"], "serve-http");
@@ -833,7 +864,11 @@ fn a_plugin_pulled_signed_names_its_signer_in_the_line() {
     let call = oci::run(work.path(), &["call", "text_stats", r#"{"text":"hello"}"#], &[]);
     assert!(call.status.success(), "{}", stderr(&call));
     let text = std::fs::read_to_string(work.path().join("audit.log")).unwrap();
-    let lines: Vec<Value> = text.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|line| line["kind"] != "head")
+        .collect();
     assert_eq!(
         lines[0]["signer"],
         json!({"key": "publisher/cosign.pub", "fingerprint": oci::fingerprint(&public), "source": reference}),
@@ -944,7 +979,9 @@ const ABC: &str = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f2001
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_results_receipt_verifies_matches_its_line_and_a_tampered_one_fails() {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let setup = with_receipts();
+    // A receipt that is the signed line itself (`batch = 1`); batched
+    // receipts: `a_batched_receipt_proves_its_line_with_the_key_alone`.
+    let setup = with_receipts().per_line();
     let plugins = setup.plugins.path().display().to_string();
     // stdio, 2025-11-25
     let (mut child, mut stdin, mut answers) = setup.serve_stdio(&plugins, INITIALIZE);
@@ -1156,7 +1193,8 @@ fn a_receipt_binds_its_result_and_a_moved_or_changed_result_fails() {
     assert!(abc.to_string().contains(ABC), "{abc}");
     // The line carries the digest of the result as the caller got it:
     // canonical {content, isError, structuredContent}, without `_meta`.
-    let receipt = &abc["result"]["_meta"]["toolhost/receipt"];
+    // (A batched receipt: the line, its inclusion proof and the signed head.)
+    let receipt = &abc["result"]["_meta"]["toolhost/receipt"]["line"];
     let mut covered = json!({"content": abc["result"]["content"], "isError": false});
     if let Some(structured) = abc["result"].get("structuredContent") {
         covered["structuredContent"] = structured.clone();
@@ -1172,17 +1210,17 @@ fn a_receipt_binds_its_result_and_a_moved_or_changed_result_fails() {
         assert!(output.status.success(), "{}", stderr(&output));
         assert!(stdout(&output).contains("the result is the one it was signed for"), "{}", stdout(&output));
     }
-    // The receipt alone checks as a line, and says it checked no result.
-    let output = check_receipt(&setup, receipt, false);
+    // The receipt alone checks, and says it checked no result.
+    let output = check_receipt(&setup, &abc["result"]["_meta"]["toolhost/receipt"], false);
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(stdout(&output).contains("no result was given"), "{}", stdout(&output));
     // A denied call's result (isError) is bound too.
     assert_eq!(denied["result"]["isError"], true, "{denied}");
     assert!(check_receipt(&setup, denied, true).status.success());
 
-    // Moved: xyz's result carrying abc's receipt (a valid, signed line).
+    // Moved: xyz's result carrying abc's receipt (valid, signed).
     let mut moved = xyz.clone();
-    moved["result"]["_meta"]["toolhost/receipt"] = receipt.clone();
+    moved["result"]["_meta"]["toolhost/receipt"] = abc["result"]["_meta"]["toolhost/receipt"].clone();
     // Changed: abc's result with its text altered, or an error said to be a success.
     let mut altered = abc.clone();
     let text = altered["result"]["content"][0]["text"].as_str().unwrap().replace(ABC, &"0".repeat(64));
@@ -1230,28 +1268,30 @@ fn a_checkpoint_catches_lines_cut_from_the_logs_end() {
     let checkpoint: Value =
         serde_json::from_str(&std::fs::read_to_string(setup.path("state/audit.checkpoint")).unwrap()).unwrap();
     let log = std::fs::read_to_string(setup.path("audit.log")).unwrap();
-    assert_eq!((checkpoint["kind"].as_str(), checkpoint["seq"].as_u64()), (Some("checkpoint"), Some(3)));
+    // Each call's line and the head over it: the checkpoint names the last head.
+    assert_eq!((checkpoint["kind"].as_str(), checkpoint["seq"].as_u64()), (Some("checkpoint"), Some(6)));
     assert_eq!(checkpoint["sha256"], common::sha256_hex(log.lines().last().unwrap().as_bytes()));
     assert_eq!(std::fs::read_dir(setup.path("state")).unwrap().count(), 1);
     let output = verify("audit.log", "state/audit.checkpoint");
     assert!(output.status.success(), "{}", stderr(&output));
-    assert!(stdout(&output).contains("it reaches its checkpoint (seq 3"), "{}", stdout(&output));
+    assert!(stdout(&output).contains("it reaches its checkpoint (seq 6"), "{}", stdout(&output));
 
-    // The last line cut off: still an intact chain alone, but not against the checkpoint.
+    // The last call and its head cut off: still an intact chain alone, but not against the checkpoint.
     let lines: Vec<&str> = log.lines().collect();
-    std::fs::write(setup.path("cut.log"), format!("{}\n{}\n", lines[0], lines[1])).unwrap();
+    let kept: String = lines[..4].iter().map(|line| format!("{line}\n")).collect();
+    std::fs::write(setup.path("cut.log"), kept).unwrap();
     assert!(setup.verify("cut.log", "keys/audit.pub").status.success(), "the hole the checkpoint closes");
     let output = verify("cut.log", "state/audit.checkpoint");
     assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
     assert!(
-        stderr(&output).contains("cut.log:2: the log ends at seq 2, but its checkpoint")
-            && stderr(&output).contains("line seq 3 is missing from its end"),
+        stderr(&output).contains("cut.log:4: the log ends at seq 4, but its checkpoint")
+            && stderr(&output).contains("lines seq 5 to 6 are missing from its end"),
         "{}",
         stderr(&output)
     );
     // An edited checkpoint, and one signed by another key, are refused.
     let text = std::fs::read_to_string(setup.path("state/audit.checkpoint")).unwrap();
-    std::fs::write(setup.path("edited.checkpoint"), text.replace(r#""seq":3"#, r#""seq":2"#)).unwrap();
+    std::fs::write(setup.path("edited.checkpoint"), text.replace(r#""seq":6"#, r#""seq":4"#)).unwrap();
     let output = verify("cut.log", "edited.checkpoint");
     assert_eq!(output.status.code(), Some(1));
     assert!(stderr(&output).contains("signature does not match"), "{}", stderr(&output));
@@ -1264,12 +1304,12 @@ fn a_checkpoint_catches_lines_cut_from_the_logs_end() {
     let output = setup.call("sha256", r#"{"text":"four"}"#);
     assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
     assert!(
-        stderr(&output).contains("ends at seq 2, but its checkpoint")
-            && stderr(&output).contains("says the chain reached seq 3"),
+        stderr(&output).contains("ends at seq 4, but its checkpoint")
+            && stderr(&output).contains("says the chain reached seq 6"),
         "{}",
         stderr(&output)
     );
-    assert_eq!(std::fs::read_to_string(setup.path("audit.log")).unwrap().lines().count(), 2, "nothing written");
+    assert_eq!(std::fs::read_to_string(setup.path("audit.log")).unwrap().lines().count(), 4, "nothing written");
 }
 
 #[test]
@@ -1332,4 +1372,191 @@ fn a_private_key_others_can_read_is_not_used() {
     let err = stderr(&output);
     assert!(err.contains("[state] password_file") && err.contains("(mode 0640)"), "{err}");
     assert!(!err.contains("s3cret"), "{err}");
+}
+
+/// [`Setup::new`] with `[audit]` lines `batch`ed and `more` settings (the
+/// interval long, so that the heads fall where a test says).
+fn batched(batch: usize, more: &str) -> Setup {
+    let setup = Setup::new("");
+    let config = std::fs::read_to_string(setup.path("toolhost.toml")).unwrap();
+    let config = config.replace(
+        "key = \"keys/audit.key\"\n",
+        &format!("key = \"keys/audit.key\"\nbatch = {batch}\nbatch_interval = \"60s\"\n{more}"),
+    );
+    std::fs::write(setup.path("toolhost.toml"), config).unwrap();
+    setup
+}
+
+#[test]
+fn batched_lines_are_covered_by_signed_heads_and_verify_refuses_each_break() {
+    let setup = batched(4, "");
+    // One serve session, six calls: a head after the fourth line, and one
+    // over the last two as the server stops.
+    let answers = serve_calls(&setup, &["a", "b", "c", "d", "e", "f"]);
+    assert!(answers.iter().all(|answer| answer["result"]["isError"] != true), "{answers:?}");
+    let all = setup.all_lines();
+    let kinds: Vec<&str> = all.iter().map(|line| line["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["tool", "tool", "tool", "tool", "head", "tool", "tool", "head"], "{all:?}");
+    assert_eq!((&all[4]["tree_size"], &all[7]["tree_size"]), (&json!(4), &json!(2)));
+    assert!(all.iter().filter(|line| line["kind"] == "tool").all(|line| line.get("sig").is_none() && line["v"] == 2));
+    assert!(all.iter().filter(|line| line["kind"] == "head").all(|line| line["sig"].is_string()));
+    let output = setup.verify("audit.log", "keys/audit.pub");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let said = stdout(&output);
+    assert!(said.contains("intact, 8 line(s), seq 1 to 8"), "{said}");
+    assert!(said.contains("every batched line is under one of 2 signed tree head(s)"), "{said}");
+
+    let original = std::fs::read_to_string(setup.path("audit.log")).unwrap();
+    let lines: Vec<&str> = original.lines().collect();
+    let broken = |name: &str, lines: &[&str], says: &str, line: usize| {
+        std::fs::write(setup.path(name), lines.iter().map(|line| format!("{line}\n")).collect::<String>()).unwrap();
+        let output = setup.verify(name, "keys/audit.pub");
+        assert_eq!(output.status.code(), Some(1), "{name}: {}", stdout(&output));
+        let err = stderr(&output);
+        assert!(err.contains(&format!("{name}:{line}: ")) && err.contains(says), "{name}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    };
+    let with = |at: usize, line: &str| {
+        let mut changed: Vec<String> = lines.iter().map(|line| line.to_string()).collect();
+        changed[at] = line.to_owned();
+        changed
+    };
+    // A call's outcome edited: the next line no longer follows it.
+    let edited = with(1, &lines[1].replace(r#""ok":true"#, r#""ok":false"#));
+    broken("edited.log", &strs(&edited), "does not follow the line before it (that line was edited", 3);
+    // The batch's last line edited: its signed head says so.
+    let edited = with(3, &lines[3].replace(r#""ok":true"#, r#""ok":false"#));
+    broken("last.log", &strs(&edited), "does not follow the line before it", 5);
+    // A line dropped.
+    let dropped: Vec<&str> = lines.iter().enumerate().filter(|(at, _)| *at != 2).map(|(_, line)| *line).collect();
+    broken("dropped.log", &dropped, "line seq 3 is missing before it", 3);
+    // Cut mid-batch (the second head gone, as after a crash): named, not accepted.
+    broken("cut.log", &lines[..6], "the log's last line (seq 6) is not covered by a signed tree head", 6);
+    broken("cut2.log", &lines[..7], "the log's last 2 lines (seq 6 to 7) are not covered by a signed tree head", 6);
+    // The heads swapped.
+    let mut swapped = lines.clone();
+    swapped.swap(4, 7);
+    broken("swapped.log", &swapped, "lines seq 5 to 7 are missing before it", 5);
+    // A head's field edited.
+    let edited = with(4, &lines[4].replace(r#""tree_size":4"#, r#""tree_size":3"#));
+    broken("head.log", &strs(&edited), "its signature does not match its content", 5);
+    // Another key refuses the first head.
+    let other = setup.path("other");
+    std::fs::create_dir(&other).unwrap();
+    assert!(toolhost(setup.dir.path(), &["audit", "keygen", "--out", "other"]).status.success());
+    let output = setup.verify("audit.log", "other/audit.pub");
+    assert!(stderr(&output).contains("audit.log:5: signed by the key sha256:"), "{}", stderr(&output));
+}
+
+fn strs(lines: &[String]) -> Vec<&str> {
+    lines.iter().map(String::as_str).collect()
+}
+
+#[test]
+fn a_crash_mid_batch_leaves_lines_verify_reports_and_a_restart_does_not_sign() {
+    let setup = batched(4, "");
+    let plugins = setup.plugins.path().display().to_string();
+    let (mut child, mut stdin, mut answers) = setup.serve_stdio(&plugins, INITIALIZE);
+    for (id, text) in ["a", "b"].iter().enumerate() {
+        let call = json!({"jsonrpc": "2.0", "id": id + 2, "method": "tools/call",
+                          "params": {"name": "sha256", "arguments": {"text": text}}});
+        writeln!(stdin, "{call}").unwrap();
+        let _ = answers.next().unwrap().unwrap();
+    }
+    // The lines reach the file as the writer's queue runs dry; their head
+    // would come at the fourth line, or in 60 s. SIGKILL first.
+    assert_eq!(setup.wait_for_lines(2).len(), 2);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(stdin);
+    assert_eq!(setup.all_lines().len(), 2, "no head was signed");
+    let output = setup.verify("audit.log", "keys/audit.pub");
+    assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
+    assert!(
+        stderr(&output).contains(
+            "audit.log:1: the log's last 2 lines (seq 1 to 2) are not covered by a signed tree head: toolhost \
+             stopped before signing its last batch"
+        ),
+        "{}",
+        stderr(&output)
+    );
+    // toolhost started again does not sign what it finds: the log is moved
+    // aside as it is, and a new chain begins.
+    let before = std::fs::read_to_string(setup.path("audit.log")).unwrap();
+    let output = setup.call("sha256", r#"{"text":"after"}"#);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(std::fs::read_to_string(setup.path("audit.log.1")).unwrap(), before);
+    assert!(!setup.verify("audit.log.1", "keys/audit.pub").status.success());
+    let output = setup.verify("audit.log", "keys/audit.pub");
+    assert!(stdout(&output).contains("intact, 2 line(s), seq 1 to 2"), "{}{}", stdout(&output), stderr(&output));
+}
+
+#[test]
+fn a_batched_receipt_proves_its_line_with_the_key_alone() {
+    // The interval is 60 s and the batch 256 lines: a receipt within
+    // `RECEIPT_WAIT` (2 s) shows the head was signed when the queue ran dry.
+    let setup = batched(256, "receipt_in_meta = true\n");
+    let answers = serve_calls(&setup, &["abc", "xyz"]);
+    let (abc, xyz) = (&answers[0], &answers[1]);
+    assert!(abc.to_string().contains(ABC), "{abc}");
+    let receipt = &abc["result"]["_meta"]["toolhost/receipt"];
+    assert_eq!((receipt["line"]["seq"].as_u64(), receipt["line"]["tool"].as_str()), (Some(1), Some("sha256")));
+    assert_eq!((receipt["head"]["kind"].as_str(), receipt["head"]["seq"].as_u64()), (Some("head"), Some(2)));
+    assert!(receipt["proof"].is_array(), "{receipt}");
+    // Its line and head are the log's, byte for byte.
+    let all = setup.all_lines();
+    assert_eq!((&all[0], &all[1]), (&receipt["line"], &receipt["head"]));
+    // Alone, with the public key only.
+    let output = check_receipt(&setup, receipt, false);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("valid receipt, seq 1") && stdout(&output).contains("(its tree head, seq 2, over 1"),
+        "{}",
+        stdout(&output)
+    );
+    // With its result, and found in the log.
+    let output = check_receipt(&setup, abc, true);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let said = stdout(&output);
+    assert!(said.contains("the result is the one it was signed for") && said.contains("it is line 1 of"), "{said}");
+    // Every change refused, saying what.
+    let other = &xyz["result"]["_meta"]["toolhost/receipt"];
+    let mut cases = Vec::new();
+    let mut edited = receipt.clone();
+    edited["line"]["outcome"] = json!({"ok": false, "error": "denied", "message": "x"});
+    cases.push((edited, "its proof does not lead from the line to the signed tree head's root"));
+    let mut edited = receipt.clone();
+    edited["head"]["root"] = other["head"]["root"].clone();
+    cases.push((edited, "its tree head: its signature does not match"));
+    let mut edited = receipt.clone();
+    edited["head"] = other["head"].clone();
+    cases.push((edited, "its line (seq 1) is not among the lines its tree head covers"));
+    let mut edited = receipt.clone();
+    edited["proof"] = json!(["00".repeat(32)]);
+    cases.push((edited, "its proof does not lead"));
+    let mut moved = xyz.clone();
+    moved["result"]["_meta"]["toolhost/receipt"] = receipt.clone();
+    cases.push((moved, "the result is not the one this receipt was signed for"));
+    for (edited, says) in cases {
+        let output = check_receipt(&setup, &edited, false);
+        assert_eq!(output.status.code(), Some(1), "{edited}");
+        assert!(stderr(&output).contains(says), "{says}: {}", stderr(&output));
+    }
+
+    // Calls in flight together: each receipt checks alone and is in the log.
+    let plugins = setup.plugins.path().display().to_string();
+    let (mut child, mut stdin, mut answers) = setup.serve_stdio(&plugins, INITIALIZE);
+    for id in 0..6 {
+        let call = json!({"jsonrpc": "2.0", "id": id + 2, "method": "tools/call",
+                          "params": {"name": "sha256", "arguments": {"text": format!("in flight {id}")}}});
+        writeln!(stdin, "{call}").unwrap();
+    }
+    let got: Vec<Value> = (0..6).map(|_| serde_json::from_str(&answers.next().unwrap().unwrap()).unwrap()).collect();
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    for answer in &got {
+        let output = check_receipt(&setup, answer, true);
+        assert!(output.status.success(), "{answer}: {}", stderr(&output));
+    }
+    assert!(setup.verify("audit.log", "keys/audit.pub").status.success());
 }

@@ -123,7 +123,8 @@ async fn the_operators_page_in_chromium_shows_what_is_loaded_and_done_and_nothin
     assert_eq!(task["result"]["resultType"], "task", "{task}");
     let log = dir.path().join("audit.log");
     let deadline = Instant::now() + Duration::from_secs(20);
-    while std::fs::read_to_string(&log).unwrap_or_default().lines().count() < 3 {
+    let calls = |text: String| text.lines().filter(|line| !line.contains(r#""kind":"head""#)).count();
+    while calls(std::fs::read_to_string(&log).unwrap_or_default()) < 3 {
         assert!(Instant::now() < deadline, "the audit log did not get three lines");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

@@ -39,8 +39,11 @@ fn write(value: &Value, out: &mut Vec<u8>) {
             out.push(b']');
         }
         Value::String(text) => string(text, out),
-        // Null, booleans and numbers have one form in serde_json.
-        other => out.extend_from_slice(other.to_string().as_bytes()),
+        // Null, booleans and numbers have one form in serde_json (written in
+        // place: no string made for each number).
+        other => {
+            let _ = serde_json::to_writer(&mut *out, other);
+        }
     }
 }
 

@@ -7,18 +7,24 @@
 //! for this crate). Front ends tell it who is calling with a [`Caller`].
 //!
 //! - [`log`]: the writer (a bounded queue and a thread; lost lines counted
-//!   and said), [`verify`]: the checker behind `toolhost audit verify`,
+//!   and said), [`head`] and [`merkle`]: the signed tree heads a batch of
+//!   lines is signed under, [`verify`]: the checker behind `toolhost audit verify`,
 //!   [`keys`]: the Ed25519 / ECDSA P-256 keys, [`canonical`]: the byte form
 //!   lines are hashed and signed in, [`hooks`]: `[[hooks]]`.
 
 pub mod canonical;
 pub mod checkpoint;
+pub mod head;
 pub mod hooks;
 pub mod keys;
 mod line;
 pub mod log;
+pub mod merkle;
 pub mod result;
 pub mod verify;
+
+#[cfg(test)]
+mod batch_tests;
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -41,7 +47,8 @@ pub struct AuditConfig {
     pub stdout: bool,
     /// The size at which the file is moved to `FILE.N` and a new one begun.
     pub rotate_size: Option<ByteSize>,
-    /// The private key (PKCS#8 PEM or DER) that signs every line.
+    /// The private key (PKCS#8 PEM or DER) that signs every line (or every
+    /// batch's tree head).
     pub key: Option<PathBuf>,
     /// The key's algorithm, checked against the key file: `ed25519` or `ecdsa-p256`.
     pub algorithm: Option<keys::Algorithm>,
@@ -52,7 +59,8 @@ pub struct AuditConfig {
     /// Records that may wait for the writer; more are dropped and counted.
     pub queue: Option<usize>,
     /// Whether a call waits (at most [`log::RECEIPT_WAIT`]) for its signed
-    /// line and hands it back as its receipt (an MCP result's `_meta`).
+    /// line (or its batch's signed head, signed as soon as the writer's queue
+    /// is empty) and hands it back as its receipt (an MCP result's `_meta`).
     #[serde(default)]
     pub receipt_in_meta: bool,
     /// A second file, rewritten whole (temp + rename) after every batch of
@@ -60,12 +68,28 @@ pub struct AuditConfig {
     /// ([`checkpoint`]), for `audit verify --checkpoint` to catch lines cut
     /// from the log's end.
     pub checkpoint: Option<PathBuf>,
+    /// Lines per signed tree head ([`head`]); 1 signs every line alone, as
+    /// toolhost did before batches.
+    pub batch: Option<usize>,
+    /// The longest a line waits for its head.
+    pub batch_interval: Option<toolhost_runtime::limits::HumanDuration>,
 }
 
 impl AuditConfig {
     /// Whether an audit log is configured at all.
     pub fn is_on(&self) -> bool {
         self.file.is_some() || self.stdout
+    }
+
+    /// How lines are signed: `batch` and `batch_interval`, or their defaults.
+    pub fn signing(&self) -> log::Signing {
+        match self.batch {
+            Some(1) => log::Signing::EachLine,
+            batch => log::Signing::Batch {
+                lines: batch.unwrap_or(head::DEFAULT_BATCH),
+                interval: self.batch_interval.map_or(head::DEFAULT_INTERVAL, |interval| interval.0),
+            },
+        }
     }
 
     /// Checks the section (without touching files).
@@ -76,6 +100,8 @@ impl AuditConfig {
                 || self.rotate_size.is_some()
                 || self.receipt_in_meta
                 || self.checkpoint.is_some()
+                || self.batch.is_some()
+                || self.batch_interval.is_some()
             {
                 return Err("[audit] needs `file = \"PATH\"` or `stdout = true`: where the log goes".to_owned());
             }
@@ -98,6 +124,22 @@ impl AuditConfig {
             && checkpoint == file
         {
             return Err("[audit] `checkpoint` must be another file than the log's `file`".to_owned());
+        }
+        if self.batch.is_some_and(|batch| batch == 0 || batch > head::MAX_BATCH) {
+            return Err(format!(
+                "[audit] `batch` must be 1 (every line signed alone) to {} (lines under one signed tree head)",
+                head::MAX_BATCH
+            ));
+        }
+        if self.batch_interval.is_some_and(|interval| interval.0 > std::time::Duration::from_secs(60)) {
+            return Err("[audit] `batch_interval` must be at most `60s`: it is how long a line may wait, unsigned, \
+                        for its tree head"
+                .to_owned());
+        }
+        if self.batch == Some(1) && self.batch_interval.is_some() {
+            return Err(
+                "[audit] `batch_interval` is for batches: with `batch = 1` every line is signed alone".to_owned()
+            );
         }
         if self.queue == Some(0) {
             return Err("[audit] `queue` must be at least 1".to_owned());
@@ -207,7 +249,7 @@ impl Accountable {
                     },
                     None => log::Target::Stdout,
                 };
-                Some(log::AuditLog::open(target, key, audit.queue.unwrap_or(log::DEFAULT_QUEUE))?)
+                Some(log::AuditLog::open(target, key, audit.queue.unwrap_or(log::DEFAULT_QUEUE), audit.signing())?)
             }
             _ => None,
         };

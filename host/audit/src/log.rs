@@ -8,9 +8,11 @@
 //! warns, so a gap is said in the log itself rather than hidden.
 //!
 //! A line is the canonical JSON of its record with `v`, `seq` (1, 2, … along
-//! the chain), `prev` (the hex SHA-256 of the line before, [`GENESIS`] for the
-//! first), `key` (the signing key's fingerprint) and `sig` (base64 of the
-//! signature over the canonical bytes of everything else) added.
+//! the chain) and `prev` (the hex SHA-256 of the line before, [`GENESIS`] for
+//! the first) added. With `batch = 1` each line is signed alone (`v: 1`:
+//! `key`, the signing key's fingerprint, and `sig`, base64 of the signature
+//! over the canonical bytes of everything else); otherwise (`v: 2`) a signed
+//! tree head over each batch of lines follows them ([`crate::head`]).
 
 use crate::canonical;
 use crate::keys::{SigningKey, hex};
@@ -23,13 +25,31 @@ use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::time::{Duration, Instant};
 
 /// Records waiting for the writer when the config does not say.
 pub const DEFAULT_QUEUE: usize = 4096;
 
-/// How long a call under `receipt_in_meta` waits for its signed line.
-pub const RECEIPT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+/// How long a call under `receipt_in_meta` waits for its signed line (or
+/// its batch's signed head).
+pub const RECEIPT_WAIT: Duration = Duration::from_secs(2);
+
+/// How lines are signed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signing {
+    /// Every line signed alone (`[audit] batch = 1`; format `v: 1`).
+    EachLine,
+    /// A signed tree head after at most `lines` lines, or `interval` after
+    /// the first of them (format `v: 2`).
+    Batch { lines: usize, interval: Duration },
+}
+
+impl Default for Signing {
+    fn default() -> Signing {
+        Signing::Batch { lines: crate::head::DEFAULT_BATCH, interval: crate::head::DEFAULT_INTERVAL }
+    }
+}
 
 /// Where the lines go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,8 +101,8 @@ impl std::fmt::Debug for AuditLog {
 impl AuditLog {
     /// Opens `target` (a file is created, or its chain continued) and starts
     /// the writer. Fails with one line when the file cannot be had.
-    pub fn open(target: Target, key: SigningKey, queue: usize) -> Result<AuditLog, String> {
-        let sink = Sink::open(target, &key)?;
+    pub fn open(target: Target, key: SigningKey, queue: usize, signing: Signing) -> Result<AuditLog, String> {
+        let sink = Sink::open(target, &key, signing)?;
         let (sender, receiver) = std::sync::mpsc::sync_channel(queue.max(1));
         let lost = Arc::new(AtomicU64::new(0));
         let writer = {
@@ -138,53 +158,54 @@ fn write_lines(receiver: Receiver<Pending>, mut sink: Sink, key: SigningKey, los
             tracing::error!(target = %sink.describe(), "could not write the audit log: {err}");
         }
     };
-    // Receipts wait for the batch's flush: a receipt names a line in the file.
-    let mut receipts: Vec<(tokio::sync::oneshot::Sender<Value>, Value)> = Vec::new();
-    while let Ok(first) = receiver.recv() {
+    loop {
+        let first = match sink.deadline() {
+            None => match receiver.recv() {
+                Ok(record) => record,
+                Err(_) => break,
+            },
+            Some(deadline) => match receiver.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(record) => record,
+                Err(RecvTimeoutError::Timeout) => {
+                    // The batch's time is up.
+                    let result = sink.head(&key);
+                    report(&mut sink, result);
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
+            },
+        };
         let mut next = Some(first);
         while let Some(record) = next.take() {
             let dropped = lost.swap(0, Ordering::Relaxed);
             if dropped > 0 {
                 tracing::warn!(count = dropped, "audit records were dropped while the writer was behind");
-                let result = sink.append(json!({"kind": "lost", "count": dropped, "time": now()}), &key);
-                report(&mut sink, result.map(drop));
+                let result = sink.append(json!({"kind": "lost", "count": dropped, "time": now()}), None, &key);
+                report(&mut sink, result);
             }
             let (record, receipt) = record.into_json();
-            match (sink.append(record, &key), receipt) {
-                (Ok(line), Some(receipt)) => {
-                    if let Ok(line) = serde_json::from_slice(&line) {
-                        receipts.push((receipt, line));
-                    }
-                }
-                (result, _) => report(&mut sink, result.map(drop)),
+            let result = sink.append(record, receipt, &key);
+            report(&mut sink, result);
+            if sink.batch_full() || sink.deadline().is_some_and(|deadline| deadline <= Instant::now()) {
+                let result = sink.head(&key);
+                report(&mut sink, result);
             }
             next = receiver.try_recv().ok();
         }
-        let result = sink.flush();
-        let flushed = result.is_ok();
+        // The queue is empty: what was written goes to the file, and a caller
+        // waiting for a receipt gets it now rather than at the batch's end.
+        let result = sink.drained(&key);
         report(&mut sink, result);
-        if flushed {
-            let result = sink.checkpoint(&key);
-            report(&mut sink, result);
-        }
-        for (receipt, line) in receipts.drain(..) {
-            if flushed {
-                let _ = receipt.send(line);
-            }
-        }
     }
     let dropped = lost.swap(0, Ordering::Relaxed);
     if dropped > 0 {
-        let result = sink.append(json!({"kind": "lost", "count": dropped, "time": now()}), &key);
-        report(&mut sink, result.map(drop));
-    }
-    let result = sink.flush();
-    let flushed = result.is_ok();
-    report(&mut sink, result);
-    if flushed {
-        let result = sink.checkpoint(&key);
+        let result = sink.append(json!({"kind": "lost", "count": dropped, "time": now()}), None, &key);
         report(&mut sink, result);
     }
+    let result = sink.head(&key);
+    report(&mut sink, result);
+    let result = sink.drained(&key);
+    report(&mut sink, result);
 }
 
 /// `record` as a signed line after `chain`, without its line break, and its digest.
@@ -222,16 +243,35 @@ struct Sink {
     chain: Chain,
     /// The checkpoint file, and the `seq` it was last written for.
     checkpoint: Option<(PathBuf, u64)>,
+    signing: Signing,
+    /// The digest of the last signed line (a head, or a line signed alone).
+    last_signed: String,
+    /// Batched lines waiting for their head.
+    batch: crate::head::Batch,
+    /// `batch = 1`: signed lines whose callers wait for the flush.
+    receipts: Vec<(tokio::sync::oneshot::Sender<Value>, Value)>,
 }
 
 impl Sink {
-    fn open(target: Target, key: &SigningKey) -> Result<Sink, String> {
+    fn open(target: Target, key: &SigningKey, signing: Signing) -> Result<Sink, String> {
+        let sink = |out: Out, chain: Chain, checkpoint: Option<(PathBuf, u64)>| {
+            let last_signed = if chain.seq == 0 { GENESIS.to_owned() } else { chain.prev.clone() };
+            Sink {
+                out,
+                chain,
+                checkpoint,
+                signing,
+                last_signed,
+                batch: crate::head::Batch::default(),
+                receipts: Vec::new(),
+            }
+        };
         match target {
-            Target::Stdout => Ok(Sink {
-                out: Out::Stdout(BufWriter::new(std::io::stdout())),
-                chain: Chain { seq: 0, prev: GENESIS.to_owned() },
-                checkpoint: None,
-            }),
+            Target::Stdout => Ok(sink(
+                Out::Stdout(BufWriter::new(std::io::stdout())),
+                Chain { seq: 0, prev: GENESIS.to_owned() },
+                None,
+            )),
             Target::File { path, rotate, checkpoint } => {
                 let (file, size) = open_file(&path)?;
                 let chain = match last_line(&file, size) {
@@ -240,8 +280,10 @@ impl Sink {
                         None => {
                             let moved = rotate_aside(&path)?;
                             tracing::warn!(
-                                "the audit log {} ended in a line this key cannot continue (cut short, or another \
-                                 key's); it was moved to {} and a new chain starts",
+                                "the audit log {} ended in a line this key cannot continue (lines no signed head \
+                                 covers: toolhost stopped before signing its last batch; a line cut short; or \
+                                 another key's line); it was moved to {} and a new chain starts (`toolhost audit \
+                                 verify` on it names what is not covered)",
                                 path.display(),
                                 moved.display()
                             );
@@ -251,11 +293,11 @@ impl Sink {
                                 tracing::warn!("its checkpoint was moved to {}", moved.display());
                             }
                             let (file, size) = open_file(&path)?;
-                            return Ok(Sink {
-                                out: Out::File { path, rotate, file: BufWriter::new(file), size },
-                                chain: Chain { seq: 0, prev: GENESIS.to_owned() },
-                                checkpoint: checkpoint.map(|checkpoint| (checkpoint, 0)),
-                            });
+                            return Ok(sink(
+                                Out::File { path, rotate, file: BufWriter::new(file), size },
+                                Chain { seq: 0, prev: GENESIS.to_owned() },
+                                checkpoint.map(|checkpoint| (checkpoint, 0)),
+                            ));
                         }
                     },
                     Ok(None) => Chain { seq: 0, prev: GENESIS.to_owned() },
@@ -265,7 +307,7 @@ impl Sink {
                     reaches_checkpoint(&path, &chain, checkpoint, key)?;
                 }
                 let checkpoint = checkpoint.map(|checkpoint| (checkpoint, chain.seq));
-                Ok(Sink { out: Out::File { path, rotate, file: BufWriter::new(file), size }, chain, checkpoint })
+                Ok(sink(Out::File { path, rotate, file: BufWriter::new(file), size }, chain, checkpoint))
             }
         }
     }
@@ -277,28 +319,129 @@ impl Sink {
         }
     }
 
-    /// Writes `record` as the chain's next line; returns the line (without its break).
-    fn append(&mut self, record: Value, key: &SigningKey) -> std::io::Result<Vec<u8>> {
+    /// Writes `record` as the chain's next line; with `receipt`, its caller
+    /// gets the signed line (or its batch's head and proof) once flushed.
+    fn append(
+        &mut self,
+        record: Value,
+        receipt: Option<tokio::sync::oneshot::Sender<Value>>,
+        key: &SigningKey,
+    ) -> std::io::Result<()> {
         let seq = self.chain.seq + 1;
-        let (mut line, digest) = seal(record, seq, &self.chain.prev, key);
-        line.push(b'\n');
+        match self.signing {
+            Signing::EachLine => {
+                let (line, digest) = seal(record, seq, &self.chain.prev, key);
+                self.write(&line, true)?;
+                self.chain = Chain { seq, prev: digest.clone() };
+                self.last_signed = digest;
+                if let Some(receipt) = receipt
+                    && let Ok(value) = serde_json::from_slice(&line)
+                {
+                    self.receipts.push((receipt, value));
+                }
+            }
+            Signing::Batch { .. } => {
+                let (mut line, mut digest) = crate::head::plain(record, seq, &self.chain.prev);
+                // A file ends in a head: the batch is signed before the file is moved aside.
+                if !self.batch.is_empty() && self.rotates(line.len()) {
+                    self.head(key)?;
+                    let value = serde_json::from_slice(&line).map_err(std::io::Error::other)?;
+                    (line, digest) = crate::head::plain(value, self.chain.seq + 1, &self.chain.prev);
+                }
+                let seq = self.chain.seq + 1;
+                self.write(&line, true)?;
+                self.chain = Chain { seq, prev: digest };
+                self.batch.push(&line, receipt);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a line of `len` bytes would move the file aside first.
+    fn rotates(&self, len: usize) -> bool {
+        matches!(&self.out, Out::File { rotate, size, .. } if *size > 0 && *size + len as u64 + 1 > *rotate)
+    }
+
+    /// Writes `line` and its break, moving the file aside first when it
+    /// would grow past `rotate` (unless `may_rotate` is false: a head stays
+    /// with its lines).
+    fn write(&mut self, line: &[u8], may_rotate: bool) -> std::io::Result<()> {
+        let rotates = may_rotate && self.rotates(line.len());
         match &mut self.out {
-            Out::File { path, rotate, file, size } => {
-                if *size > 0 && *size + line.len() as u64 > *rotate {
+            Out::File { path, file, size, .. } => {
+                if rotates {
                     file.flush()?;
                     rotate_aside(path).map_err(std::io::Error::other)?;
                     let (new, new_size) = open_file(path).map_err(std::io::Error::other)?;
                     *file = BufWriter::new(new);
                     *size = new_size;
                 }
-                file.write_all(&line)?;
-                *size += line.len() as u64;
+                file.write_all(line)?;
+                file.write_all(b"\n")?;
+                *size += line.len() as u64 + 1;
             }
-            Out::Stdout(out) => out.write_all(&line)?,
+            Out::Stdout(out) => {
+                out.write_all(line)?;
+                out.write_all(b"\n")?;
+            }
         }
-        self.chain = Chain { seq, prev: digest };
-        line.pop();
-        Ok(line)
+        Ok(())
+    }
+
+    /// Whether the batch holds as many lines as a head may cover.
+    fn batch_full(&self) -> bool {
+        matches!(self.signing, Signing::Batch { lines, .. } if self.batch.len() >= lines)
+    }
+
+    /// When the batch's head is due, if lines wait for one.
+    fn deadline(&self) -> Option<Instant> {
+        match self.signing {
+            Signing::Batch { interval, .. } => self.batch.deadline(interval),
+            Signing::EachLine => None,
+        }
+    }
+
+    /// Signs and writes the head over the batch (if it holds a line), flushes,
+    /// hands the waiting callers their receipts and rewrites the checkpoint.
+    fn head(&mut self, key: &SigningKey) -> std::io::Result<()> {
+        if self.batch.is_empty() {
+            return Ok(());
+        }
+        let (tree, waiting) = self.batch.take();
+        let seq = self.chain.seq + 1;
+        let (line, digest) = crate::head::seal(seq, &self.chain.prev, &tree, &self.last_signed, key);
+        self.write(&line, false)?;
+        self.chain = Chain { seq, prev: digest.clone() };
+        self.last_signed = digest;
+        self.flush()?;
+        // The head is in the file: its receipts go out, whatever becomes of the checkpoint.
+        if !waiting.is_empty() {
+            let head: Value = serde_json::from_slice(&line).map_err(std::io::Error::other)?;
+            for (index, value, receipt) in waiting {
+                let _ = receipt.send(crate::head::receipt(value, &tree, index, &head));
+            }
+        }
+        self.checkpoint(key)
+    }
+
+    /// The queue ran dry: flush; lines signed alone get their checkpoint and
+    /// receipts; a batch a caller waits on gets its head now.
+    fn drained(&mut self, key: &SigningKey) -> std::io::Result<()> {
+        match self.signing {
+            Signing::EachLine => {
+                let result = self.flush();
+                if result.is_ok() {
+                    for (receipt, line) in self.receipts.drain(..) {
+                        let _ = receipt.send(line);
+                    }
+                    self.checkpoint(key)?;
+                }
+                self.receipts.clear();
+                result
+            }
+            Signing::Batch { .. } if self.batch.awaited() => self.head(key),
+            Signing::Batch { .. } => self.flush(),
+        }
     }
 
     /// Rewrites the checkpoint for the chain's end, when it moved.
@@ -412,13 +555,12 @@ fn reaches_checkpoint(path: &Path, chain: &Chain, checkpoint: &Path, key: &Signi
     ))
 }
 
-/// The chain after `line`, if it is a whole line this key signed.
+/// The chain after `line`, if it is a whole line this key signed (a line
+/// signed alone, or a head): never a batched line no head covers, which
+/// would then be signed on the word of whoever could write the file.
 fn continues(line: &[u8], key: &SigningKey) -> Option<Chain> {
-    let value: Value = serde_json::from_slice(line).ok()?;
-    if canonical::to_vec(&value) != line || value.get("key")?.as_str()? != key.public().fingerprint() {
-        return None;
-    }
-    let seq = value.get("seq")?.as_u64()?;
+    let map = crate::line::signed(line, key.public()).ok()?;
+    let seq = map.get("seq")?.as_u64()?;
     Some(Chain { seq, prev: hex(&Sha256::digest(line)) })
 }
 
@@ -459,8 +601,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.log");
         let (key, public) = key();
-        let log =
-            AuditLog::open(Target::File { path: path.clone(), rotate: u64::MAX, checkpoint: None }, key, 1).unwrap();
+        let log = AuditLog::open(
+            Target::File { path: path.clone(), rotate: u64::MAX, checkpoint: None },
+            key,
+            1,
+            Signing::default(),
+        )
+        .unwrap();
         for index in 0..2000 {
             log.record(Pending::Json(json!({"kind": "tool", "n": index})));
         }
@@ -481,22 +628,26 @@ mod tests {
         let public = SigningKey::from_pkcs8(&ours).unwrap().public().clone();
         let (theirs, their_public) = key();
         let target = Target::File { path: path.clone(), rotate: u64::MAX, checkpoint: None };
-        let log = AuditLog::open(target.clone(), SigningKey::from_pkcs8(&ours).unwrap(), 16).unwrap();
+        let log =
+            AuditLog::open(target.clone(), SigningKey::from_pkcs8(&ours).unwrap(), 16, Signing::default()).unwrap();
         log.record(Pending::Json(json!({"kind": "tool"})));
-        let err = AuditLog::open(target.clone(), SigningKey::from_pkcs8(&ours).unwrap(), 16).unwrap_err();
+        let err =
+            AuditLog::open(target.clone(), SigningKey::from_pkcs8(&ours).unwrap(), 16, Signing::default()).unwrap_err();
         assert!(err.contains("being written by another toolhost"), "{err}");
         drop(log);
-        let log = AuditLog::open(target.clone(), SigningKey::from_pkcs8(&ours).unwrap(), 16).unwrap();
+        let log =
+            AuditLog::open(target.clone(), SigningKey::from_pkcs8(&ours).unwrap(), 16, Signing::default()).unwrap();
         log.record(Pending::Json(json!({"kind": "tool"})));
         drop(log);
         let summary = crate::verify::verify(std::slice::from_ref(&path), &public).unwrap();
-        assert_eq!((summary.lines, summary.last_seq), (2, 2));
+        // Two lines, each under the head written as its writer stopped.
+        assert_eq!((summary.lines, summary.last_seq, summary.heads), (4, 4, 2));
         // Another key does not continue our chain: ours is moved aside.
-        let log = AuditLog::open(target, theirs, 16).unwrap();
+        let log = AuditLog::open(target, theirs, 16, Signing::default()).unwrap();
         log.record(Pending::Json(json!({"kind": "tool"})));
         drop(log);
         let moved = dir.path().join("audit.log.1");
-        assert_eq!(crate::verify::verify(&[moved], &public).unwrap().lines, 2);
+        assert_eq!(crate::verify::verify(&[moved], &public).unwrap().lines, 4);
         assert_eq!(crate::verify::verify(&[path], &their_public).unwrap().first_seq, 1);
     }
 
@@ -508,26 +659,30 @@ mod tests {
         let der = SigningKey::generate(Algorithm::Ed25519).unwrap();
         let public = SigningKey::from_pkcs8(&der).unwrap().public().clone();
         let target = Target::File { path: path.clone(), rotate: u64::MAX, checkpoint: Some(checkpoint.clone()) };
-        let log = AuditLog::open(target.clone(), SigningKey::from_pkcs8(&der).unwrap(), 16).unwrap();
-        for index in 0..3 {
-            log.record(Pending::Json(json!({"kind": "tool", "n": index})));
+        // Two runs of three lines, each batch under its head (seq 4 and 8).
+        for run in 0..2 {
+            let log =
+                AuditLog::open(target.clone(), SigningKey::from_pkcs8(&der).unwrap(), 16, Signing::default()).unwrap();
+            for index in 0..3 {
+                log.record(Pending::Json(json!({"kind": "tool", "n": index, "run": run})));
+            }
+            drop(log);
         }
-        drop(log);
         let anchor = crate::checkpoint::read(&checkpoint, &public).unwrap();
         let files = [path.clone()];
         let summary = crate::verify::verify_to(&files, &public, Some(&anchor)).unwrap();
-        assert_eq!((anchor.seq, anchor.sha256.as_str()), (3, summary.last_digest.as_str()));
+        assert_eq!((anchor.seq, anchor.sha256.as_str()), (8, summary.last_digest.as_str()));
         // Another line at the checkpoint's seq: named.
         let other = crate::checkpoint::Checkpoint { sha256: "00".repeat(32), ..anchor.clone() };
         let err = crate::verify::verify_to(&files, &public, Some(&other)).unwrap_err();
-        assert!(err.reason.contains("line seq 3 is not the line the checkpoint names"), "{err}");
-        // The last line cut: verify names it, and the writer will not continue the log.
+        assert!(err.reason.contains("line seq 8 is not the line the checkpoint names"), "{err}");
+        // The last batch and its head cut: verify names them, and the writer will not continue the log.
         let text = std::fs::read_to_string(&path).unwrap();
-        let kept: String = text.lines().take(2).map(|line| format!("{line}\n")).collect();
+        let kept: String = text.lines().take(4).map(|line| format!("{line}\n")).collect();
         std::fs::write(&path, kept).unwrap();
         let err = crate::verify::verify_to(&files, &public, Some(&anchor)).unwrap_err();
-        assert!(err.reason.contains("line seq 3 is missing from its end"), "{err}");
-        let err = AuditLog::open(target, SigningKey::from_pkcs8(&der).unwrap(), 16).unwrap_err();
-        assert!(err.contains("ends at seq 2, but its checkpoint"), "{err}");
+        assert!(err.reason.contains("lines seq 5 to 8 are missing from its end"), "{err}");
+        let err = AuditLog::open(target, SigningKey::from_pkcs8(&der).unwrap(), 16, Signing::default()).unwrap_err();
+        assert!(err.contains("ends at seq 4, but its checkpoint"), "{err}");
     }
 }

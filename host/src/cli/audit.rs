@@ -31,8 +31,9 @@ enum AuditCommand {
         #[arg(long, value_name = "FILE")]
         checkpoint: Option<PathBuf>,
     },
-    /// Check a receipt (the JSON of a result's `_meta` "toolhost/receipt", or the whole result) against KEY,
-    /// and the result it came in against the receipt, and with --log find its line in the log
+    /// Check a receipt (the JSON of a result's `_meta` "toolhost/receipt", or the whole result) against KEY
+    /// (a signed line, or a line with its inclusion proof and signed tree head), and the result it came in
+    /// against the receipt, and with --log find its line in the log
     Receipt {
         /// A file holding the receipt, or an MCP result (or JSON-RPC response) carrying one; `-` for stdin
         #[arg(value_name = "RECEIPT")]
@@ -116,9 +117,15 @@ pub fn run(args: &Args) -> Result<ExitCode> {
                 checked.prev,
                 key.fingerprint()
             );
+            if let Some(head) = &checked.head {
+                said.push_str(&format!(
+                    " (its tree head, seq {}, over {} line(s), root {}, signed {})",
+                    head.seq, head.tree_size, head.root, head.time
+                ));
+            }
             // Given the result that carried it, the receipt must be that result's.
             match verify::result_with(&value) {
-                Some(result) => match toolhost::audit::result::check(found, result) {
+                Some(result) => match toolhost::audit::result::check(verify::receipt_line(found), result) {
                     Ok(()) => said.push_str("; the result is the one it was signed for"),
                     Err(why) => {
                         eprintln!("error: {}: {why}", receipt.display());
