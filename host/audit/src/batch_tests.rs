@@ -85,12 +85,15 @@ fn heads_follow_each_batch_and_cover_every_line() {
     assert_eq!(heads[1]["prev_head"], digest(&lines(&path)[4]));
 }
 
+/// A change made to a log's lines.
+type Change = Box<dyn Fn(&mut Vec<String>)>;
+
 #[test]
 fn verify_refuses_each_change_with_a_sentence() {
     let dir = tempfile::tempdir().unwrap();
     let (path, _, public) = ten(dir.path());
     let original = lines(&path);
-    let cases: Vec<(&str, Box<dyn Fn(&mut Vec<String>)>, &str)> = vec![
+    let cases: Vec<(&str, Change, &str)> = vec![
         (
             "a batched line edited",
             Box::new(|lines| lines[1] = lines[1].replace("\"n\":1", "\"n\":7")),
