@@ -72,45 +72,42 @@ fn the_dist_binary_asks_for_glibc_2_17_and_runs_on_debian_11s_glibc() {
     assert!(!versions.is_empty(), "the binary names no glibc symbol version: not a glibc binary?");
     assert!(versions.iter().all(|version| *version <= (2, 17)), "glibc symbol versions newer than 2.17: {versions:?}");
 
-    // Debian 11's loader and C library, and nothing of this machine's. The
-    // binary starts its compile workers by running itself again
-    // (/proc/self/exe), so it is not run through the loader as a program
-    // (then itself would be the loader): a copy names Debian 11's loader as
-    // its interpreter instead, and LD_LIBRARY_PATH (which the workers
-    // inherit) points at Debian 11's libraries.
+    // Debian 11's loader and C library, and nothing of this machine's: the
+    // binary runs as shipped (its interpreter /lib64/ld-linux-x86-64.so.2,
+    // its libraries by name) in a mount namespace of its own where Debian
+    // 11's lib/x86_64-linux-gnu is bound over this machine's, so that the
+    // compile workers it starts (itself again, with a cleared environment)
+    // run on the same C library. (Run through the loader as a program, its
+    // /proc/self/exe would be the loader, and the workers could not start.)
     common::install("old-linux/setup.sh");
     let lib = repo().join("tests/old-linux/.tools/root/lib/x86_64-linux-gnu");
-    let loader = lib.join("ld-linux-x86-64.so.2");
-    let short = tempfile::Builder::new().prefix("th").tempdir_in("/tmp").unwrap();
-    let interpreter = short.path().join("ld");
-    std::os::unix::fs::symlink(&loader, &interpreter).unwrap();
-    let original = b"/lib64/ld-linux-x86-64.so.2\0";
-    let at = elf
-        .windows(original.len())
-        .position(|window| window == original)
-        .expect("the binary names /lib64/ld-linux-x86-64.so.2");
-    let path = interpreter.to_str().unwrap().as_bytes();
-    assert!(path.len() < original.len(), "{}", interpreter.display());
-    let mut patched = elf.clone();
-    patched[at..at + original.len()].fill(0);
-    patched[at..at + path.len()].copy_from_slice(path);
-    std::fs::write(&binary, &patched).unwrap();
+    let wrap = |program: &Path, args: &[&str]| {
+        let mut argv: Vec<String> = ["unshare", "--mount", "--map-root-user", "sh", "-c"].map(str::to_owned).to_vec();
+        argv.push(
+            r#"mount --bind "$0" /lib/x86_64-linux-gnu && test -e /lib/x86_64-linux-gnu/libc-2.31.so && exec "$@""#
+                .to_owned(),
+        );
+        argv.push(lib.display().to_string());
+        argv.push(program.display().to_string());
+        argv.extend(args.iter().map(|arg| (*arg).to_owned()));
+        argv
+    };
     let debian11 = |args: &[&str]| {
-        let mut command = Command::new(&binary);
-        command.env("LD_LIBRARY_PATH", &lib).args(args);
+        let argv = wrap(&binary, args);
+        let mut command = Command::new(&argv[0]);
+        command.args(&argv[1..]);
         command
     };
-    let listed = run(
-        Command::new(&loader).arg("--list").arg("--inhibit-cache").arg("--library-path").arg(&lib).arg(&binary),
-        "Debian 11's loader listing the binary's libraries",
-    );
+    let binary_arg = binary.display().to_string();
+    let list = wrap(Path::new("/lib64/ld-linux-x86-64.so.2"), &["--list", &binary_arg]);
+    let listed = run(Command::new(&list[0]).args(&list[1..]), "Debian 11's loader listing the binary's libraries");
     let libraries = String::from_utf8_lossy(&listed.stdout).into_owned();
     let resolved: Vec<&str> = libraries.lines().filter_map(|line| line.split(" => ").nth(1)).collect();
     assert!(resolved.iter().any(|path| path.contains("/libc.so.6")), "{libraries}");
     for path in &resolved {
         assert!(
-            path.starts_with(lib.to_str().unwrap()),
-            "a library from outside Debian 11's root: {path}\n{libraries}"
+            path.starts_with("/lib/x86_64-linux-gnu/"),
+            "a library from outside Debian 11's folder: {path}\n{libraries}"
         );
     }
 
@@ -142,12 +139,8 @@ fn the_dist_binary_asks_for_glibc_2_17_and_runs_on_debian_11s_glibc() {
     let output = run(
         Command::new(mcp.join(".tools/venv/bin/python"))
             .arg(mcp.join("client.py"))
-            .args(["--mode", "legacy", "--as-given", "basics", "--", "env"])
-            .arg(format!("LD_LIBRARY_PATH={}", lib.display()))
-            .arg(&binary)
-            .args(["--plugins", plugins_arg, "--config"])
-            .arg(&config)
-            .arg("serve")
+            .args(["--mode", "legacy", "--as-given", "basics", "--"])
+            .args(wrap(&binary, &["--plugins", plugins_arg, "--config", &config.display().to_string(), "serve"]))
             .env("TOOLHOST_CACHE_DIR", &cache),
         "the MCP client against toolhost serve on Debian 11's glibc",
     );
