@@ -5,9 +5,10 @@
 # exact version and SHA-256 sum pinned in packages.txt (one package a line;
 # the binary needs no other library: zig links the unwinder in). Debian 11 is the oldest Debian suite
 # still on deb.debian.org (10 and older moved to archive.debian.org).
-# The test runs `make dist`'s binary through that root's own loader
-# (`ld-linux-x86-64.so.2 --library-path ROOT/lib/x86_64-linux-gnu`), so the
-# binary meets the old glibc, not this machine's.
+# The test runs `make dist`'s binary as shipped in a mount namespace of its
+# own (`unshare --mount --map-root-user`) where ROOT/lib/x86_64-linux-gnu is
+# bound over this machine's, so the binary meets the old glibc, not this
+# machine's.
 # apt-get works with a private sources list, lists and cache under .tools/apt
 # and an empty dpkg status (`-o Dir::State::status=/dev/null`): the system's
 # apt sources and state are never read or changed, and nothing is installed
