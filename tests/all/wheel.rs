@@ -186,11 +186,19 @@ fn the_readmes_pipx_install_puts_a_toolhost_on_the_path_the_official_client_uses
     let said = readme.split_whitespace().collect::<Vec<_>>().join(" ");
     let after_pipx = r#"after `pipx install`, use `"command": "toolhost"` and drop the `"--from", "toolhost-wasm", "toolhost"` arguments"#;
     assert!(said.contains(after_pipx), "the README says how to launch toolhost after `pipx install`: {after_pipx}");
-    let lines = readme_sh_lines(&readme);
-    let pipx: Vec<&String> = lines.iter().filter(|line| line.starts_with("pipx ")).collect();
+    // The install block: its pipx line, and the `toolhost` lines after it.
+    let block = readme_sh_blocks(&readme)
+        .into_iter()
+        .find(|block| block.iter().any(|line| line.starts_with("pipx ")))
+        .expect("a README `sh` block with a pipx line");
+    let pipx: Vec<&String> = block.iter().filter(|line| line.starts_with("pipx ")).collect();
     assert_eq!(pipx, ["pipx install toolhost-wasm"], "the README's pipx line");
-    let then: Vec<&String> = lines.iter().filter(|line| line.starts_with("toolhost ")).collect();
-    assert!(!then.is_empty(), "the README's lines after the install: {lines:?}");
+    let then: Vec<&String> = block
+        .iter()
+        .skip_while(|line| !line.starts_with("pipx "))
+        .filter(|line| line.starts_with("toolhost "))
+        .collect();
+    assert!(!then.is_empty(), "the README's lines after the install: {block:?}");
     let launches: Vec<Vec<String>> = readme_launches(&readme)
         .into_iter()
         .map(|argv| match argv.iter().map(String::as_str).collect::<Vec<_>>()[..] {
@@ -274,21 +282,29 @@ fn client_basics(argv: &[String], env: impl FnOnce(&mut Command)) -> Value {
     serde_json::from_str(stdout.trim()).unwrap_or_else(|err| panic!("{err}: {stdout}"))
 }
 
-/// The commands of the README's `sh` blocks, comments cut.
-fn readme_sh_lines(readme: &str) -> Vec<String> {
-    let mut lines = Vec::new();
-    let mut in_sh = false;
+/// The commands of each of the README's `sh` blocks, comments cut.
+fn readme_sh_blocks(readme: &str) -> Vec<Vec<String>> {
+    let mut blocks = Vec::new();
+    let (mut block, mut in_other): (Option<Vec<String>>, bool) = (None, false);
     for line in readme.lines() {
         if let Some(lang) = line.strip_prefix("```") {
-            in_sh = !in_sh && lang.trim() == "sh";
-        } else if in_sh {
+            if let Some(done) = block.take() {
+                blocks.push(done);
+            } else if in_other {
+                in_other = false;
+            } else if lang.trim() == "sh" {
+                block = Some(Vec::new());
+            } else {
+                in_other = true;
+            }
+        } else if let Some(lines) = &mut block {
             let command = line.split(" #").next().unwrap().trim();
             if !command.is_empty() {
                 lines.push(command.to_owned());
             }
         }
     }
-    lines
+    blocks
 }
 
 /// The commands the README launches toolhost with, each as an argv: a `uvx`
