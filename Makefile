@@ -12,7 +12,7 @@ TOOLHOST := $(or $(CARGO_TARGET_DIR),target)/debug/toolhost
 # be the demonstration, without make's `Error 1 (ignored)` (plugins/demo-fails.sh).
 FAILS := bash plugins/demo-fails.sh
 
-.PHONY: toolchain demo demo-rust demo-others test plugins plugins-rust plugins-others host bench dist
+.PHONY: toolchain demo demo-rust demo-others test plugins plugins-rust plugins-others host bench dist wheel tarball
 
 plugins:
 	bash plugins/build.sh
@@ -75,8 +75,9 @@ demo-others: demo-rust plugins-others
 	@echo; echo "== a model uses the tools"
 	@bash plugins/demo-model.sh $(TOOLHOST)
 
-# The wheel tests (tests/all/wheel.rs) build the wheel's binary once more,
-# for glibc 2.28 with zig, as `make dist` does (in the dev profile).
+# The wheel tests (tests/all/wheel.rs, old_linux.rs) build the wheel's binary
+# once more, for glibc 2.17 with zig, as `make dist` does (`make wheel`, in the
+# dev profile).
 test: plugins host
 	$(CARGO) test --workspace
 	$(CARGO) test --manifest-path plugins/Cargo.toml --workspace --exclude not_a_plugin
@@ -92,30 +93,55 @@ bench: plugins
 	$(CARGO) bench -p toolhost --bench soak
 	$(CARGO) bench -p toolhost --bench peer
 
-# Release artifacts in dist/: a Python wheel carrying the `toolhost` binary
-# (pyproject.toml; the distribution `toolhost-wasm`, for one-line MCP installs:
-# `uvx --from toolhost-wasm toolhost serve`) and a plain tarball of the same
-# binary and the README. On Linux the binary is linked by zig against glibc
-# 2.28 (maturin's `--zig --compatibility manylinux_2_28`), so it runs on
-# Debian 10+, Ubuntu 18.10+, RHEL/Rocky 8+ whatever machine builds it; the
-# wheel test runs such a build on Debian 11's glibc. TRIPLE=... cross-builds
-# (the target's Rust standard library installed with rustup; not tested here).
-# maturin and zig are installed pinned, the first time, by tests/wheel/setup.sh.
-# Publishing is a separate, manual step: docs/release.md.
+# Release artifacts in dist/, for one Linux architecture (TRIPLE, this
+# machine's by default; TRIPLE=aarch64-unknown-linux-gnu cross-builds): a
+# Python wheel carrying the `toolhost` binary (pyproject.toml; the distribution
+# `toolhost-wasm`, for one-line MCP installs: `uvx --from toolhost-wasm
+# toolhost serve`) and a plain tarball of the same binary and the README, each
+# twice:
+# - for glibc: the binary linked by zig against glibc 2.17 (maturin's `--zig
+#   --compatibility manylinux2014`) whatever machine builds it, for any Linux
+#   with glibc 2.17 or later (RHEL 7+, Amazon Linux 2, Debian 8+, Ubuntu
+#   14.04+); maturin refuses to tag a binary that needs a newer glibc symbol;
+# - for musl: a static binary (the `-musl` triple, `--compatibility
+#   musllinux_1_2`), which needs no C library at all: Alpine, distroless.
+# The wheel test (tests/all/old_linux.rs) builds the glibc wheel through
+# `make wheel` too, and runs its binary on Debian 11's glibc. On macOS: one
+# wheel for this machine and its tarball. The Rust standard library of each
+# target is installed with rustup; maturin and zig are installed pinned, the
+# first time, by tests/wheel/setup.sh. Publishing is a separate, manual step:
+# docs/release.md.
 VERSION = $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 TRIPLE ?= $(shell rustc -vV | sed -n 's/^host: //p')
+PROFILE ?= release
+OUT ?= dist
 WHEEL_TOOLS := $(CURDIR)/tests/wheel/.tools/venv/bin
 MATURIN := $(WHEEL_TOOLS)/maturin
-ifeq ($(shell uname -s),Linux)
-LINUX_WHEEL := --zig --compatibility manylinux_2_28
-endif
+TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
+PROFILE_DIR = $(if $(filter dev,$(PROFILE)),debug,$(PROFILE))
+# maturin's flags for a target triple: the oldest C library it may need.
+compat = $(if $(findstring -linux-gnu,$(1)),--zig --compatibility manylinux2014,$(if $(findstring -linux-musl,$(1)),--zig --compatibility musllinux_1_2))
+MUSL_TRIPLE = $(if $(findstring -linux-gnu,$(TRIPLE)),$(subst -linux-gnu,-linux-musl,$(TRIPLE)))
 
 dist:
+	$(MAKE) --no-print-directory wheel tarball TRIPLE=$(TRIPLE)
+ifneq ($(MUSL_TRIPLE),)
+	$(MAKE) --no-print-directory wheel tarball TRIPLE=$(MUSL_TRIPLE)
+endif
+	@ls -l dist
+
+# One wheel of TRIPLE into OUT, in PROFILE (the wheel test: `make wheel
+# PROFILE=dev OUT=... MATURIN_ARGS=--offline`).
+wheel:
 	bash tests/wheel/setup.sh
-	PATH="$(WHEEL_TOOLS):$$PATH" $(MATURIN) build --release --locked $(LINUX_WHEEL) --target $(TRIPLE) --out dist
+	rustup -q target add $(TRIPLE)
+	PATH="$(WHEEL_TOOLS):$$PATH" $(MATURIN) build --profile $(PROFILE) --locked $(MATURIN_ARGS) $(call compat,$(TRIPLE)) --target $(TRIPLE) --out $(OUT)
+
+# The tarball of the binary `make wheel` built, and what it is (`file`).
+tarball:
 	rm -rf dist/toolhost-$(VERSION)-$(TRIPLE)
 	mkdir -p dist/toolhost-$(VERSION)-$(TRIPLE)
-	cp $(or $(CARGO_TARGET_DIR),target)/$(TRIPLE)/release/toolhost README.md dist/toolhost-$(VERSION)-$(TRIPLE)/
+	cp $(TARGET_DIR)/$(TRIPLE)/$(PROFILE_DIR)/toolhost README.md dist/toolhost-$(VERSION)-$(TRIPLE)/
 	tar -czf dist/toolhost-$(VERSION)-$(TRIPLE).tar.gz -C dist toolhost-$(VERSION)-$(TRIPLE)
+	@file -b dist/toolhost-$(VERSION)-$(TRIPLE)/toolhost 2>/dev/null | sed 's/^/$(TRIPLE): /' || true
 	rm -rf dist/toolhost-$(VERSION)-$(TRIPLE)
-	@ls -l dist

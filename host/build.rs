@@ -7,17 +7,25 @@
 //! records take kilobytes, so a short-lived process (`toolhost call`, a
 //! compile worker) touches fewer pages before it starts. glibc applies them
 //! from 2.36 on, and a program linked so needs that glibc; built against an
-//! older one (a manylinux container, for wheels that run on older systems),
+//! older one (a manylinux container, or zig's glibc 2.17 that `make dist`
+//! links the release binaries against: any linker other than the system's),
 //! or for another target, it is linked as before.
 
 use std::process::Command;
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    let native = std::env::var("TARGET").ok() == std::env::var("HOST").ok();
+    let target = std::env::var("TARGET").unwrap_or_default();
+    let native = std::env::var("HOST").ok().as_deref() == Some(target.as_str());
     let linux_gnu = std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux")
         && std::env::var("CARGO_CFG_TARGET_ENV").as_deref() == Ok("gnu");
-    if native && linux_gnu && glibc_at_least(2, 36) {
+    // A linker of its own (`--zig`: `CARGO_TARGET_<TRIPLE>_LINKER`, seen here
+    // as `RUSTC_LINKER`) links against a C library this system's glibc does
+    // not tell.
+    let linker_var = format!("CARGO_TARGET_{}_LINKER", target.to_uppercase().replace(['-', '.'], "_"));
+    println!("cargo:rerun-if-env-changed={linker_var}");
+    let system_linker = std::env::var_os("RUSTC_LINKER").is_none();
+    if native && linux_gnu && system_linker && glibc_at_least(2, 36) {
         println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
     }
 }

@@ -28,6 +28,7 @@ mod network;
 mod new;
 mod oauth;
 mod oci;
+mod old_linux;
 mod profiles;
 mod reload;
 mod replicas;
