@@ -177,11 +177,6 @@ impl Host {
         &self.full.engine
     }
 
-    /// The engine that runs components of `flavor`.
-    pub fn engine_for(&self, flavor: engine::Flavor) -> &Engine {
-        &self.flavored(flavor).engine
-    }
-
     pub(crate) fn flavored(&self, flavor: engine::Flavor) -> &Flavored {
         match flavor {
             engine::Flavor::Lean => &self.lean,
