@@ -747,6 +747,31 @@ fn toolhost_with_worker(cache: &Path, config: &Path, args: &[&str], act: impl Fn
     (child.wait_with_output().unwrap(), act.is_none())
 }
 
+/// In a container toolhost is often process 1 (`docker run IMAGE toolhost
+/// serve`, a distroless image with the static binary): its compile workers
+/// then have process 1 for a parent, which must not be taken for the sign
+/// that their parent died. A cold-cache call compiles and answers there.
+#[test]
+fn toolhost_as_a_containers_first_process_compiles_with_a_cold_cache() {
+    let plugins = plugin_dir(&["hash"]);
+    let cache = tempfile::tempdir().unwrap();
+    // A PID namespace of its own (a user namespace makes that allowed), where
+    // the program `unshare` starts is process 1, with /proc of its own.
+    let output = Command::new("unshare")
+        .args(["--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "sh", "-c"])
+        .arg(r#"[ "$$" = 1 ] || { echo "sh is process $$, not 1" >&2; exit 1; }; exec "$0" "$@""#)
+        .arg(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["--plugins", plugins.path().to_str().unwrap(), "call", "sha256", r#"{"text":"hello"}"#])
+        .env("TOOLHOST_CACHE_DIR", cache.path())
+        .env_remove("TOOLHOST_PLUGINS")
+        .env_remove("TOOLHOST_CONFIG")
+        .output()
+        .expect("unshare (util-linux) runs");
+    assert!(output.status.success(), "toolhost as process 1: {}", stderr(&output));
+    assert_eq!(stdout(&output).trim(), "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824");
+    assert!(!stderr(&output).contains("compile worker"), "{}", stderr(&output));
+}
+
 /// Only what a plugin's bytes cause is held against it: a compile worker
 /// ended by a signal someone else sent (`docker stop`, systemd, an operator's
 /// `kill`) skips the plugin for this start only, and the next start compiles

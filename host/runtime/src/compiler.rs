@@ -81,6 +81,8 @@ const WORKER_MEMORY: &str = "TOOLHOST_COMPILE_MEMORY";
 const WORKER_CPU: &str = "TOOLHOST_COMPILE_CPU";
 /// The engine the artifact is for: `lean` or `full` ([`crate::engine::Flavor`]).
 const WORKER_FLAVOR: &str = "TOOLHOST_COMPILE_FLAVOR";
+/// The process id of the worker's parent, the host that started it.
+const WORKER_PARENT: &str = "TOOLHOST_COMPILE_PARENT";
 /// What a worker reports of its own failure at most.
 const MAX_REPORT: u64 = 16 << 10;
 /// A worker that fails to compile exits with this code, its reason on stderr.
@@ -101,7 +103,8 @@ pub fn serve_workers() {
         return;
     }
     let number = |name| std::env::var(name).ok().and_then(|text| text.parse().ok());
-    std::process::exit(match worker(number(WORKER_MEMORY), number(WORKER_CPU)) {
+    let parent = std::env::var(WORKER_PARENT).ok().and_then(|text| text.parse().ok());
+    std::process::exit(match worker(number(WORKER_MEMORY), number(WORKER_CPU), parent) {
         Ok(()) => 0,
         Err(Failure::Invalid(reason)) => {
             eprint!("{reason}");
@@ -121,9 +124,9 @@ enum Failure {
 
 /// The worker: bounds itself, reads the component, compiles it with the
 /// engine settings every host uses, and writes the artifact to standard output.
-fn worker(memory: Option<u64>, cpu: Option<u64>) -> Result<(), Failure> {
+fn worker(memory: Option<u64>, cpu: Option<u64>, parent: Option<u32>) -> Result<(), Failure> {
     let setup = |err: anyhow::Error| Failure::Setup(format!("{err:#}"));
-    bound_self(memory, cpu).map_err(setup)?;
+    bound_self(memory, cpu, parent).map_err(setup)?;
     let mut wasm = Vec::new();
     std::io::stdin()
         .take(toolhost_grants::readfile::limits::WASM + 1)
@@ -146,16 +149,18 @@ fn worker(memory: Option<u64>, cpu: Option<u64>) -> Result<(), Failure> {
 
 /// Limits this process's data memory to `memory` and its processor time to
 /// `cpu` seconds, turns core dumps off and has the kernel kill it when its
-/// parent goes.
-fn bound_self(memory: Option<u64>, cpu: Option<u64>) -> Result<()> {
+/// parent (process `parent`) goes.
+fn bound_self(memory: Option<u64>, cpu: Option<u64>, parent: Option<u32>) -> Result<()> {
     #[cfg(target_os = "linux")]
     // SAFETY: plain system calls on this process's own settings.
     unsafe {
         if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
             return Err(std::io::Error::last_os_error()).context("asking to end with the parent");
         }
-        // The parent may have gone before the request above took hold.
-        if libc::getppid() == 1 {
+        // The parent may have gone before the request above took hold: the
+        // worker then has another parent. (Not "a parent of 1": the host is
+        // process 1 when it is a container's first process.)
+        if parent.is_some_and(|parent| u32::try_from(libc::getppid()).ok() != Some(parent)) {
             std::process::exit(EXIT_SETUP);
         }
     }
@@ -312,6 +317,7 @@ impl Compiler {
             .env(WORKER_MEMORY, self.bounds.memory.to_string())
             .env(WORKER_CPU, cpu_seconds.to_string())
             .env(WORKER_FLAVOR, if flavor == Flavor::Lean { "lean" } else { "full" })
+            .env(WORKER_PARENT, std::process::id().to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
