@@ -3,7 +3,7 @@
 # tests/wheel/.tools (gitignored), the first time only:
 #   .tools/venv   maturin and ziglang (PyPI), pinned in requirements.txt: zig
 #                 is the linker maturin's `--zig` uses to build a binary
-#                 against glibc 2.28 (manylinux_2_28) on any newer machine
+#                 against glibc 2.17 (manylinux2014) on any newer machine
 # and fetches the crates of every platform in Cargo.lock (`cargo metadata`,
 # which maturin runs, reads them all), so that the test itself builds offline.
 # The test then installs the wheel it built into a clean virtual environment of
@@ -29,4 +29,6 @@ if ! cmp -s "$here/requirements.txt" "$tools/venv/.pinned" || ! "$tools/venv/bin
     cp "$here/requirements.txt" "$tools/venv/.pinned"
 fi
 
-(cd "$here/../.." && cargo fetch --locked --quiet)
+# Without the lock's descriptor (9>&-): cargo may start a compiler cache's
+# server (sccache), which would hold the lock for as long as it lives.
+(cd "$here/../.." && cargo fetch --locked --quiet 9>&-)
