@@ -409,7 +409,8 @@ impl CallRecord {
 
     /// The record as a line's fields (before `v`, `seq`, `prev`, `key`, `sig`).
     pub fn into_json(self, include_arguments: bool) -> Value {
-        let mut map = Map::new();
+        // Room for every field a line may carry, and the chain's: no regrowth.
+        let mut map = Map::with_capacity(32);
         let time =
             chrono::DateTime::<chrono::Utc>::from(self.started).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
         map.insert("kind".to_owned(), json!(self.kind));

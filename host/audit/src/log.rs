@@ -146,6 +146,15 @@ impl Drop for AuditLog {
     }
 }
 
+/// How long the writer waits for more lines, asleep, after the queue runs
+/// dry and before it writes what it has to the file (see `write_lines`): a
+/// line reaches the file at most this much later; a call that waits for its
+/// receipt is not kept waiting.
+const LINGER: Duration = Duration::from_micros(500);
+
+/// The writer's buffer: at most this much is written by one system call.
+const BUFFER: usize = 64 << 10;
+
 /// Where the writer is in the chain.
 struct Chain {
     seq: u64,
@@ -176,21 +185,35 @@ fn write_lines(receiver: Receiver<Pending>, mut sink: Sink, key: SigningKey, los
             },
         };
         let mut next = Some(first);
-        while let Some(record) = next.take() {
-            let dropped = lost.swap(0, Ordering::Relaxed);
-            if dropped > 0 {
-                tracing::warn!(count = dropped, "audit records were dropped while the writer was behind");
-                let result = sink.append(json!({"kind": "lost", "count": dropped, "time": now()}), None, &key);
+        loop {
+            while let Some(record) = next.take() {
+                let dropped = lost.swap(0, Ordering::Relaxed);
+                if dropped > 0 {
+                    tracing::warn!(count = dropped, "audit records were dropped while the writer was behind");
+                    let result = sink.append(json!({"kind": "lost", "count": dropped, "time": now()}), None, &key);
+                    report(&mut sink, result);
+                }
+                let (record, receipt) = record.into_json();
+                let result = sink.append(record, receipt, &key);
                 report(&mut sink, result);
+                if sink.batch_full() || sink.deadline().is_some_and(|deadline| deadline <= Instant::now()) {
+                    let result = sink.head(&key);
+                    report(&mut sink, result);
+                }
+                next = receiver.try_recv().ok();
             }
-            let (record, receipt) = record.into_json();
-            let result = sink.append(record, receipt, &key);
-            report(&mut sink, result);
-            if sink.batch_full() || sink.deadline().is_some_and(|deadline| deadline <= Instant::now()) {
-                let result = sink.head(&key);
-                report(&mut sink, result);
+            // The queue ran dry. Unless a caller waits for its receipt, the
+            // writer sleeps a moment (not on the queue: a caller's send then
+            // wakes nobody) and takes what came meanwhile, so that under load
+            // one wake-up and one write serve many lines.
+            if sink.awaited() {
+                break;
             }
-            next = receiver.try_recv().ok();
+            std::thread::sleep(LINGER);
+            match receiver.try_recv() {
+                Ok(record) => next = Some(record),
+                Err(_) => break,
+            }
         }
         // The queue is empty: what was written goes to the file, and a caller
         // waiting for a receipt gets it now rather than at the batch's end.
@@ -268,7 +291,7 @@ impl Sink {
         };
         match target {
             Target::Stdout => Ok(sink(
-                Out::Stdout(BufWriter::new(std::io::stdout())),
+                Out::Stdout(BufWriter::with_capacity(BUFFER, std::io::stdout())),
                 Chain { seq: 0, prev: GENESIS.to_owned() },
                 None,
             )),
@@ -294,7 +317,7 @@ impl Sink {
                             }
                             let (file, size) = open_file(&path)?;
                             return Ok(sink(
-                                Out::File { path, rotate, file: BufWriter::new(file), size },
+                                Out::File { path, rotate, file: BufWriter::with_capacity(BUFFER, file), size },
                                 Chain { seq: 0, prev: GENESIS.to_owned() },
                                 checkpoint.map(|checkpoint| (checkpoint, 0)),
                             ));
@@ -307,7 +330,11 @@ impl Sink {
                     reaches_checkpoint(&path, &chain, checkpoint, key)?;
                 }
                 let checkpoint = checkpoint.map(|checkpoint| (checkpoint, chain.seq));
-                Ok(sink(Out::File { path, rotate, file: BufWriter::new(file), size }, chain, checkpoint))
+                Ok(sink(
+                    Out::File { path, rotate, file: BufWriter::with_capacity(BUFFER, file), size },
+                    chain,
+                    checkpoint,
+                ))
             }
         }
     }
@@ -373,7 +400,7 @@ impl Sink {
                     file.flush()?;
                     rotate_aside(path).map_err(std::io::Error::other)?;
                     let (new, new_size) = open_file(path).map_err(std::io::Error::other)?;
-                    *file = BufWriter::new(new);
+                    *file = BufWriter::with_capacity(BUFFER, new);
                     *size = new_size;
                 }
                 file.write_all(line)?;
@@ -386,6 +413,12 @@ impl Sink {
             }
         }
         Ok(())
+    }
+
+    /// Whether a caller waits for a line written since the last flush (or
+    /// for its batch's head).
+    fn awaited(&self) -> bool {
+        !self.receipts.is_empty() || self.batch.awaited()
     }
 
     /// Whether the batch holds as many lines as a head may cover.
