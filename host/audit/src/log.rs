@@ -105,11 +105,13 @@ impl AuditLog {
         let sink = Sink::open(target, &key, signing)?;
         let (sender, receiver) = std::sync::mpsc::sync_channel(queue.max(1));
         let lost = Arc::new(AtomicU64::new(0));
+        // A short queue would fill while the writer lingers: it then waits on the queue.
+        let linger = (queue >= LINGER_QUEUE).then_some(LINGER);
         let writer = {
             let lost = lost.clone();
             std::thread::Builder::new()
                 .name("audit-log".to_owned())
-                .spawn(move || write_lines(receiver, sink, key, lost))
+                .spawn(move || write_lines(receiver, sink, key, lost, linger))
                 .map_err(|err| format!("could not start the audit log's writer: {err}"))?
         };
         Ok(AuditLog { sender: Some(sender), lost, lost_total: AtomicU64::new(0), writer: Some(writer) })
@@ -152,6 +154,10 @@ impl Drop for AuditLog {
 /// receipt is not kept waiting.
 const LINGER: Duration = Duration::from_micros(500);
 
+/// The shortest queue the writer lingers with (at 500,000 calls a second,
+/// what arrives in [`LINGER`]); with a shorter one it waits on the queue.
+const LINGER_QUEUE: usize = 256;
+
 /// The writer's buffer: at most this much is written by one system call.
 const BUFFER: usize = 64 << 10;
 
@@ -161,7 +167,13 @@ struct Chain {
     prev: String,
 }
 
-fn write_lines(receiver: Receiver<Pending>, mut sink: Sink, key: SigningKey, lost: Arc<AtomicU64>) {
+fn write_lines(
+    receiver: Receiver<Pending>,
+    mut sink: Sink,
+    key: SigningKey,
+    lost: Arc<AtomicU64>,
+    linger: Option<Duration>,
+) {
     let report = |sink: &mut Sink, result: std::io::Result<()>| {
         if let Err(err) = result {
             tracing::error!(target = %sink.describe(), "could not write the audit log: {err}");
@@ -206,10 +218,8 @@ fn write_lines(receiver: Receiver<Pending>, mut sink: Sink, key: SigningKey, los
             // writer sleeps a moment (not on the queue: a caller's send then
             // wakes nobody) and takes what came meanwhile, so that under load
             // one wake-up and one write serve many lines.
-            if sink.awaited() {
-                break;
-            }
-            std::thread::sleep(LINGER);
+            let Some(linger) = linger.filter(|_| !sink.awaited()) else { break };
+            std::thread::sleep(linger);
             match receiver.try_recv() {
                 Ok(record) => next = Some(record),
                 Err(_) => break,
