@@ -133,10 +133,7 @@ fn worker(memory: Option<u64>, cpu: Option<u64>, parent: Option<u32>) -> Result<
         .read_to_end(&mut wasm)
         .context("reading the component")
         .map_err(setup)?;
-    let flavor = match std::env::var(WORKER_FLAVOR).as_deref() {
-        Ok("lean") => Flavor::Lean,
-        _ => Flavor::Full,
-    };
+    let flavor = std::env::var(WORKER_FLAVOR).ok().and_then(|name| Flavor::named(&name)).unwrap_or(Flavor::Full);
     let mut config = crate::engine::config(flavor);
     config.allocation_strategy(InstanceAllocationStrategy::OnDemand);
     let engine =
@@ -316,7 +313,7 @@ impl Compiler {
             .env(WORKER, "1")
             .env(WORKER_MEMORY, self.bounds.memory.to_string())
             .env(WORKER_CPU, cpu_seconds.to_string())
-            .env(WORKER_FLAVOR, if flavor == Flavor::Lean { "lean" } else { "full" })
+            .env(WORKER_FLAVOR, flavor.name())
             .env(WORKER_PARENT, std::process::id().to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

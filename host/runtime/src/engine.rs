@@ -141,6 +141,19 @@ impl Flavor {
     pub fn of_wasm(wasm: &[u8]) -> Flavor {
         Flavor::of(&crate::features::scan(wasm))
     }
+
+    /// Its name, as `inspect` shows it and a compile worker is told it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Flavor::Lean => "lean",
+            Flavor::Full => "full",
+        }
+    }
+
+    /// The flavor called `name` ([`Flavor::name`]).
+    pub fn named(name: &str) -> Option<Flavor> {
+        [Flavor::Lean, Flavor::Full].into_iter().find(|flavor| flavor.name() == name)
+    }
 }
 
 /// The engine's settings apart from the allocator: fuel and epochs on, and
@@ -172,16 +185,6 @@ pub struct Engines {
     /// Whether the full engine resets memories with the dirty-page scan
     /// (the kernel has `PAGEMAP_SCAN`), or a prefix.
     pub pagemap: bool,
-}
-
-impl Engines {
-    /// The engine for `flavor`.
-    pub fn get(&self, flavor: Flavor) -> &Engine {
-        match flavor {
-            Flavor::Lean => &self.lean,
-            Flavor::Full => &self.full,
-        }
-    }
 }
 
 /// Builds a host's engines. `max_instances` bounds how many instances may
@@ -352,7 +355,9 @@ mod tests {
         let engines = build(2, MEMORY_KEEP_RESIDENT, false).unwrap();
         assert_eq!(Flavor::of_engine(&engines.lean), Flavor::Lean);
         assert_eq!(Flavor::of_engine(&engines.full), Flavor::Full);
-        assert_eq!(Flavor::of_engine(engines.get(Flavor::Lean)), Flavor::Lean);
+        for flavor in [Flavor::Lean, Flavor::Full] {
+            assert_eq!(Flavor::named(flavor.name()), Some(flavor));
+        }
     }
 
     #[test]

@@ -157,10 +157,7 @@ fn as_json(found: &Inspection) -> serde_json::Value {
         })),
         "wasi": found.uses.as_ref().map(|uses| &uses.wasi),
         "async": found.uses.as_ref().map(|uses| &uses.async_features),
-        "engine": found.uses.as_ref().map(|uses| match toolhost::runtime::engine::Flavor::of(uses) {
-            toolhost::runtime::engine::Flavor::Lean => "lean",
-            toolhost::runtime::engine::Flavor::Full => "full",
-        }),
+        "engine": found.uses.as_ref().map(|uses| toolhost::runtime::engine::Flavor::of(uses).name()),
         "contract": found.contract,
         "imports": found.shape.as_ref().map(|shape| &shape.imports),
         "exports": found.shape.as_ref().map(|shape| shape.exports.iter().map(|(name, functions)| {
