@@ -2,6 +2,7 @@
 //! checked with the public key alone, and `verify` on every way a file
 //! can be changed.
 
+use crate::canonical::Object;
 use crate::keys::{Algorithm, PublicKey, SigningKey};
 use crate::log::{AuditLog, Pending, Signing, Target};
 use crate::verify::{check_receipt, receipt_line, verify};
@@ -136,7 +137,7 @@ fn verify_refuses_each_change_with_a_sentence() {
             Box::new(|lines| {
                 let last = lines.last().unwrap().clone();
                 let prev = crate::keys::hex(&<sha2::Sha256 as sha2::Digest>::digest(last.as_bytes()));
-                let (line, _) = crate::head::plain(json!({"kind": "tool", "n": 99}), 14, &prev);
+                let (line, _) = crate::head::plain(&mut Object::of(json!({"kind": "tool", "n": 99})), 14, &prev);
                 lines.push(String::from_utf8(line).unwrap());
             }),
             "line 14: the log's last line (seq 14) is not covered by a signed tree head",
@@ -172,7 +173,7 @@ fn a_rewritten_batch_under_its_old_head_is_refused() {
             value["n"] = json!(7);
         }
         let seq = value["seq"].as_u64().unwrap();
-        let (bytes, digest) = crate::head::plain(value, seq, &prev);
+        let (bytes, digest) = crate::head::plain(&mut Object::of(value), seq, &prev);
         *line = String::from_utf8(bytes).unwrap();
         prev = digest;
     }
@@ -215,7 +216,7 @@ fn old_logs_signed_line_by_line_still_verify_and_a_chain_may_change_mode() {
     cut.remove(8);
     cut.remove(7);
     let (line, _) = crate::log::seal(
-        json!({"kind": "tool"}),
+        &mut Object::of(json!({"kind": "tool"})),
         8,
         &crate::keys::hex(&<sha2::Sha256 as sha2::Digest>::digest(cut[6].as_bytes())),
         &SigningKey::from_pkcs8(&der).unwrap(),

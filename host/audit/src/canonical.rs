@@ -3,7 +3,9 @@
 //! strings and numbers as serde_json writes them. A line whose bytes are not
 //! the canonical form of what they parse to was edited.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+use std::ops::Range;
 
 /// `value` in canonical form.
 pub fn to_vec(value: &Value) -> Vec<u8> {
@@ -12,7 +14,8 @@ pub fn to_vec(value: &Value) -> Vec<u8> {
     out
 }
 
-fn write(value: &Value, out: &mut Vec<u8>) {
+/// `value` in canonical form, appended to `out`.
+pub fn write(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {
             let mut entries: Vec<_> = map.iter().collect();
@@ -47,9 +50,126 @@ fn write(value: &Value, out: &mut Vec<u8>) {
     }
 }
 
-fn string(text: &str, out: &mut Vec<u8>) {
+/// `text` as a JSON string, appended to `out`.
+pub fn string(text: &str, out: &mut Vec<u8>) {
     // serde_json's string escaping (writing a `str` cannot fail).
     let _ = serde_json::to_writer(&mut *out, text);
+}
+
+/// A JSON object laid out in canonical form member by member, without a
+/// value tree: each member's value is written once, in canonical form, into
+/// one buffer, and the members are put in key order when the object is
+/// written out. What the writer lays a call's line out in (and what a
+/// plugin's description is laid out in once, for all its lines).
+#[derive(Debug, Clone, Default)]
+pub struct Object {
+    /// The members' values, one after the other.
+    bytes: Vec<u8>,
+    /// Each member's key and where its value lies in `bytes`.
+    members: Vec<(Cow<'static, str>, Range<usize>)>,
+}
+
+impl Object {
+    /// An empty object with room for `members` members of `bytes` bytes.
+    pub fn with_capacity(members: usize, bytes: usize) -> Object {
+        Object { bytes: Vec::with_capacity(bytes), members: Vec::with_capacity(members) }
+    }
+
+    /// The object `map`, its members' values laid out.
+    pub fn from_map(map: Map<String, Value>) -> Object {
+        let mut object = Object::with_capacity(map.len() + 4, 256);
+        for (key, value) in map {
+            object.value(key, &value);
+        }
+        object
+    }
+
+    /// `value` as a line's members: an object's own, anything else as its
+    /// `record`.
+    pub fn of(value: Value) -> Object {
+        match value {
+            Value::Object(map) => Object::from_map(map),
+            other => {
+                let mut object = Object::with_capacity(5, 256);
+                object.value("record", &other);
+                object
+            }
+        }
+    }
+
+    /// Sets member `key` to what `write` writes (canonical JSON), in place
+    /// of any member of that name.
+    pub fn with(&mut self, key: impl Into<Cow<'static, str>>, write: impl FnOnce(&mut Vec<u8>)) {
+        let key = key.into();
+        self.remove(&key);
+        let start = self.bytes.len();
+        write(&mut self.bytes);
+        self.members.push((key, start..self.bytes.len()));
+    }
+
+    /// Sets member `key` to `value`.
+    pub fn value(&mut self, key: impl Into<Cow<'static, str>>, value: &Value) {
+        self.with(key, |out| write(value, out));
+    }
+
+    /// Sets member `key` to the string `text`.
+    pub fn str(&mut self, key: impl Into<Cow<'static, str>>, text: &str) {
+        self.with(key, |out| string(text, out));
+    }
+
+    /// Sets member `key` to the number `number`.
+    pub fn u64(&mut self, key: impl Into<Cow<'static, str>>, number: u64) {
+        self.with(key, |out| {
+            let _ = serde_json::to_writer(&mut *out, &number);
+        });
+    }
+
+    /// Sets member `key` to `flag`.
+    pub fn bool(&mut self, key: impl Into<Cow<'static, str>>, flag: bool) {
+        self.with(key, |out| out.extend_from_slice(if flag { b"true" } else { b"false" }));
+    }
+
+    /// Sets member `key` to the object `object`.
+    pub fn object(&mut self, key: impl Into<Cow<'static, str>>, object: &Object) {
+        self.with(key, |out| object.write(out));
+    }
+
+    /// Sets every member of `other` here.
+    pub fn extend(&mut self, other: &Object) {
+        for (key, range) in &other.members {
+            self.with(key.clone(), |out| out.extend_from_slice(&other.bytes[range.clone()]));
+        }
+    }
+
+    /// Removes member `key`, if there is one.
+    pub fn remove(&mut self, key: &str) {
+        self.members.retain(|(name, _)| name != key);
+    }
+
+    /// The object in canonical form, appended to `out`.
+    pub fn write(&self, out: &mut Vec<u8>) {
+        let mut order: Vec<usize> = (0..self.members.len()).collect();
+        order.sort_unstable_by(|&a, &b| self.members[a].0.as_bytes().cmp(self.members[b].0.as_bytes()));
+        out.reserve(self.bytes.len() + self.members.len() * 24 + 2);
+        out.push(b'{');
+        for (index, &member) in order.iter().enumerate() {
+            if index > 0 {
+                out.push(b',');
+            }
+            let (key, range) = &self.members[member];
+            string(key, out);
+            out.push(b':');
+            out.extend_from_slice(&self.bytes[range.clone()]);
+        }
+        out.push(b'}');
+    }
+
+    /// The object in canonical form.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.write(&mut out);
+        out
+    }
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@
 //! "head": HEAD}`: the line, its inclusion proof (nearest sibling first)
 //! and the signed head, checked with the public key alone.
 
-use crate::canonical;
+use crate::canonical::{self, Object};
 use crate::keys::{SigningKey, hex};
 use crate::merkle::{self, Hash, Tree};
 use base64::Engine as _;
@@ -40,14 +40,13 @@ pub const MAX_BATCH: usize = 1 << 16;
 
 /// `record` as a batched line after `prev` (not signed: its head will
 /// vouch for it), without its line break, and its digest.
-pub fn plain(record: Value, seq: u64, prev: &str) -> (Vec<u8>, String) {
-    let mut map = into_map(record);
-    map.remove("sig");
-    map.remove("key");
-    map.insert("v".to_owned(), json!(VERSION));
-    map.insert("seq".to_owned(), json!(seq));
-    map.insert("prev".to_owned(), json!(prev));
-    let line = canonical::to_vec(&Value::Object(map));
+pub fn plain(record: &mut Object, seq: u64, prev: &str) -> (Vec<u8>, String) {
+    record.remove("sig");
+    record.remove("key");
+    record.u64("v", VERSION);
+    record.u64("seq", seq);
+    record.str("prev", prev);
+    let line = record.to_vec();
     let digest = hex(&Sha256::digest(&line));
     (line, digest)
 }
@@ -71,17 +70,6 @@ pub fn seal(seq: u64, prev: &str, tree: &Tree, prev_head: &str, key: &SigningKey
     let line = canonical::to_vec(&value);
     let digest = hex(&Sha256::digest(&line));
     (line, digest)
-}
-
-fn into_map(record: Value) -> Map<String, Value> {
-    match record {
-        Value::Object(map) => map,
-        other => {
-            let mut map = Map::new();
-            map.insert("record".to_owned(), other);
-            map
-        }
-    }
 }
 
 /// The lines written since the last signed line, waiting for their head.

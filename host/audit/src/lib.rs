@@ -26,6 +26,7 @@ pub mod verify;
 #[cfg(test)]
 mod batch_tests;
 
+use canonical::Object;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
@@ -181,6 +182,18 @@ impl Caller {
             }
         }
         Value::Object(map)
+    }
+
+    /// As audit lines carry it: [`Caller::to_json`] in canonical form.
+    fn lay_out(&self) -> Object {
+        let mut object = Object::with_capacity(4, 96);
+        object.str("path", if self.path.is_empty() { "library" } else { self.path });
+        for (name, value) in [("subject", &self.subject), ("client", &self.client), ("session", &self.session)] {
+            if let Some(value) = value {
+                object.str(name, value);
+            }
+        }
+        object
     }
 }
 
@@ -339,11 +352,34 @@ pub struct Component {
     pub signer: Option<Value>,
 }
 
+impl Component {
+    /// As a line's members (`plugin`, `source`, `component`, `grants`,
+    /// `signer`), laid out once for all the lines of what it describes.
+    pub fn lay_out(&self) -> Object {
+        let mut object = Object::with_capacity(5, 512);
+        if let Some(plugin) = &self.plugin {
+            object.str("plugin", plugin);
+            object.str("source", self.source);
+        }
+        if let Some(sha256) = &self.sha256 {
+            object.str("component", &format!("sha256:{sha256}"));
+        }
+        if let Some(grants) = &self.grants {
+            object.value("grants", grants);
+        }
+        if let Some(signer) = &self.signer {
+            object.value("signer", signer);
+        }
+        object
+    }
+}
+
 /// Where a call went (a plugin, an MCP server), described on the writer's
 /// thread, off the call's path.
 pub trait Origin: Send + Sync {
-    /// Its name, digest and grants.
-    fn component(&self) -> Component;
+    /// Its name, digest, grants and signer as a line's members
+    /// ([`Component::lay_out`]), which a plugin lays out once.
+    fn component(&self) -> std::sync::Arc<Object>;
     /// `arguments` (its JSON `value` when it parsed) as a line may show
     /// them: scrubbed by the scrubber of its outputs.
     fn shown(&self, text: &str, value: Option<Value>) -> Value;
@@ -407,78 +443,96 @@ impl CallRecord {
         report.refused.iter().map(|refusal| (refusal.target.clone(), refusal.reason.kind())).collect()
     }
 
-    /// The record as a line's fields (before `v`, `seq`, `prev`, `key`, `sig`).
-    pub fn into_json(self, include_arguments: bool) -> Value {
-        // Room for every field a line may carry, and the chain's: no regrowth.
-        let mut map = Map::with_capacity(32);
-        let time =
-            chrono::DateTime::<chrono::Utc>::from(self.started).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-        map.insert("kind".to_owned(), json!(self.kind));
-        map.insert("time".to_owned(), json!(time));
-        map.insert("caller".to_owned(), self.caller.to_json());
-        map.insert(self.kind.to_owned(), json!(self.name));
-        let component = self.origin.as_ref().map(|origin| origin.component()).unwrap_or_default();
-        if let Some(plugin) = &component.plugin {
-            map.insert("plugin".to_owned(), json!(plugin));
-            map.insert("source".to_owned(), json!(component.source));
-        }
-        if let Some(sha256) = &component.sha256 {
-            map.insert("component".to_owned(), json!(format!("sha256:{sha256}")));
-        }
-        if let Some(grants) = component.grants {
-            map.insert("grants".to_owned(), grants);
+    /// The record as a line's members (before `v`, `seq`, `prev`, `key`,
+    /// `sig`), laid out without a value tree.
+    pub fn lay_out(self, include_arguments: bool) -> Object {
+        // Room for every member a line may carry, and the chain's: no regrowth.
+        let mut line = Object::with_capacity(32, 1024);
+        line.str("kind", self.kind);
+        let time = chrono::DateTime::<chrono::Utc>::from(self.started);
+        line.str("time", &time.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
+        line.object("caller", &self.caller.lay_out());
+        line.str(self.kind, &self.name);
+        if let Some(origin) = &self.origin {
+            line.extend(&origin.component());
         }
         let text = if self.arguments.trim().is_empty() { "{}" } else { self.arguments.as_str() };
         let value = serde_json::from_str::<Value>(text).ok();
-        map.insert("arguments_sha256".to_owned(), json!(arguments_digest(value.as_ref(), text)));
+        line.str("arguments_sha256", &arguments_digest(value.as_ref(), text));
         if include_arguments {
             let shown = match &self.origin {
                 Some(origin) => origin.shown(text, value),
                 None => json!({"withheld": "no scrubber for this tool (it was not found)"}),
             };
-            map.insert("arguments".to_owned(), shown);
+            line.value("arguments", &shown);
         }
         if !self.hooks.is_empty() {
-            map.insert("hooks".to_owned(), Value::Array(self.hooks.iter().map(HookNote::to_json).collect()));
+            line.value("hooks", &Value::Array(self.hooks.iter().map(HookNote::to_json).collect()));
         }
-        let outcome = match self.outcome {
-            Ok(()) => json!({"ok": true}),
-            Err((kind, message)) => json!({"ok": false, "error": kind, "message": message}),
-        };
-        map.insert("outcome".to_owned(), outcome);
-        map.insert("usage".to_owned(), serde_json::to_value(self.usage).unwrap_or(Value::Null));
+        match &self.outcome {
+            Ok(()) => line.with("outcome", |out| out.extend_from_slice(b"{\"ok\":true}")),
+            Err((kind, message)) => {
+                let mut outcome = Object::with_capacity(3, 64 + message.len());
+                outcome.str("error", kind);
+                outcome.str("message", message);
+                outcome.bool("ok", false);
+                line.object("outcome", &outcome);
+            }
+        }
+        line.object("usage", &lay_out_usage(&self.usage));
         if let Some(age) = self.cached {
-            map.insert("cached".to_owned(), json!({"age_ms": u64::try_from(age.as_millis()).unwrap_or(u64::MAX)}));
+            let mut cached = Object::with_capacity(1, 24);
+            cached.u64("age_ms", u64::try_from(age.as_millis()).unwrap_or(u64::MAX));
+            line.object("cached", &cached);
         }
         if !self.refused.is_empty() {
-            let refused = self.refused.into_iter().map(|(target, kind)| json!({"target": target, "kind": kind}));
-            map.insert("refused".to_owned(), Value::Array(refused.collect()));
+            line.with("refused", |out| {
+                out.push(b'[');
+                for (index, (target, kind)) in self.refused.iter().enumerate() {
+                    if index > 0 {
+                        out.push(b',');
+                    }
+                    let mut refusal = Object::with_capacity(2, 32 + target.len());
+                    refusal.str("kind", kind);
+                    refusal.str("target", target);
+                    refusal.write(out);
+                }
+                out.push(b']');
+            });
         }
-        if let Some(signer) = component.signer {
-            map.insert("signer".to_owned(), signer);
-        }
-        effects_json(&mut map, self.effects, include_arguments.then_some(self.origin.as_deref()).flatten());
+        effects_members(&mut line, self.effects, include_arguments.then_some(self.origin.as_deref()).flatten());
         if let Some(result) = &self.result {
-            result::ResultDigests::of(result).into_fields(&mut map);
+            result::ResultDigests::of(result).into_members(&mut line);
         }
-        Value::Object(map)
+        line
     }
 }
 
+/// A call's usage as its line carries it: the members [`Usage`]'s
+/// serialization names (`wall_us` in microseconds), in canonical form.
+///
+/// [`Usage`]: toolhost_runtime::outcome::Usage
+fn lay_out_usage(usage: &toolhost_runtime::outcome::Usage) -> Object {
+    let mut object = Object::with_capacity(6, 96);
+    object.u64("fuel", usage.fuel);
+    object.u64("http_request_bytes", usage.http_request_bytes);
+    object.u64("http_requests", u64::from(usage.http_requests));
+    object.u64("http_response_bytes", usage.http_response_bytes);
+    object.u64("memory_peak", usage.memory_peak);
+    object.u64("wall_us", u64::try_from(usage.wall.as_micros()).unwrap_or(u64::MAX));
+    object
+}
+
 /// `hosts` and `questions` (with their overflow counts) into a line's
-/// fields; a question's answer only when `shown_by` (the arguments are
+/// members; a question's answer only when `shown_by` (the arguments are
 /// included), scrubbed by its scrubber.
-fn effects_json(
-    map: &mut Map<String, Value>,
-    effects: toolhost_runtime::outcome::Effects,
-    shown_by: Option<&dyn Origin>,
-) {
+fn effects_members(line: &mut Object, effects: toolhost_runtime::outcome::Effects, shown_by: Option<&dyn Origin>) {
     if !effects.hosts.is_empty() {
         let hosts = effects.hosts.iter().map(|contact| serde_json::to_value(contact).unwrap_or(Value::Null));
-        map.insert("hosts".to_owned(), Value::Array(hosts.collect()));
+        line.value("hosts", &Value::Array(hosts.collect()));
     }
     if effects.more_hosts > 0 {
-        map.insert("hosts_more".to_owned(), json!(effects.more_hosts));
+        line.u64("hosts_more", u64::from(effects.more_hosts));
     }
     if !effects.questions.is_empty() {
         let questions = effects.questions.into_iter().map(|question| {
@@ -488,9 +542,136 @@ fn effects_json(
             }
             value
         });
-        map.insert("questions".to_owned(), Value::Array(questions.collect()));
+        line.value("questions", &Value::Array(questions.collect()));
     }
     if effects.more_questions > 0 {
-        map.insert("questions_more".to_owned(), json!(effects.more_questions));
+        line.u64("questions_more", u64::from(effects.more_questions));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::{Duration, UNIX_EPOCH};
+    use toolhost_runtime::outcome::{Contact, Effects, QuestionAsked, Usage};
+
+    struct Shown(Arc<Object>);
+
+    impl Origin for Shown {
+        fn component(&self) -> Arc<Object> {
+            self.0.clone()
+        }
+
+        fn shown(&self, _: &str, value: Option<Value>) -> Value {
+            json!({"scrubbed": value})
+        }
+    }
+
+    /// Every member a call's line may carry, laid out member by member, is
+    /// the canonical form of the same line built as a value tree.
+    #[test]
+    fn a_record_is_laid_out_in_the_canonical_form_of_its_members() {
+        let component = Component {
+            plugin: Some("fetch".to_owned()),
+            source: "plugin",
+            sha256: Some("ab".repeat(32)),
+            grants: Some(json!({"http": ["api.example.com"], "sockets": false, "sampling": null})),
+            signer: Some(json!({"key": "team", "fingerprint": "sha256:00"})),
+        };
+        let origin: Arc<dyn Origin> = Arc::new(Shown(Arc::new(component.lay_out())));
+        let contact = Contact {
+            scheme: "https",
+            host: "api.example.com".to_owned(),
+            port: 443,
+            method: "GET".to_owned(),
+            status: Some(200),
+            sent: 0,
+            received: 12,
+        };
+        let question =
+            QuestionAsked { kind: "elicitation", outcome: "answered", why: None, answer: Some(json!({"ok": 1})) };
+        let record = CallRecord {
+            kind: "tool",
+            started: UNIX_EPOCH + Duration::from_millis(1_764_000_000_123),
+            caller: Caller {
+                path: "serve-http",
+                subject: Some("ann".to_owned()),
+                client: Some("c\"1".to_owned()),
+                session: None,
+            },
+            name: "get\u{e9}".to_owned(),
+            origin: Some(origin),
+            arguments: r#"{ "url": "https://api.example.com/x", "a": [2, 1] }"#.to_owned(),
+            hooks: vec![HookNote {
+                hook: "h".to_owned(),
+                when: "before",
+                decision: "allow",
+                reason: None,
+                approved: None,
+            }],
+            outcome: Err(("timeout", "took \"too\" long\n".to_owned())),
+            usage: Usage {
+                fuel: 7,
+                memory_peak: 65_536,
+                wall: Duration::from_micros(1_234),
+                http_requests: 1,
+                http_request_bytes: 0,
+                http_response_bytes: 12,
+            },
+            refused: vec![("tcp 10.0.0.1:22".to_owned(), "not_granted")],
+            effects: Effects {
+                hosts: vec![contact.clone()],
+                more_hosts: 3,
+                questions: vec![question.clone()],
+                more_questions: 1,
+            },
+            cached: Some(Duration::from_millis(2_500)),
+            result: Some(json!({"content": [{"type": "text", "text": "x"}], "structuredContent": {"b": 1, "a": 2}})),
+        };
+        let arguments = json!({"url": "https://api.example.com/x", "a": [2, 1]});
+        let mut question_value = serde_json::to_value(&question).unwrap();
+        question_value["answer"] = json!({"scrubbed": {"ok": 1}});
+        let mut expected = json!({
+            "kind": "tool",
+            "time": "2025-11-24T16:00:00.123Z",
+            "caller": {"path": "serve-http", "subject": "ann", "client": "c\"1"},
+            "tool": "get\u{e9}",
+            "plugin": "fetch",
+            "source": "plugin",
+            "component": format!("sha256:{}", "ab".repeat(32)),
+            "grants": {"http": ["api.example.com"], "sockets": false, "sampling": null},
+            "signer": {"key": "team", "fingerprint": "sha256:00"},
+            "arguments_sha256": keys::hex(&Sha256::digest(canonical::to_vec(&arguments))),
+            "arguments": {"scrubbed": arguments},
+            "hooks": [{"hook": "h", "when": "before", "decision": "allow"}],
+            "outcome": {"ok": false, "error": "timeout", "message": "took \"too\" long\n"},
+            "usage": serde_json::to_value(record.usage).unwrap(),
+            "cached": {"age_ms": 2500},
+            "refused": [{"target": "tcp 10.0.0.1:22", "kind": "not_granted"}],
+            "hosts": [serde_json::to_value(&contact).unwrap()],
+            "hosts_more": 3,
+            "questions": [question_value],
+            "questions_more": 1,
+        });
+        let digests = result::ResultDigests::of(record.result.as_ref().unwrap());
+        expected["result_sha256"] = json!(digests.whole);
+        expected["result_parts"] = json!({"content_sha256": digests.content, "blocks": 1, "isError": false,
+                                          "structured_sha256": digests.structured});
+        let laid = record.lay_out(true).to_vec();
+        assert_eq!(String::from_utf8(laid).unwrap(), String::from_utf8(canonical::to_vec(&expected)).unwrap());
+    }
+
+    /// A member set twice keeps the last value; a removed one is gone; the
+    /// chain's members sort among the record's.
+    #[test]
+    fn an_object_replaces_and_removes_members() {
+        let mut object = Object::of(json!({"sig": "old", "b": 1, "a": [true]}));
+        object.u64("b", 2);
+        object.remove("sig");
+        object.str("prev", "00");
+        object.bool("z", false);
+        assert_eq!(String::from_utf8(object.to_vec()).unwrap(), r#"{"a":[true],"b":2,"prev":"00","z":false}"#);
+        assert_eq!(String::from_utf8(Object::of(json!([1])).to_vec()).unwrap(), r#"{"record":[1]}"#);
     }
 }

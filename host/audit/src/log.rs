@@ -14,11 +14,11 @@
 //! over the canonical bytes of everything else); otherwise (`v: 2`) a signed
 //! tree head over each batch of lines follows them ([`crate::head`]).
 
-use crate::canonical;
+use crate::canonical::Object;
 use crate::keys::{SigningKey, hex};
 pub use crate::line::{GENESIS, VERSION, now};
 use base64::Engine as _;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
@@ -73,12 +73,12 @@ pub enum Pending {
 }
 
 impl Pending {
-    fn into_json(self) -> (Value, Option<tokio::sync::oneshot::Sender<Value>>) {
+    fn lay_out(self) -> (Object, Option<tokio::sync::oneshot::Sender<Value>>) {
         match self {
-            Pending::Json(value) => (value, None),
-            Pending::Call(record, include_arguments) => (record.into_json(include_arguments), None),
+            Pending::Json(value) => (Object::of(value), None),
+            Pending::Call(record, include_arguments) => (record.lay_out(include_arguments), None),
             Pending::Receipted(record, include_arguments, receipt) => {
-                (record.into_json(include_arguments), Some(receipt))
+                (record.lay_out(include_arguments), Some(receipt))
             }
         }
     }
@@ -202,10 +202,10 @@ fn write_lines(
                 let dropped = lost.swap(0, Ordering::Relaxed);
                 if dropped > 0 {
                     tracing::warn!(count = dropped, "audit records were dropped while the writer was behind");
-                    let result = sink.append(json!({"kind": "lost", "count": dropped, "time": now()}), None, &key);
+                    let result = sink.append(lost_line(dropped), None, &key);
                     report(&mut sink, result);
                 }
-                let (record, receipt) = record.into_json();
+                let (record, receipt) = record.lay_out();
                 let result = sink.append(record, receipt, &key);
                 report(&mut sink, result);
                 if sink.batch_full() || sink.deadline().is_some_and(|deadline| deadline <= Instant::now()) {
@@ -232,7 +232,7 @@ fn write_lines(
     }
     let dropped = lost.swap(0, Ordering::Relaxed);
     if dropped > 0 {
-        let result = sink.append(json!({"kind": "lost", "count": dropped, "time": now()}), None, &key);
+        let result = sink.append(lost_line(dropped), None, &key);
         report(&mut sink, result);
     }
     let result = sink.head(&key);
@@ -241,27 +241,25 @@ fn write_lines(
     report(&mut sink, result);
 }
 
+/// The line saying `count` records were dropped.
+fn lost_line(count: u64) -> Object {
+    let mut line = Object::with_capacity(6, 64);
+    line.str("kind", "lost");
+    line.u64("count", count);
+    line.str("time", &now());
+    line
+}
+
 /// `record` as a signed line after `chain`, without its line break, and its digest.
-pub fn seal(record: Value, seq: u64, prev: &str, key: &SigningKey) -> (Vec<u8>, String) {
-    let mut map = match record {
-        Value::Object(map) => map,
-        other => {
-            let mut map = Map::new();
-            map.insert("record".to_owned(), other);
-            map
-        }
-    };
-    map.insert("v".to_owned(), json!(VERSION));
-    map.insert("seq".to_owned(), json!(seq));
-    map.insert("prev".to_owned(), json!(prev));
-    map.insert("key".to_owned(), json!(key.public().fingerprint()));
-    map.remove("sig");
-    let mut value = Value::Object(map);
-    let signature = key.sign(&canonical::to_vec(&value));
-    if let Value::Object(map) = &mut value {
-        map.insert("sig".to_owned(), json!(base64::engine::general_purpose::STANDARD.encode(signature)));
-    }
-    let line = canonical::to_vec(&value);
+pub fn seal(record: &mut Object, seq: u64, prev: &str, key: &SigningKey) -> (Vec<u8>, String) {
+    record.u64("v", VERSION);
+    record.u64("seq", seq);
+    record.str("prev", prev);
+    record.str("key", key.public().fingerprint());
+    record.remove("sig");
+    let signature = key.sign(&record.to_vec());
+    record.str("sig", &base64::engine::general_purpose::STANDARD.encode(signature));
+    let line = record.to_vec();
     let digest = hex(&Sha256::digest(&line));
     (line, digest)
 }
@@ -360,14 +358,14 @@ impl Sink {
     /// gets the signed line (or its batch's head and proof) once flushed.
     fn append(
         &mut self,
-        record: Value,
+        mut record: Object,
         receipt: Option<tokio::sync::oneshot::Sender<Value>>,
         key: &SigningKey,
     ) -> std::io::Result<()> {
         let seq = self.chain.seq + 1;
         match self.signing {
             Signing::EachLine => {
-                let (line, digest) = seal(record, seq, &self.chain.prev, key);
+                let (line, digest) = seal(&mut record, seq, &self.chain.prev, key);
                 self.write(&line, true)?;
                 self.chain = Chain { seq, prev: digest.clone() };
                 self.last_signed = digest;
@@ -378,12 +376,11 @@ impl Sink {
                 }
             }
             Signing::Batch { .. } => {
-                let (mut line, mut digest) = crate::head::plain(record, seq, &self.chain.prev);
+                let (mut line, mut digest) = crate::head::plain(&mut record, seq, &self.chain.prev);
                 // A file ends in a head: the batch is signed before the file is moved aside.
                 if !self.batch.is_empty() && self.rotates(line.len()) {
                     self.head(key)?;
-                    let value = serde_json::from_slice(&line).map_err(std::io::Error::other)?;
-                    (line, digest) = crate::head::plain(value, self.chain.seq + 1, &self.chain.prev);
+                    (line, digest) = crate::head::plain(&mut record, self.chain.seq + 1, &self.chain.prev);
                 }
                 let seq = self.chain.seq + 1;
                 self.write(&line, true)?;
@@ -632,6 +629,7 @@ fn rotate_aside(path: &Path) -> Result<PathBuf, String> {
 mod tests {
     use super::*;
     use crate::keys::{Algorithm, PublicKey};
+    use serde_json::json;
 
     fn key() -> (SigningKey, PublicKey) {
         let key = SigningKey::from_pkcs8(&SigningKey::generate(Algorithm::Ed25519).unwrap()).unwrap();

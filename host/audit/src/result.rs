@@ -19,9 +19,9 @@
 //! `result_parts` (the digest of CONTENT alone, its number of blocks, the
 //! digest of STRUCTURED, IS_ERROR) so a check can say what differs.
 
-use crate::canonical;
+use crate::canonical::{self, Object};
 use crate::keys::hex;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 /// A result's digests, as a line carries them.
@@ -39,44 +39,53 @@ pub struct ResultDigests {
     pub is_error: bool,
 }
 
-fn digest(value: &Value) -> String {
-    hex(&Sha256::digest(canonical::to_vec(value)))
+fn digest(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
 }
 
 impl ResultDigests {
     /// The digests of `result`: an MCP `CallToolResult` as JSON (its `_meta`
-    /// and any other member are not read).
+    /// and any other member are not read). Each part is laid out once, in
+    /// canonical form, for its own digest and the whole's.
     pub fn of(result: &Value) -> ResultDigests {
-        let content = match result.get("content") {
-            Some(content @ Value::Array(_)) => content.clone(),
-            Some(other) => other.clone(),
-            None => Value::Array(Vec::new()),
-        };
+        let empty = Value::Array(Vec::new());
+        let content = result.get("content").unwrap_or(&empty);
         let is_error = result.get("isError").and_then(Value::as_bool).unwrap_or(false);
         let structured = result.get("structuredContent").filter(|value| !value.is_null());
-        let mut covered = Map::new();
-        covered.insert("content".to_owned(), content.clone());
-        covered.insert("isError".to_owned(), Value::Bool(is_error));
-        if let Some(structured) = structured {
-            covered.insert("structuredContent".to_owned(), structured.clone());
-        }
+        // `{"content":…,"isError":…,"structuredContent":…}`: its keys are in canonical order as written.
+        let mut whole = Vec::with_capacity(256);
+        whole.extend_from_slice(b"{\"content\":");
+        let content_at = whole.len();
+        canonical::write(content, &mut whole);
+        let content_digest = digest(&whole[content_at..]);
+        whole.extend_from_slice(if is_error { b",\"isError\":true" } else { b",\"isError\":false" });
+        let structured = structured.map(|structured| {
+            whole.extend_from_slice(b",\"structuredContent\":");
+            let at = whole.len();
+            canonical::write(structured, &mut whole);
+            digest(&whole[at..])
+        });
+        whole.push(b'}');
         ResultDigests {
-            whole: digest(&Value::Object(covered)),
-            content: digest(&content),
+            whole: digest(&whole),
+            content: content_digest,
             blocks: content.as_array().map_or(0, |blocks| blocks.len() as u64),
-            structured: structured.map(digest),
+            structured,
             is_error,
         }
     }
 
-    /// Into a line's fields: `result_sha256` and `result_parts`.
-    pub fn into_fields(self, map: &mut Map<String, Value>) {
-        map.insert("result_sha256".to_owned(), json!(self.whole));
-        let mut parts = json!({"content_sha256": self.content, "blocks": self.blocks, "isError": self.is_error});
-        if let Some(structured) = self.structured {
-            parts["structured_sha256"] = json!(structured);
+    /// Into a line's members: `result_sha256` and `result_parts`.
+    pub fn into_members(self, line: &mut Object) {
+        line.str("result_sha256", &self.whole);
+        let mut parts = Object::with_capacity(4, 160);
+        parts.u64("blocks", self.blocks);
+        parts.str("content_sha256", &self.content);
+        parts.bool("isError", self.is_error);
+        if let Some(structured) = &self.structured {
+            parts.str("structured_sha256", structured);
         }
-        map.insert("result_parts".to_owned(), parts);
+        line.object("result_parts", &parts);
     }
 }
 
@@ -129,11 +138,29 @@ pub fn check(receipt: &Value, result: &Value) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn line(result: &Value) -> Value {
-        let mut map = Map::new();
-        ResultDigests::of(result).into_fields(&mut map);
-        Value::Object(map)
+        let mut line = Object::default();
+        ResultDigests::of(result).into_members(&mut line);
+        serde_json::from_slice(&line.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn the_digests_are_of_the_canonical_parts() {
+        let result = json!({"isError": true, "structuredContent": {"b": [1, {"z": 0, "a": "é"}]},
+                            "content": [{"type": "text", "text": "x"}], "_meta": {"ignored": 1}});
+        let got = ResultDigests::of(&result);
+        let sha = |value: &Value| hex(&Sha256::digest(canonical::to_vec(value)));
+        let whole =
+            json!({"content": result["content"], "isError": true, "structuredContent": result["structuredContent"]});
+        assert_eq!(got.whole, sha(&whole));
+        assert_eq!(got.content, sha(&result["content"]));
+        assert_eq!(got.structured.as_deref(), Some(sha(&result["structuredContent"]).as_str()));
+        // Absent parts: content `[]`, isError false, no structuredContent (nor a `null` one).
+        let bare = ResultDigests::of(&json!({"structuredContent": null}));
+        assert_eq!(bare.whole, sha(&json!({"content": [], "isError": false})));
+        assert_eq!((bare.blocks, bare.structured, bare.is_error), (0, None, false));
     }
 
     #[test]

@@ -10,6 +10,7 @@ use crate::{Catalog, Source};
 use serde_json::{Value, json};
 use std::borrow::Cow;
 use std::sync::Arc;
+use toolhost_audit::canonical::Object;
 use toolhost_audit::hooks::{Decision, Hook, OnError};
 use toolhost_audit::{Accountable, CallRecord, Caller, Component, HookNote, Origin};
 use toolhost_grants::env::Redactor;
@@ -400,14 +401,18 @@ struct PluginOrigin(Arc<Plugin>);
 struct ServerOrigin(Arc<toolhost_mcp_client::McpServer>);
 
 impl Origin for PluginOrigin {
-    fn component(&self) -> Component {
-        Component {
-            plugin: Some(self.0.name.to_string()),
-            source: "plugin",
-            sha256: Some(self.0.sha256.clone()),
-            grants: Some(grants_json(&self.0.grants)),
-            signer: self.0.signer.as_ref().and_then(|signer| serde_json::to_value(signer).ok()),
-        }
+    fn component(&self) -> Arc<Object> {
+        let plugin = &self.0;
+        Arc::clone(plugin.described.get_or_init(|| {
+            let component = Component {
+                plugin: Some(plugin.name.to_string()),
+                source: "plugin",
+                sha256: Some(plugin.sha256.clone()),
+                grants: Some(grants_json(&plugin.grants)),
+                signer: plugin.signer.as_ref().and_then(|signer| serde_json::to_value(signer).ok()),
+            };
+            Arc::new(component.lay_out())
+        }))
     }
 
     fn shown(&self, text: &str, value: Option<Value>) -> Value {
@@ -416,8 +421,15 @@ impl Origin for PluginOrigin {
 }
 
 impl Origin for ServerOrigin {
-    fn component(&self) -> Component {
-        Component { plugin: Some(self.0.name().to_owned()), source: "mcp", sha256: None, grants: None, signer: None }
+    fn component(&self) -> Arc<Object> {
+        let component = Component {
+            plugin: Some(self.0.name().to_owned()),
+            source: "mcp",
+            sha256: None,
+            grants: None,
+            signer: None,
+        };
+        Arc::new(component.lay_out())
     }
 
     fn shown(&self, text: &str, value: Option<Value>) -> Value {

@@ -67,6 +67,9 @@ pub struct Plugin {
     /// Who signed it, when it was pulled signed: `toolhost.lock` beside it
     /// names a verified signer for exactly these bytes.
     pub signer: Option<PulledSigner>,
+    /// What its audit lines say of it (name, digest, grants, signer), laid
+    /// out at its first audited call.
+    pub(crate) described: std::sync::OnceLock<Arc<toolhost_audit::canonical::Object>>,
 }
 
 /// The signer `toolhost pull` verified for a plugin, as `toolhost.lock`

@@ -222,6 +222,7 @@ impl Host {
             code: loaded.code,
             load: plugin::next_load(),
             signer,
+            described: std::sync::OnceLock::new(),
         })
     }
 
