@@ -52,6 +52,15 @@ pub fn write(value: &Value, out: &mut Vec<u8>) {
 
 /// `text` as a JSON string, appended to `out`.
 pub fn string(text: &str, out: &mut Vec<u8>) {
+    // Most strings (keys, digests, names) need no escape: serde_json escapes
+    // only `"`, `\` and control characters below U+0020.
+    if text.bytes().all(|byte| byte >= 0x20 && byte != b'"' && byte != b'\\') {
+        out.reserve(text.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'"');
+        return;
+    }
     // serde_json's string escaping (writing a `str` cannot fail).
     let _ = serde_json::to_writer(&mut *out, text);
 }
@@ -98,10 +107,9 @@ impl Object {
     }
 
     /// Sets member `key` to what `write` writes (canonical JSON), in place
-    /// of any member of that name.
+    /// of any member of that name (the last one set is the one written).
     pub fn with(&mut self, key: impl Into<Cow<'static, str>>, write: impl FnOnce(&mut Vec<u8>)) {
         let key = key.into();
-        self.remove(&key);
         let start = self.bytes.len();
         write(&mut self.bytes);
         self.members.push((key, start..self.bytes.len()));
@@ -148,14 +156,22 @@ impl Object {
 
     /// The object in canonical form, appended to `out`.
     pub fn write(&self, out: &mut Vec<u8>) {
+        let key = |member: usize| self.members[member].0.as_bytes();
         let mut order: Vec<usize> = (0..self.members.len()).collect();
-        order.sort_unstable_by(|&a, &b| self.members[a].0.as_bytes().cmp(self.members[b].0.as_bytes()));
+        // By key, and a key set twice in the order it was set.
+        order.sort_unstable_by(|&a, &b| key(a).cmp(key(b)).then(a.cmp(&b)));
         out.reserve(self.bytes.len() + self.members.len() * 24 + 2);
         out.push(b'{');
-        for (index, &member) in order.iter().enumerate() {
-            if index > 0 {
+        let mut first = true;
+        for (at, &member) in order.iter().enumerate() {
+            if order.get(at + 1).is_some_and(|&next| key(next) == key(member)) {
+                // Set again later: that value is the one written.
+                continue;
+            }
+            if !first {
                 out.push(b',');
             }
+            first = false;
             let (key, range) = &self.members[member];
             string(key, out);
             out.push(b':');
@@ -175,6 +191,17 @@ impl Object {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strings_are_escaped_as_serde_json_escapes_them() {
+        let mut texts: Vec<String> = (0u32..0x80).filter_map(char::from_u32).map(|c| format!("a{c}b")).collect();
+        texts.extend(["", "plain", "\u{e9}t\u{e9} \u{1f600}", "\u{7f}\u{80}\u{2028}", "\"quoted\\"].map(str::to_owned));
+        for text in texts {
+            let mut out = Vec::new();
+            string(&text, &mut out);
+            assert_eq!(out, serde_json::to_vec(&text).unwrap(), "{text:?}");
+        }
+    }
 
     #[test]
     fn sorts_keys_at_every_depth_and_drops_space() {

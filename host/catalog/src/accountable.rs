@@ -175,7 +175,7 @@ impl Drop for Guard<'_> {
         }
         let origin = self.origin.as_ref().map(|origin| match origin {
             OriginOf::Entry(entry) => origin_of(entry),
-            OriginOf::Plugin(plugin) => Arc::new(PluginOrigin(Arc::clone(plugin))) as Arc<dyn Origin>,
+            OriginOf::Plugin(plugin) => Arc::clone(plugin) as Arc<dyn Origin>,
         });
         self.accountable.record(CallRecord {
             kind: self.kind,
@@ -357,7 +357,7 @@ pub(crate) fn finish_offer(
     }
     let outcome = outcome();
     let origin = match guard.origin {
-        Some(OriginOf::Plugin(plugin)) => Some(Arc::new(PluginOrigin(plugin.clone())) as Arc<dyn Origin>),
+        Some(OriginOf::Plugin(plugin)) => Some(plugin.clone() as Arc<dyn Origin>),
         Some(OriginOf::Entry(entry)) => Some(origin_of(entry)),
         None => None,
     };
@@ -395,14 +395,14 @@ fn as_json(arguments: &str) -> Value {
 }
 
 /// A plugin as an audit line describes it.
-struct PluginOrigin(Arc<Plugin>);
-
 /// An MCP server as an audit line describes it.
 struct ServerOrigin(Arc<toolhost_mcp_client::McpServer>);
 
-impl Origin for PluginOrigin {
+/// A plugin is its own origin: a call's record holds the plugin itself (no
+/// allocation per call), and its members are laid out at its first line.
+impl Origin for Plugin {
     fn component(&self) -> Arc<Object> {
-        let plugin = &self.0;
+        let plugin = self;
         Arc::clone(plugin.described.get_or_init(|| {
             let component = Component {
                 plugin: Some(plugin.name.to_string()),
@@ -416,7 +416,7 @@ impl Origin for PluginOrigin {
     }
 
     fn shown(&self, text: &str, value: Option<Value>) -> Value {
-        shown_arguments(text, value, self.0.code.redactor())
+        shown_arguments(text, value, self.code.redactor())
     }
 }
 
@@ -439,7 +439,7 @@ impl Origin for ServerOrigin {
 
 fn origin_of(entry: &crate::Entry) -> Arc<dyn Origin> {
     match entry.source() {
-        Source::Plugin { plugin, .. } => Arc::new(PluginOrigin(plugin.clone())),
+        Source::Plugin { plugin, .. } => plugin.clone(),
         Source::Mcp { server, .. } => Arc::new(ServerOrigin(server.clone())),
     }
 }

@@ -150,7 +150,10 @@ impl Host {
                 // server's `tool_timeout` unless the caller sets one.
                 let mut limits = Limits::default().with(&self.config.limits);
                 limits.timeout = server.config().tool_timeout;
-                server.call(tool, arguments, &limits.with(overrides)).await
+                // Boxed: an MCP client's call is a future of about 8 KiB,
+                // which every plugin call's future would otherwise carry and
+                // copy as it is built, instrumented and awaited.
+                Box::pin(server.call(tool, arguments, &limits.with(overrides))).await
             }
         }
     }
