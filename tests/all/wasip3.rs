@@ -244,3 +244,21 @@ fn cpu_seconds(pid: u32) -> f64 {
     let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
     ticks / per_second
 }
+
+/// A full-engine call's store is dropped (its memory reset) off the call's
+/// path: with one call at a time allowed, calls one after the other, each
+/// writing megabytes, all get a slot and every one a fresh instance.
+#[test]
+fn calls_one_after_another_each_get_a_fresh_instance_while_the_last_is_reset() {
+    let dir = plugins();
+    let config = dir.path().join("toolhost.toml");
+    std::fs::write(&config, "max_concurrent_calls = 1\n").unwrap();
+    let mut command = common::stdio::Session::command(&["--plugins", &dir.path().display().to_string(), "--config"]);
+    command.arg(&config).arg("serve");
+    let mut session = common::stdio::Session::start(command, "t");
+    for n in 0..40 {
+        let answer = session.ask("tools/call", json!({"name": "count", "arguments": {"mib": n % 9}}));
+        assert_eq!(answer["result"]["structuredContent"], json!({"result": 1}), "call {n}: {answer}");
+    }
+    session.close();
+}

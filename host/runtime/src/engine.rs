@@ -191,11 +191,16 @@ pub struct Engines {
 /// be alive at once in each (the host's concurrency limit plus room for
 /// loading); `concurrent` as for [`pooling`]. The full engine uses
 /// dirty-page tracking where the kernel has it and falls back to the prefix
-/// reset where it does not.
+/// reset where it does not, and has [`RETIRING`] slots more: its calls'
+/// stores are dropped off the call's path, so that many may still hold a
+/// slot while as many calls as allowed run.
+///
+/// [`RETIRING`]: crate::sandbox::RETIRING
 pub fn build(max_instances: u32, keep_resident: usize, concurrent: bool) -> Result<Engines> {
     let mut lean = config(Flavor::Lean);
     lean.allocation_strategy(InstanceAllocationStrategy::Pooling(lean_pooling(max_instances, concurrent)));
     let lean = Engine::new(&lean).map_err(reserve_hint)?;
+    let max_instances = max_instances.saturating_add(crate::sandbox::RETIRING);
     let mut with_pagemap = config(Flavor::Full);
     with_pagemap.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling(
         max_instances,

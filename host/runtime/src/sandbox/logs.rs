@@ -88,13 +88,15 @@ impl LogSink {
         self.records.push(LogRecord { level, message, fields });
     }
 
-    /// The records kept, with a last one saying how many were dropped.
-    pub(crate) fn into_records(self) -> Vec<LogRecord> {
-        let mut logs = self.records;
-        if self.dropped > 0 {
+    /// The records kept, with a last one saying how many were dropped; the
+    /// sink is then empty.
+    pub(crate) fn take_records(&mut self) -> Vec<LogRecord> {
+        let mut logs = std::mem::take(&mut self.records);
+        let dropped = std::mem::take(&mut self.dropped);
+        if dropped > 0 {
             logs.push(LogRecord {
                 level: "warn",
-                message: format!("{} more log records dropped", self.dropped),
+                message: format!("{dropped} more log records dropped"),
                 fields: Vec::new(),
             });
         }

@@ -25,6 +25,7 @@ mod guest;
 mod limiter;
 pub(crate) mod linker;
 pub(crate) mod logs;
+mod retire;
 mod state;
 mod verdict;
 
@@ -32,6 +33,7 @@ pub use capture::CAPTURE_LIMIT;
 pub use guest::{Guest, Request, Response, Running};
 pub use linker::CONFIG_STORE;
 pub use logs::{LOG_MESSAGE_LIMIT, LOG_RECORDS_LIMIT};
+pub use retire::RETIRING;
 pub use state::{CallHooks, HostState, PROGRESS_INTERVAL, Progress, ProgressObserver, ResultShape};
 
 use crate::engine::EpochTicker;
@@ -89,12 +91,16 @@ pub struct Invocation {
 pub struct Sandbox {
     guest: Arc<dyn Guest>,
     bound: Bound,
+    /// Its calls' stores are dropped off the call's path (`retire`): a
+    /// [`Flavor::Full`](crate::engine::Flavor::Full) engine's.
+    retires: bool,
 }
 
 impl Sandbox {
     /// `guest` (from `crate::contract::prepare`), its calls run with `bound`.
     pub fn new(guest: Arc<dyn Guest>, bound: Bound) -> Sandbox {
-        Sandbox { guest, bound }
+        let retires = crate::engine::Flavor::of_engine(guest.engine()) == crate::engine::Flavor::Full;
+        Sandbox { guest, bound, retires }
     }
 
     /// The prepared plugin, to bind again (with other grants).
@@ -190,17 +196,25 @@ impl Sandbox {
         };
         let wall = start.elapsed();
         let fuel = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
-        let state = store.into_data();
+        let state = store.data_mut();
+        let (peak, refused_memory, suspended) = (state.limiter.peak, state.limiter.refused, state.asking.suspended);
+        let noted = std::mem::take(&mut state.asking.noted);
+        let logs = state.logs.take_records();
+        if self.retires {
+            retire::retire(store);
+        } else {
+            drop(store);
+        }
         span.record("fuel", i64::try_from(fuel).unwrap_or(i64::MAX));
-        span.record("memory_peak", i64::try_from(state.limiter.peak).unwrap_or(i64::MAX));
+        span.record("memory_peak", i64::try_from(peak).unwrap_or(i64::MAX));
         let redactor = &granted.redactor;
         let stderr = stderr.text(redactor);
         let stdout = stdout.text(redactor);
         let result = match outcome {
-            _ if state.asking.suspended => Err(CallError::InputRequired),
+            _ if suspended => Err(CallError::InputRequired),
             Ok(Ok(response)) => verdict::check_response(response, limits, redactor),
             Ok(Err(err)) => {
-                Err(verdict::scrub_error(verdict::classify(err, limits, state.limiter.refused, &stderr), redactor))
+                Err(verdict::scrub_error(verdict::classify(err, limits, refused_memory, &stderr), redactor))
             }
             Err(()) => Err(CallError::Timeout { limit: limits.timeout }),
         };
@@ -213,7 +227,7 @@ impl Sandbox {
             result,
             usage: Usage {
                 fuel,
-                memory_peak: state.limiter.peak,
+                memory_peak: peak,
                 wall,
                 http_requests: network.requests,
                 http_request_bytes: network.request_bytes,
@@ -221,13 +235,13 @@ impl Sandbox {
             },
             stdout,
             stderr,
-            logs: state.logs.into_records(),
+            logs,
             refused,
             effects: Effects {
                 hosts: network.contacts,
                 more_hosts: network.more_contacts,
-                questions: state.asking.noted.questions,
-                more_questions: state.asking.noted.more,
+                questions: noted.questions,
+                more_questions: noted.more,
             },
         }
     }

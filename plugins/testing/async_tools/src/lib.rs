@@ -2,7 +2,8 @@
 //! authors write one today, with wit-bindgen's async exports
 //! (`wit/tools.wit`, every function an `async func`) and the `wasip3`
 //! crate's clocks, HTTP, environment and filesystem. Its standard library
-//! still imports WASI 0.2, so the component mixes both. `hold-memory`, `big`,
+//! still imports WASI 0.2, so the component mixes both. `count` says
+//! whether its instance is fresh. `hold-memory`, `big`,
 //! `never-resolves`, `sleep-forever`, `spin-task` and `spawn-forever`
 //! misbehave on purpose (or can be made to).
 
@@ -93,6 +94,13 @@ impl Guest for Tools {
             wit_bindgen::yield_async().await;
         }
         u32::try_from(held.len()).unwrap_or(u32::MAX)
+    }
+
+    async fn count(mib: u32) -> u32 {
+        static COUNT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let written: Vec<Vec<u8>> = (0..mib).map(|_| vec![7; 1 << 20]).collect();
+        std::hint::black_box(written);
+        COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1
     }
 
     async fn big(bytes: u32) -> String {
