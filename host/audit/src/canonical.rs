@@ -50,6 +50,16 @@ pub fn write(value: &Value, out: &mut Vec<u8>) {
     }
 }
 
+/// The first eight bytes of `key` as a number that orders as the bytes do
+/// (a shorter key padded with zeros, which orders before any longer one
+/// with the same start only after the full comparison that follows a tie).
+fn prefix(key: &[u8]) -> u64 {
+    let mut bytes = [0u8; 8];
+    let len = key.len().min(8);
+    bytes[..len].copy_from_slice(&key[..len]);
+    u64::from_be_bytes(bytes)
+}
+
 /// `text` as a JSON string, appended to `out`.
 pub fn string(text: &str, out: &mut Vec<u8>) {
     // Most strings (keys, digests, names) need no escape: serde_json escapes
@@ -157,14 +167,16 @@ impl Object {
     /// The object in canonical form, appended to `out`.
     pub fn write(&self, out: &mut Vec<u8>) {
         let key = |member: usize| self.members[member].0.as_bytes();
-        let mut order: Vec<usize> = (0..self.members.len()).collect();
-        // By key, and a key set twice in the order it was set.
-        order.sort_unstable_by(|&a, &b| key(a).cmp(key(b)).then(a.cmp(&b)));
+        // By key (their first eight bytes compared as one number first), and
+        // a key set twice in the order it was set.
+        let mut order: Vec<(u64, usize)> =
+            (0..self.members.len()).map(|member| (prefix(key(member)), member)).collect();
+        order.sort_unstable_by(|&(x, a), &(y, b)| x.cmp(&y).then_with(|| key(a).cmp(key(b))).then(a.cmp(&b)));
         out.reserve(self.bytes.len() + self.members.len() * 24 + 2);
         out.push(b'{');
         let mut first = true;
-        for (at, &member) in order.iter().enumerate() {
-            if order.get(at + 1).is_some_and(|&next| key(next) == key(member)) {
+        for (at, &(_, member)) in order.iter().enumerate() {
+            if order.get(at + 1).is_some_and(|&(_, next)| key(next) == key(member)) {
                 // Set again later: that value is the one written.
                 continue;
             }

@@ -449,8 +449,7 @@ impl CallRecord {
         // Room for every member a line may carry, and the chain's: no regrowth.
         let mut line = Object::with_capacity(32, 1024);
         line.str("kind", self.kind);
-        let time = chrono::DateTime::<chrono::Utc>::from(self.started);
-        line.str("time", &time.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
+        line.with("time", |out| time_of(self.started, out));
         line.object("caller", &self.caller.lay_out());
         line.str(self.kind, &self.name);
         if let Some(origin) = &self.origin {
@@ -506,6 +505,31 @@ impl CallRecord {
         }
         line
     }
+}
+
+/// `when` as lines write it (RFC 3339, UTC, milliseconds), as a JSON
+/// string. Calls that start in the same millisecond share it: the last one
+/// is kept, per thread (the writer's).
+fn time_of(when: std::time::SystemTime, out: &mut Vec<u8>) {
+    thread_local! {
+        static LAST: std::cell::RefCell<(u128, Vec<u8>)> = const { std::cell::RefCell::new((u128::MAX, Vec::new())) };
+    }
+    let written = |text: &mut Vec<u8>| {
+        let time = chrono::DateTime::<chrono::Utc>::from(when);
+        canonical::string(&time.to_rfc3339_opts(chrono::SecondsFormat::Millis, true), text);
+    };
+    let Ok(since) = when.duration_since(std::time::UNIX_EPOCH) else {
+        return written(out);
+    };
+    let millis = since.as_millis();
+    LAST.with_borrow_mut(|(last, text)| {
+        if *last != millis {
+            text.clear();
+            written(text);
+            *last = millis;
+        }
+        out.extend_from_slice(text);
+    });
 }
 
 /// A call's usage as its line carries it: the members [`Usage`]'s
@@ -660,6 +684,24 @@ mod tests {
                                           "structured_sha256": digests.structured});
         let laid = record.lay_out(true).to_vec();
         assert_eq!(String::from_utf8(laid).unwrap(), String::from_utf8(canonical::to_vec(&expected)).unwrap());
+    }
+
+    /// The time of a line is its call's start to the millisecond, also when
+    /// the one before it started in the same millisecond or another.
+    #[test]
+    fn a_lines_time_is_its_own_millisecond() {
+        let text = |millis: u64, micros: u64| {
+            let mut out = Vec::new();
+            time_of(UNIX_EPOCH + Duration::from_millis(millis) + Duration::from_micros(micros), &mut out);
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(text(1_764_000_000_123, 100), "\"2025-11-24T16:00:00.123Z\"");
+        assert_eq!(text(1_764_000_000_123, 900), "\"2025-11-24T16:00:00.123Z\"");
+        assert_eq!(text(1_764_000_000_124, 0), "\"2025-11-24T16:00:00.124Z\"");
+        assert_eq!(text(1_764_000_000_123, 0), "\"2025-11-24T16:00:00.123Z\"");
+        let mut before = Vec::new();
+        time_of(UNIX_EPOCH - Duration::from_millis(1_500), &mut before);
+        assert_eq!(String::from_utf8(before).unwrap(), "\"1969-12-31T23:59:58.500Z\"");
     }
 
     /// A member set twice keeps the last value; a removed one is gone; the
