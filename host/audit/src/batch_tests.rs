@@ -254,12 +254,12 @@ fn a_receipt_proves_its_line_with_the_public_key_alone() {
     // Lines without receipts wait for the batch; one with a receipt has its
     // head signed as soon as the queue is empty, covering all before it.
     for n in 0..5 {
-        log.record(Pending::Call(record(n), false));
+        log.record(Pending::Call(Box::new(record(n)), false));
     }
     let mut receipts = Vec::new();
     for n in 5..7 {
         let (send, receive) = tokio::sync::oneshot::channel();
-        log.record(Pending::Receipted(record(n), false, send));
+        log.record(Pending::Receipted(Box::new(record(n)), false, send));
         receipts.push(receive.blocking_recv().expect("a receipt"));
     }
     drop(log);

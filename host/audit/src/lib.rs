@@ -294,7 +294,7 @@ impl Accountable {
     /// Queues `record`; never waits. The writer turns it into a line.
     pub fn record(&self, record: CallRecord) {
         if let Some(log) = &self.log {
-            log.record(log::Pending::Call(record, self.include_arguments));
+            log.record(log::Pending::Call(Box::new(record), self.include_arguments));
         }
     }
 }
@@ -312,7 +312,7 @@ impl Accountable {
     pub async fn record_with_receipt(&self, record: CallRecord) -> Option<Value> {
         let log = self.log.as_ref()?;
         let (send, receive) = tokio::sync::oneshot::channel();
-        log.record(log::Pending::Receipted(record, self.include_arguments, send));
+        log.record(log::Pending::Receipted(Box::new(record), self.include_arguments, send));
         match tokio::time::timeout(log::RECEIPT_WAIT, receive).await {
             Ok(Ok(line)) => Some(line),
             Ok(Err(_)) => None,
