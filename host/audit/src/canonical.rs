@@ -50,9 +50,9 @@ pub fn write(value: &Value, out: &mut Vec<u8>) {
     }
 }
 
-/// The first eight bytes of `key` as a number that orders as the bytes do
-/// (a shorter key padded with zeros, which orders before any longer one
-/// with the same start only after the full comparison that follows a tie).
+/// The first eight bytes of `key` (a shorter key padded with zeros) as a
+/// number: keys that differ here order as their bytes do; keys that tie are
+/// then compared in full.
 fn prefix(key: &[u8]) -> u64 {
     let mut bytes = [0u8; 8];
     let len = key.len().min(8);
