@@ -166,6 +166,11 @@ pub fn config(flavor: Flavor) -> Config {
     config
 }
 
+/// Stores of full-engine calls alive at once, at most, after their calls
+/// ended (dropped off the call's path by `sandbox::retire`): the full
+/// engine's pool has this many slots more than the calls it runs.
+pub const RETIRING: u32 = 2;
+
 /// The pool of a [`Flavor::Lean`] engine: as [`pooling`] without the
 /// dirty-page scan, zeroing the first [`LEAN_KEEP_RESIDENT`] bytes of each
 /// memory after a call.
@@ -194,13 +199,11 @@ pub struct Engines {
 /// reset where it does not, and has [`RETIRING`] slots more: its calls'
 /// stores are dropped off the call's path, so that many may still hold a
 /// slot while as many calls as allowed run.
-///
-/// [`RETIRING`]: crate::sandbox::RETIRING
 pub fn build(max_instances: u32, keep_resident: usize, concurrent: bool) -> Result<Engines> {
     let mut lean = config(Flavor::Lean);
     lean.allocation_strategy(InstanceAllocationStrategy::Pooling(lean_pooling(max_instances, concurrent)));
     let lean = Engine::new(&lean).map_err(reserve_hint)?;
-    let max_instances = max_instances.saturating_add(crate::sandbox::RETIRING);
+    let max_instances = max_instances.saturating_add(RETIRING);
     let mut with_pagemap = config(Flavor::Full);
     with_pagemap.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling(
         max_instances,

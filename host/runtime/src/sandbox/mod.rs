@@ -33,7 +33,6 @@ pub use capture::CAPTURE_LIMIT;
 pub use guest::{Guest, Request, Response, Running};
 pub use linker::CONFIG_STORE;
 pub use logs::{LOG_MESSAGE_LIMIT, LOG_RECORDS_LIMIT};
-pub use retire::RETIRING;
 pub use state::{CallHooks, HostState, PROGRESS_INTERVAL, Progress, ProgressObserver, ResultShape};
 
 use crate::engine::EpochTicker;

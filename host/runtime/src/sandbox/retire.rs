@@ -20,13 +20,11 @@
 //! [`Flavor::Full`]: crate::engine::Flavor::Full
 
 use super::HostState;
+use crate::engine::RETIRING;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc::Sender;
 use wasmtime::Store;
-
-/// Retired stores alive at once, at most: the pool's slots beyond its calls.
-pub const RETIRING: u32 = 2;
 
 /// Retired stores queued or being dropped now.
 static ALIVE: AtomicU32 = AtomicU32::new(0);
