@@ -28,7 +28,7 @@ mod batch_tests;
 
 use canonical::Object;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 use toolhost_runtime::limits::ByteSize;
@@ -172,26 +172,25 @@ impl Caller {
         Caller { path, ..Caller::default() }
     }
 
-    /// As audit lines and hooks see it.
+    /// What audit lines and hooks say of it: its path (`library` when none
+    /// was said) and whichever of subject, client and session are known.
+    fn members(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        let path = if self.path.is_empty() { "library" } else { self.path };
+        let known = [("subject", &self.subject), ("client", &self.client), ("session", &self.session)];
+        std::iter::once(("path", path))
+            .chain(known.into_iter().filter_map(|(name, value)| Some((name, value.as_deref()?))))
+    }
+
+    /// As hooks see it.
     pub fn to_json(&self) -> Value {
-        let mut map = Map::new();
-        map.insert("path".to_owned(), json!(if self.path.is_empty() { "library" } else { self.path }));
-        for (name, value) in [("subject", &self.subject), ("client", &self.client), ("session", &self.session)] {
-            if let Some(value) = value {
-                map.insert(name.to_owned(), json!(value));
-            }
-        }
-        Value::Object(map)
+        Value::Object(self.members().map(|(name, value)| (name.to_owned(), json!(value))).collect())
     }
 
     /// As audit lines carry it: [`Caller::to_json`] in canonical form.
     fn lay_out(&self) -> Object {
         let mut object = Object::with_capacity(4, 96);
-        object.str("path", if self.path.is_empty() { "library" } else { self.path });
-        for (name, value) in [("subject", &self.subject), ("client", &self.client), ("session", &self.session)] {
-            if let Some(value) = value {
-                object.str(name, value);
-            }
+        for (name, value) in self.members() {
+            object.str(name, value);
         }
         object
     }

@@ -394,7 +394,6 @@ fn as_json(arguments: &str) -> Value {
     serde_json::from_str(arguments).unwrap_or_else(|_| Value::String(arguments.to_owned()))
 }
 
-/// A plugin as an audit line describes it.
 /// An MCP server as an audit line describes it.
 struct ServerOrigin(Arc<toolhost_mcp_client::McpServer>);
 
@@ -402,14 +401,13 @@ struct ServerOrigin(Arc<toolhost_mcp_client::McpServer>);
 /// allocation per call), and its members are laid out at its first line.
 impl Origin for Plugin {
     fn component(&self) -> Arc<Object> {
-        let plugin = self;
-        Arc::clone(plugin.described.get_or_init(|| {
+        Arc::clone(self.described.get_or_init(|| {
             let component = Component {
-                plugin: Some(plugin.name.to_string()),
+                plugin: Some(self.name.to_string()),
                 source: "plugin",
-                sha256: Some(plugin.sha256.clone()),
-                grants: Some(grants_json(&plugin.grants)),
-                signer: plugin.signer.as_ref().and_then(|signer| serde_json::to_value(signer).ok()),
+                sha256: Some(self.sha256.clone()),
+                grants: Some(grants_json(&self.grants)),
+                signer: self.signer.as_ref().and_then(|signer| serde_json::to_value(signer).ok()),
             };
             Arc::new(component.lay_out())
         }))
