@@ -23,7 +23,7 @@
 //! `TOOLHOST_BENCH_PROFILE=N` it only makes N echo calls through `Host::call`
 //! (for `perf record`; `TOOLHOST_BENCH_TOOL` and `TOOLHOST_BENCH_ARGS` name
 //! another tool of the bundled plugins; `TOOLHOST_BENCH_CONCURRENCY=C` makes
-//! them echo calls from C tasks on 2 worker threads).
+//! the calls from C tasks on 2 worker threads, and prints their calls/s).
 
 #[path = "../../plugins/echo/src/core.rs"]
 #[allow(dead_code)]
@@ -201,6 +201,11 @@ async fn cached_calls(host: &Host) -> (Stats, Stats) {
 /// `SCALING_CALLS` echo calls through `host` from `concurrency` tasks on a
 /// runtime with `workers` threads: calls per second and latency p99.
 fn throughput(host: &Arc<Host>, workers: usize, concurrency: usize) -> (f64, Duration) {
+    throughput_of(host, workers, concurrency, "echo", ARGS)
+}
+
+/// [`throughput`] of `tool` called with `args`.
+fn throughput_of(host: &Arc<Host>, workers: usize, concurrency: usize, tool: &str, args: &str) -> (f64, Duration) {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).enable_all().build().unwrap();
     runtime.block_on(async {
         let issued = Arc::new(AtomicUsize::new(0));
@@ -209,12 +214,13 @@ fn throughput(host: &Arc<Host>, workers: usize, concurrency: usize) -> (f64, Dur
         for _ in 0..concurrency {
             let host = host.clone();
             let issued = issued.clone();
+            let (tool, args) = (tool.to_owned(), args.to_owned());
             tasks.spawn(async move {
                 let none = LimitOverrides::default();
                 let mut samples = Vec::new();
                 while issued.fetch_add(1, Ordering::Relaxed) < SCALING_CALLS {
                     let begin = Instant::now();
-                    let report = host.call("echo", ARGS, &none).await;
+                    let report = host.call(&tool, &args, &none).await;
                     samples.push(begin.elapsed());
                     assert!(report.outcome.is_ok(), "{:?}", report.outcome);
                 }
@@ -383,10 +389,14 @@ fn main() {
         let tool = std::env::var("TOOLHOST_BENCH_TOOL").unwrap_or_else(|_| "echo".to_owned());
         let args = std::env::var("TOOLHOST_BENCH_ARGS").unwrap_or_else(|_| ARGS.to_owned());
         if let Some(concurrency) = std::env::var("TOOLHOST_BENCH_CONCURRENCY").ok().and_then(|n| n.parse().ok()) {
-            // Echo calls from `concurrency` tasks on 2 worker threads.
+            // Calls from `concurrency` tasks on 2 worker threads.
             let host = Arc::new(host);
             for _ in 0..calls.div_ceil(SCALING_CALLS) {
-                throughput(&host, 2, concurrency);
+                let (rate, p99) = throughput_of(&host, 2, concurrency, &tool, &args);
+                println!(
+                    "{tool}: {SCALING_CALLS} calls from {concurrency} tasks, {rate:.0} calls/s, p99 {:.1} µs",
+                    us(p99)
+                );
             }
             return;
         }

@@ -260,5 +260,20 @@ fn calls_one_after_another_each_get_a_fresh_instance_while_the_last_is_reset() {
         let answer = session.ask("tools/call", json!({"name": "count", "arguments": {"mib": n % 9}}));
         assert_eq!(answer["result"]["structuredContent"], json!({"result": 1}), "call {n}: {answer}");
     }
+    // The resets run below every call (`SCHED_IDLE`, policy 5: the 41st
+    // field of a thread's stat), on the one thread that drops stores.
+    let tasks = std::fs::read_dir(format!("/proc/{}/task", session.pid())).unwrap();
+    let retiring: Vec<u64> = tasks
+        .flatten()
+        .filter(|task| {
+            std::fs::read_to_string(task.path().join("comm")).unwrap_or_default().trim() == "toolhost-retire"
+        })
+        .map(|task| {
+            let stat = std::fs::read_to_string(task.path().join("stat")).unwrap();
+            let fields: Vec<&str> = stat.rsplit(')').next().unwrap().split_whitespace().collect();
+            fields[38].parse().unwrap()
+        })
+        .collect();
+    assert_eq!(retiring, [5], "the retiring thread(s)' scheduling policy");
     session.close();
 }

@@ -17,6 +17,12 @@
 //! in a few microseconds) is dropped in place: handing it over would cost
 //! about as much.
 //!
+//! The thread runs below every call (Linux's `SCHED_IDLE`): a reset gives
+//! way to a call for a core. One call at a time, the reset runs beside it on
+//! the other core; when calls keep every core busy the two retired stores
+//! wait, and calls drop their own, which measured faster than a reset
+//! competing with the calls for the cores (BENCHMARKS.md).
+//!
 //! [`Flavor::Full`]: crate::engine::Flavor::Full
 
 use super::HostState;
@@ -39,6 +45,7 @@ pub(super) fn retire(store: Store<HostState>) {
     let queue = QUEUE.get_or_init(|| {
         let (send, receive) = std::sync::mpsc::channel::<Store<HostState>>();
         let started = std::thread::Builder::new().name("toolhost-retire".to_owned()).spawn(move || {
+            below_every_call();
             for store in receive {
                 drop(store);
                 ALIVE.fetch_sub(1, Ordering::AcqRel);
@@ -54,5 +61,19 @@ pub(super) fn retire(store: Store<HostState>) {
     if let Err(unsent) = queue.send(store) {
         ALIVE.fetch_sub(1, Ordering::AcqRel);
         drop(unsent.0);
+    }
+}
+
+/// Puts the calling thread below every other (`SCHED_IDLE`): where a reset
+/// and a call share a core, the call runs and the kernel moves the reset to
+/// an idle core. Without it (refused, or not Linux) the thread runs as any.
+fn below_every_call() {
+    #[cfg(target_os = "linux")]
+    {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: `param` is a valid `sched_param`; 0 names the calling thread.
+        if unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } != 0 {
+            tracing::debug!("the retiring thread could not lower its priority: {}", std::io::Error::last_os_error());
+        }
     }
 }
