@@ -64,6 +64,20 @@ fn main() {
     let hooked = format!(
         "{batched}[[hooks]]\nwhen = \"before\"\ncommand = [\"sh\", \"-c\", \"echo '{{\\\"decision\\\":\\\"allow\\\"}}'\"]\n"
     );
+    // `TOOLHOST_BENCH_PROFILE=N`: only N rounds of batch signing saturated,
+    // nothing else (for `perf record`).
+    if let Some(rounds) = std::env::var("TOOLHOST_BENCH_PROFILE").ok().and_then(|n| n.parse::<usize>().ok()) {
+        runtime.block_on(async {
+            for _ in 0..rounds {
+                let host = std::sync::Arc::new(load(config(&batched), &echo).await);
+                let wall = concurrent(host.clone()).await;
+                println!("{:.0} calls/s", (CALLERS * LOADED) as f64 / wall.as_secs_f64());
+                drop(host);
+                let _ = std::fs::remove_file(&files[2]);
+            }
+        });
+        return;
+    }
     writer_costs();
     runtime.block_on(async {
         // Idle: one caller, one call at a time, the three modes in alternating blocks.

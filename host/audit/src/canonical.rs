@@ -64,7 +64,10 @@ fn prefix(key: &[u8]) -> u64 {
 pub fn string(text: &str, out: &mut Vec<u8>) {
     // Most strings (keys, digests, names) need no escape: serde_json escapes
     // only `"`, `\` and control characters below U+0020.
-    if text.bytes().all(|byte| byte >= 0x20 && byte != b'"' && byte != b'\\') {
+    // (Every byte is looked at, without an early way out, so that the
+    // check runs many bytes at a time.)
+    let plain = text.bytes().fold(true, |plain, byte| plain & (byte >= 0x20) & (byte != b'"') & (byte != b'\\'));
+    if plain {
         out.reserve(text.len() + 2);
         out.push(b'"');
         out.extend_from_slice(text.as_bytes());
@@ -166,13 +169,25 @@ impl Object {
 
     /// The object in canonical form, appended to `out`.
     pub fn write(&self, out: &mut Vec<u8>) {
+        // A line's members fit on the stack; a bigger object takes a vector.
+        const ON_STACK: usize = 48;
+        let count = self.members.len();
+        let mut stack = [(0u64, 0usize); ON_STACK];
+        let mut heap = Vec::new();
+        let order: &mut [(u64, usize)] = if count <= ON_STACK {
+            &mut stack[..count]
+        } else {
+            heap.resize(count, (0, 0));
+            &mut heap
+        };
         let key = |member: usize| self.members[member].0.as_bytes();
+        for (member, place) in order.iter_mut().enumerate() {
+            *place = (prefix(key(member)), member);
+        }
         // By key (their first eight bytes compared as one number first), and
         // a key set twice in the order it was set.
-        let mut order: Vec<(u64, usize)> =
-            (0..self.members.len()).map(|member| (prefix(key(member)), member)).collect();
         order.sort_unstable_by(|&(x, a), &(y, b)| x.cmp(&y).then_with(|| key(a).cmp(key(b))).then(a.cmp(&b)));
-        out.reserve(self.bytes.len() + self.members.len() * 24 + 2);
+        out.reserve(self.bytes.len() + count * 24 + 2);
         out.push(b'{');
         let mut first = true;
         for (at, &(_, member)) in order.iter().enumerate() {
@@ -213,6 +228,25 @@ mod tests {
             string(&text, &mut out);
             assert_eq!(out, serde_json::to_vec(&text).unwrap(), "{text:?}");
         }
+    }
+
+    #[test]
+    fn an_object_of_more_members_than_the_stack_holds_is_written_alike() {
+        for count in [0, 1, 47, 48, 49, 200] {
+            let mut object = Object::default();
+            let mut map = Map::new();
+            for n in (0..count).rev() {
+                let (key, value) = (format!("k{n:03}\u{e9}\"q"), json_value(n));
+                object.value(key.clone(), &Value::Null);
+                object.value(key.clone(), &value);
+                map.insert(key, value);
+            }
+            assert_eq!(object.to_vec(), to_vec(&Value::Object(map)), "{count} members");
+        }
+    }
+
+    fn json_value(n: usize) -> Value {
+        serde_json::json!({"n": n, "s": format!("v{n}"), "a": [n, null]})
     }
 
     #[test]
