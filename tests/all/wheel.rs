@@ -61,7 +61,16 @@ fn build_wheel() -> Result<PathBuf, String> {
         .output()
         .map_err(|err| format!("could not run `make wheel`: {err}"))?;
     if !output.status.success() {
-        return Err(format!("`make wheel` failed:\n{}{}", String::from_utf8_lossy(&output.stdout), stderr(&output)));
+        // Cargo's progress lines dropped, so that what failed is what a
+        // truncated CI log still shows.
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let errors: Vec<&str> = stderr.lines().filter(|line| !line.trim_start().starts_with("Compiling ")).collect();
+        return Err(format!(
+            "`make wheel` failed ({}):\n{}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            errors.join("\n")
+        ));
     }
     let wheels: Vec<PathBuf> = std::fs::read_dir(&out)
         .map_err(|err| format!("reading {}: {err}", out.display()))?
