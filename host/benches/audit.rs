@@ -18,6 +18,8 @@
 //! Run with `cargo bench -p toolhost --bench audit` after `bash plugins/build.sh`.
 //! Figures go to BENCHMARKS.md; nothing here asserts a time.
 
+mod common;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 use toolhost::{Config, Host, LimitOverrides};
@@ -204,19 +206,14 @@ fn writer_time() -> Duration {
 
 /// The same for the threads named `name`.
 fn thread_time(name: &str) -> Duration {
-    let mut ticks = 0u64;
+    let mut time = Duration::ZERO;
     for task in std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten() {
         let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-        if comm.trim() != name {
-            continue;
+        if comm.trim() == name {
+            time += common::cpu_time(&task.path().join("stat"));
         }
-        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
-        // The fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
-        let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
-        ticks += fields.get(11).and_then(|t| t.parse::<u64>().ok()).unwrap_or(0);
-        ticks += fields.get(12).and_then(|t| t.parse::<u64>().ok()).unwrap_or(0);
     }
-    Duration::from_millis(ticks * 10)
+    time
 }
 
 /// A plugin as the writer describes it: laid out once, as the catalog's are.

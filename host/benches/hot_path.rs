@@ -667,11 +667,14 @@ fn main() {
     }
 }
 
-/// Only toolhost, on one path, for `perf record` (with `--inherit`, the
-/// default, the `serve` child is recorded too): `host-call` (echo through
-/// `Host::call`), `stdio` or `http` (`sha256` through `serve`, 16 in
-/// flight), `floor-stdio` (the floor, the same way). `TOOLHOST_BENCH_CALLS`
-/// calls (100,000 unless set).
+/// One path alone, for `perf record` (with `--inherit`, the default, the
+/// `serve` child is recorded too) and for what a call costs in processor
+/// time: `host-call` (echo through `Host::call`, one after another), `bare`
+/// (the same with bare wasmtime), `stdio` or `http` (`sha256` through
+/// `serve`, 16 in flight), `floor-stdio` (the floor, the same way).
+/// `TOOLHOST_BENCH_CALLS` calls (100,000 unless set). Prints the calls/s
+/// and the processor time per call of this process (the client, or the
+/// in-process host) and of the server child, measured over the calls alone.
 fn profile(path: &str) {
     let calls = std::env::var("TOOLHOST_BENCH_CALLS").ok().and_then(|n| n.parse().ok()).unwrap_or(100_000);
     let cache = tempfile::tempdir().unwrap();
@@ -680,25 +683,57 @@ fn profile(path: &str) {
     let digest = hex_sha256(TEXT);
     let params = format!(r#"{{"name":"sha256","arguments":{{"text":"{TEXT}"}}}}"#);
     let mut side = Side::default();
+    let here = Path::new("/proc/self/stat");
+    let mut server_pid = None;
+    let mut cpu = [Duration::ZERO; 2];
+    let mut measure = |server: Option<u32>, run: &mut dyn FnMut()| {
+        let server = server.map(|pid| PathBuf::from(format!("/proc/{pid}/stat")));
+        let server_time = || server.as_deref().map(common::cpu_time).unwrap_or_default();
+        let before = [common::cpu_time(here), server_time()];
+        run();
+        cpu = [common::cpu_time(here) - before[0], server_time() - before[1]];
+    };
     match path {
-        "host-call" => runtime.block_on(async {
+        "host-call" => {
+            let host = runtime.block_on(async {
+                let host = Host::new(common::computing(cache.path())).unwrap();
+                host.load_dir(plugins.path()).await.unwrap();
+                host
+            });
+            measure(None, &mut || {
+                runtime.block_on(async {
+                    let started = Instant::now();
+                    for _ in 0..calls {
+                        let report = host.call("echo", bare_wasmtime::ARGS, &LimitOverrides::default()).await;
+                        assert!(report.outcome.is_ok());
+                    }
+                    side.busy = started.elapsed();
+                    side.calls = calls;
+                })
+            });
+        }
+        "bare" => {
+            let wasm = std::fs::read(plugins.path().join("echo.wasm")).unwrap();
             let host = Host::new(common::computing(cache.path())).unwrap();
-            host.load_dir(plugins.path()).await.unwrap();
-            let started = Instant::now();
-            for _ in 0..calls {
-                let report = host.call("echo", bare_wasmtime::ARGS, &LimitOverrides::default()).await;
-                assert!(report.outcome.is_ok());
-            }
-            side.busy = started.elapsed();
-            side.calls = calls;
-        }),
+            let flavor = toolhost::runtime::engine::Flavor::of_wasm(&wasm);
+            let (engine, pre) = bare_wasmtime::bare_setup(&wasm, flavor, host.resets_dirty_pages_only());
+            measure(None, &mut || {
+                let started = Instant::now();
+                for _ in 0..calls {
+                    bare_wasmtime::bare_call(&engine, &pre);
+                }
+                side.busy = started.elapsed();
+                side.calls = calls;
+            });
+        }
         "stdio" | "floor-stdio" => {
             let mut server = if path == "stdio" {
                 StdioServer::start("toolhost serve", toolhost_command(plugins.path(), cache.path(), false))
             } else {
                 StdioServer::start("the floor", floor_command("stdio"))
             };
-            server.throughput(&params, &digest, calls, &mut side);
+            server_pid = Some(server.child.id());
+            measure(server_pid, &mut || server.throughput(&params, &digest, calls, &mut side));
         }
         "http" => runtime.block_on(async {
             let server =
@@ -706,9 +741,17 @@ fn profile(path: &str) {
                     .await;
             Arc::new(server).throughput(&params, &digest, calls, &mut side).await;
         }),
-        other => panic!("TOOLHOST_BENCH_PROFILE: no path `{other}` (host-call, stdio, floor-stdio, http)"),
+        other => panic!("TOOLHOST_BENCH_PROFILE: no path `{other}` (host-call, bare, stdio, floor-stdio, http)"),
     }
-    println!("{path}: {calls} calls, {:.0} calls/s", side.rate());
+    let per_call = |time: Duration| time.as_secs_f64() * 1e6 / calls as f64;
+    print!("{path}: {calls} calls, {:.0} calls/s", side.rate());
+    if path != "http" {
+        print!(", {:.1} µs of processor time a call in this process", per_call(cpu[0]));
+    }
+    if server_pid.is_some() {
+        print!(" and {:.1} µs in the server ({:.1} µs in all)", per_call(cpu[1]), per_call(cpu[0] + cpu[1]));
+    }
+    println!();
 }
 
 /// toolhost and Wassette serving `typed_shop` over stdio, interleaved.
