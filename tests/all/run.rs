@@ -494,6 +494,20 @@ fn no_model_configured_says_how_to_point_at_one() {
 
 /// Starts a run, waits until `ready` says so, then presses Ctrl-C.
 fn interrupt(script: Script, server: &ModelServer, plugins: &str, args: &[&str], ready: impl Fn() -> bool) -> Output {
+    let child = spawn_run(script, server, plugins, args);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !ready() {
+        assert!(std::time::Instant::now() < deadline, "the run never got there");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    // SAFETY: sending SIGINT to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    child.wait_with_output().unwrap()
+}
+
+/// toolhost with `args` against `server`, started and left running.
+fn spawn_run(script: Script, server: &ModelServer, plugins: &str, args: &[&str]) -> std::process::Child {
     let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
     command
         .args(["--plugins", plugins])
@@ -507,16 +521,62 @@ fn interrupt(script: Script, server: &ModelServer, plugins: &str, args: &[&str],
     for name in PROXY_VARS {
         command.env_remove(name);
     }
-    let child = command.spawn().unwrap();
+    command.spawn().unwrap()
+}
+
+/// How many of process `pid`'s tokio worker threads are running or waiting
+/// for a core (state `R`), rather than asleep waiting for work.
+fn busy_workers(pid: u32) -> usize {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten();
+    tasks
+        .filter(|task| {
+            std::fs::read_to_string(task.path().join("comm")).is_ok_and(|comm| comm.trim() == "tokio-rt-worker")
+        })
+        .filter_map(|task| std::fs::read_to_string(task.path().join("stat")).ok())
+        .filter(|stat| stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('R')))
+        .count()
+}
+
+#[test]
+fn calls_of_one_turn_compute_on_two_cores_at_once() {
+    // Two calls that only compute (no host call to wait on): each must get a
+    // worker thread of its own, not take turns on the one that runs the loop.
+    let script = ALL[1];
+    let plugins = common::plugin_dir(&["spin_forever"]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("toolhost.toml");
+    std::fs::write(&config, "[limits]\nfuel = 1_000_000_000_000\ntimeout = \"4s\"\n").unwrap();
+    let events = dir.path().join("e.jsonl");
+    let server = ModelServer::start(vec![
+        script.calls(&[("one", "spin_forever", "{}"), ("two", "spin_forever", "{}")]),
+        script.text("both stopped"),
+    ]);
+    let (c, e) = (config.to_str().unwrap(), events.to_str().unwrap());
+    let child = spawn_run(
+        script,
+        &server,
+        &plugins.path().display().to_string(),
+        &["--config", c, "run", "spin", "--yes", "--events", e],
+    );
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !ready() {
-        assert!(std::time::Instant::now() < deadline, "the run never got there");
+    while !std::fs::read_to_string(&events).is_ok_and(|text| text.matches("\"tool_call_started\"").count() == 2) {
+        assert!(std::time::Instant::now() < deadline, "the calls never started");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    std::thread::sleep(std::time::Duration::from_millis(100));
-    // SAFETY: sending SIGINT to our own child process.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    child.wait_with_output().unwrap()
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Runnable counts whether or not a core is free, so a busy machine does
+    // not change what is read: two workers computing, or one and an idle one.
+    let samples: Vec<usize> = (0..20)
+        .map(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            busy_workers(child.id())
+        })
+        .collect();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("both stopped"), "{}", stdout(&output));
+    let both = samples.iter().filter(|busy| **busy >= 2).count();
+    assert!(both >= 10, "two workers were busy in {both} of 20 samples ({samples:?}): the calls took turns on one");
 }
 
 #[test]

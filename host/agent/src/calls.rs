@@ -13,6 +13,24 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tokio_util::sync::CancellationToken;
 use toolhost_catalog::{Catalog, Entry};
 use toolhost_runtime::limits::LimitOverrides;
+use toolhost_runtime::outcome::{CallError, CallReport};
+
+/// A spawned call's handle that aborts the call when dropped unfinished.
+struct OwnTask(tokio::task::JoinHandle<CallReport>);
+
+impl Drop for OwnTask {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl std::future::Future for OwnTask {
+    type Output = Result<CallReport, tokio::task::JoinError>;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.0).poll(cx)
+    }
+}
 
 impl Agent {
     /// Checks, approves, runs and answers one turn's calls; results in call order.
@@ -24,7 +42,7 @@ impl Agent {
     /// or `tool_call_failed` (`cancelled` when Ctrl-C came first).
     pub(crate) async fn run_calls(
         &self,
-        catalog: &Catalog,
+        catalog: &Arc<Catalog>,
         tools: &Tools,
         turn: u32,
         calls: &[ToolCall],
@@ -162,7 +180,7 @@ impl Agent {
         self.allowed_for_session.lock().unwrap_or_else(|p| p.into_inner()).contains(tool)
     }
 
-    async fn run_call(&self, catalog: &Catalog, call: &ToolCall, started: &AtomicBool) -> ToolResult {
+    async fn run_call(&self, catalog: &Arc<Catalog>, call: &ToolCall, started: &AtomicBool) -> ToolResult {
         started.store(true, Ordering::SeqCst);
         let source = catalog.find(&call.name).map(|entry| entry.source_label());
         self.emit(Event::ToolCallStarted {
@@ -209,9 +227,24 @@ impl Agent {
             on_sampled: Some(on_sampled),
         };
         let hooks = toolhost_runtime::sandbox::CallHooks { progress, asker: Some(Arc::new(asker)), result_shape: None };
-        let overrides = LimitOverrides::default();
-        let caller = toolhost_catalog::Caller::on("agent");
-        let report = self.host.call_as(catalog, &call.name, &call.arguments, &overrides, hooks, &caller).await;
+        // The call runs as a task of its own: a guest computes inside the
+        // poll of the task that awaits it, so calls awaited together by this
+        // one task would take turns on one worker thread however many cores
+        // there are. Dropping this future (the run cancelled) aborts the task.
+        let task = OwnTask(tokio::spawn({
+            let (host, catalog) = (self.host.clone(), Arc::clone(catalog));
+            let (name, arguments) = (call.name.clone(), call.arguments.clone());
+            async move {
+                let caller = toolhost_catalog::Caller::on("agent");
+                host.call_as(&catalog, &name, &arguments, &LimitOverrides::default(), hooks, &caller).await
+            }
+        }));
+        let report = match task.await {
+            Ok(report) => report,
+            Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+            // Only the runtime shutting down cancels the task while it is awaited.
+            Err(_) => CallReport::rejected(&call.name, None, CallError::Host("the host is shutting down".to_owned())),
+        };
         let duration_ms = report.usage.wall.as_secs_f64() * 1_000.0;
         // The model is told what the host refused, so it does not retry
         // blindly; those lines count against the budget too (half of it at most).
