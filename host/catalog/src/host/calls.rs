@@ -19,6 +19,11 @@ impl Host {
     /// Calls `tool` with `arguments` (a JSON object as text; blank means `{}`)
     /// in a fresh instance, under the plugin's limits with `overrides` on top.
     /// Waits for a free slot when `max_concurrent_calls` calls are running.
+    ///
+    /// The guest computes inside the poll of the task that awaits this
+    /// future, giving the thread up at each epoch tick (every 2 ms) or host
+    /// call: calls meant to use several cores at once are each awaited in a
+    /// task of their own (`tokio::spawn`), not joined in one.
     pub async fn call(&self, tool: &str, arguments: &str, overrides: &LimitOverrides) -> CallReport {
         let catalog = self.catalog();
         self.call_in(&catalog, tool, arguments, overrides).await
