@@ -231,13 +231,15 @@ impl Agent {
         // poll of the task that awaits it, so calls awaited together by this
         // one task would take turns on one worker thread however many cores
         // there are. Dropping this future (the run cancelled) aborts the task.
+        // It keeps the run's span, so its `tool_call` span stays under `run`.
         let task = OwnTask(tokio::spawn({
             let (host, catalog) = (self.host.clone(), Arc::clone(catalog));
             let (name, arguments) = (call.name.clone(), call.arguments.clone());
-            async move {
+            let call = async move {
                 let caller = toolhost_catalog::Caller::on("agent");
                 host.call_as(&catalog, &name, &arguments, &LimitOverrides::default(), hooks, &caller).await
-            }
+            };
+            tracing::Instrument::in_current_span(call)
         }));
         let report = match task.await {
             Ok(report) => report,
