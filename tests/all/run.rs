@@ -545,7 +545,7 @@ fn calls_of_one_turn_compute_on_two_cores_at_once() {
     let plugins = common::plugin_dir(&["spin_forever"]);
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("toolhost.toml");
-    std::fs::write(&config, "[limits]\nfuel = 1_000_000_000_000\ntimeout = \"4s\"\n").unwrap();
+    std::fs::write(&config, "[limits]\nfuel = 1_000_000_000_000\ntimeout = \"6s\"\n").unwrap();
     let events = dir.path().join("e.jsonl");
     let server = ModelServer::start(vec![
         script.calls(&[("one", "spin_forever", "{}"), ("two", "spin_forever", "{}")]),
