@@ -495,15 +495,20 @@ fn no_model_configured_says_how_to_point_at_one() {
 /// Starts a run, waits until `ready` says so, then presses Ctrl-C.
 fn interrupt(script: Script, server: &ModelServer, plugins: &str, args: &[&str], ready: impl Fn() -> bool) -> Output {
     let child = spawn_run(script, server, plugins, args);
+    wait_until(ready);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    // SAFETY: sending SIGINT to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    child.wait_with_output().unwrap()
+}
+
+/// Waits (up to 20 s, then fails) until `ready` says so.
+fn wait_until(ready: impl Fn() -> bool) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while !ready() {
         assert!(std::time::Instant::now() < deadline, "the run never got there");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    std::thread::sleep(std::time::Duration::from_millis(100));
-    // SAFETY: sending SIGINT to our own child process.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    child.wait_with_output().unwrap()
 }
 
 /// toolhost with `args` against `server`, started and left running.
@@ -558,11 +563,9 @@ fn calls_of_one_turn_compute_on_two_cores_at_once() {
         &plugins.path().display().to_string(),
         &["--config", c, "run", "spin", "--yes", "--events", e],
     );
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !std::fs::read_to_string(&events).is_ok_and(|text| text.matches("\"tool_call_started\"").count() == 2) {
-        assert!(std::time::Instant::now() < deadline, "the calls never started");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_until(|| {
+        std::fs::read_to_string(&events).is_ok_and(|text| text.matches("\"tool_call_started\"").count() == 2)
+    });
     std::thread::sleep(std::time::Duration::from_millis(300));
     // Runnable counts whether or not a core is free, so a busy machine does
     // not change what is read: two workers computing, or one and an idle one.

@@ -15,23 +15,6 @@ use toolhost_catalog::{Catalog, Entry};
 use toolhost_runtime::limits::LimitOverrides;
 use toolhost_runtime::outcome::{CallError, CallReport};
 
-/// A spawned call's handle that aborts the call when dropped unfinished.
-struct OwnTask(tokio::task::JoinHandle<CallReport>);
-
-impl Drop for OwnTask {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-impl std::future::Future for OwnTask {
-    type Output = Result<CallReport, tokio::task::JoinError>;
-
-    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
-        std::pin::Pin::new(&mut self.0).poll(cx)
-    }
-}
-
 impl Agent {
     /// Checks, approves, runs and answers one turn's calls; results in call order.
     ///
@@ -232,7 +215,7 @@ impl Agent {
         // one task would take turns on one worker thread however many cores
         // there are. Dropping this future (the run cancelled) aborts the task.
         // It keeps the run's span, so its `tool_call` span stays under `run`.
-        let task = OwnTask(tokio::spawn({
+        let task = tokio_util::task::AbortOnDropHandle::new(tokio::spawn({
             let (host, catalog) = (self.host.clone(), Arc::clone(catalog));
             let (name, arguments) = (call.name.clone(), call.arguments.clone());
             let call = async move {
